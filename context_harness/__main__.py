@@ -1,0 +1,4 @@
+from context_harness.cli import main_server
+
+if __name__ == "__main__":
+    main_server()

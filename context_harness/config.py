@@ -1,0 +1,294 @@
+"""``ctx.toml`` -> one validated ``Config``.
+
+Discovery order: ``--config``, ``$CTX_CONFIG``, ``./.ctx/config.toml``, ``./ctx.toml``, then the XDG
+config file. ``${VAR}`` and ``${VAR:-default}`` expand in every string; relative paths resolve
+against the config file's folder. Every error names the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from context_harness.errors import ConfigError
+
+CONFIG_ENV = "CTX_CONFIG"
+DEFAULT_INCLUDE_GLOBS = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class DbConfig(_Section):
+    path: Path = Field(default=Path("data/ctx.sqlite"), description="SQLite file; other stores live beside it.")
+
+
+class ChunkingConfig(_Section):
+    max_tokens: int = Field(default=256, ge=32, le=8192)
+    overlap_tokens: int = Field(default=0, ge=0)
+
+    @field_validator("overlap_tokens")
+    @classmethod
+    def _overlap_below_max(cls, value: int, info: Any) -> int:
+        max_tokens = info.data.get("max_tokens", 256)
+        if value >= max_tokens:
+            raise ValueError(f"must be smaller than chunking.max_tokens ({max_tokens})")
+        return value
+
+
+class EmbeddingConfig(_Section):
+    provider: Literal["local", "openai", "disabled"] = "local"
+    model: str | None = None
+    model_path: Path | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    dims: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=16, ge=1, le=2048)
+    threads: int | None = Field(default=None, ge=1)
+    max_retries: int = Field(default=5, ge=0, le=20)
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class RetrievalConfig(_Section):
+    default_mode: Literal["auto", "keyword", "semantic", "hybrid"] = "auto"
+    final_limit: int = Field(default=12, ge=1, le=100)
+    candidate_k: int = Field(default=100, ge=1, le=10_000)
+    title_boost: float = Field(default=2.0, ge=0)
+    fusion: Literal["convex", "rrf"] = "convex"
+    hybrid_alpha: float = Field(default=0.5, ge=0, le=1)
+    rrf_k: int = Field(default=60, ge=1)
+    snippet_chars: int = Field(default=240, ge=40, le=4000)
+
+
+class ServerConfig(_Section):
+    sync_on_start: bool = True
+    bind: str = "127.0.0.1:7331"
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    cors_origins: list[str] = Field(default_factory=list)
+    auth_token: str | None = None
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    agent_tools: bool = True
+
+
+class FilesystemConnectorConfig(_Section):
+    root: Path
+    include_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE_GLOBS))
+    exclude_globs: list[str] = Field(default_factory=list)
+    respect_gitignore: bool = True
+    follow_symlinks: bool = True
+    max_file_size: int = Field(default=2_000_000, ge=1)
+
+
+class GitConnectorConfig(_Section):
+    url: str
+    branch: str | None = None
+    root: str = "."
+    include_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE_GLOBS))
+    exclude_globs: list[str] = Field(default_factory=list)
+    max_file_size: int = Field(default=2_000_000, ge=1)
+    shallow: bool = True
+
+
+class ScriptConfig(BaseModel):
+    """A Lua script entry: known keys validated, every other key passed to the script as config."""
+
+    model_config = ConfigDict(extra="allow")
+
+    path: Path
+    timeout: float | None = Field(default=None, gt=0)
+    memory_limit: int | None = Field(default=None, ge=1_048_576)
+    env: list[str] = Field(default_factory=list)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ConnectorsConfig(_Section):
+    filesystem: dict[str, FilesystemConnectorConfig] = Field(default_factory=dict)
+    git: dict[str, GitConnectorConfig] = Field(default_factory=dict)
+    script: dict[str, ScriptConfig] = Field(default_factory=dict)
+
+
+class ToolsConfig(_Section):
+    script: dict[str, ScriptConfig] = Field(default_factory=dict)
+
+
+class LuaConfig(_Section):
+    http_allow: list[str] | None = None
+    env_allow: list[str] = Field(default_factory=list)
+    max_response_bytes: int = Field(default=10_000_000, ge=1024)
+
+
+class Config(_Section):
+    db: DbConfig = Field(default_factory=DbConfig)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    connectors: ConnectorsConfig = Field(default_factory=ConnectorsConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    lua: LuaConfig = Field(default_factory=LuaConfig)
+    agents: dict[str, Any] = Field(default_factory=dict)
+
+    # Not part of the file: where it came from.
+    source_path: Path | None = Field(default=None, exclude=True)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.source_path.parent if self.source_path else Path.cwd()
+
+    @property
+    def data_dir(self) -> Path:
+        return self.db.path.parent
+
+    def connector_labels(self) -> list[str]:
+        labels = []
+        for kind in ("filesystem", "git", "script"):
+            labels.extend(f"{kind}:{name}" for name in sorted(getattr(self.connectors, kind)))
+        return labels
+
+
+def expand_vars(value: Any, where: str, environ: dict[str, str] | None = None) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string of a parsed TOML tree."""
+    env = os.environ if environ is None else environ
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise ConfigError(
+                f"{where}: environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+            )
+
+        return _VAR.sub(substitute, value)
+    if isinstance(value, dict):
+        return {k: expand_vars(v, f"{where}.{k}" if where else k, environ) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_vars(v, f"{where}[{i}]", environ) for i, v in enumerate(value)]
+    return value
+
+
+def discover(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
+    """Find the config file, or raise ``ConfigError`` listing every place looked at."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        return path.resolve()
+    env_path = os.environ.get(CONFIG_ENV)
+    if env_path:
+        path = Path(env_path).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"${CONFIG_ENV} points to {path}, which does not exist")
+        return path.resolve()
+    here = cwd or Path.cwd()
+    candidates = [here / ".ctx" / "config.toml", here / "ctx.toml", user_config_file()]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    looked = ", ".join(str(c) for c in candidates)
+    raise ConfigError(f"no config file found (looked at {looked}); run `ctx init` or pass --config FILE")
+
+
+def user_config_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "context-harness" / "config.toml"
+
+
+def user_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "context-harness"
+
+
+def load(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Config:
+    return load_file(discover(explicit, cwd))
+
+
+def load_file(path: Path) -> Config:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.__class__.__name__}") from None
+    return from_dict(raw, path)
+
+
+def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
+    label = str(path) if path else "<config>"
+    try:
+        expanded = expand_vars(raw, "")
+    except ConfigError as exc:
+        raise ConfigError(f"{label}: {exc.message}") from None
+    try:
+        config = Config.model_validate(expanded)
+    except ValidationError as exc:
+        raise ConfigError(f"{label}: {describe_validation_error(exc)}") from None
+    config.source_path = path.resolve() if path else None
+    return resolve_paths(config)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            parts.append(f"{key}: unknown key (check the spelling; see the README's config reference)")
+        elif kind == "missing":
+            parts.append(f"{key}: required key is missing")
+        else:
+            got = err.get("input")
+            shown = f" (got {got!r})" if isinstance(got, (str, int, float, bool)) else ""
+            parts.append(f"{key}: {err['msg']}{shown}")
+    more = len(exc.errors()) - 5
+    if more > 0:
+        parts.append(f"... and {more} more")
+    return "; ".join(parts)
+
+
+def resolve_paths(config: Config) -> Config:
+    base = config.base_dir
+
+    def absolute(p: Path) -> Path:
+        p = p.expanduser()
+        return p if p.is_absolute() else (base / p).resolve()
+
+    config.db.path = absolute(config.db.path)
+    if config.embedding.model_path is not None:
+        config.embedding.model_path = absolute(config.embedding.model_path)
+    for fs in config.connectors.filesystem.values():
+        fs.root = absolute(fs.root)
+    for group in (config.connectors.script, config.tools.script):
+        for script in group.values():
+            script.path = absolute(script.path)
+    return config
+
+
+def for_root(root: Path) -> Config:
+    """Zero-config use (``--root DIR``): index DIR; keep the workspace in the user data dir."""
+    root = root.expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError(f"--root {root} is not a folder")
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    workspace = user_data_dir() / "roots" / f"{root.name or 'root'}-{key}"
+    return from_dict(
+        {
+            "db": {"path": str(workspace / "ctx.sqlite")},
+            "connectors": {"filesystem": {root.name or "root": {"root": str(root)}}},
+        },
+        None,
+    )

@@ -1,0 +1,66 @@
+"""What a connector is: something that lists source items and can load each one.
+
+Built-in connectors (filesystem, git) and extension connectors (Lua scripts, Python entry points)
+all implement ``Connector``; the sync pipeline treats them alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class SourceItem:
+    """One document as a connector delivers it. ``source_id`` and ``body`` are required."""
+
+    source_id: str
+    body: str
+    title: str | None = None
+    author: str | None = None
+    source_url: str | None = None
+    content_type: str = "text/markdown"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    created_at: dt.datetime | None = None
+    updated_at: dt.datetime | None = None
+
+
+@dataclass
+class Candidate:
+    """An item seen by a scan. ``fingerprint`` (e.g. mtime and size) lets sync skip unchanged items
+    without loading them; ``None`` means "always load and compare content hashes"."""
+
+    source_id: str
+    fingerprint: str | None
+    load: Callable[[], SourceItem | None]
+
+
+@dataclass
+class ScanReport:
+    """Items a connector skipped, counted by reason (``symlink_escape``, ``binary``, ``too_large`` ...)."""
+
+    skipped: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str, detail: str | None = None) -> None:
+        self.skipped[reason] += 1
+        if detail and len(self.warnings) < 100:
+            self.warnings.append(detail)
+
+
+@runtime_checkable
+class Connector(Protocol):
+    type: str  # "filesystem", "git", "script", or an extension's type
+    name: str
+
+    @property
+    def label(self) -> str:  # "TYPE:NAME", the document's ``source``
+        ...
+
+    def scan(self, report: ScanReport) -> Iterator[Candidate]:
+        """List every current item. Blocking; runs in a worker thread."""
+        ...

@@ -1,0 +1,204 @@
+"""Pydantic models at the edges.
+
+These models are the single definition of what crosses an adapter: they give the MCP input and
+output schemas, the REST bodies and the ``--json`` CLI output, so the three cannot drift.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+
+
+def parse_timestamp(value: str) -> dt.datetime:
+    """Parse an ISO 8601 date or date-time; naive values are taken as UTC."""
+    text = value.strip()
+    if text.endswith("Z") or text.endswith("z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"expected an ISO 8601 date or date-time such as 2026-01-31 or 2026-01-31T12:00:00Z, got {value!r}"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return parsed.astimezone(dt.timezone.utc)
+
+
+def format_timestamp(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class SearchFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = Field(
+        default=None,
+        description="Only documents from this source: a full label such as 'filesystem:docs' or a "
+        "connector type such as 'filesystem', 'git' or 'script'.",
+    )
+    tags: list[str] | None = Field(
+        default=None, description="Only documents carrying at least one of these tags."
+    )
+    since: str | None = Field(
+        default=None, description="Only documents updated at or after this ISO 8601 date/time."
+    )
+    until: str | None = Field(
+        default=None, description="Only documents updated at or before this ISO 8601 date/time."
+    )
+
+    @field_validator("since", "until")
+    @classmethod
+    def _check_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_timestamp(value)
+        return value
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags_from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [t.strip() for t in value.split(",") if t.strip()]
+        return value
+
+
+class SearchRequest(BaseModel):
+    """Arguments of the ``search`` tool, the body of ``POST /tools/search`` and ``ctx search``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: Annotated[str, Field(min_length=1, max_length=20_000)] = Field(
+        description="What to look for, in plain words. Quote a phrase (\"like this\") to require it verbatim; "
+        "every other word is optional and ranks results higher when it matches."
+    )
+    mode: SearchMode | None = Field(
+        default=None,
+        description="'keyword' (exact words, names, identifiers), 'semantic' (meaning, paraphrases) or "
+        "'hybrid' (both, best default). Omit to use the server's default.",
+    )
+    limit: int | None = Field(
+        default=None, ge=1, le=100, description="Maximum number of documents to return (1-100)."
+    )
+    filters: SearchFilters | None = Field(default=None, description="Optional filters applied before ranking.")
+    source: str | None = Field(
+        default=None, description="Shorthand for filters.source.", json_schema_extra={"deprecated": False}
+    )
+    explain: bool = Field(default=False, description="Add per-result scoring details.")
+
+    @model_validator(mode="after")
+    def _merge_source(self) -> "SearchRequest":
+        if self.source is not None:
+            filters = self.filters or SearchFilters()
+            if filters.source is None:
+                self.filters = filters.model_copy(update={"source": self.source})
+            self.source = None
+        if not self.query.strip():
+            raise ValueError("query must contain at least one non-space character")
+        return self
+
+
+class SearchExplain(BaseModel):
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
+    semantic_score: float | None = None
+    semantic_rank: int | None = None
+    fused_score: float | None = None
+    chunk_index: int | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class SearchResult(BaseModel):
+    id: str = Field(description="Document id; pass it to 'get' for the full text.")
+    score: float
+    title: str | None
+    source: str
+    source_id: str
+    updated_at: str | None
+    snippet: str
+    source_url: str | None
+    explain: SearchExplain | None = None
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+
+
+class GetRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        description="A document id returned by 'search'."
+    )
+
+
+class ChunkOut(BaseModel):
+    index: int
+    text: str
+
+
+class DocumentOut(BaseModel):
+    id: str
+    source: str
+    source_id: str
+    source_url: str | None
+    title: str | None
+    author: str | None
+    created_at: str | None
+    updated_at: str | None
+    content_type: str
+    body: str
+    metadata: dict[str, Any]
+    chunks: list[ChunkOut]
+
+
+class SourceOut(BaseModel):
+    name: str
+    configured: bool
+    healthy: bool
+    notes: str | None
+    document_count: int
+    chunk_count: int
+    last_sync: str | None
+
+
+class SourcesResponse(BaseModel):
+    sources: list[SourceOut]
+
+
+class SyncSummary(BaseModel):
+    source: str
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    skipped_reasons: dict[str, int] = Field(default_factory=dict)
+    limited: bool = False
+    dry_run: bool = False
+    seconds: float = 0.0
+
+
+class SyncReport(BaseModel):
+    sources: list[SyncSummary]
+
+    def total(self, field: str) -> int:
+        return sum(getattr(s, field) for s in self.sources)
+
+
+class StatsOut(BaseModel):
+    documents: int
+    chunks: int
+    sources: int
+    db_path: str
+    db_bytes: int
+    index_bytes: int
+    schema_version: int
+    last_sync: str | None
+    embedding: dict[str, Any] = Field(default_factory=dict)
