@@ -1,0 +1,23 @@
+"""Embeddings: the ``Embedder`` protocol, providers by name, and the bundled offline model.
+
+Importing this package is cheap: fastembed and the provider modules load on first use.
+"""
+
+from context_harness.embedding.base import BaseEmbedder, Embedder, EmbedderIdentity, normalize_rows
+from context_harness.embedding.registry import (
+    EmbedderRegistry,
+    build_embedder,
+    register_provider,
+    default_registry,
+)
+
+__all__ = [
+    "BaseEmbedder",
+    "Embedder",
+    "EmbedderIdentity",
+    "EmbedderRegistry",
+    "build_embedder",
+    "normalize_rows",
+    "register_provider",
+    "default_registry",
+]

