@@ -32,7 +32,7 @@ class DbConfig(_Section):
 
 
 class ChunkingConfig(_Section):
-    max_tokens: int = Field(default=256, ge=32, le=8192)
+    max_tokens: int = Field(default=224, ge=32, le=8192)
     overlap_tokens: int = Field(default=0, ge=0)
 
     @field_validator("overlap_tokens")

@@ -123,7 +123,7 @@ class SearchResult(BaseModel):
     updated_at: str | None
     snippet: str
     source_url: str | None
-    explain: SearchExplain | None = None
+    explain: SearchExplain | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SearchResponse(BaseModel):

@@ -1,0 +1,346 @@
+"""``ctx`` / ``context-harness``: a thin command line over ``Harness``.
+
+Exit codes: 0 ok, 1 a user error (one line on stderr, no traceback), 2 usage.
+``--json`` prints exactly the payload MCP and REST return for the same operation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import click
+
+from context_harness import __version__
+from context_harness import config as config_mod
+from context_harness.config import Config
+from context_harness.errors import HarnessError, outcome
+
+T = TypeVar("T")
+log = logging.getLogger("context_harness")
+
+
+# -- plumbing ----------------------------------------------------------------------------------
+
+def _setup_logging(verbose: bool) -> None:
+    level = logging.DEBUG if verbose or os.environ.get("CTX_DEBUG") else logging.WARNING
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _fail(error: HarnessError) -> None:
+    click.echo(f"error: {error.message}", err=True)
+    sys.exit(outcome(error).exit_code)
+
+
+def _load_config(ctx: click.Context) -> Config:
+    obj = ctx.find_root().obj or {}
+    explicit = ctx.params.get("config_path") or obj.get("config_path")
+    root = ctx.params.get("root") or obj.get("root")
+    if root and not explicit:
+        return config_mod.for_root(Path(root))
+    return config_mod.load(explicit)
+
+
+def _run(ctx: click.Context, body: Callable[[Any], Awaitable[T]]) -> T:
+    """Open the Harness for the command's config, run ``body(harness)``, map errors to exit codes."""
+    from context_harness.harness import Harness
+
+    async def main() -> T:
+        config = _load_config(ctx)
+        async with Harness.open(config) as harness:
+            return await body(harness)
+
+    try:
+        return anyio.run(main)
+    except HarnessError as error:
+        _fail(error)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    raise AssertionError("unreachable")
+
+
+def _print_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def config_option(fn: Callable) -> Callable:
+    fn = click.option("--root", "root", type=click.Path(file_okay=False), default=None,
+                      help="Index this folder without a config file (workspace kept in the user data dir).")(fn)
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                        envvar=None, help="Config file (default: $CTX_CONFIG, ./.ctx/config.toml, ./ctx.toml, "
+                        "then ~/.config/context-harness/config.toml).")(fn)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as error:
+            _fail(error)
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+@click.group(cls=_Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@config_option
+@click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
+@click.version_option(__version__, prog_name="context-harness")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, root: str | None, verbose: bool) -> None:
+    """context-harness: a local-first knowledge base for AI assistants, served over MCP."""
+    _setup_logging(verbose)
+    ctx.obj = {**(ctx.obj or {}), "config_path": config_path, "root": root}
+    if ctx.invoked_subcommand is None:
+        if ctx.obj.get("serve_by_default"):
+            ctx.invoke(serve, config_path=config_path, root=root)
+        else:
+            click.echo(ctx.get_help())
+
+
+@cli.command()
+@click.option("--dir", "folder", type=click.Path(file_okay=False), default=".",
+              help="Folder to create the .ctx workspace in (default: the current folder).")
+@click.option("--docs", default="..", help="Root of the example filesystem connector, relative to .ctx/.")
+def init(folder: str, docs: str) -> None:
+    """Create a .ctx/ workspace: commented config.toml, data folder, .gitignore. Never overwrites."""
+    from context_harness.workspace import init_workspace
+
+    result = init_workspace(Path(folder), docs)
+    if result.created:
+        for path in result.created:
+            click.echo(f"created {path}")
+    else:
+        click.echo(f"{result.folder} already exists; nothing changed")
+    click.echo(f"next: edit {result.config}, then run `ctx sync`")
+
+
+def _progress_printer(mode: str) -> tuple[Callable[[dict], None] | None, Callable[[], None]]:
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "none"
+    if mode == "json":
+        def emit(event: dict) -> None:
+            sys.stderr.write(json.dumps(event) + "\n")
+            sys.stderr.flush()
+        return emit, lambda: None
+    if mode == "bar":
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        tasks: dict[str, Any] = {}
+        progress.start()
+
+        def emit(event: dict) -> None:
+            source = event.get("source", "")
+            if event["event"] == "start":
+                tasks[source] = progress.add_task(f"sync {source}", total=event["total"] or 1)
+            elif event["event"] == "progress" and source in tasks:
+                progress.update(tasks[source], completed=event["done"])
+            elif event["event"] == "done" and source in tasks:
+                progress.update(tasks[source], completed=progress.tasks[tasks[source]].total)
+        return emit, progress.stop
+    return None, lambda: None
+
+
+@cli.command()
+@click.argument("target", default="all")
+@click.option("--full", is_flag=True, help="Re-read and re-index every item, changed or not.")
+@click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Apply at most N changes; the rest wait.")
+@click.option("--progress", "progress_mode", type=click.Choice(["auto", "bar", "json", "none"]), default="auto",
+              help="Progress on stderr: a bar on a terminal (auto), JSON lines, or nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@config_option
+@click.pass_context
+def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int | None, progress_mode: str,
+         as_json: bool, config_path: str | None, root: str | None) -> None:
+    """Sync connectors: TARGET is all (default), a type (filesystem) or TYPE:NAME."""
+    emit, stop = _progress_printer(progress_mode)
+    try:
+        report = _run(ctx, lambda h: h.sync(target, full=full, dry_run=dry_run, limit=limit, progress=emit))
+    finally:
+        stop()
+    if as_json:
+        _print_json(report.model_dump(mode="json"))
+        return
+    for s in report.sources:
+        line = (f"{s.source}: {s.added} added, {s.updated} updated, {s.deleted} deleted, "
+                f"{s.unchanged} unchanged, {s.skipped} skipped")
+        if s.skipped_reasons:
+            line += " (" + ", ".join(f"{k}: {v}" for k, v in s.skipped_reasons.items()) + ")"
+        if s.limited:
+            line += "; more changes pending (--limit reached)"
+        if s.dry_run:
+            line += " [dry run]"
+        click.echo(f"{line} in {s.seconds:.2f}s")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--mode", type=click.Choice(["keyword", "semantic", "hybrid"]), default=None,
+              help="Search mode (default: [retrieval] default_mode).")
+@click.option("--source", default=None, help="Only this source label (filesystem:docs) or type (filesystem).")
+@click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable: any of them).")
+@click.option("--since", default=None, help="Only documents updated at or after this ISO 8601 date.")
+@click.option("--until", default=None, help="Only documents updated at or before this ISO 8601 date.")
+@click.option("--limit", type=int, default=None, help="Maximum results (1-100).")
+@click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
+@click.option("--explain", is_flag=True, help="Show scoring details per result.")
+@config_option
+@click.pass_context
+def search(ctx: click.Context, query: str, mode: str | None, source: str | None, tags: tuple[str, ...],
+           since: str | None, until: str | None, limit: int | None, as_json: bool, explain: bool,
+           config_path: str | None, root: str | None) -> None:
+    """Search the knowledge base."""
+    from context_harness.validation import parse_search
+
+    filters = {k: v for k, v in {"source": source, "tags": list(tags) or None, "since": since,
+                                 "until": until}.items() if v is not None}
+    request = parse_search({"query": query, "mode": mode, "limit": limit, "explain": explain,
+                            "filters": filters or None})
+    response = _run(ctx, lambda h: h.search(request))
+    if as_json:
+        _print_json(response.model_dump(mode="json"))
+        return
+    if not response.results:
+        click.echo("no results")
+    for i, r in enumerate(response.results, 1):
+        click.echo(f"{i}. {r.title or r.source_id}  [{r.source} · {r.source_id}]  score {r.score:.3f}")
+        click.echo(f"   id {r.id}")
+        if r.snippet:
+            click.echo(f"   {r.snippet}")
+        if r.explain:
+            click.echo(f"   explain: {r.explain.model_dump(exclude_none=True)}")
+
+
+@cli.command()
+@click.argument("doc_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
+@config_option
+@click.pass_context
+def get(ctx: click.Context, doc_id: str, as_json: bool, config_path: str | None, root: str | None) -> None:
+    """Print one document by id."""
+    doc = _run(ctx, lambda h: h.get(doc_id))
+    if as_json:
+        _print_json(doc.model_dump(mode="json"))
+        return
+    click.echo(f"# {doc.title or doc.source_id}\n")
+    click.echo(f"source: {doc.source} · {doc.source_id}")
+    if doc.source_url:
+        click.echo(f"url: {doc.source_url}")
+    if doc.updated_at:
+        click.echo(f"updated: {doc.updated_at}")
+    click.echo("")
+    click.echo(doc.body)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
+@config_option
+@click.pass_context
+def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
+    """List sources with document counts and health."""
+    response = _run(ctx, lambda h: h.sources())
+    if as_json:
+        _print_json(response.model_dump(mode="json"))
+        return
+    if not response.sources:
+        click.echo("no sources configured")
+    for s in response.sources:
+        state = "ok" if s.healthy else "unhealthy"
+        click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks, {state}, "
+                   f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else ""))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@config_option
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
+    """Show index statistics."""
+    result = _run(ctx, lambda h: h.stats())
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+        return
+    for key, value in result.model_dump(mode="json").items():
+        click.echo(f"{key}: {value}")
+
+
+@cli.command()
+@click.argument("query", default="how do I connect Claude Desktop")
+@click.option("--json", "as_json", is_flag=True, help="Print the search payload as JSON.")
+def demo(query: str, as_json: bool) -> None:
+    """Index the bundled sample knowledge base and search it (a self-contained tour)."""
+    from context_harness.sample import demo_config
+
+    config = demo_config()
+    from context_harness.harness import Harness
+    from context_harness.models import SearchRequest
+
+    async def main():
+        async with Harness.open(config) as harness:
+            report = await harness.sync()
+            response = await harness.search(SearchRequest(query=query))
+            return report, response
+
+    try:
+        report, response = anyio.run(main)
+    except HarnessError as error:
+        _fail(error)
+    if as_json:
+        _print_json(response.model_dump(mode="json"))
+        return
+    s = report.sources[0]
+    click.echo(f"indexed the sample knowledge base: {s.added + s.updated + s.unchanged} documents "
+               f"({config.db.path.parent})")
+    click.echo(f'search: "{query}"\n')
+    for i, r in enumerate(response.results[:5], 1):
+        click.echo(f"{i}. {r.title}  [{r.source_id}]  score {r.score:.2f}")
+        click.echo(f"   {r.snippet}\n")
+    click.echo("next: `ctx init` in your own folder, or see the README for MCP client setup.")
+
+
+@cli.command()
+@click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP (/mcp) and the REST shim instead of stdio.")
+@click.option("--bind", default=None, help="HTTP address (default [server] bind, 127.0.0.1:7331).")
+@click.option("--agent", default=None, help="Expose only this agent's tools.")
+@config_option
+@click.pass_context
+def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, config_path: str | None,
+          root: str | None) -> None:
+    """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
+    config = _load_config(ctx)
+    if http:
+        from context_harness.http_app import run_http
+
+        run_http(config, bind=bind, agent=agent)
+    else:
+        from context_harness.mcp_server import run_stdio
+
+        run_stdio(config, agent=agent)
+
+
+def _alias_serve_mcp(args: list[str]) -> list[str]:
+    """`serve mcp` is the original's name for the HTTP server."""
+    if "serve" in args:
+        i = args.index("serve")
+        if args[i + 1:i + 2] == ["mcp"]:
+            return [*args[:i], "serve", "--http", *args[i + 2:]]
+    return args
+
+
+def main() -> None:
+    cli.main(args=_alias_serve_mcp(sys.argv[1:]), prog_name="ctx")
+
+
+def main_server() -> None:
+    """``context-harness``: like ``ctx``, but with no subcommand it serves MCP over stdio."""
+    cli.main(args=_alias_serve_mcp(sys.argv[1:]), prog_name="context-harness", obj={"serve_by_default": True})

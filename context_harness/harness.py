@@ -1,0 +1,273 @@
+"""``Harness``: the one core service. MCP, REST and the CLI call it and render what it returns.
+
+It knows nothing of MCP, HTTP or the command line. Open it with ``async with Harness.open(config)``;
+blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run_blocking``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio
+
+from context_harness import __version__
+from context_harness.config import Config
+from context_harness.connectors.base import Connector
+from context_harness.connectors.registry import ConnectorRegistry, default_registry
+from context_harness.errors import BadRequest, EmbeddingsDisabled, EmbeddingsUnavailable, NotConfigured, NotFound
+from context_harness.ingest.sync import ProgressFn, SyncOptions, Syncer, flush_index
+from context_harness.models import (
+    ChunkOut,
+    DocumentOut,
+    SearchExplain,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    SourceOut,
+    SourcesResponse,
+    StatsOut,
+    SyncReport,
+    SyncSummary,
+    parse_timestamp,
+)
+from context_harness.store.documents import DocumentStore
+from context_harness.store.keyword import KeywordFilters, KeywordIndex
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Harness:
+    def __init__(self, config: Config, registry: ConnectorRegistry | None = None) -> None:
+        self.config = config
+        self.registry = registry or default_registry()
+        self.connectors: list[Connector] = self.registry.build(config)
+        self.store: DocumentStore | None = None
+        self.index: KeywordIndex | None = None
+        self._limiter = anyio.CapacityLimiter(4)
+        self._sync_lock = anyio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: Config, registry: ConnectorRegistry | None = None) -> AsyncIterator["Harness"]:
+        harness = cls(config, registry)
+        await harness.run_blocking(harness.open_stores)
+        try:
+            yield harness
+        finally:
+            await harness.run_blocking(harness.close)
+
+    def open_stores(self) -> None:
+        """Open SQLite and the keyword index, repairing the index from SQLite if needed."""
+        db_path = self.config.db.path
+        self.store = DocumentStore(db_path)
+        retrieval = self.config.retrieval
+        self.index = KeywordIndex(db_path.parent / "tantivy", retrieval.title_boost, retrieval.snippet_chars)
+        if self.index.rebuilt:
+            self.store.enqueue_all()
+        if self.store.queued(1):
+            log.info("bringing the keyword index up to date after an interrupted write")
+            flush_index(self.store, self.index)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+
+    @property
+    def version(self) -> str:
+        return __version__
+
+    # -- search ------------------------------------------------------------------------------
+
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        return await self.run_blocking(self.search_sync, request)
+
+    def resolve_mode(self, request: SearchRequest) -> str:
+        mode = request.mode or self.config.retrieval.default_mode
+        if mode == "auto":
+            return "keyword"
+        if mode in ("semantic", "hybrid"):
+            if self.config.embedding.provider == "disabled":
+                raise EmbeddingsDisabled(
+                    f"{mode} search needs embeddings, which are disabled in this config "
+                    "([embedding] provider = \"disabled\"); use mode \"keyword\" or enable a provider"
+                )
+            raise EmbeddingsUnavailable(
+                f"{mode} search is not available in this version yet; use mode \"keyword\""
+            )
+        return mode
+
+    def search_sync(self, request: SearchRequest) -> SearchResponse:
+        assert self.index is not None and self.store is not None
+        self.resolve_mode(request)
+        limit = request.limit or self.config.retrieval.final_limit
+        filters = self._filters(request)
+        hits = self.index.search_documents(request.query, filters, limit)
+        rows = self.store.documents([h.doc_id for h in hits])
+        results = []
+        for rank, hit in enumerate(hits, 1):
+            row = rows.get(hit.doc_id)
+            if row is None:  # deleted between the index read and the row read
+                continue
+            explain = None
+            if request.explain:
+                explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank, chunk_index=hit.idx,
+                                        notes=["mode=keyword; document score = its best chunk's BM25 score"])
+            results.append(SearchResult(
+                id=row.id, score=round(hit.score, 6), title=row.title, source=row.source, source_id=row.source_id,
+                updated_at=row.updated_at, snippet=hit.snippet, source_url=row.source_url, explain=explain,
+            ))
+        return SearchResponse(results=results)
+
+    @staticmethod
+    def _filters(request: SearchRequest) -> KeywordFilters | None:
+        f = request.filters
+        if f is None:
+            return None
+        try:
+            since = parse_timestamp(f.since) if f.since else None
+            until = parse_timestamp(f.until) if f.until else None
+        except ValueError as exc:
+            raise BadRequest(f"filters: {exc}") from None
+        if since and until and since > until:
+            raise BadRequest("filters: 'since' is after 'until'")
+        return KeywordFilters(source=f.source, tags=f.tags or None, since=since, until=until)
+
+    # -- documents ---------------------------------------------------------------------------
+
+    async def get(self, doc_id: str) -> DocumentOut:
+        return await self.run_blocking(self.get_sync, doc_id)
+
+    def get_sync(self, doc_id: str) -> DocumentOut:
+        assert self.store is not None
+        doc_id = doc_id.strip().lower()
+        row = self.store.document(doc_id)
+        if row is None:
+            raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
+        chunks = self.store.chunks(doc_id)
+        return DocumentOut(
+            id=row.id, source=row.source, source_id=row.source_id, source_url=row.source_url, title=row.title,
+            author=row.author, created_at=row.created_at, updated_at=row.updated_at,
+            content_type=row.content_type, body=row.body, metadata=row.metadata,
+            chunks=[ChunkOut(index=c.idx, text=c.text) for c in chunks],
+        )
+
+    # -- sources and stats -------------------------------------------------------------------
+
+    async def sources(self) -> SourcesResponse:
+        return await self.run_blocking(self.sources_sync)
+
+    def sources_sync(self) -> SourcesResponse:
+        assert self.store is not None
+        counts = self.store.source_counts()
+        synced = self.store.source_rows()
+        out = []
+        configured = {c.label: c for c in self.connectors}
+        for label in sorted(set(configured) | set(counts)):
+            connector = configured.get(label)
+            docs, chunks = counts.get(label, (0, 0))
+            last_sync, notes = synced.get(label, (None, None))
+            healthy = connector is not None
+            if connector is None:
+                notes = "no longer in the config; `ctx sync all` removes its documents"
+            else:
+                health = getattr(connector, "health", None)
+                if health is not None:
+                    healthy, problem = health()
+                    notes = problem or notes
+                if last_sync is None and healthy:
+                    notes = notes or "never synced; run `ctx sync`"
+            out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
+                                 document_count=docs, chunk_count=chunks, last_sync=last_sync))
+        return SourcesResponse(sources=out)
+
+    async def stats(self) -> StatsOut:
+        return await self.run_blocking(self.stats_sync)
+
+    def stats_sync(self) -> StatsOut:
+        assert self.store is not None and self.index is not None
+        documents, chunks = self.store.counts()
+        db_path = self.store.path
+        db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*") if p.is_file())
+        index_bytes = sum(p.stat().st_size for p in self.index.path.rglob("*") if p.is_file())
+        last = [t for t, _ in self.store.source_rows().values() if t]
+        return StatsOut(
+            documents=documents, chunks=chunks, sources=len(self.store.source_counts()), db_path=str(db_path),
+            db_bytes=db_bytes, index_bytes=index_bytes, schema_version=self.store.schema_version,
+            last_sync=max(last) if last else None,
+            embedding={"provider": self.config.embedding.provider, "embedded_chunks": 0, "pending_chunks": 0},
+        )
+
+    def describe(self) -> str:
+        """A short, truthful description of the knowledge base, for MCP server instructions."""
+        assert self.store is not None
+        listing = self.sources_sync().sources
+        documents = sum(s.document_count for s in listing)
+        parts = [f"A local knowledge base of {documents} documents"]
+        if listing:
+            parts.append(" from " + ", ".join(f"{s.name} ({s.document_count})" for s in listing))
+        parts.append(". Use `search` to find documents (keyword search")
+        parts.append("; semantic search is not available" if True else "")
+        parts.append("), then `get` with a result id for the full text. `sources` lists where documents come from.")
+        return "".join(parts)
+
+    # -- sync --------------------------------------------------------------------------------
+
+    def select(self, target: str) -> list[Connector]:
+        target = (target or "all").strip()
+        if not self.connectors:
+            raise NotConfigured(
+                "no connectors are configured; add a [connectors.filesystem.NAME] section with a root folder"
+            )
+        if target == "all":
+            return list(self.connectors)
+        chosen = [c for c in self.connectors if c.label == target or c.type == target]
+        if not chosen:
+            known = ", ".join(["all", *sorted({c.type for c in self.connectors}), *(c.label for c in self.connectors)])
+            raise BadRequest(f"unknown sync target {target!r}; choose one of: {known}")
+        return chosen
+
+    async def sync(self, target: str = "all", *, full: bool = False, dry_run: bool = False,
+                   limit: int | None = None, progress: ProgressFn | None = None) -> SyncReport:
+        if limit is not None and limit < 1:
+            raise BadRequest("--limit must be a positive number")
+        connectors = self.select(target)
+        async with self._sync_lock:
+            return await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit, progress)
+
+    def _sync_blocking(self, connectors: list[Connector], target: str, full: bool, dry_run: bool,
+                       limit: int | None, progress: ProgressFn | None) -> SyncReport:
+        assert self.store is not None and self.index is not None
+        syncer = Syncer(self.store, self.index, self.config.chunking)
+        options = SyncOptions(full=full, dry_run=dry_run, limit=limit)
+        budget = [limit] if limit is not None else None
+        summaries = []
+        for connector in connectors:
+            try:
+                summaries.append(syncer.sync(connector, options, progress, budget))
+            except FileNotFoundError as exc:
+                raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
+        if target == "all" and not dry_run:
+            summaries.extend(self._prune_unconfigured())
+        return SyncReport(sources=summaries)
+
+    def _prune_unconfigured(self) -> list[SyncSummary]:
+        assert self.store is not None and self.index is not None
+        configured = {c.label for c in self.connectors}
+        out = []
+        for label in sorted(set(self.store.source_counts()) - configured):
+            doc_ids = [doc_id for doc_id, _, _ in self.store.fingerprints(label).values()]
+            self.store.apply(label, [], doc_ids)
+            out.append(SyncSummary(source=label, deleted=len(doc_ids)))
+        if out:
+            flush_index(self.store, self.index)
+        return out

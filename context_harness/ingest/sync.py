@@ -1,0 +1,207 @@
+"""The sync pipeline: connector items -> documents and chunks in SQLite -> keyword index.
+
+Incremental: a candidate whose fingerprint (e.g. mtime and size) is unchanged costs nothing more;
+one whose content hash is unchanged costs a read. Items that disappeared are deleted. ``limit``
+caps the number of changes applied; the rest stay pending for the next sync, never skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from context_harness.config import ChunkingConfig
+from context_harness.connectors.base import Connector, ScanReport, SourceItem
+from context_harness.ingest.chunking import CHUNKER_VERSION, chunk_markdown
+from context_harness.models import SyncSummary
+from context_harness.store.documents import (
+    DocumentRow,
+    DocumentStore,
+    DocumentWrite,
+    StoredChunk,
+    chunk_id,
+    document_id,
+    iso,
+)
+from context_harness.store.keyword import IndexedChunk, KeywordIndex
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[dict[str, Any]], None]
+WRITE_BATCH = 500
+INDEX_BATCH = 5000
+
+
+@dataclass
+class SyncOptions:
+    full: bool = False
+    dry_run: bool = False
+    limit: int | None = None
+
+
+def chunking_signature(config: ChunkingConfig) -> str:
+    return json.dumps({"version": CHUNKER_VERSION, "max_tokens": config.max_tokens,
+                       "overlap_tokens": config.overlap_tokens}, sort_keys=True)
+
+
+def item_hash(item: SourceItem) -> str:
+    payload = json.dumps([item.title, item.body, item.author, item.source_url, item.content_type,
+                          item.metadata, item.tags, iso(item.created_at)], sort_keys=True, ensure_ascii=False,
+                         default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def build_write(source: str, item: SourceItem, fingerprint: str | None, content_hash: str,
+                chunking: ChunkingConfig) -> DocumentWrite:
+    doc_id = document_id(source, item.source_id)
+    chunks = []
+    seen: dict[str, int] = {}
+    for chunk in chunk_markdown(item.body, chunking.max_tokens, chunking.overlap_tokens):
+        occurrence = seen.get(chunk.text, 0)
+        seen[chunk.text] = occurrence + 1
+        chunks.append(StoredChunk(chunk_id(doc_id, chunk.text, occurrence), chunk.index, chunk.text,
+                                  chunk.content_hash, " > ".join(chunk.heading_path)))
+    row = DocumentRow(
+        id=doc_id, source=source, source_id=item.source_id, source_url=item.source_url, title=item.title,
+        author=item.author, created_at=iso(item.created_at), updated_at=iso(item.updated_at),
+        content_type=item.content_type or "text/plain", body=item.body, metadata=item.metadata or {},
+        tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
+    )
+    return DocumentWrite(row, chunks)
+
+
+def _parse_updated(value: str | None):
+    if not value:
+        return None
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
+    """Bring the keyword index up to date with every document queued in SQLite. Idempotent."""
+    total = 0
+    while True:
+        doc_ids = store.queued(INDEX_BATCH)
+        if not doc_ids:
+            return total
+        rows = store.documents(doc_ids)
+        chunks = store.chunks_of(list(rows))
+        entries = []
+        for doc_id, row in rows.items():
+            updated = _parse_updated(row.updated_at)
+            for c in chunks.get(doc_id, []):
+                entries.append(IndexedChunk(c.id, doc_id, c.idx, row.title or "", c.text, row.source,
+                                            row.tags, updated))
+        index.replace(doc_ids, entries)
+        store.dequeue(doc_ids)
+        total += len(doc_ids)
+
+
+class Syncer:
+    def __init__(self, store: DocumentStore, index: KeywordIndex, chunking: ChunkingConfig) -> None:
+        self.store = store
+        self.index = index
+        self.chunking = chunking
+
+    def chunking_changed(self, label: str) -> bool:
+        stored = self.store.get_meta(f"chunking:{label}")
+        return stored is not None and stored != chunking_signature(self.chunking)
+
+    def sync(self, connector: Connector, options: SyncOptions, progress: ProgressFn | None = None,
+             budget: list[int] | None = None) -> SyncSummary:
+        """Sync one connector. ``budget`` is a shared one-element list holding the remaining ``limit``."""
+        started = time.perf_counter()
+        label = connector.label
+        emit = progress or (lambda event: None)
+        summary = SyncSummary(source=label, dry_run=options.dry_run)
+        report = ScanReport()
+        emit({"event": "scan", "source": label})
+        candidates = sorted(connector.scan(report), key=lambda c: c.source_id)
+        stored = self.store.fingerprints(label)
+        full = options.full or self.chunking_changed(label)
+        seen: set[str] = set()
+        writes: list[DocumentWrite] = []
+        touches: list[tuple[str, str | None]] = []
+        total = len(candidates)
+        emit({"event": "start", "source": label, "total": total})
+
+        def budget_left() -> bool:
+            return budget is None or budget[0] > 0
+
+        def spend() -> None:
+            if budget is not None:
+                budget[0] -= 1
+
+        def flush_writes() -> None:
+            if writes or touches:
+                if not options.dry_run:
+                    self.store.apply(label, writes, [], touches)
+                writes.clear()
+                touches.clear()
+
+        for done, cand in enumerate(candidates, 1):
+            if cand.source_id in seen:
+                report.skip("duplicate_id", cand.source_id)
+                continue
+            seen.add(cand.source_id)
+            prev = stored.get(cand.source_id)
+            if prev and not full and cand.fingerprint is not None and prev[1] == cand.fingerprint:
+                summary.unchanged += 1
+            elif not budget_left():
+                summary.limited = True
+            else:
+                item = cand.load()
+                if item is None:
+                    seen.discard(cand.source_id)  # unreadable now: a stored copy is removed below
+                else:
+                    content_hash = item_hash(item)
+                    if prev and not full and prev[2] == content_hash:
+                        summary.unchanged += 1
+                        touches.append((prev[0], cand.fingerprint))
+                    else:
+                        writes.append(build_write(label, item, cand.fingerprint, content_hash, self.chunking))
+                        if prev:
+                            summary.updated += 1
+                        else:
+                            summary.added += 1
+                        spend()
+            if len(writes) >= WRITE_BATCH:
+                flush_writes()
+            if done % 200 == 0 or done == total:
+                emit({"event": "progress", "source": label, "done": done, "total": total})
+        flush_writes()
+
+        deletes = []
+        for source_id, (doc_id, _, _) in sorted(stored.items()):
+            if source_id in seen:
+                continue
+            if not budget_left():
+                summary.limited = True
+                break
+            deletes.append(doc_id)
+            spend()
+        summary.deleted = len(deletes)
+        if deletes and not options.dry_run:
+            self.store.apply(label, [], deletes)
+
+        summary.skipped = sum(report.skipped.values())
+        summary.skipped_reasons = dict(sorted(report.skipped.items()))
+        for warning in report.warnings[:20]:
+            log.info("%s: skipped %s", label, warning)
+        if not options.dry_run:
+            flush_index(self.store, self.index)
+            notes = None
+            if summary.skipped:
+                notes = "skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped_reasons.items())
+            self.store.record_sync(label, notes)
+            if not summary.limited:
+                self.store.set_meta(f"chunking:{label}", chunking_signature(self.chunking))
+        summary.seconds = round(time.perf_counter() - started, 3)
+        emit({"event": "done", "source": label, **summary.model_dump(exclude={"source"})})
+        return summary

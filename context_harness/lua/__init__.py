@@ -1,0 +1,1 @@
+"""Sandboxed Lua: runtime, host APIs, Lua tools and Lua connectors."""

@@ -1,0 +1,148 @@
+"""Values across the Lua boundary: Python data -> Lua tables, Lua values -> JSON-like Python.
+
+The runtime runs with ``encoding=None``: Lua strings arrive in Python as ``bytes`` and every
+Python ``str`` must be encoded before it reaches Lua (lupa would otherwise wrap it as a Python
+object). Nothing here ever hands a Python object to Lua: unknown types become strings.
+
+Lua -> Python conversion is raw (``lua_next``; no metamethods run) and budgeted: depth, node
+count and bytes are capped, so cycles, DAG bombs and huge outputs fail with a clear message
+instead of hanging the host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from lupa.lua54 import lua_type
+
+MAX_DEPTH = 50
+
+
+class ConversionError(Exception):
+    """A Lua value cannot become JSON-like data; ``message`` says where and why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def encode_for_lua(obj: Any) -> Any:
+    """Python data -> structure of bytes/numbers/dicts/lists that ``table_from`` accepts."""
+    if obj is None or isinstance(obj, (bool, int, float, bytes)):
+        return obj
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogateescape")
+    if isinstance(obj, Mapping):
+        return {_encode_key(k): encode_for_lua(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [encode_for_lua(v) for v in obj]
+    if isinstance(obj, (dt.datetime, dt.date)):
+        return obj.isoformat().encode()
+    if hasattr(obj, "model_dump"):  # pydantic models at the edges
+        return encode_for_lua(obj.model_dump(mode="json"))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return encode_for_lua(dataclasses.asdict(obj))
+    return str(obj).encode("utf-8", "surrogateescape")
+
+
+def _encode_key(key: Any) -> Any:
+    if isinstance(key, str):
+        return key.encode("utf-8", "surrogateescape")
+    if isinstance(key, (bool, int, float, bytes)):
+        return key
+    return str(key).encode("utf-8", "surrogateescape")
+
+
+def to_lua(runtime: Any, obj: Any) -> Any:
+    """Python value -> Lua value for ``runtime`` (tables built in C by ``table_from``)."""
+    encoded = encode_for_lua(obj)
+    if isinstance(encoded, (dict, list)):
+        return runtime.table_from(encoded, recursive=True)
+    return encoded
+
+
+def text(value: Any) -> str:
+    """A Lua string (bytes) as Python text; invalid UTF-8 is replaced, never raised."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+class Budget:
+    """Caps on one conversion: nodes visited and string bytes produced."""
+
+    __slots__ = ("nodes", "bytes")
+
+    def __init__(self, max_nodes: int, max_bytes: int) -> None:
+        self.nodes = max_nodes
+        self.bytes = max_bytes
+
+
+def to_py(value: Any, *, what: str = "result", max_nodes: int = 1_000_000,
+          max_bytes: int = 16_000_000, max_depth: int = MAX_DEPTH) -> Any:
+    """Lua value -> JSON-serialisable Python value, or ``ConversionError`` naming the path."""
+    return _to_py(value, what, 0, Budget(max_nodes, max_bytes), max_depth)
+
+
+def _to_py(value: Any, path: str, depth: int, budget: Budget, max_depth: int) -> Any:
+    budget.nodes -= 1
+    if budget.nodes < 0:
+        raise ConversionError(f"{path}: too many values (a result may hold at most a million)")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, bytes):
+        budget.bytes -= len(value)
+        if budget.bytes < 0:
+            raise ConversionError(f"{path}: the value is too large (over the size cap)")
+        return value.decode("utf-8", "replace")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConversionError(f"{path}: {value} is not a JSON number")
+        return value
+    kind = lua_type(value)
+    if kind != "table":
+        raise ConversionError(
+            f"{path}: a Lua {kind or 'value'} cannot be returned; return only tables, strings, "
+            "numbers, booleans and nil")
+    if depth >= max_depth:
+        raise ConversionError(f"{path}: nested deeper than {max_depth} levels (or contains a cycle)")
+    items = list(value.items())
+    if not items:
+        return {}
+    keys = [k for k, _ in items]
+    if all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+        n = len(keys)
+        if min(keys) == 1 and max(keys) == n:
+            out: list[Any] = [None] * n
+            for k, v in items:
+                out[k - 1] = _to_py(v, f"{path}[{k}]", depth + 1, budget, max_depth)
+            return out
+    result: dict[str, Any] = {}
+    for k, v in items:
+        key = _key(k, path)
+        result[key] = _to_py(v, f"{path}.{key}", depth + 1, budget, max_depth)
+    return result
+
+
+def _key(key: Any, path: str) -> str:
+    if isinstance(key, bytes):
+        return key.decode("utf-8", "replace")
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, (int, float)):
+        return str(key)
+    raise ConversionError(f"{path}: table keys must be strings or numbers, not a Lua {lua_type(key)}")
+
+
+def array(value: Any) -> list[Any] | None:
+    """The items of a Lua array table (raw, in index order), or None when it is not a table."""
+    if lua_type(value) != "table":
+        return None
+    items = sorted(((k, v) for k, v in value.items() if isinstance(k, int)), key=lambda kv: kv[0])
+    return [v for _, v in items]

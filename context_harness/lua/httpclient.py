@@ -1,0 +1,215 @@
+"""The blocking HTTP client behind Lua's ``http.*``: stdlib ``http.client`` with hard limits.
+
+- Only ``http``/``https``; optional host allow-list (``[lua] http_allow``: ``host``,
+  ``host:port`` or ``*.domain`` for subdomains), checked on every redirect hop.
+- A deadline, not a per-read timeout: a timer shuts the socket down when the time is up, so a
+  server that drips bytes or stalls in the headers cannot hold the script past its limit.
+- Response bodies are capped (``[lua] max_response_bytes``) before they are buffered whole.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from context_harness import __version__
+from context_harness.lua.runtime import HostError, HostTimeout
+
+MAX_REDIRECTS = 5
+REDIRECTS = {301, 302, 303, 307, 308}
+USER_AGENT = f"context-harness/{__version__} (lua)"
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def as_lua_data(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "ok": 200 <= self.status < 300,
+            "headers": self.headers,
+            "body": self.body,
+            "json": _maybe_json(self.body, self.headers.get("content-type", "")),
+        }
+
+
+def _maybe_json(body: bytes, content_type: str) -> Any:
+    head = body[:64].lstrip()
+    if not head or ("json" not in content_type and head[:1] not in (b"{", b"[")):
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+class HttpClient:
+    def __init__(self, allow: list[str] | None, max_response_bytes: int) -> None:
+        self.allow = None if allow is None else [a.strip().lower() for a in allow if a.strip()]
+        self.max_response_bytes = max_response_bytes
+        self._ssl: ssl.SSLContext | None = None
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
+
+    def allowed(self, host: str, port: int) -> bool:
+        if self.allow is None:
+            return True
+        host = host.lower().rstrip(".")
+        for entry in self.allow:
+            entry = entry.split("://", 1)[-1].rstrip("/")
+            name, _, want_port = entry.partition(":")
+            if want_port and want_port != str(port):
+                continue
+            if name == host or (name.startswith("*.") and host.endswith(name[1:])):
+                return True
+        return False
+
+    def request(self, method: str, url: str, *, headers: dict[str, str], body: bytes | None,
+                deadline: float, script_deadline: float) -> Response:
+        """Send one request (following up to five redirects) and read the whole response.
+
+        ``deadline`` bounds this request; ``script_deadline`` is the script's own limit: when that
+        one is what ran out, ``HostTimeout`` ends the script, otherwise ``HostError`` is raised.
+        """
+        for _ in range(MAX_REDIRECTS + 1):
+            response, location = self._once(method, url, headers, body, deadline, script_deadline)
+            if location is None:
+                return response
+            url = urljoin(url, location)
+            if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+                method, body = "GET", None
+        raise HostError(f"{method} {_display(url)}: more than {MAX_REDIRECTS} redirects")
+
+    def _once(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
+              deadline: float, script_deadline: float) -> tuple[Response, str | None]:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not parts.hostname:
+            raise HostError(f"invalid URL {_display(url)!r}: use http:// or https:// with a host")
+        try:
+            port = parts.port or (443 if scheme == "https" else 80)
+        except ValueError:
+            raise HostError(f"invalid port in URL {_display(url)!r}") from None
+        host = parts.hostname
+        if not self.allowed(host, port):
+            raise HostError(f"host {host!r} is not in [lua] http_allow")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        where = f"{method} {_display(url)}"
+
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            self._expired(where, deadline, script_deadline)
+        if scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                host, port, timeout=remaining, context=self._ssl_context())
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=remaining)
+        aborted = threading.Event()
+        timer: threading.Timer | None = None
+        try:
+            try:
+                conn.connect()
+                sock = conn.sock
+                timer = threading.Timer(max(0.0, deadline - time.monotonic()), _abort, (sock, aborted))
+                timer.daemon = True
+                timer.start()
+                send_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **headers}
+                conn.request(method, target, body=body, headers=send_headers)
+                resp = conn.getresponse()
+                location = resp.getheader("location") if resp.status in REDIRECTS else None
+                if location:
+                    resp.close()
+                    return Response(resp.status, {}, b""), location
+                data = self._read_body(resp, where)
+                if aborted.is_set():
+                    self._expired(where, deadline, script_deadline)
+                resp_headers: dict[str, str] = {}
+                for name, value in resp.getheaders():
+                    key = name.lower()
+                    resp_headers[key] = f"{resp_headers[key]}, {value}" if key in resp_headers else value
+                return Response(resp.status, resp_headers, data), None
+            except (TimeoutError, socket.timeout):
+                self._expired(where, deadline, script_deadline)
+            except (http.client.HTTPException, OSError) as exc:
+                if aborted.is_set() or time.monotonic() >= deadline:
+                    self._expired(where, deadline, script_deadline)
+                raise HostError(f"{where}: {_network_error(exc)}") from None
+            except ValueError:  # http.client's checks on header names/values and URLs
+                raise HostError(f"{where}: invalid request (check header names and values)") from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            conn.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read_body(self, resp: http.client.HTTPResponse, where: str) -> bytes:
+        cap = self.max_response_bytes
+        declared = resp.getheader("content-length")
+        if declared and declared.isdigit() and int(declared) > cap:
+            raise HostError(f"{where}: response of {int(declared)} bytes exceeds the {cap}-byte limit "
+                            "([lua] max_response_bytes)")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = resp.read1(65536)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > cap:
+                raise HostError(f"{where}: response exceeds the {cap}-byte limit ([lua] max_response_bytes)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    @staticmethod
+    def _expired(where: str, deadline: float, script_deadline: float) -> None:
+        if script_deadline <= deadline + 0.001:
+            raise HostTimeout()
+        raise HostError(f"{where}: timed out")
+
+
+def _abort(sock: socket.socket | None, aborted: threading.Event) -> None:
+    aborted.set()
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _network_error(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return "host not found"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return "TLS certificate verification failed"
+    if isinstance(exc, ssl.SSLError):
+        return "TLS error"
+    if isinstance(exc, (ConnectionResetError, http.client.RemoteDisconnected, http.client.IncompleteRead)):
+        return "the server closed the connection"
+    if isinstance(exc, http.client.HTTPException):
+        return "invalid HTTP response"
+    return "network error"
+
+
+def _display(url: str) -> str:
+    """The URL without its query string (which may hold tokens), for messages and logs."""
+    parts = urlsplit(url)
+    if parts.scheme and parts.netloc:
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        return f"{parts.scheme}://{netloc}{parts.path}"
+    return url[:200]

@@ -1,0 +1,317 @@
+"""SQLite store for documents, chunks and sync state (WAL mode, versioned schema).
+
+SQLite is the source of truth. The keyword index is derived from it: every write that changes a
+document also records the document in ``index_queue`` in the same transaction, and the queue is
+cleared only after the keyword index has committed the change. A crash anywhere in between leaves
+the queue behind, and the next open replays it, so the two stores never disagree for long and
+never silently.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from context_harness.errors import ConfigError
+
+SCHEMA_VERSION = 1
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS documents(
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        source_url TEXT,
+        title TEXT,
+        author TEXT,
+        created_at TEXT,
+        updated_at TEXT,
+        content_type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        tags TEXT NOT NULL DEFAULT '[]',
+        content_hash TEXT NOT NULL,
+        fingerprint TEXT,
+        synced_at TEXT NOT NULL,
+        UNIQUE(source, source_id)
+    );
+    CREATE TABLE IF NOT EXISTS chunks(
+        id TEXT PRIMARY KEY,
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        heading TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, idx);
+    CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+    CREATE TABLE IF NOT EXISTS sources(
+        name TEXT PRIMARY KEY,
+        last_sync TEXT,
+        notes TEXT
+    );
+    CREATE TABLE IF NOT EXISTS index_queue(doc_id TEXT PRIMARY KEY);
+    """,
+}
+
+
+class StoreVersionError(ConfigError):
+    """The database was written by a newer version."""
+
+
+def document_id(source: str, source_id: str) -> str:
+    """Stable id for the same (source, source_id) across syncs: lowercase hex."""
+    return hashlib.sha256(f"{source}\x00{source_id}".encode()).hexdigest()[:24]
+
+
+def chunk_id(doc_id: str, text: str, occurrence: int = 0) -> str:
+    """Content-addressed chunk id: the same text in the same document keeps its id."""
+    return hashlib.sha256(f"{doc_id}\x00{occurrence}\x00{text}".encode()).hexdigest()[:32]
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def now_iso() -> str:
+    return iso(dt.datetime.now(dt.timezone.utc)) or ""
+
+
+@dataclass
+class StoredChunk:
+    id: str
+    idx: int
+    text: str
+    content_hash: str
+    heading: str
+
+
+@dataclass
+class DocumentRow:
+    id: str
+    source: str
+    source_id: str
+    source_url: str | None
+    title: str | None
+    author: str | None
+    created_at: str | None
+    updated_at: str | None
+    content_type: str
+    body: str
+    metadata: dict[str, Any]
+    tags: list[str]
+    content_hash: str
+    fingerprint: str | None
+
+
+@dataclass
+class DocumentWrite:
+    """A document and its chunks, ready to store."""
+
+    row: DocumentRow
+    chunks: list[StoredChunk]
+
+
+_DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
+                "body, metadata, tags, content_hash, fingerprint")
+
+
+def _row_to_document(r: sqlite3.Row | tuple) -> DocumentRow:
+    return DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                       json.loads(r[10]), json.loads(r[11]), r[12], r[13])
+
+
+class DocumentStore:
+    """Thread-safe access to the SQLite file. Writes are serialised; reads use per-thread connections."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._migrate()
+
+    # -- connections -------------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
+        self._local = threading.local()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            conn = self.connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write_lock:
+            conn = self.connection()
+            conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"{self.path} was written by a newer context-harness (schema {version}; this version "
+                    f"understands up to {SCHEMA_VERSION}); upgrade context-harness"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                # executescript runs the whole migration and its version bump as one transaction.
+                conn.executescript(
+                    "BEGIN IMMEDIATE;" + _MIGRATIONS[target]
+                    + f"INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '{target}'); COMMIT;"
+                )
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.connection().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.get_meta("schema_version") or 0)
+
+    # -- sync state --------------------------------------------------------------------------
+
+    def fingerprints(self, source: str) -> dict[str, tuple[str, str | None, str]]:
+        """source_id -> (doc_id, fingerprint, content_hash) for every stored document of a source."""
+        rows = self.connection().execute(
+            "SELECT source_id, id, fingerprint, content_hash FROM documents WHERE source=?", (source,)
+        )
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def apply(self, source: str, writes: Iterable[DocumentWrite], deletes: Iterable[str],
+              touches: Iterable[tuple[str, str | None]] = ()) -> None:
+        """Store new/changed documents, delete removed ones, and refresh fingerprints, atomically."""
+        synced = now_iso()
+        with self.transaction() as conn:
+            for doc_id in deletes:
+                conn.execute("DELETE FROM documents WHERE id=?", (doc_id,))
+                conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (doc_id,))
+            for write in writes:
+                r = write.row
+                conn.execute("DELETE FROM chunks WHERE doc_id=?", (r.id,))
+                conn.execute(
+                    f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (r.id, r.source, r.source_id, r.source_url, r.title, r.author, r.created_at, r.updated_at,
+                     r.content_type, r.body, json.dumps(r.metadata, ensure_ascii=False),
+                     json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint, synced),
+                )
+                conn.executemany(
+                    "INSERT INTO chunks(id, doc_id, idx, text, content_hash, heading) VALUES(?,?,?,?,?,?)",
+                    [(c.id, r.id, c.idx, c.text, c.content_hash, c.heading) for c in write.chunks],
+                )
+                conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (r.id,))
+            conn.executemany("UPDATE documents SET fingerprint=? WHERE id=?",
+                             [(fp, doc_id) for doc_id, fp in touches])
+
+    def record_sync(self, source: str, notes: str | None) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO sources(name, last_sync, notes) VALUES(?,?,?)",
+                         (source, now_iso(), notes))
+
+    # -- index queue -------------------------------------------------------------------------
+
+    def queued(self, limit: int = 5000) -> list[str]:
+        return [r[0] for r in self.connection().execute("SELECT doc_id FROM index_queue ORDER BY doc_id LIMIT ?", (limit,))]
+
+    def dequeue(self, doc_ids: list[str]) -> None:
+        with self.transaction() as conn:
+            conn.executemany("DELETE FROM index_queue WHERE doc_id=?", [(d,) for d in doc_ids])
+
+    def enqueue_all(self) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) SELECT id FROM documents")
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def document(self, doc_id: str) -> DocumentRow | None:
+        row = self.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id=?", (doc_id,)).fetchone()
+        return _row_to_document(row) if row else None
+
+    def documents(self, doc_ids: list[str]) -> dict[str, DocumentRow]:
+        if not doc_ids:
+            return {}
+        marks = ",".join("?" * len(doc_ids))
+        rows = self.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", doc_ids)
+        return {r[0]: _row_to_document(r) for r in rows}
+
+    def chunks(self, doc_id: str) -> list[StoredChunk]:
+        rows = self.connection().execute(
+            "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
+        return [StoredChunk(*r) for r in rows]
+
+    def chunks_of(self, doc_ids: list[str]) -> dict[str, list[StoredChunk]]:
+        out: dict[str, list[StoredChunk]] = {d: [] for d in doc_ids}
+        for start in range(0, len(doc_ids), 500):
+            part = doc_ids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.connection().execute(
+                f"SELECT doc_id, id, idx, text, content_hash, heading FROM chunks WHERE doc_id IN ({marks}) "
+                "ORDER BY doc_id, idx", part)
+            for r in rows:
+                out[r[0]].append(StoredChunk(*r[1:]))
+        return out
+
+    def source_counts(self) -> dict[str, tuple[int, int]]:
+        """source -> (documents, chunks)."""
+        conn = self.connection()
+        docs = dict(conn.execute("SELECT source, COUNT(*) FROM documents GROUP BY source").fetchall())
+        chunks = dict(conn.execute(
+            "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d ON d.id = c.doc_id GROUP BY d.source").fetchall())
+        return {s: (docs.get(s, 0), chunks.get(s, 0)) for s in set(docs) | set(chunks)}
+
+    def source_rows(self) -> dict[str, tuple[str | None, str | None]]:
+        return {r[0]: (r[1], r[2]) for r in self.connection().execute("SELECT name, last_sync, notes FROM sources")}
+
+    def counts(self) -> tuple[int, int]:
+        conn = self.connection()
+        return (conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
+                conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    def all_chunk_ids(self) -> set[str]:
+        return {r[0] for r in self.connection().execute("SELECT id FROM chunks")}

@@ -1,0 +1,562 @@
+"""Vector store: embeddings persisted in the documents' SQLite file, searched exactly in numpy.
+
+Tables (owned here, in the same database as the core store's ``chunks`` table):
+
+- ``embeddings(content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL)`` — one little-endian
+  float32 unit vector per distinct chunk text, so unchanged text is never embedded twice;
+- ``embedding_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`` — the embedder identity
+  (``provider``, ``model``, ``dims``, ``identity``) that made every stored vector.
+
+Writes join the caller's open transaction when there is one (so chunk and vector writes can
+commit together), else run in their own ``BEGIN IMMEDIATE`` transaction.
+
+``VectorIndex`` holds the vectors of the current chunks in one contiguous float32 matrix
+(row -> chunk id, doc id) for exact cosine top-k; ``refresh()`` applies chunk/vector changes
+incrementally, and filters are applied before the top-k cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from context_harness.embedding.base import EmbedderIdentity
+from context_harness.errors import EmbeddingsUnavailable
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings(
+    content_hash TEXT PRIMARY KEY,
+    vector BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS embedding_meta(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+_IDENTITY_KEYS = ("provider", "model", "dims", "identity")
+_BATCH = 500  # SQL parameters per IN (...) query
+_FETCH = 4096  # rows per fetchmany while loading the matrix
+_COMPACT_FRACTION = 0.2  # compact the matrix when this share of rows is dead
+_GROWTH = 1.1  # capacity growth on append (keeps memory within ~1.1x the live vectors)
+_GATHER_FRACTION = 0.1  # at most this share of rows allowed: score only those rows
+_MAX_RUNS = 256  # allowed rows in at most this many contiguous runs: score the runs as slices
+
+RowFilter = np.ndarray | Collection[str] | None
+Hit = tuple[str, str, float]  # (chunk_id, doc_id, cosine score)
+
+
+class EmbedderMismatch(EmbeddingsUnavailable):
+    """The stored vectors were made by another embedder than the configured one."""
+
+
+def rebuild_hint(stored: EmbedderIdentity | None, wanted: EmbedderIdentity) -> str:
+    made_by = stored.key if stored else "an unrecorded embedder"
+    return (
+        f"the vector index was built with {made_by} but [embedding] now selects {wanted.key}; "
+        "run `ctx embed rebuild` to re-embed every chunk with the configured model "
+        "(or restore the previous [embedding] settings)"
+    )
+
+
+class VectorStore:
+    """Persistent content-hash -> vector map plus the embedder identity.
+
+    ``db`` is an open ``sqlite3.Connection`` (shared with the core store; it must allow use from
+    worker threads) or the path of the database file (opened here in WAL mode).
+    """
+
+    def __init__(self, db: sqlite3.Connection | str | os.PathLike[str]) -> None:
+        if isinstance(db, sqlite3.Connection):
+            self.conn, self._owns = db, False
+        else:
+            path = Path(db)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self._owns = True
+        self.lock = threading.RLock()
+        with self.transaction() as conn:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+
+    def close(self) -> None:
+        if self._owns:
+            self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Join the connection's open transaction, or run one (``BEGIN IMMEDIATE``) and commit it."""
+        with self.lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def identity(self) -> EmbedderIdentity | None:
+        with self.lock:
+            rows = dict(self.conn.execute("SELECT key, value FROM embedding_meta").fetchall())
+        if not {"provider", "model", "dims"} <= rows.keys():
+            return None
+        return EmbedderIdentity(rows["provider"], rows["model"], int(rows["dims"]))
+
+    def set_identity(self, identity: EmbedderIdentity) -> None:
+        values = {"provider": identity.provider, "model": identity.model, "dims": str(identity.dims)}
+        values["identity"] = identity.key
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)", values.items())
+
+    def check_identity(self, identity: EmbedderIdentity) -> None:
+        """Raise ``EmbedderMismatch`` when stored vectors come from another embedder."""
+        stored = self.identity()
+        if stored is None:
+            if self.count():
+                raise EmbedderMismatch(rebuild_hint(None, identity))
+            return
+        if stored != identity:
+            raise EmbedderMismatch(rebuild_hint(stored, identity))
+
+    def ensure_identity(self, identity: EmbedderIdentity) -> None:
+        """``check_identity``, then record ``identity`` if the store has none yet."""
+        self.check_identity(identity)
+        if self.identity() is None:
+            self.set_identity(identity)
+
+    # -- vectors ----------------------------------------------------------------------------
+
+    def count(self) -> int:
+        with self.lock:
+            return int(self.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+    def missing(self, content_hashes: Iterable[str]) -> list[str]:
+        """The hashes (deduplicated, input order kept) that have no stored vector."""
+        wanted = list(dict.fromkeys(content_hashes))
+        present: set[str] = set()
+        with self.lock:
+            for start in range(0, len(wanted), _BATCH):
+                batch = wanted[start : start + _BATCH]
+                marks = ",".join("?" * len(batch))
+                sql = f"SELECT content_hash FROM embeddings WHERE content_hash IN ({marks})"
+                present.update(row[0] for row in self.conn.execute(sql, batch))
+        return [h for h in wanted if h not in present]
+
+    def put_many(self, pairs: Iterable[tuple[str, np.ndarray]]) -> int:
+        """Store vectors by content hash (replacing existing ones) in one transaction."""
+        identity = self.identity()
+        if identity is None:
+            raise ValueError("record the embedder identity (set_identity) before storing vectors")
+        rows = [(content_hash, _to_blob(vector, identity.dims)) for content_hash, vector in pairs]
+        if rows:
+            with self.transaction() as conn:
+                conn.executemany("INSERT OR REPLACE INTO embeddings(content_hash, vector) VALUES (?, ?)", rows)
+        return len(rows)
+
+    def get(self, content_hash: str) -> np.ndarray | None:
+        with self.lock:
+            row = self.conn.execute("SELECT vector FROM embeddings WHERE content_hash = ?", (content_hash,)).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype="<f4").astype(np.float32)
+
+    def delete_orphans(self) -> int:
+        """Delete vectors whose content hash no chunk references; returns how many."""
+        with self.transaction() as conn:
+            if not _has_chunks(conn):
+                cursor = conn.execute("DELETE FROM embeddings")
+            else:
+                cursor = conn.execute(
+                    "DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
+                )
+            return cursor.rowcount
+
+    def clear(self) -> None:
+        """Forget every vector and the identity (``ctx embed rebuild`` starts here)."""
+        with self.transaction() as conn:
+            generation = self.generation() + 1
+            conn.execute("DELETE FROM embeddings")
+            conn.execute("DELETE FROM embedding_meta")
+            conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('generation', ?)", (str(generation),))
+
+    def generation(self) -> int:
+        """Bumped by ``clear()``, so an open index knows to reload everything."""
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM embedding_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    # -- chunks awaiting vectors --------------------------------------------------------------
+
+    def pending(self, limit: int | None = None) -> list[tuple[str, str]]:
+        """``(content_hash, text)`` of chunk texts without a vector, one per distinct hash."""
+        with self.lock:
+            if not _has_chunks(self.conn):
+                return []
+            sql = (
+                "SELECT c.content_hash, MIN(c.text) FROM chunks c "
+                "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
+                "GROUP BY c.content_hash ORDER BY MIN(c.rowid)"
+            )
+            params: tuple[int, ...] = ()
+            if limit is not None:
+                sql += " LIMIT ?"
+                params = (max(0, limit),)
+            return [(h, t) for h, t in self.conn.execute(sql, params)]
+
+    def stats(self) -> VectorStats:
+        identity = self.identity()
+        with self.lock:
+            vectors = self.count()
+            if not _has_chunks(self.conn):
+                return VectorStats(0, 0, vectors, identity)
+            embedded, total = self.conn.execute(
+                "SELECT COUNT(e.content_hash), COUNT(*) FROM chunks c "
+                "LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
+            ).fetchone()
+        return VectorStats(int(embedded), int(total) - int(embedded), vectors, identity)
+
+    def open_index(self) -> VectorIndex:
+        """Load the search matrix for the current chunks (see ``VectorIndex``)."""
+        index = VectorIndex(self)
+        index.load()
+        return index
+
+
+@dataclass(frozen=True)
+class VectorStats:
+    embedded_chunks: int
+    pending_chunks: int
+    vectors: int
+    identity: EmbedderIdentity | None
+
+
+class VectorIndex:
+    """The vectors of the current chunks in one float32 matrix, for exact top-k by cosine.
+
+    Rows map to ``(chunk_id, doc_id)``; deleted rows are tombstoned and compacted away once
+    they exceed a fifth of the matrix. Thread-safe: searches read a consistent snapshot.
+    """
+
+    def __init__(self, store: VectorStore) -> None:
+        self.store = store
+        self.dims = 0
+        self.identity: EmbedderIdentity | None = None
+        self._generation = -1
+        self._lock = threading.Lock()  # guards the arrays (short critical sections)
+        self._update_lock = threading.Lock()  # one load/refresh at a time
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._n = 0  # rows in use (live or dead)
+        self._live = np.zeros(0, dtype=bool)
+        self._dead = 0
+        self._chunk_ids: list[str] = []
+        self._doc_codes = np.zeros(0, dtype=np.int32)
+        self._hash_keys = np.zeros(0, dtype=np.int64)
+        self._docs: list[str] = []
+        self._doc_index: dict[str, int] = {}
+
+    # -- size and memory ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._n - self._dead
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the matrix and the numpy row maps (not the id strings)."""
+        return self._matrix.nbytes + self._live.nbytes + self._doc_codes.nbytes + self._hash_keys.nbytes
+
+    def doc_ids(self) -> set[str]:
+        """Documents with at least one embedded chunk in the index."""
+        with self._lock:
+            codes = np.unique(self._doc_codes[: self._n][self._live[: self._n]])
+            return {self._docs[c] for c in codes}
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """(Re)build the matrix from the database."""
+        with self._update_lock:
+            self._load()
+
+    def _load(self) -> None:
+        identity = self.store.identity()
+        self.identity, self._generation = identity, self.store.generation()
+        dims = identity.dims if identity else 0
+        with self.store.lock:
+            conn = self.store.conn
+            if not dims or not _has_chunks(conn):
+                self._install(np.zeros((0, dims), np.float32), [], [], [])
+                return
+            join = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+            expected = int(conn.execute(f"SELECT COUNT(*) {join}").fetchone()[0])
+            matrix = np.empty((expected, dims), dtype=np.float32)
+            chunk_ids: list[str] = []
+            doc_ids: list[str] = []
+            hashes: list[str] = []
+            cursor = conn.execute(f"SELECT c.id, c.doc_id, c.content_hash, e.vector {join}")
+            n = 0
+            while rows := cursor.fetchmany(_FETCH):
+                block = _blocks_to_matrix([r[3] for r in rows], dims)
+                if n + len(rows) > matrix.shape[0]:  # chunks were added while we read
+                    matrix = _grown(matrix, n + len(rows))
+                matrix[n : n + len(rows)] = block
+                for chunk_id, doc_id, content_hash, _ in rows:
+                    chunk_ids.append(chunk_id)
+                    doc_ids.append(doc_id)
+                    hashes.append(content_hash)
+                n += len(rows)
+        self._install(matrix[:n] if n < matrix.shape[0] else matrix, chunk_ids, doc_ids, hashes)
+        log.info("vector index loaded: %d chunks x %d dims (%.1f MB)", n, dims, self.nbytes / 1e6)
+
+    def _install(self, matrix: np.ndarray, chunk_ids: list[str], doc_ids: list[str], hashes: list[str]) -> None:
+        docs: list[str] = []
+        doc_index: dict[str, int] = {}
+        codes = np.empty(len(doc_ids), dtype=np.int32)
+        for i, doc_id in enumerate(doc_ids):
+            code = doc_index.get(doc_id)
+            if code is None:
+                code = doc_index[doc_id] = len(docs)
+                docs.append(doc_id)
+            codes[i] = code
+        with self._lock:
+            self.dims = matrix.shape[1]
+            self._matrix = matrix
+            self._n = len(chunk_ids)
+            self._live = np.ones(len(chunk_ids), dtype=bool)
+            self._dead = 0
+            self._chunk_ids = chunk_ids
+            self._doc_codes = codes
+            self._hash_keys = np.fromiter((_hash_key(h) for h in hashes), dtype=np.int64, count=len(hashes))
+            self._docs = docs
+            self._doc_index = doc_index
+
+    def refresh(self) -> tuple[int, int]:
+        """Apply chunk and vector changes since the last load; returns (rows added, rows removed).
+
+        Reads only chunk ids and hashes, plus the vectors of new rows; a new embedder identity
+        (after ``ctx embed rebuild``) triggers a full reload.
+        """
+        with self._update_lock:
+            return self._refresh()
+
+    def _refresh(self) -> tuple[int, int]:
+        identity = self.store.identity()
+        if identity is None or identity != self.identity or self.store.generation() != self._generation:
+            before = len(self)
+            self._load()
+            return len(self), before
+        with self.store.lock:
+            conn = self.store.conn
+            if not _has_chunks(conn):
+                current: dict[str, tuple[str, str]] = {}
+            else:
+                current = {
+                    cid: (doc, h)
+                    for cid, doc, h in conn.execute(
+                        "SELECT c.id, c.doc_id, c.content_hash FROM chunks c "
+                        "JOIN embeddings e ON e.content_hash = c.content_hash"
+                    )
+                }
+        kill: list[int] = []
+        kept: set[str] = set()
+        live = self._live
+        for row in range(self._n):
+            if not live[row]:
+                continue
+            chunk_id = self._chunk_ids[row]
+            now = current.get(chunk_id)
+            if (
+                now is None
+                or self._doc_index.get(now[0]) != self._doc_codes[row]
+                or _hash_key(now[1]) != self._hash_keys[row]
+            ):
+                kill.append(row)
+            else:
+                kept.add(chunk_id)
+        added = [(cid, doc, h) for cid, (doc, h) in current.items() if cid not in kept]
+        vectors = self._fetch_vectors({h for _, _, h in added})
+        added = [row for row in added if row[2] in vectors]  # vector deleted meanwhile
+        with self._lock:
+            if kill:
+                self._live[np.asarray(kill)] = False
+                self._dead += len(kill)
+            if added:
+                self._append(added, vectors)
+            if self._dead > _COMPACT_FRACTION * max(self._n, 1):
+                self._compact()
+        if kill or added:
+            log.info("vector index refreshed: +%d -%d rows (%d live)", len(added), len(kill), len(self))
+        return len(added), len(kill)
+
+    def _fetch_vectors(self, hashes: set[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        wanted = list(hashes)
+        with self.store.lock:
+            for start in range(0, len(wanted), _BATCH):
+                batch = wanted[start : start + _BATCH]
+                marks = ",".join("?" * len(batch))
+                sql = f"SELECT content_hash, vector FROM embeddings WHERE content_hash IN ({marks})"
+                for content_hash, blob in self.store.conn.execute(sql, batch):
+                    out[content_hash] = np.frombuffer(blob, dtype="<f4")
+        return out
+
+    def _append(self, rows: list[tuple[str, str, str]], vectors: dict[str, np.ndarray]) -> None:
+        need = self._n + len(rows)
+        if need > self._matrix.shape[0]:
+            capacity = max(need, int(self._matrix.shape[0] * _GROWTH))
+            self._matrix = _grown(self._matrix, capacity)
+            self._live = _grown(self._live, capacity)
+            self._doc_codes = _grown(self._doc_codes, capacity)
+            self._hash_keys = _grown(self._hash_keys, capacity)
+        for offset, (chunk_id, doc_id, content_hash) in enumerate(rows):
+            row = self._n + offset
+            self._matrix[row] = vectors[content_hash]
+            self._live[row] = True
+            code = self._doc_index.get(doc_id)
+            if code is None:
+                code = self._doc_index[doc_id] = len(self._docs)
+                self._docs.append(doc_id)
+            self._doc_codes[row] = code
+            self._hash_keys[row] = _hash_key(content_hash)
+            self._chunk_ids.append(chunk_id)
+        self._n = need
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._live[: self._n])
+        self._matrix = np.ascontiguousarray(self._matrix[keep])
+        self._doc_codes = self._doc_codes[keep]
+        self._hash_keys = self._hash_keys[keep]
+        self._chunk_ids = [self._chunk_ids[i] for i in keep]
+        self._n = len(keep)
+        self._live = np.ones(self._n, dtype=bool)
+        self._dead = 0
+
+    # -- search -------------------------------------------------------------------------------
+
+    def row_mask(self, doc_ids: Collection[str]) -> np.ndarray:
+        """A bool mask over the index rows: True where the row's document is in ``doc_ids``."""
+        with self._lock:
+            n, codes, n_docs = self._n, self._doc_codes, len(self._docs)
+            allowed_docs = np.zeros(n_docs, dtype=bool)
+            wanted = [self._doc_index[d] for d in doc_ids if d in self._doc_index]
+        if wanted:
+            allowed_docs[np.asarray(wanted, dtype=np.int64)] = True
+        return allowed_docs[codes[:n]]
+
+    def top_k(self, query: np.ndarray, k: int, allowed: RowFilter = None) -> list[Hit]:
+        """The ``k`` best ``(chunk_id, doc_id, score)`` by cosine, best first.
+
+        ``allowed``: None (all rows), a collection of doc ids, or a bool mask over the rows
+        (``row_mask``). The filter is applied before the top-k cut, so a selective filter still
+        returns up to ``k`` hits. Ties keep row order.
+        """
+        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
+        with self._lock:
+            matrix, n, live, dead = self._matrix, self._n, self._live, self._dead
+            chunk_ids, codes, docs = self._chunk_ids, self._doc_codes, self._docs
+        if k <= 0 or n == 0:
+            return []
+        if q.shape[0] != matrix.shape[1]:
+            raise EmbedderMismatch(
+                f"the query vector has {q.shape[0]} dims but the vector index holds {matrix.shape[1]}; "
+                "run `ctx embed rebuild` after changing [embedding]"
+            )
+        mask = self._mask(allowed, n)
+        if dead:
+            mask = live[:n].copy() if mask is None else mask & live[:n]
+        rows, scores = _score(matrix, n, q, mask)
+        if len(rows) == 0:
+            return []
+        k = min(k, len(rows))
+        best = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        best = best[np.lexsort((rows[best], -scores[best]))]
+        return [(chunk_ids[r], docs[codes[r]], float(scores[i])) for i, r in zip(best, rows[best], strict=True)]
+
+    def _mask(self, allowed: RowFilter, n: int) -> np.ndarray | None:
+        if allowed is None:
+            return None
+        if isinstance(allowed, np.ndarray):
+            if allowed.dtype != bool or allowed.shape[0] < n:
+                raise ValueError(f"a row mask must be a bool array of length {n} (see row_mask)")
+            return allowed[:n]
+        if isinstance(allowed, str):
+            raise TypeError("allowed must be a collection of doc ids, not one string")
+        return self.row_mask(allowed)
+
+
+def _score(matrix: np.ndarray, n: int, q: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of the allowed rows only: returns (row numbers, scores)."""
+    if mask is None:
+        return np.arange(n), matrix[:n] @ q
+    selected = int(np.count_nonzero(mask))
+    if selected == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    edges = np.flatnonzero(np.diff(mask.view(np.int8), prepend=0, append=0))
+    starts, stops = edges[0::2], edges[1::2]
+    if len(starts) <= _MAX_RUNS and selected < n // 2:  # few contiguous runs: score slices, no copy
+        rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops, strict=True)])
+        scores = np.concatenate([matrix[a:b] @ q for a, b in zip(starts, stops, strict=True)])
+        return rows, scores
+    if selected <= _GATHER_FRACTION * n:  # few scattered rows: gather them
+        rows = np.flatnonzero(mask)
+        return rows, matrix[rows] @ q
+    rows = np.flatnonzero(mask)
+    return rows, (matrix[:n] @ q)[rows]
+
+
+def _blocks_to_matrix(blobs: Sequence[bytes], dims: int) -> np.ndarray:
+    block = np.frombuffer(b"".join(blobs), dtype="<f4")
+    if block.size != len(blobs) * dims:
+        raise EmbedderMismatch(
+            f"stored vectors do not all have {dims} dims; run `ctx embed rebuild` to re-embed every chunk"
+        )
+    return block.reshape(len(blobs), dims)
+
+
+def _to_blob(vector: np.ndarray, dims: int) -> bytes:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if v.shape[0] != dims:
+        raise EmbedderMismatch(
+            f"a {v.shape[0]}-dim vector cannot be stored in an index of {dims}-dim vectors; "
+            "run `ctx embed rebuild` after changing [embedding]"
+        )
+    norm = float(np.linalg.norm(v))
+    if not np.isfinite(norm):
+        raise ValueError("vector contains NaN or infinity")
+    if norm > 0:
+        v = v / norm
+    return v.astype("<f4").tobytes()
+
+
+def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+def _hash_key(content_hash: str) -> int:
+    """A 60-bit key of a content hash, to notice a chunk whose text changed under the same id."""
+    try:
+        return int(content_hash[:15], 16)
+    except ValueError:
+        return int.from_bytes(hashlib.blake2b(content_hash.encode(), digest_size=7).digest(), "little")
+
+
+def _has_chunks(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks'").fetchone()
+    return row is not None
