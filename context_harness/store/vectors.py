@@ -44,7 +44,6 @@ CREATE TABLE IF NOT EXISTS embedding_meta(
     value TEXT NOT NULL
 );
 """
-_IDENTITY_KEYS = ("provider", "model", "dims", "identity")
 _BATCH = 500  # SQL parameters per IN (...) query
 _FETCH = 4096  # rows per fetchmany while loading the matrix
 _COMPACT_FRACTION = 0.2  # compact the matrix when this share of rows is dead
