@@ -1,0 +1,111 @@
+"""Hybrid fusion of a keyword and a semantic ranking: pure functions over ``(doc_id, score)`` lists.
+
+- ``convex``: min-max normalise each list to [0, 1], then ``alpha * semantic + (1 - alpha) * keyword``;
+  a document missing from a list scores 0 for it.
+- ``rrf``: reciprocal rank fusion, ``sum 1 / (k + rank)`` over the lists that found the document.
+
+Both return ``Fused(doc_id, score, details)`` sorted by fused score (desc), then doc id (asc), so
+equal inputs always give equal outputs. ``details`` keeps each list's rank, raw and normalised
+score for ``explain``. Change ``FUSION_VERSION`` whenever a formula changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+FUSION_VERSION = "1"
+
+Ranking = Sequence[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class ListHit:
+    """Where one list placed a document: 1-based rank, raw score, score after normalisation."""
+
+    rank: int
+    score: float
+    normalized: float
+
+
+@dataclass(frozen=True)
+class FusionDetails:
+    method: str  # "convex" | "rrf"
+    keyword: ListHit | None
+    semantic: ListHit | None
+
+
+class Fused(NamedTuple):
+    doc_id: str
+    score: float
+    details: FusionDetails
+
+
+def convex(keyword: Ranking, semantic: Ranking, alpha: float) -> list[Fused]:
+    """Min-max convex fusion; ``alpha`` weighs the semantic list (0 = keyword only, 1 = semantic only)."""
+    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+        raise ValueError(f"alpha must be within [0, 1], got {alpha}")
+    kw = _hits(keyword, _min_max)
+    sem = _hits(semantic, _min_max)
+    fused = []
+    for doc_id in kw.keys() | sem.keys():
+        k, s = kw.get(doc_id), sem.get(doc_id)
+        score = (1.0 - alpha) * (k.normalized if k else 0.0) + alpha * (s.normalized if s else 0.0)
+        fused.append(Fused(doc_id, score, FusionDetails("convex", k, s)))
+    return _sorted(fused)
+
+
+def rrf(keyword: Ranking, semantic: Ranking, k: int = 60) -> list[Fused]:
+    """Reciprocal rank fusion with constant ``k`` (the ``normalized`` field holds ``1 / (k + rank)``)."""
+    if k < 1:
+        raise ValueError(f"rrf k must be at least 1, got {k}")
+    kw = _hits(keyword, lambda scores: [1.0 / (k + rank) for rank in range(1, len(scores) + 1)])
+    sem = _hits(semantic, lambda scores: [1.0 / (k + rank) for rank in range(1, len(scores) + 1)])
+    fused = []
+    for doc_id in kw.keys() | sem.keys():
+        a, b = kw.get(doc_id), sem.get(doc_id)
+        score = (a.normalized if a else 0.0) + (b.normalized if b else 0.0)
+        fused.append(Fused(doc_id, score, FusionDetails("rrf", a, b)))
+    return _sorted(fused)
+
+
+def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float = 0.5, rrf_k: int = 60) -> list[Fused]:
+    """Dispatch on ``[retrieval] fusion`` (``"convex"`` or ``"rrf"``)."""
+    if method == "convex":
+        return convex(keyword, semantic, alpha)
+    if method == "rrf":
+        return rrf(keyword, semantic, rrf_k)
+    raise ValueError(f"unknown fusion method {method!r} (expected 'convex' or 'rrf')")
+
+
+def _hits(ranking: Ranking, normalize: Callable[[list[float]], list[float]]) -> dict[str, ListHit]:
+    """Rank a list deterministically (score desc, then doc id); a doc listed twice keeps its best score."""
+    best: dict[str, float] = {}
+    for doc_id, score in ranking:
+        score = float(score)
+        if math.isnan(score):
+            continue
+        if doc_id not in best or score > best[doc_id]:
+            best[doc_id] = score
+    ordered = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    normalized = normalize([score for _, score in ordered])
+    return {
+        doc_id: ListHit(rank, score, norm)
+        for rank, ((doc_id, score), norm) in enumerate(zip(ordered, normalized, strict=True), start=1)
+    }
+
+
+def _min_max(scores: list[float]) -> list[float]:
+    """Scale to [0, 1]; a list whose scores are all equal maps to 1.0 (each is the best it found)."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high - low <= 1e-12 or math.isinf(high - low):
+        return [1.0 for _ in scores]
+    return [(s - low) / (high - low) for s in scores]
+
+
+def _sorted(fused: list[Fused]) -> list[Fused]:
+    return sorted(fused, key=lambda f: (-f.score, f.doc_id))
