@@ -108,8 +108,8 @@ def _to_py(value: Any, path: str, depth: int, budget: Budget, max_depth: int) ->
     kind = lua_type(value)
     if kind != "table":
         raise ConversionError(
-            f"{path}: a Lua {kind or 'value'} cannot be returned; return only tables, strings, "
-            "numbers, booleans and nil")
+            f"{path}: a Lua {kind or 'value'} is not data; use only tables, strings, numbers, "
+            "booleans and nil")
     if depth >= max_depth:
         raise ConversionError(f"{path}: nested deeper than {max_depth} levels (or contains a cycle)")
     items = list(value.items())

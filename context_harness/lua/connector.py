@@ -1,0 +1,187 @@
+"""Lua connectors: ``[connectors.script.NAME]`` scripts that pull documents from anywhere.
+
+The script defines ``connector.scan(config)`` returning an array of items::
+
+    { source_id = "42", body = "...",                       -- required
+      title, author, source_url, content_type,              -- optional strings
+      metadata = { ... } (or the original's metadata_json = "{...}"), tags = { "a", "b" },
+      created_at / updated_at = "2026-01-05T10:00:00Z" | 1767607200 (unix seconds) }
+
+``config`` is the entry's free TOML keys (``${VAR}`` already expanded). Invalid items are skipped
+with one warning each (``ScanReport.skip("invalid_item", ...)``); the source label is
+``script:NAME``. Sync treats it like any connector: no fingerprint, so content hashes decide.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from lupa.lua54 import lua_type
+
+from context_harness.config import LuaConfig, ScriptConfig
+from context_harness.connectors.base import Candidate, ScanReport, SourceItem
+from context_harness.errors import ToolError
+from context_harness.lua.convert import ConversionError, array, to_py
+from context_harness.lua.script import LuaScript
+
+log = logging.getLogger(__name__)
+
+STRING_FIELDS = ("title", "author", "source_url", "content_type")
+MAX_ITEM_BYTES = 64_000_000
+
+
+class InvalidItem(Exception):
+    pass
+
+
+def parse_timestamp(value: Any, field: str) -> dt.datetime | None:
+    """RFC 3339 / ISO 8601 text or unix seconds -> aware UTC datetime (naive text is taken as UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidItem(f"{field} must be an RFC 3339 string or unix seconds")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise InvalidItem(f"{field} must be a finite number")
+        try:
+            return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidItem(f"{field}: {value} is out of range for unix seconds") from None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidItem(f"{field}: {value[:40]!r} is not an RFC 3339 timestamp") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        return parsed.astimezone(dt.timezone.utc)
+    raise InvalidItem(f"{field} must be an RFC 3339 string or unix seconds")
+
+
+def build_item(data: Any) -> SourceItem:
+    """One converted item table -> ``SourceItem``, or ``InvalidItem`` saying what is wrong."""
+    if not isinstance(data, dict):
+        raise InvalidItem("an item must be a table with source_id and body")
+    source_id = data.get("source_id")
+    if isinstance(source_id, (int, float)) and not isinstance(source_id, bool):
+        source_id = str(int(source_id)) if float(source_id).is_integer() else str(source_id)
+    if not isinstance(source_id, str) or not source_id.strip():
+        raise InvalidItem("missing source_id (a non-empty string)")
+    body = data.get("body")
+    if not isinstance(body, str):
+        raise InvalidItem(f"item '{source_id[:80]}': missing body (a string)")
+    if not body.strip():
+        raise InvalidItem(f"item '{source_id[:80]}': empty body")
+    fields: dict[str, Any] = {}
+    for key in STRING_FIELDS:
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise InvalidItem(f"item '{source_id[:80]}': {key} must be a string")
+        fields[key] = value
+    metadata = data.get("metadata")
+    if metadata is None and isinstance(data.get("metadata_json"), str):
+        try:
+            metadata = json.loads(data["metadata_json"])
+        except ValueError:
+            raise InvalidItem(f"item '{source_id[:80]}': metadata_json is not valid JSON") from None
+    if metadata in (None, [], {}):
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise InvalidItem(f"item '{source_id[:80]}': metadata must be a table of names to values")
+    tags = data.get("tags")
+    if tags in (None, {}, []):
+        tags = []
+    elif isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",") if t.strip()]
+    elif not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidItem(f"item '{source_id[:80]}': tags must be an array of strings")
+    try:
+        created = parse_timestamp(data.get("created_at"), "created_at")
+        updated = parse_timestamp(data.get("updated_at"), "updated_at")
+    except InvalidItem as exc:
+        raise InvalidItem(f"item '{source_id[:80]}': {exc}") from None
+    return SourceItem(source_id=source_id, body=body, metadata=metadata, tags=tags,
+                      created_at=created, updated_at=updated, **fields)
+
+
+def _lua_kind(value: Any) -> str:
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, bytes):
+        return "a string"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return f"a {lua_type(value) or 'value'}"
+
+
+class LuaConnector:
+    """A ``Connector`` backed by ``connector.scan(config)``. Blocking; call ``scan`` from a worker thread.
+
+    ``scan`` raises ``ToolError`` (script error, bad return value, out of memory) or ``Timeout``
+    (default 300 s, per-script ``timeout``); construction raises ``ConfigError``.
+    """
+
+    type = "script"
+
+    def __init__(self, name: str, script_config: ScriptConfig, lua_config: LuaConfig | None = None) -> None:
+        self.name = name
+        self.config = script_config
+        self.script = LuaScript(
+            script_config.path, name=name, kind="connector", lua_config=lua_config, timeout=script_config.timeout,
+            memory_limit=script_config.memory_limit, env=script_config.env, config=script_config.extra,
+            global_name="connector", max_instances=1)
+
+    @property
+    def label(self) -> str:
+        return f"script:{self.name}"
+
+    def fetch(self, report: ScanReport | None = None) -> list[SourceItem]:
+        """Run the script once and return its valid items (duplicates after the first are skipped)."""
+        report = report if report is not None else ScanReport()
+        items: list[SourceItem] = self.script.call_function(
+            "connector.scan", self.script.config, convert=lambda values: self._items(values, report))
+        return items
+
+    def scan(self, report: ScanReport) -> Iterator[Candidate]:
+        for item in self.fetch(report):
+            yield Candidate(item.source_id, None, load=lambda item=item: item)
+
+    def _items(self, values: tuple[Any, ...], report: ScanReport) -> list[SourceItem]:
+        result = values[0] if values else None
+        rows = array(result)
+        if rows is None:
+            raise ToolError(f"{self.script.what}: connector.scan must return an array of items, "
+                            f"not {_lua_kind(result)}")
+        items: list[SourceItem] = []
+        seen: set[str] = set()
+        for index, row in enumerate(rows, 1):
+            try:
+                item = build_item(to_py(row, what=f"item {index}", max_bytes=MAX_ITEM_BYTES))
+            except (InvalidItem, ConversionError) as exc:
+                self._skip(report, "invalid_item", f"item {index}: {exc}")
+                continue
+            if item.source_id in seen:
+                self._skip(report, "duplicate_id", f"item {index}: source_id '{item.source_id[:80]}' repeats an earlier item")
+                continue
+            seen.add(item.source_id)
+            items.append(item)
+        return items
+
+    def _skip(self, report: ScanReport, reason: str, detail: str) -> None:
+        message = f"{self.label}: skipped {detail}"
+        log.warning("%s", message)
+        report.skip(reason, message)
