@@ -1,0 +1,73 @@
+"""Providers by name: built-ins, the disabled provider, and test/extension providers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from context_harness.config import EmbeddingConfig
+from context_harness.embedding import EmbedderRegistry, build_embedder, fake
+from context_harness.embedding.base import Embedder, EmbedderIdentity
+from context_harness.embedding.local import LocalEmbedder
+from context_harness.embedding.openai import OpenAIEmbedder
+from context_harness.errors import ConfigError, EmbeddingsDisabled
+
+
+@pytest.fixture
+def registry() -> EmbedderRegistry:
+    return EmbedderRegistry.with_builtins()
+
+
+def test_builtins_are_registered(registry: EmbedderRegistry) -> None:
+    assert registry.names() == ["disabled", "local", "openai"]
+    assert isinstance(build_embedder(EmbeddingConfig(), using=registry), LocalEmbedder)
+    openai = build_embedder(EmbeddingConfig(provider="openai", model="m", dims=3), using=registry)
+    assert isinstance(openai, OpenAIEmbedder) and openai.identity == EmbedderIdentity("openai", "m", 3)
+
+
+def test_disabled_provider_explains_how_to_enable(registry: EmbedderRegistry) -> None:
+    with pytest.raises(EmbeddingsDisabled) as info:
+        build_embedder(EmbeddingConfig(provider="disabled"), using=registry)
+    assert info.value.code == "embeddings_disabled"
+    assert '[embedding] provider = "local"' in info.value.message
+
+
+def test_unknown_provider_lists_the_known_ones(registry: EmbedderRegistry) -> None:
+    with pytest.raises(ConfigError, match="'local'"):
+        registry.create(EmbeddingConfig(), provider="nope")
+
+
+def test_fake_registers_like_a_builtin(registry: EmbedderRegistry) -> None:
+    fake.register(registry)
+    fake.register(registry)  # idempotent
+    embedder = build_embedder(fake.fake_config(), using=registry)
+    assert isinstance(embedder, Embedder)
+    assert embedder.identity == EmbedderIdentity("fake", "hashing-bow-64", 64)
+    vectors = embedder.embed_documents(["red apple pie", "apple pie recipe", "tax law"])
+    assert vectors.shape == (3, 64)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    query = embedder.embed_query("apple pie")
+    assert float(vectors[1] @ query) > float(vectors[2] @ query)
+    again = build_embedder(fake.fake_config(), using=registry).embed_documents(["red apple pie"])
+    np.testing.assert_array_equal(again[0], vectors[0])  # deterministic across instances
+
+
+def test_extension_provider_and_duplicates(registry: EmbedderRegistry) -> None:
+    registry.register("mine", lambda config: fake.FakeEmbedder(dims=config.dims or 8))
+    embedder = registry.create(EmbeddingConfig(dims=16), provider="mine")
+    assert embedder.identity.dims == 16
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("mine", lambda config: fake.FakeEmbedder())
+    with pytest.raises(ValueError):
+        registry.register("bad name", lambda config: fake.FakeEmbedder())
+    registry.unregister("mine")
+    assert "mine" not in registry
+
+
+def test_embed_documents_checks_its_input() -> None:
+    embedder = fake.FakeEmbedder()
+    with pytest.raises(TypeError):
+        embedder.embed_documents("one string")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        embedder.embed_documents(["ok", 3])  # type: ignore[list-item]
+    assert embedder.embed_documents([]).shape == (0, 64)
