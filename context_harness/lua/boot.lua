@@ -245,4 +245,55 @@ function api.host_table(functions, extra)
 end
 function api.memory_kb() return collectgarbage("count") end
 
+-- Is `v` JSON-like data within limits? Raw traversal (no metamethods), run under the hook, so a
+-- cycle, a shared-subtable bomb, a function inside or an oversized value is refused before any
+-- Python conversion starts. Raises an error whose message names the problem.
+local function measure(v, limits, depth, on_path)
+  local t = type_(v)
+  limits.nodes = limits.nodes - 1
+  if limits.nodes < 0 then error_("it holds too many values (limit " .. limits.max_nodes .. ")", 0) end
+  if t == "string" then
+    limits.bytes = limits.bytes - #v
+    if limits.bytes < 0 then error_("it is too large (limit " .. limits.max_bytes .. " bytes)", 0) end
+  elseif t == "table" then
+    if on_path[v] then error_("it contains a cycle (a table inside itself)", 0) end
+    if depth >= limits.max_depth then error_("it is nested deeper than " .. limits.max_depth .. " levels", 0) end
+    on_path[v] = true
+    for k, x in next, v do
+      local kt = type_(k)
+      if kt ~= "string" and kt ~= "number" and kt ~= "boolean" then
+        error_("a table key is a " .. kt .. "; keys must be strings or numbers", 0)
+      end
+      measure(k, limits, depth + 1, on_path)
+      measure(x, limits, depth + 1, on_path)
+    end
+    on_path[v] = nil
+  elseif t == "number" then
+    if v ~= v or v == huge or v == -huge then error_("it contains " .. tostring_(v) .. ", which is not a JSON number", 0) end
+  elseif t ~= "boolean" and t ~= "nil" then
+    error_("it contains a " .. t .. " value; use only tables, strings, numbers, booleans and nil", 0)
+  end
+end
+
+function api.check(v, max_nodes, max_bytes, max_depth)
+  measure(v, { nodes = max_nodes, bytes = max_bytes, max_nodes = max_nodes, max_bytes = max_bytes,
+               max_depth = max_depth }, 0, {})
+  return true
+end
+
+-- For connectors: which items of array `arr` are not data? Returns { [index] = message }.
+function api.check_items(arr, max_nodes, max_bytes, max_depth)
+  local bad = {}
+  if type_(arr) ~= "table" then return bad end
+  for i, item in next, arr do
+    if type_(i) == "number" then
+      local ok, err = pcall_(measure, item, { nodes = max_nodes, bytes = max_bytes, max_nodes = max_nodes,
+                                             max_bytes = max_bytes, max_depth = max_depth }, 0, {})
+      if timed_out then error_(TIMEOUT, 0) end
+      if not ok then bad[i] = err end
+    end
+  end
+  return bad
+end
+
 return api

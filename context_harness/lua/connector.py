@@ -27,12 +27,13 @@ from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.errors import ToolError
 from context_harness.lua.convert import ConversionError, array, to_py
-from context_harness.lua.script import LuaScript
+from context_harness.lua.script import LuaScript, Results
 
 log = logging.getLogger(__name__)
 
 STRING_FIELDS = ("title", "author", "source_url", "content_type")
 MAX_ITEM_BYTES = 64_000_000
+MAX_ITEM_NODES = 100_000
 
 
 class InvalidItem(Exception):
@@ -160,17 +161,22 @@ class LuaConnector:
         for item in self.fetch(report):
             yield Candidate(item.source_id, None, load=lambda item=item: item)
 
-    def _items(self, values: tuple[Any, ...], report: ScanReport) -> list[SourceItem]:
-        result = values[0] if values else None
+    def _items(self, results: Results, report: ScanReport) -> list[SourceItem]:
+        result = results.values[0] if results.values else None
         rows = array(result)
         if rows is None:
             raise ToolError(f"{self.script.what}: connector.scan must return an array of items, "
                             f"not {_lua_kind(result)}")
+        bad = results.bad_items(result, max_nodes=MAX_ITEM_NODES, max_bytes=MAX_ITEM_BYTES)
         items: list[SourceItem] = []
         seen: set[str] = set()
-        for index, row in enumerate(rows, 1):
+        for index, row in rows:
+            if index in bad:
+                self._skip(report, "invalid_item", f"item {index}: {bad[index]}")
+                continue
             try:
-                item = build_item(to_py(row, what=f"item {index}", max_bytes=MAX_ITEM_BYTES))
+                item = build_item(to_py(row, what=f"item {index}", max_nodes=MAX_ITEM_NODES,
+                                        max_bytes=MAX_ITEM_BYTES))
             except (InvalidItem, ConversionError) as exc:
                 self._skip(report, "invalid_item", f"item {index}: {exc}")
                 continue

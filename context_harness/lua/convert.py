@@ -140,9 +140,9 @@ def _key(key: Any, path: str) -> str:
     raise ConversionError(f"{path}: table keys must be strings or numbers, not a Lua {lua_type(key)}")
 
 
-def array(value: Any) -> list[Any] | None:
-    """The items of a Lua array table (raw, in index order), or None when it is not a table."""
+def array(value: Any) -> list[tuple[int, Any]] | None:
+    """``(index, item)`` pairs of a Lua array table (raw, in index order), or None when not a table."""
     if lua_type(value) != "table":
         return None
-    items = sorted(((k, v) for k, v in value.items() if isinstance(k, int)), key=lambda kv: kv[0])
-    return [v for _, v in items]
+    return sorted(((k, v) for k, v in value.items() if isinstance(k, int) and not isinstance(k, bool)),
+                  key=lambda kv: kv[0])

@@ -90,12 +90,16 @@ class Sandbox:
         """The value at dotted ``path`` in the script's globals (raw lookups), or None."""
         return self.api.lookup(path.encode())
 
-    def run(self, fn: Any, args: tuple[Any, ...], timeout: float) -> tuple[Any, ...]:
+    def run(self, fn: Any, args: tuple[Any, ...], timeout: float | None = None, *,
+            deadline: float | None = None) -> tuple[Any, ...]:
         """Call Lua function ``fn`` with already-converted ``args``; return its Lua results.
 
-        Raises ``ScriptFailure`` on error, memory exhaustion or timeout. The runtime stays usable.
+        The run ends by ``deadline`` (monotonic) or after ``timeout`` seconds. Raises
+        ``ScriptFailure`` on error, memory exhaustion or timeout. The runtime stays usable.
         """
-        self.deadline = time.monotonic() + timeout
+        if deadline is None:
+            deadline = time.monotonic() + (timeout if timeout is not None else 30.0)
+        self.deadline = deadline
         try:
             out = self.api.run(self.deadline, fn, *args)
         except lupa.LuaError as exc:
@@ -117,6 +121,17 @@ class Sandbox:
         if status == b"memory":
             raise ScriptFailure("memory", "not enough memory")
         raise ScriptFailure("error", _clip(_text(out[1] if len(out) > 1 else b"unknown error")))
+
+    def check_data(self, value: Any, *, deadline: float, max_nodes: int, max_bytes: int,
+                   max_depth: int = 50) -> None:
+        """``ScriptFailure('error', why)`` unless ``value`` is JSON-like data within the limits."""
+        self.run(self.api.check, (value, max_nodes, max_bytes, max_depth), deadline=deadline)
+
+    def bad_items(self, array: Any, *, deadline: float, max_nodes: int, max_bytes: int,
+                  max_depth: int = 50) -> dict[int, str]:
+        """Indexes of ``array`` items that are not data within the limits, with the reason."""
+        (bad,) = self.run(self.api.check_items, (array, max_nodes, max_bytes, max_depth), deadline=deadline)
+        return {int(k): _text(v) for k, v in bad.items()}
 
     def collect(self) -> None:
         try:

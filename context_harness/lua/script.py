@@ -40,6 +40,7 @@ DEFAULT_TIMEOUTS = {"tool": 30.0, "agent": 30.0, "connector": 300.0}
 LOAD_TIMEOUT = 5.0  # top-level code and metadata: short, whatever the call timeout is
 MAX_SOURCE_BYTES = 5_000_000
 MAX_RESULT_BYTES = 16_000_000
+MAX_RESULT_NODES = 250_000
 
 T = TypeVar("T")
 
@@ -52,6 +53,19 @@ class _Context:
 
 
 CONTEXT = _Context()
+
+
+class Results:
+    """What a ``convert`` callback receives: the raw Lua ``values`` and checks that run in the sandbox
+    under the call's deadline (``bad_items``); only valid while the callback runs."""
+
+    def __init__(self, sandbox: Sandbox, values: tuple[Any, ...], deadline: float) -> None:
+        self.sandbox = sandbox
+        self.values = values
+        self.deadline = deadline
+
+    def bad_items(self, array: Any, *, max_nodes: int, max_bytes: int) -> dict[int, str]:
+        return self.sandbox.bad_items(array, deadline=self.deadline, max_nodes=max_nodes, max_bytes=max_bytes)
 
 
 class _Instance:
@@ -169,16 +183,16 @@ class LuaScript:
 
     def call_function(self, path: str, *args: Any, context: ScriptContext | None = None,
                       timeout: float | None = None,
-                      convert: Callable[[tuple[Any, ...]], T] | None = None) -> Any:
+                      convert: Callable[[Results], T] | None = None) -> Any:
         """Call the global function at dotted ``path`` (e.g. ``"tool.execute"``) with ``args``.
 
         Python args are converted to Lua (dicts/lists -> tables); the ``CONTEXT`` marker becomes the
         script's ``context`` table, bound to ``context`` for this call. Returns the first Lua result
-        as JSON-like Python data, or ``convert(raw_lua_values)`` when given (``convert`` runs while
-        the runtime is held; it may raise ``ConversionError`` or a ``HarnessError``).
+        as JSON-like Python data, or ``convert(Results)`` when given (``convert`` runs while the
+        runtime is held; it may raise ``ConversionError``, ``ScriptFailure`` or a ``HarnessError``).
         """
         limit = float(timeout) if timeout else self.timeout
-        started = time.monotonic()
+        deadline = time.monotonic() + limit
         instance = self._acquire(limit)
         keep = True
         try:
@@ -189,7 +203,7 @@ class LuaScript:
             lua_args = tuple(instance.bridge.table if a is CONTEXT else to_lua(sandbox.lua, a) for a in args)
             instance.bridge.current = context
             try:
-                values = sandbox.run(fn, lua_args, max(0.001, limit - (time.monotonic() - started)))
+                values = sandbox.run(fn, lua_args, deadline=deadline)
             except ScriptFailure as failure:
                 keep = self._healthy(sandbox)
                 raise self._error(failure, path, limit) from None
@@ -197,8 +211,15 @@ class LuaScript:
                 instance.bridge.current = None
             try:
                 if convert is not None:
-                    return convert(values)
-                return to_py(values[0] if values else None, what="result", max_bytes=MAX_RESULT_BYTES)
+                    return convert(Results(sandbox, values, deadline))
+                result = values[0] if values else None
+                sandbox.check_data(result, deadline=deadline, max_nodes=MAX_RESULT_NODES, max_bytes=MAX_RESULT_BYTES)
+                return to_py(result, what="result", max_nodes=MAX_RESULT_NODES, max_bytes=MAX_RESULT_BYTES)
+            except ScriptFailure as failure:
+                keep = self._healthy(sandbox)
+                if failure.kind == "error":
+                    raise self.error_class(f"{self.what} returned an invalid value: {failure.message}") from None
+                raise self._error(failure, path, limit) from None
             except ConversionError as exc:
                 raise self.error_class(f"{self.what} returned an invalid value: {exc.message}") from None
         finally:
@@ -211,9 +232,12 @@ class LuaScript:
         keep = True
         try:
             sandbox = instance.sandbox
+            deadline = time.monotonic() + timeout
             try:
                 fn = sandbox.compile(snippet.encode(), "metadata")
-                values = sandbox.run(fn, (), timeout)
+                values = sandbox.run(fn, (), deadline=deadline)
+                sandbox.check_data(values[0] if values else None, deadline=deadline, max_nodes=100_000,
+                                   max_bytes=1_000_000)
             except ScriptFailure as failure:
                 keep = self._healthy(sandbox)
                 if failure.kind == "timeout":
