@@ -59,8 +59,9 @@ smt.__metatable = false
 
 -- table: insert/remove/move in Lua so a fake __len or a huge range runs under the hook.
 local safe_table = { concat = table.concat, sort = table.sort, unpack = table.unpack, pack = table.pack }
-function safe_table.insert(t, pos, value)
-  local n = select_("#", pos, value)
+function safe_table.insert(t, ...)
+  local n = select_("#", ...)
+  local pos, value = ...
   if type_(t) ~= "table" then error_("bad argument #1 to 'insert' (table expected)", 2) end
   local e = #t + 1
   if n == 1 then
@@ -169,7 +170,7 @@ env._G = env
 local function host_call(status, value)
   if status == "ok" then return value end
   if status == "timeout" then raise_timeout() end
-  error_(value, 3)
+  error_(value, 2)
 end
 
 local function wrap_host(pyfn)

@@ -71,7 +71,7 @@ class ContextBridge:
 
     def _context(self, what: str) -> ScriptContext:
         if self.current is None:
-            raise HostError(f"{what} is not available here (no knowledge base is attached)")
+            raise HostError("not available here (no knowledge base is attached)")
         return self.current
 
     def search(self, query: Any = None, options: Any = None) -> list[Any]:

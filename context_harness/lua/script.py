@@ -233,16 +233,18 @@ class LuaScript:
         try:
             sandbox = instance.sandbox
             deadline = time.monotonic() + timeout
+            stage = "cannot read its metadata"
             try:
                 fn = sandbox.compile(snippet.encode(), "metadata")
                 values = sandbox.run(fn, (), deadline=deadline)
+                stage = "invalid metadata"
                 sandbox.check_data(values[0] if values else None, deadline=deadline, max_nodes=100_000,
                                    max_bytes=1_000_000)
             except ScriptFailure as failure:
                 keep = self._healthy(sandbox)
                 if failure.kind == "timeout":
                     raise ConfigError(f"{self.what}: reading its metadata took longer than {timeout:g} s") from None
-                raise ConfigError(f"{self.what}: cannot read its metadata: {failure.message}") from None
+                raise ConfigError(f"{self.what}: {stage}: {failure.message}") from None
             try:
                 return to_py(values[0] if values else None, what=self.global_name or "metadata",
                              max_nodes=100_000, max_bytes=1_000_000)
