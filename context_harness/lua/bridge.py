@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from context_harness.lua.convert import to_lua, to_py
+from context_harness.lua.convert import to_lua
 from context_harness.lua.host import as_str, as_table, guard
 from context_harness.lua.runtime import HostError, Sandbox
 
@@ -91,4 +91,4 @@ class ContextBridge:
         return list(result or [])
 
 
-__all__ = ["ContextBridge", "ScriptContext", "search_request", "to_py"]
+__all__ = ["ContextBridge", "ScriptContext", "search_request"]

@@ -28,7 +28,7 @@ from lupa.lua54 import lua_type
 
 from context_harness.config import LuaConfig
 from context_harness.errors import HarnessError, Timeout
-from context_harness.lua.convert import ConversionError, encode_for_lua, text, to_lua, to_py
+from context_harness.lua.convert import ConversionError, text, to_lua, to_py
 from context_harness.lua.httpclient import HttpClient
 from context_harness.lua.runtime import HostError, HostTimeout, Sandbox
 
@@ -327,4 +327,4 @@ def _display(value: Any) -> str:
         return f"<{lua_type(value) or 'value'}>"
 
 
-__all__ = ["HostAPI", "as_bytes", "as_number", "as_str", "as_table", "encode_for_lua", "guard"]
+__all__ = ["HostAPI", "as_bytes", "as_number", "as_str", "as_table", "guard"]
