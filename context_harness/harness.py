@@ -112,7 +112,7 @@ class Harness:
         limit = request.limit or self.config.retrieval.final_limit
         filters = self._filters(request)
         hits = self.index.search_documents(request.query, filters, limit)
-        rows = self.store.documents([h.doc_id for h in hits])
+        rows = self.store.summaries([h.doc_id for h in hits])
         results = []
         for rank, hit in enumerate(hits, 1):
             row = rows.get(hit.doc_id)
@@ -122,9 +122,10 @@ class Harness:
             if request.explain:
                 explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank, chunk_index=hit.idx,
                                         notes=["mode=keyword; document score = its best chunk's BM25 score"])
+            title, source, source_id, updated_at, source_url = row
             results.append(SearchResult(
-                id=row.id, score=round(hit.score, 6), title=row.title, source=row.source, source_id=row.source_id,
-                updated_at=row.updated_at, snippet=hit.snippet, source_url=row.source_url, explain=explain,
+                id=hit.doc_id, score=round(hit.score, 6), title=title, source=source, source_id=source_id,
+                updated_at=updated_at, snippet=hit.snippet, source_url=source_url, explain=explain,
             ))
         return SearchResponse(results=results)
 

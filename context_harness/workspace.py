@@ -19,7 +19,7 @@ overlap_tokens = 0
 
 [retrieval]
 final_limit = 12        # results returned when a search gives no limit
-title_boost = 2.0       # weight of title matches against body matches
+title_boost = 0.25      # weight of the title field (BM25 already favours short fields)
 
 [server]
 sync_on_start = true    # sync stale connectors in the background when the MCP server starts

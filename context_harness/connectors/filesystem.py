@@ -29,7 +29,7 @@ _CONTENT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".mdx": 
 
 
 def _spec(patterns: list[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.PathSpec.from_lines("gitignore", patterns)
 
 
 class FilesystemConnector:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 CHUNKER_VERSION = 1
 _WORD = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+_LONG_WORD = re.compile(r"[A-Za-z]{7,}")
+_LONG_NUMBER = re.compile(r"\d{4,}")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
@@ -25,15 +27,11 @@ _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 
 def estimate_tokens(text: str) -> int:
     """Estimated WordPiece tokens: long words split into several pieces, numbers every 3 digits."""
-    n = 0
-    for word in _WORD.findall(text):
-        first = word[0]
-        if first.isalpha():
-            n += 1 + max(0, len(word) - 4) // 3
-        elif first.isdigit():
-            n += 1 + (len(word) - 1) // 3
-        else:
-            n += 1
+    n = len(_WORD.findall(text))
+    for word in _LONG_WORD.findall(text):
+        n += (len(word) - 4) // 3
+    for number in _LONG_NUMBER.findall(text):
+        n += (len(number) - 1) // 3
     return n
 
 

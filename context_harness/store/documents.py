@@ -280,6 +280,16 @@ class DocumentStore:
         rows = self.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", doc_ids)
         return {r[0]: _row_to_document(r) for r in rows}
 
+    def summaries(self, doc_ids: list[str]) -> dict[str, tuple]:
+        """doc_id -> (title, source, source_id, updated_at, source_url): what a search result shows."""
+        if not doc_ids:
+            return {}
+        marks = ",".join("?" * len(doc_ids))
+        rows = self.connection().execute(
+            f"SELECT id, title, source, source_id, updated_at, source_url FROM documents WHERE id IN ({marks})",
+            doc_ids)
+        return {r[0]: r[1:] for r in rows}
+
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         rows = self.connection().execute(
             "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))

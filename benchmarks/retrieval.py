@@ -1,0 +1,106 @@
+"""Retrieval quality and latency on BEIR SciFact through the product's own pipeline.
+
+    python benchmarks/retrieval.py --mode keyword [--split test|train] [--max-tokens N] [--title-boost X]
+
+Writes the corpus as Markdown files, syncs them with the filesystem connector, runs every query of
+the split through ``Harness.search`` and prints one JSON line: nDCG@10, recall@100, MRR@10 and
+query latency. Tune on ``--split train`` only; report ``test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scifact  # noqa: E402
+
+from context_harness import config as config_mod  # noqa: E402
+from context_harness.harness import Harness  # noqa: E402
+from context_harness.models import SearchRequest  # noqa: E402
+
+
+def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config:
+    raw: dict = {
+        "db": {"path": str(workspace / "data" / "ctx.sqlite")},
+        "connectors": {"filesystem": {"scifact": {"root": str(workspace / "docs")}}},
+        "retrieval": {},
+        "chunking": {},
+    }
+    if args.mode == "keyword":
+        raw["embedding"] = {"provider": "disabled"}
+    if args.max_tokens:
+        raw["chunking"]["max_tokens"] = args.max_tokens
+    if args.title_boost is not None:
+        raw["retrieval"]["title_boost"] = args.title_boost
+    if args.alpha is not None:
+        raw["retrieval"]["hybrid_alpha"] = args.alpha
+    if args.fusion:
+        raw["retrieval"]["fusion"] = args.fusion
+    return config_mod.from_dict(raw, None)
+
+
+async def run(args: argparse.Namespace) -> dict:
+    docs = scifact.corpus(args.docs)
+    doc_ids = {d["_id"] for d in docs}
+    qs = scifact.queries()
+    judged = {q: r for q, r in scifact.qrels(args.split).items() if q in qs and set(r) & doc_ids}
+    if args.queries:
+        judged = dict(list(judged.items())[: args.queries])
+    with tempfile.TemporaryDirectory(prefix="ctx-retrieval-", dir=args.tmp) as tmp:
+        workspace = Path(tmp)
+        scifact.write_markdown(docs, workspace / "docs")
+        config = build_config(workspace, args)
+        async with Harness.open(config) as harness:
+            started = time.perf_counter()
+            await harness.sync()
+            sync_seconds = time.perf_counter() - started
+            ndcg, recall, mrr, latencies = [], [], [], []
+            for qid, rels in judged.items():
+                request = SearchRequest(query=qs[qid], mode=args.mode, limit=100)
+                t0 = time.perf_counter()
+                response = await harness.search(request)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                ranked = [r.source_id.removesuffix(".md") for r in response.results]
+                ndcg.append(scifact.ndcg_at(ranked, rels, 10))
+                recall.append(scifact.recall_at(ranked, rels, 100))
+                mrr.append(scifact.mrr_at(ranked, rels, 10))
+            stats = await harness.stats()
+    n = len(judged)
+    return {
+        "benchmark": "retrieval", "dataset": "scifact", "split": args.split, "mode": args.mode,
+        "documents": len(docs), "chunks": stats.chunks, "queries": n,
+        "ndcg@10": round(sum(ndcg) / n, 4), "recall@100": round(sum(recall) / n, 4),
+        "mrr@10": round(sum(mrr) / n, 4),
+        "latency_ms_p50": round(scifact.percentile(latencies, 50), 3),
+        "latency_ms_p95": round(scifact.percentile(latencies, 95), 3),
+        "sync_seconds": round(sync_seconds, 2),
+        "max_tokens": config.chunking.max_tokens, "title_boost": config.retrieval.title_boost,
+        "cores": os.cpu_count(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default="keyword")
+    parser.add_argument("--split", choices=["test", "train"], default="test")
+    parser.add_argument("--docs", type=int, default=None, help="Use only the first N documents.")
+    parser.add_argument("--queries", type=int, default=None, help="Use only the first N judged queries.")
+    parser.add_argument("--max-tokens", type=int, default=None)
+    parser.add_argument("--title-boost", type=float, default=None)
+    parser.add_argument("--alpha", type=float, default=None)
+    parser.add_argument("--fusion", choices=["convex", "rrf"], default=None)
+    parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
+    args = parser.parse_args()
+    print(json.dumps(anyio.run(run, args)))
+
+
+if __name__ == "__main__":
+    main()

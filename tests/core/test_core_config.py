@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_harness import config as config_mod
+from context_harness.errors import ConfigError
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    cfg_file = write(tmp_path / "sub" / "ctx.toml",
+                     '[db]\npath = "store/x.sqlite"\n[connectors.filesystem.n]\nroot = "../docs"\n')
+    cfg = config_mod.load_file(cfg_file)
+    assert cfg.db.path == (tmp_path / "sub" / "store" / "x.sqlite").resolve()
+    assert cfg.connectors.filesystem["n"].root == (tmp_path / "docs").resolve()
+
+
+def test_unknown_key_names_file_key_and_fix(tmp_path: Path) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", '[connectors.filesystem.n]\nroot = "d"\nincude_globs = ["*.md"]\n')
+    with pytest.raises(ConfigError) as err:
+        config_mod.load_file(cfg_file)
+    assert str(cfg_file) in err.value.message
+    assert "connectors.filesystem.n.incude_globs" in err.value.message
+    assert "unknown key" in err.value.message
+
+
+def test_wrong_type_is_reported_with_key_path(tmp_path: Path) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", '[chunking]\nmax_tokens = "big"\n')
+    with pytest.raises(ConfigError) as err:
+        config_mod.load_file(cfg_file)
+    assert "chunking.max_tokens" in err.value.message
+
+
+def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", "[db\npath=1")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        config_mod.load_file(cfg_file)
+
+
+def test_env_expansion_with_default_and_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX_TEST_DB", "from-env.sqlite")
+    monkeypatch.delenv("CTX_TEST_MISSING", raising=False)
+    cfg_file = write(tmp_path / "ctx.toml",
+                     '[db]\npath = "${CTX_TEST_DB}"\n[server]\nauth_token = "${CTX_TEST_MISSING:-fallback}"\n')
+    cfg = config_mod.load_file(cfg_file)
+    assert cfg.db.path.name == "from-env.sqlite"
+    assert cfg.server.auth_token == "fallback"
+    write(cfg_file, '[server]\nauth_token = "${CTX_TEST_MISSING}"\n')
+    with pytest.raises(ConfigError) as err:
+        config_mod.load_file(cfg_file)
+    assert "server.auth_token" in err.value.message and "CTX_TEST_MISSING" in err.value.message
+
+
+def test_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CTX_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(ConfigError, match="ctx init"):
+        config_mod.discover(cwd=tmp_path)
+    xdg = tmp_path / "xdg" / "context-harness" / "config.toml"
+    xdg.parent.mkdir(parents=True)
+    write(xdg, "")
+    assert config_mod.discover(cwd=tmp_path) == xdg.resolve()
+    plain = write(tmp_path / "ctx.toml", "")
+    assert config_mod.discover(cwd=tmp_path) == plain.resolve()
+    (tmp_path / ".ctx").mkdir()
+    workspace = write(tmp_path / ".ctx" / "config.toml", "")
+    assert config_mod.discover(cwd=tmp_path) == workspace.resolve()
+    env_file = write(tmp_path / "env.toml", "")
+    monkeypatch.setenv("CTX_CONFIG", str(env_file))
+    assert config_mod.discover(cwd=tmp_path) == env_file.resolve()
+    explicit = write(tmp_path / "explicit.toml", "")
+    assert config_mod.discover(explicit, cwd=tmp_path) == explicit.resolve()
+    with pytest.raises(ConfigError, match="does not exist"):
+        config_mod.discover(tmp_path / "nope.toml")
+
+
+def test_overlap_must_be_below_max_tokens(tmp_path: Path) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", "[chunking]\nmax_tokens = 64\noverlap_tokens = 64\n")
+    with pytest.raises(ConfigError, match="chunking.overlap_tokens"):
+        config_mod.load_file(cfg_file)
+
+
+def test_for_root_keeps_workspace_in_user_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "notes").mkdir()
+    cfg = config_mod.for_root(tmp_path / "notes")
+    assert str(cfg.db.path).startswith(str(tmp_path / "data" / "context-harness"))
+    assert cfg.connectors.filesystem["notes"].root == (tmp_path / "notes").resolve()
+    assert config_mod.for_root(tmp_path / "notes").db.path == cfg.db.path
+    with pytest.raises(ConfigError, match="not a folder"):
+        config_mod.for_root(tmp_path / "missing")
