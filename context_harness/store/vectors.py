@@ -110,6 +110,20 @@ class VectorStore:
                 raise
             self.conn.commit()
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Run several reads against one consistent state of the database."""
+        with self.lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                if self.conn.in_transaction:
+                    self.conn.execute("COMMIT")
+
     # -- identity ---------------------------------------------------------------------------
 
     def identity(self) -> EmbedderIdentity | None:
@@ -296,51 +310,58 @@ class VectorIndex:
         identity = self.store.identity()
         self.identity, self._generation = identity, self.store.generation()
         dims = identity.dims if identity else 0
-        with self.store.lock:
-            conn = self.store.conn
+        with self.store.snapshot() as conn:
             if not dims or not _has_chunks(conn):
                 self._install(np.zeros((0, dims), np.float32), [], [], [])
                 return
-            join = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
-            expected = int(conn.execute(f"SELECT COUNT(*) {join}").fetchone()[0])
-            matrix = np.empty((expected, dims), dtype=np.float32)
-            chunk_ids: list[str] = []
-            doc_ids: list[str] = []
-            hashes: list[str] = []
-            cursor = conn.execute(f"SELECT c.id, c.doc_id, c.content_hash, e.vector {join}")
-            n = 0
+            # Two sequential scans joined here beat one SQL join (a B-tree lookup per chunk).
+            chunks = conn.execute("SELECT id, doc_id, content_hash FROM chunks").fetchall()
+            first = {row[2]: position for position, row in enumerate(chunks)}
+            extra: dict[str, list[int]] = {}  # the same text in several chunks
+            if len(first) != len(chunks):
+                for position, row in enumerate(chunks):
+                    if first[row[2]] != position:
+                        extra.setdefault(row[2], []).append(position)
+            matrix = np.empty((len(chunks), dims), dtype=np.float32)  # pages untouched until filled
+            order: list[int] = []  # chunk position of each matrix row
+            cursor = conn.execute("SELECT content_hash, vector FROM embeddings")
             while rows := cursor.fetchmany(_FETCH):
-                block = _blocks_to_matrix([r[3] for r in rows], dims)
-                if n + len(rows) > matrix.shape[0]:  # chunks were added while we read
-                    matrix = _grown(matrix, n + len(rows))
-                matrix[n : n + len(rows)] = block
-                for chunk_id, doc_id, content_hash, _ in rows:
-                    chunk_ids.append(chunk_id)
-                    doc_ids.append(doc_id)
-                    hashes.append(content_hash)
-                n += len(rows)
-        self._install(matrix[:n] if n < matrix.shape[0] else matrix, chunk_ids, doc_ids, hashes)
+                positions = [first.get(row[0], -1) for row in rows]
+                take = [j for j, p in enumerate(positions) if p >= 0] if -1 in positions else None
+                if take is not None:  # skip orphan vectors
+                    positions = [positions[j] for j in take]
+                if extra:
+                    for j, row in enumerate(rows):
+                        for position in extra.get(row[0], ()):
+                            take = list(range(len(rows))) if take is None else take
+                            take.append(j)
+                            positions.append(position)
+                if not positions:
+                    continue
+                block = _blocks_to_matrix([row[1] for row in rows], dims)
+                matrix[len(order) : len(order) + len(positions)] = block if take is None else block[take]
+                order.extend(positions)
+        n = len(order)
+        if n < 0.9 * matrix.shape[0]:  # many chunks still pending: do not keep the slack
+            matrix = matrix[:n].copy()
+        if order != list(range(len(chunks))):
+            chunks = [chunks[p] for p in order]
+        self._install(matrix, [r[0] for r in chunks], [r[1] for r in chunks], [r[2] for r in chunks])
         log.info("vector index loaded: %d chunks x %d dims (%.1f MB)", n, dims, self.nbytes / 1e6)
 
     def _install(self, matrix: np.ndarray, chunk_ids: list[str], doc_ids: list[str], hashes: list[str]) -> None:
-        docs: list[str] = []
-        doc_index: dict[str, int] = {}
-        codes = np.empty(len(doc_ids), dtype=np.int32)
-        for i, doc_id in enumerate(doc_ids):
-            code = doc_index.get(doc_id)
-            if code is None:
-                code = doc_index[doc_id] = len(docs)
-                docs.append(doc_id)
-            codes[i] = code
+        docs = list(dict.fromkeys(doc_ids))
+        doc_index = {doc_id: code for code, doc_id in enumerate(docs)}
+        codes = np.fromiter(map(doc_index.__getitem__, doc_ids), dtype=np.int32, count=len(doc_ids))
         with self._lock:
             self.dims = matrix.shape[1]
             self._matrix = matrix
             self._n = len(chunk_ids)
-            self._live = np.ones(len(chunk_ids), dtype=bool)
+            self._live = _grown(np.ones(len(chunk_ids), dtype=bool), matrix.shape[0])
             self._dead = 0
             self._chunk_ids = chunk_ids
-            self._doc_codes = codes
-            self._hash_keys = np.fromiter((_hash_key(h) for h in hashes), dtype=np.int64, count=len(hashes))
+            self._doc_codes = _grown(codes, matrix.shape[0])
+            self._hash_keys = _grown(_hash_keys(hashes), matrix.shape[0])
             self._docs = docs
             self._doc_index = doc_index
 
@@ -363,14 +384,8 @@ class VectorIndex:
             conn = self.store.conn
             if not _has_chunks(conn):
                 current: dict[str, tuple[str, str]] = {}
-            else:
-                current = {
-                    cid: (doc, h)
-                    for cid, doc, h in conn.execute(
-                        "SELECT c.id, c.doc_id, c.content_hash FROM chunks c "
-                        "JOIN embeddings e ON e.content_hash = c.content_hash"
-                    )
-                }
+            else:  # chunks without a vector drop out below, when their vector is not found
+                current = {cid: (doc, h) for cid, doc, h in conn.execute("SELECT id, doc_id, content_hash FROM chunks")}
         kill: list[int] = []
         kept: set[str] = set()
         live = self._live
@@ -546,6 +561,17 @@ def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
     out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     out[: array.shape[0]] = array
     return out
+
+
+def _hash_keys(hashes: list[str]) -> np.ndarray:
+    """``_hash_key`` of many hashes; vectorised for sha256 hex digests."""
+    try:
+        raw = bytes.fromhex("".join(h[:16] for h in hashes))
+        if len(raw) == 8 * len(hashes):
+            return (np.frombuffer(raw, dtype=">u8") >> np.uint64(4)).astype(np.int64)
+    except ValueError:
+        pass
+    return np.fromiter((_hash_key(h) for h in hashes), dtype=np.int64, count=len(hashes))
 
 
 def _hash_key(content_hash: str) -> int:

@@ -180,3 +180,18 @@ def test_filter_paths_agree_with_brute_force(store: VectorStore, conn: sqlite3.C
         expected = sorted(rows, key=lambda i: -float(vecs[i] @ q))[:7]
         got = index.top_k(q, 7, allowed=allowed)
         assert [c for c, _, _ in got] == [f"doc{i // 10:02d}#{i % 10}" for i in expected]
+
+
+def test_shared_text_is_one_vector_but_one_row_per_chunk(store: VectorStore, conn: sqlite3.Connection) -> None:
+    add_chunks(conn, "a", ["same text", "other"])
+    add_chunks(conn, "b", ["same text"])
+    add_chunks(conn, "c", ["pending text"])  # no vector yet: not in the index
+    store.put_many([(content_hash("same text"), unit(1, 0, 0, 0)), (content_hash("other"), unit(0, 1, 0, 0))])
+    store.put_many([(content_hash("orphan"), unit(0, 0, 1, 0))])  # no chunk uses it
+    assert store.count() == 3
+    index = store.open_index()
+    assert len(index) == 3
+    hits = index.top_k(unit(1, 0, 0, 0), 2)
+    assert sorted((c, d) for c, d, _ in hits) == [("a#0", "a"), ("b#0", "b")]
+    assert hits[0][2] == pytest.approx(hits[1][2])
+    assert index.top_k(unit(1, 0, 0, 0), 1, allowed={"c"}) == []
