@@ -386,34 +386,28 @@ class VectorIndex:
                 current: dict[str, tuple[str, str]] = {}
             else:  # chunks without a vector drop out below, when their vector is not found
                 current = {cid: (doc, h) for cid, doc, h in conn.execute("SELECT id, doc_id, content_hash FROM chunks")}
-        kill: list[int] = []
-        kept: set[str] = set()
-        live = self._live
-        for row in range(self._n):
-            if not live[row]:
-                continue
-            chunk_id = self._chunk_ids[row]
-            now = current.get(chunk_id)
-            if (
-                now is None
-                or self._doc_index.get(now[0]) != self._doc_codes[row]
-                or _hash_key(now[1]) != self._hash_keys[row]
-            ):
-                kill.append(row)
-            else:
-                kept.add(chunk_id)
+        n, ids = self._n, self._chunk_ids
+        now = [current.get(chunk_id) for chunk_id in ids[:n]]
+        now_codes = np.fromiter(
+            (self._doc_index.get(x[0], -1) if x else -1 for x in now), dtype=np.int64, count=n
+        )
+        now_keys = _hash_keys([x[1] if x else "0" * 16 for x in now])  # missing: code -1 differs anyway
+        changed = (now_codes != self._doc_codes[:n]) | (now_keys != self._hash_keys[:n])
+        kill_mask = self._live[:n] & changed  # gone, moved to another document, or new text
+        kept = {ids[i] for i in np.flatnonzero(self._live[:n] & ~changed)}
+        kill = np.flatnonzero(kill_mask)
         added = [(cid, doc, h) for cid, (doc, h) in current.items() if cid not in kept]
         vectors = self._fetch_vectors({h for _, _, h in added})
         added = [row for row in added if row[2] in vectors]  # vector deleted meanwhile
         with self._lock:
-            if kill:
-                self._live[np.asarray(kill)] = False
+            if len(kill):
+                self._live[kill] = False
                 self._dead += len(kill)
             if added:
                 self._append(added, vectors)
             if self._dead > _COMPACT_FRACTION * max(self._n, 1):
                 self._compact()
-        if kill or added:
+        if len(kill) or added:
             log.info("vector index refreshed: +%d -%d rows (%d live)", len(added), len(kill), len(self))
         return len(added), len(kill)
 
@@ -476,7 +470,7 @@ class VectorIndex:
         """The ``k`` best ``(chunk_id, doc_id, score)`` by cosine, best first.
 
         ``allowed``: None (all rows), a collection of doc ids, or a bool mask over the rows
-        (``row_mask``). The filter is applied before the top-k cut, so a selective filter still
+        (``row_mask``; valid until the next ``refresh``). The filter is applied before the top-k cut, so a selective filter still
         returns up to ``k`` hits. Ties keep row order.
         """
         q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
@@ -505,9 +499,12 @@ class VectorIndex:
         if allowed is None:
             return None
         if isinstance(allowed, np.ndarray):
-            if allowed.dtype != bool or allowed.shape[0] < n:
-                raise ValueError(f"a row mask must be a bool array of length {n} (see row_mask)")
-            return allowed[:n]
+            if allowed.dtype != bool or allowed.shape != (n,):
+                raise ValueError(
+                    f"a row mask must be a bool array of length {n}; build it with row_mask() after the "
+                    "last refresh, or pass a set of doc ids"
+                )
+            return allowed
         if isinstance(allowed, str):
             raise TypeError("allowed must be a collection of doc ids, not one string")
         return self.row_mask(allowed)
