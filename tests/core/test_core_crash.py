@@ -1,0 +1,112 @@
+"""A sync killed with SIGKILL mid-way, then re-run, gives the same index as an uninterrupted sync."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from context_harness import config as config_mod
+from context_harness.harness import Harness
+from context_harness.models import SearchRequest
+
+N_DOCS = 900
+
+
+def make_workspace(root: Path) -> Path:
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    for i in range(N_DOCS):
+        body = " ".join(f"term{(i * 7 + j) % 997}" for j in range(220))
+        (docs / f"doc{i:05d}.md").write_text(f"# Document {i}\n\n{body}\n\n## More\n\n{body[::-1]}\n")
+    cfg = root / "ctx.toml"
+    cfg.write_text('[embedding]\nprovider = "disabled"\n[connectors.filesystem.docs]\nroot = "docs"\n')
+    return cfg
+
+
+def snapshot(cfg: Path) -> dict:
+    async def main() -> dict:
+        async with Harness.open(config_mod.load_file(cfg)) as h:
+            assert h.store is not None and h.index is not None
+            sqlite_chunks = h.store.all_chunk_ids()
+            index_chunks = h.index.all_chunk_ids()
+            results = await h.search(SearchRequest(query="term5 term77 document", limit=20))
+            docs = h.store.connection().execute(
+                "SELECT id, source_id, content_hash FROM documents ORDER BY id").fetchall()
+            return {"sqlite": sqlite_chunks, "index": index_chunks, "docs": docs,
+                    "queue": h.store.queued(), "search": [(r.source_id, r.score) for r in results.results]}
+
+    return anyio.run(main)
+
+
+def run_sync(cfg: Path, kill_after: int | None = None) -> None:
+    cmd = [sys.executable, "-m", "context_harness", "sync", "--config", str(cfg), "--progress", "json"]
+    with subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True) as proc:
+        if kill_after is None:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            return
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            event = json.loads(line) if line.startswith("{") else {}
+            if event.get("event") == "progress" and event["done"] >= kill_after:
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, "the sync finished before it could be killed"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after", [200, 600])
+def test_killed_sync_then_rerun_equals_uninterrupted(tmp_path: Path, kill_after: int) -> None:
+    reference = make_workspace(tmp_path / "reference")
+    run_sync(reference)
+    expected = snapshot(reference)
+    assert expected["sqlite"] == expected["index"] and len(expected["docs"]) == N_DOCS
+
+    crashed = make_workspace(tmp_path / "crashed")
+    run_sync(crashed, kill_after=kill_after)
+    run_sync(crashed)
+    got = snapshot(crashed)
+    assert got["queue"] == []
+    assert got["sqlite"] == got["index"]
+    # Same documents with the same ids, and the same content-addressed chunks in both stores.
+    assert [d[:2] for d in got["docs"]] == [d[:2] for d in expected["docs"]]
+    assert got["sqlite"] == expected["sqlite"]
+    assert got["search"] == expected["search"]
+
+
+def test_queue_left_by_a_crash_is_replayed_on_open(sample_docs) -> None:
+    """Simulate a crash between the SQLite commit and the index commit."""
+
+    async def main() -> None:
+        cfg = sample_docs.config()
+        async with Harness.open(cfg) as h:
+            await h.sync()
+            assert h.store is not None and h.index is not None
+            h.index.clear()  # the index lost its data...
+            h.store.enqueue_all()  # ...but SQLite still records that it must be fed
+            assert (await h.search(SearchRequest(query="sandbox"))).results == []
+        async with Harness.open(cfg) as h:
+            assert [r.title for r in (await h.search(SearchRequest(query="sandbox"))).results] == ["Lua Sandbox"]
+
+    anyio.run(main)
+
+
+def test_index_of_another_version_is_rebuilt(sample_docs) -> None:
+    async def main() -> None:
+        cfg = sample_docs.config()
+        async with Harness.open(cfg) as h:
+            await h.sync()
+        marker = cfg.db.path.parent / "tantivy" / "ctx-index.json"
+        marker.write_text('{"version": -1}')
+        async with Harness.open(cfg) as h:
+            assert [r.title for r in (await h.search(SearchRequest(query="sandbox"))).results] == ["Lua Sandbox"]
+
+    anyio.run(main)
