@@ -48,7 +48,14 @@ def _filesystem(name: str, entry: Any, config: Config) -> Connector:
     return FilesystemConnector(name, entry)
 
 
+def _script(name: str, entry: Any, config: Config) -> Connector:
+    from context_harness.lua.connector import LuaConnector
+
+    return LuaConnector(name, entry, config.lua)
+
+
 def default_registry() -> ConnectorRegistry:
     registry = ConnectorRegistry()
     registry.register("filesystem", _filesystem)
+    registry.register("script", _script)
     return registry

@@ -1,0 +1,127 @@
+"""The `ctx` command line as a user runs it: a real subprocess, real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+
+from context_harness import config as config_mod
+from context_harness.harness import Harness
+from context_harness.models import SearchRequest
+
+
+def ctx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from context_harness.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def test_init_is_idempotent_and_never_overwrites(tmp_path: Path) -> None:
+    first = ctx("init", "--dir", str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    cfg = tmp_path / ".ctx" / "config.toml"
+    assert cfg.is_file() and (tmp_path / ".ctx" / "data").is_dir()
+    assert "data/" in (tmp_path / ".ctx" / ".gitignore").read_text()
+    config_mod.load_file(cfg)  # the generated config is valid
+    cfg.write_text(cfg.read_text() + "\n# my edit\n")
+    second = ctx("init", "--dir", str(tmp_path))
+    assert second.returncode == 0 and "nothing changed" in second.stdout
+    assert cfg.read_text().endswith("# my edit\n")
+
+
+def test_sync_search_get_sources_stats_json(sample_docs) -> None:
+    cfg = str(sample_docs.config_path)
+    synced = ctx("sync", "--config", cfg, "--json")
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["sources"][0]["added"] == 3
+    found = ctx("search", "sandbox memory", "--config", cfg, "--json")
+    payload = json.loads(found.stdout)
+
+    async def direct() -> dict:
+        async with Harness.open(config_mod.load_file(sample_docs.config_path)) as h:
+            return (await h.search(SearchRequest(query="sandbox memory"))).model_dump(mode="json")
+
+    assert payload == anyio.run(direct)  # --json is exactly the Harness payload MCP and REST render
+    doc_id = payload["results"][0]["id"]
+    got = json.loads(ctx("get", doc_id, "--config", cfg, "--json").stdout)
+    assert got["id"] == doc_id and got["title"] == "Lua Sandbox"
+    sources = json.loads(ctx("sources", "--config", cfg, "--json").stdout)
+    assert sources["sources"][0]["name"] == "filesystem:docs"
+    stats = json.loads(ctx("stats", "--config", cfg, "--json").stdout)
+    assert stats["documents"] == 3
+    human = ctx("search", "sandbox", "--config", cfg, "--explain")
+    assert "Lua Sandbox" in human.stdout and "keyword_score" in human.stdout
+
+
+def test_filters_on_the_command_line(sample_docs) -> None:
+    cfg = str(sample_docs.config_path)
+    ctx("sync", "--config", cfg)
+    tagged = json.loads(ctx("search", "memory engines", "--tag", "security", "--config", cfg, "--json").stdout)
+    assert [r["title"] for r in tagged["results"]] == ["Lua Sandbox"]
+    dated = json.loads(ctx("search", "sandbox", "--until", "2020-01-01", "--config", cfg, "--json").stdout)
+    assert dated["results"] == []
+
+
+def test_user_errors_exit_1_with_one_line(sample_docs, tmp_path: Path) -> None:
+    cfg = str(sample_docs.config_path)
+    cases = [
+        ("get", "nope", "--config", cfg),
+        ("search", "x", "--limit", "0", "--config", cfg),
+        ("search", "x", "--since", "soon", "--config", cfg),
+        ("sync", "git:missing", "--config", cfg),
+        ("search", "x", "--config", str(tmp_path / "missing.toml")),
+    ]
+    for args in cases:
+        result = ctx(*args, cwd=tmp_path)
+        assert result.returncode == 1, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_bad_config_is_a_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "ctx.toml"
+    bad.write_text('[connectors.filesystem.d]\nroot = "d"\nbogus = 1\n')
+    result = ctx("sources", "--config", str(bad))
+    assert result.returncode == 1 and "connectors.filesystem.d.bogus" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_usage_errors_exit_2(sample_docs) -> None:
+    assert ctx("search").returncode == 2
+    assert ctx("search", "x", "--mode", "fuzzy").returncode == 2
+    assert ctx("frobnicate").returncode == 2
+
+
+def test_progress_json_lines_on_stderr(sample_docs) -> None:
+    result = ctx("sync", "--config", str(sample_docs.config_path), "--progress", "json")
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    assert [e["event"] for e in events][:2] == ["scan", "start"] and events[-1]["event"] == "done"
+    assert events[-1]["added"] == 3
+    quiet = ctx("sync", "--config", str(sample_docs.config_path))  # not a terminal: no progress noise
+    assert quiet.stderr == "" and "3 unchanged" in quiet.stdout
+
+
+def test_root_option_indexes_without_config(tmp_path: Path, sample_docs) -> None:
+    env_home = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    import os
+
+    result = subprocess.run([sys.executable, "-c", "from context_harness.cli import main; main()", "sync",
+                             "--root", str(sample_docs.docs), "--json"], capture_output=True, text=True,
+                            env={**os.environ, **env_home}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["sources"][0]["added"] == 3
+    assert (tmp_path / "xdg" / "context-harness" / "roots").is_dir()
+
+
+def test_demo_indexes_the_bundled_sample(tmp_path: Path) -> None:
+    import os
+
+    result = subprocess.run([sys.executable, "-m", "context_harness", "demo", "--json"], capture_output=True,
+                            text=True, env={**os.environ, "XDG_DATA_HOME": str(tmp_path)}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout)["results"]
+    assert results[0]["source_id"] == "mcp-clients.md"
