@@ -20,7 +20,7 @@ import click
 from context_harness import __version__
 from context_harness import config as config_mod
 from context_harness.config import Config
-from context_harness.errors import HarnessError, outcome
+from context_harness.errors import HarnessError, NotConfigured, outcome
 
 T = TypeVar("T")
 log = logging.getLogger("context_harness")
@@ -318,14 +318,19 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, c
           root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
     config = _load_config(ctx)
+    try:
+        if http:
+            from context_harness.http_app import run_http as run
+        else:
+            from context_harness.mcp_server import run_stdio as run
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("context_harness"):
+            raise
+        raise NotConfigured("this build has no MCP server yet; use the `ctx` commands") from None
     if http:
-        from context_harness.http_app import run_http
-
-        run_http(config, bind=bind, agent=agent)
+        run(config, bind=bind, agent=agent)
     else:
-        from context_harness.mcp_server import run_stdio
-
-        run_stdio(config, agent=agent)
+        run(config, agent=agent)
 
 
 def _alias_serve_mcp(args: list[str]) -> list[str]:
