@@ -1,0 +1,624 @@
+"""The MCP adapter: what the server offers (a registry) and how the SDK serves it.
+
+This is the only module that imports the MCP SDK's server side. It is built on the low-level
+``Server`` so that this module, not the SDK, decides argument validation (the same ``validation``
+functions REST uses), ``isError`` results, ``listChanged`` capabilities and error mapping.
+
+What the server offers lives in a ``Registry`` of plain specs (no SDK types): tools, prompts,
+resources and resource templates. The built-in ``search``/``get``/``sources`` tools and the
+``ctx://documents/{id}`` template register exactly the way Lua tools and agents will, and every
+change to the registry is announced to connected clients (``notifications/*/list_changed`` on
+2025-era sessions, ``subscriptions/listen`` events on 2026-07-28 connections).
+
+Public entry points: ``build_registry``, ``build_server`` (used by stdio, HTTP and tests),
+``run_stdio`` and ``render_document``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import anyio
+import mcp.types as t
+from mcp import MCPError
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
+
+from context_harness import __version__
+from context_harness.config import Config
+from context_harness.errors import BadRequest, HarnessError, InternalError, NotConfigured, NotFound, outcome
+from context_harness.models import DocumentOut, GetRequest, SearchRequest, SearchResponse, SourcesResponse
+from context_harness.validation import parse_get, parse_search
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "context-harness"
+DOCUMENT_TEMPLATE = "ctx://documents/{id}"
+DOCUMENT_PREFIX = "ctx://documents/"
+PAGE_SIZE = 100
+
+# -- the registry (plain data; no SDK types) ----------------------------------------------------
+
+ToolCall = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Raw, untrusted arguments -> the structured payload (a JSON object). Raises ``HarnessError``."""
+
+
+@dataclass
+class ToolSpec:
+    """One tool, as MCP (``tools/list``, ``tools/call``) and REST (``/tools/*``) both see it.
+
+    ``call`` validates its own arguments (with ``context_harness.validation``) and returns the exact
+    JSON object that is the MCP ``structuredContent`` and the REST response body, so the two cannot
+    differ. Lua tools return ``{"result": ...}``. ``render`` turns that payload into the readable
+    text block; without it the text block is the JSON itself.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    call: ToolCall
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    open_world: bool = True
+    builtin: bool = False
+    render: Callable[[dict[str, Any]], str] | None = None
+
+    def annotations(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"readOnlyHint": self.read_only, "openWorldHint": self.open_world}
+        if self.title:
+            out["title"] = self.title
+        if not self.read_only:  # destructive/idempotent are meaningful only for tools that write
+            out["destructiveHint"] = self.destructive
+            out["idempotentHint"] = self.idempotent
+        return out
+
+    def text(self, payload: dict[str, Any]) -> str:
+        if self.render is not None:
+            return self.render(payload)
+        return json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+@dataclass
+class PromptArgument:
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@dataclass
+class PromptSpec:
+    """A prompt (agents are prompts). ``render`` gets string arguments and returns
+    ``{"description": str | None, "messages": [{"role": "user"|"assistant", "content": str}]}``."""
+
+    name: str
+    description: str | None
+    render: Callable[[dict[str, str]], Awaitable[dict[str, Any]]]
+    arguments: list[PromptArgument] = field(default_factory=list)
+    title: str | None = None
+
+
+@dataclass
+class ResourceSpec:
+    """A concrete resource (e.g. ``agent://NAME``); ``read`` returns its text."""
+
+    uri: str
+    name: str
+    read: Callable[[], Awaitable[str]]
+    description: str | None = None
+    mime_type: str | None = "text/plain"
+    title: str | None = None
+
+
+@dataclass
+class TemplateSpec:
+    """A resource template. ``match`` returns the parameters when a URI belongs to it, else None."""
+
+    uri_template: str
+    name: str
+    match: Callable[[str], dict[str, str] | None]
+    read: Callable[[dict[str, str]], Awaitable[str]]
+    description: str | None = None
+    mime_type: str | None = "text/plain"
+    title: str | None = None
+
+
+Listener = Callable[[str], None]
+"""Called with ``"tools"``, ``"prompts"`` or ``"resources"`` after the registry changes."""
+
+
+class Registry:
+    """Everything the MCP server and the REST shim offer. Mutations notify listeners.
+
+    ``agent_scope`` is the hook for agents: given an agent name it returns the names of the tools
+    that agent may use (or raises ``NotFound``). ``tools(agent=NAME)`` applies it.
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+        self._prompts: dict[str, PromptSpec] = {}
+        self._resources: dict[str, ResourceSpec] = {}
+        self._templates: dict[str, TemplateSpec] = {}
+        self._listeners: list[Listener] = []
+        self.agent_scope: Callable[[str], Collection[str]] | None = None
+
+    # listeners
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _changed(self, kind: str) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(kind)
+            except Exception:
+                log.exception("registry listener failed")
+
+    # tools
+    def add_tool(self, spec: ToolSpec, *, replace: bool = False) -> None:
+        if spec.name in self._tools and not replace:
+            raise ValueError(f"a tool named {spec.name!r} is already registered")
+        self._tools[spec.name] = spec
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is not None:
+            self._changed("tools")
+
+    def tool(self, name: str, agent: str | None = None) -> ToolSpec | None:
+        spec = self._tools.get(name)
+        if spec is None or (agent is not None and name not in self.agent_tools(agent)):
+            return None
+        return spec
+
+    def tools(self, agent: str | None = None) -> list[ToolSpec]:
+        if agent is None:
+            return list(self._tools.values())
+        allowed = self.agent_tools(agent)
+        return [s for s in self._tools.values() if s.name in allowed]
+
+    def agent_tools(self, agent: str) -> Collection[str]:
+        if self.agent_scope is None:
+            raise NotFound(f"unknown agent {agent!r}: no agents are configured")
+        return self.agent_scope(agent)
+
+    # prompts
+    def add_prompt(self, spec: PromptSpec, *, replace: bool = False) -> None:
+        if spec.name in self._prompts and not replace:
+            raise ValueError(f"a prompt named {spec.name!r} is already registered")
+        self._prompts[spec.name] = spec
+        self._changed("prompts")
+
+    def remove_prompt(self, name: str) -> None:
+        if self._prompts.pop(name, None) is not None:
+            self._changed("prompts")
+
+    def prompt(self, name: str) -> PromptSpec | None:
+        return self._prompts.get(name)
+
+    def prompts(self) -> list[PromptSpec]:
+        return list(self._prompts.values())
+
+    # resources
+    def add_resource(self, spec: ResourceSpec, *, replace: bool = False) -> None:
+        if spec.uri in self._resources and not replace:
+            raise ValueError(f"a resource {spec.uri!r} is already registered")
+        self._resources[spec.uri] = spec
+        self._changed("resources")
+
+    def remove_resource(self, uri: str) -> None:
+        if self._resources.pop(uri, None) is not None:
+            self._changed("resources")
+
+    def resources(self) -> list[ResourceSpec]:
+        return list(self._resources.values())
+
+    def add_template(self, spec: TemplateSpec, *, replace: bool = False) -> None:
+        if spec.uri_template in self._templates and not replace:
+            raise ValueError(f"a resource template {spec.uri_template!r} is already registered")
+        self._templates[spec.uri_template] = spec
+        self._changed("resources")
+
+    def templates(self) -> list[TemplateSpec]:
+        return list(self._templates.values())
+
+    def resolve(self, uri: str) -> tuple[Callable[[], Awaitable[str]], str | None] | None:
+        """The reader and MIME type for ``uri``: a concrete resource first, then the templates."""
+        resource = self._resources.get(uri)
+        if resource is not None:
+            return resource.read, resource.mime_type
+        for template in self._templates.values():
+            params = template.match(uri)
+            if params is not None:
+                return (lambda tpl=template, p=params: tpl.read(p)), template.mime_type
+        return None
+
+
+# -- the built-ins --------------------------------------------------------------------------------
+
+def schema_of(model: type[BaseModel], mode: str = "validation") -> dict[str, Any]:
+    schema = model.model_json_schema(mode=mode)  # type: ignore[arg-type]
+    schema.pop("title", None)
+    return schema
+
+
+def render_search(payload: dict[str, Any]) -> str:
+    results = payload.get("results", [])
+    if not results:
+        return "No documents matched. Try other words, fewer filters, or `sources` to see what is indexed."
+    lines = [f"{len(results)} result{'s' if len(results) != 1 else ''}:"]
+    for i, r in enumerate(results, 1):
+        lines.append(f"{i}. {r.get('title') or r['source_id']}  [{r['source']} · {r['source_id']}]  "
+                     f"score {r['score']:.3f}")
+        lines.append(f"   id: {r['id']}")
+        if r.get("updated_at"):
+            lines.append(f"   updated: {r['updated_at']}")
+        if r.get("snippet"):
+            lines.append(f"   {' '.join(r['snippet'].split())}")
+    lines.append("Call `get` with an id for the full document.")
+    return "\n".join(lines)
+
+
+def render_document(doc: dict[str, Any]) -> str:
+    """A document as Markdown: title, a metadata list, then the body."""
+    lines = [f"# {doc.get('title') or doc['source_id']}", ""]
+    fields = [("id", doc["id"]), ("source", doc["source"]), ("source_id", doc["source_id"]),
+              ("url", doc.get("source_url")), ("author", doc.get("author")), ("created", doc.get("created_at")),
+              ("updated", doc.get("updated_at")), ("content_type", doc.get("content_type"))]
+    for key, value in (doc.get("metadata") or {}).items():
+        if value not in (None, "", [], {}):
+            fields.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+    lines.extend(f"- **{k}**: {v}" for k, v in fields if v)
+    lines.extend(["", "---", "", doc.get("body", "").rstrip(), ""])
+    return "\n".join(lines)
+
+
+def render_sources(payload: dict[str, Any]) -> str:
+    sources = payload.get("sources", [])
+    if not sources:
+        return "No sources are configured."
+    lines = []
+    for s in sources:
+        state = "healthy" if s["healthy"] else "unhealthy"
+        line = (f"- {s['name']}: {s['document_count']} documents, {s['chunk_count']} chunks, {state}, "
+                f"last sync {s['last_sync'] or 'never'}")
+        if s.get("notes"):
+            line += f" ({s['notes']})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json")
+
+
+def build_registry(harness: Any) -> Registry:
+    """A registry holding the built-in tools and the document template for ``harness``."""
+    registry = Registry()
+
+    async def search(arguments: dict[str, Any]) -> dict[str, Any]:
+        return _dump(await harness.search(parse_search(arguments)))
+
+    async def get(arguments: dict[str, Any]) -> dict[str, Any]:
+        return _dump(await harness.get(parse_get(arguments).id))
+
+    async def sources(arguments: dict[str, Any]) -> dict[str, Any]:
+        if arguments:
+            raise BadRequest(f"{', '.join(sorted(arguments))}: unknown argument (sources takes no arguments)")
+        return _dump(await harness.sources())
+
+    registry.add_tool(ToolSpec(
+        name="search", title="Search the knowledge base", builtin=True, read_only=True, open_world=False,
+        description="Search the local knowledge base and return the best-matching documents with snippets. "
+        "Use plain words or quoted phrases; filter by source, tags or dates. Each result has an `id` to pass "
+        "to `get` for the full text.",
+        input_schema=schema_of(SearchRequest), output_schema=schema_of(SearchResponse, "serialization"),
+        call=search, render=render_search,
+    ))
+    registry.add_tool(ToolSpec(
+        name="get", title="Get a document", builtin=True, read_only=True, open_world=False,
+        description="Fetch one document by the id a search result gave: its full text, metadata and chunks.",
+        input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"),
+        call=get, render=render_document,
+    ))
+    registry.add_tool(ToolSpec(
+        name="sources", title="List sources", builtin=True, read_only=True, open_world=False,
+        description="List the configured sources (folders, git repositories, scripts) with document and "
+        "chunk counts, health and the time of the last sync.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        output_schema=schema_of(SourcesResponse, "serialization"), call=sources, render=render_sources,
+    ))
+
+    def match_document(uri: str) -> dict[str, str] | None:
+        if not uri.startswith(DOCUMENT_PREFIX):
+            return None
+        doc_id = unquote(uri[len(DOCUMENT_PREFIX):])
+        if not doc_id or "/" in doc_id or len(doc_id) > 200:
+            return None
+        return {"id": doc_id}
+
+    async def read_document(params: dict[str, str]) -> str:
+        return render_document(_dump(await harness.get(params["id"])))
+
+    registry.add_template(TemplateSpec(
+        uri_template=DOCUMENT_TEMPLATE, name="document", title="A document in the knowledge base",
+        description="A document as Markdown (title, metadata, body); use an id returned by `search`.",
+        mime_type="text/markdown", match=match_document, read=read_document,
+    ))
+    return registry
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+def error_payload(exc: BaseException, where: str) -> HarnessError:
+    """A ``HarnessError`` for any exception; unknown ones are logged with traceback, never echoed."""
+    if isinstance(exc, HarnessError):
+        return exc
+    log.error("%s failed", where, exc_info=exc)
+    return InternalError()
+
+
+def _error_result(error: HarnessError) -> t.CallToolResult:
+    payload = error.to_dict()
+    return t.CallToolResult(
+        content=[t.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload, is_error=True,
+    )
+
+
+# -- the SDK server -------------------------------------------------------------------------------
+
+class HarnessServer(Server[dict[str, Any]]):
+    """The low-level SDK server over a ``Registry``; announces registry changes to clients."""
+
+    def __init__(self, harness: Any, registry: Registry, agent: str | None = None) -> None:
+        self.harness = harness
+        self.registry = registry
+        self.agent = agent
+        self.bus = InMemorySubscriptionBus()
+        self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._changes_send, self._changes_recv = anyio.create_memory_object_stream[str](64)
+        super().__init__(
+            SERVER_NAME, version=__version__, title="Context Harness",
+            description="A local-first knowledge base: search, get and list sources.",
+            instructions=self.describe(), lifespan=_lifespan,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
+            on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+        )
+        registry.subscribe(self._on_registry_change)
+
+    def describe(self) -> str:
+        text = self.harness.describe()
+        if self.agent:
+            text += f" Serving agent {self.agent!r}: only its tools are listed."
+        return text
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                                      extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        # The registry announces its changes, so say so to 2025-era clients too (the SDK default is false).
+        notification_options = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True)
+        return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+
+    # change notifications
+    def _on_registry_change(self, kind: str) -> None:
+        try:
+            self._changes_send.send_nowait(kind)
+        except anyio.WouldBlock:
+            log.warning("dropping a %s list_changed notification: too many pending", kind)
+
+    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._legacy_sessions.add(ctx.session)
+
+    async def announce_changes(self) -> None:
+        """Forward registry changes to clients until cancelled (run inside the lifespan)."""
+        events = {"tools": ToolsListChanged, "prompts": PromptsListChanged, "resources": ResourcesListChanged}
+        async for kind in self._changes_recv:
+            await self.bus.publish(events[kind]())
+            for session in list(self._legacy_sessions):
+                try:
+                    if kind == "tools":
+                        await session.send_tool_list_changed()
+                    elif kind == "prompts":
+                        await session.send_prompt_list_changed()
+                    else:
+                        await session.send_resource_list_changed()
+                except Exception:  # a closed session must not stop the others
+                    self._legacy_sessions.discard(session)
+
+    async def sync_in_background(self) -> None:
+        """``[server] sync_on_start``: bring stale sources up to date while serving; log to stderr."""
+        try:
+            report = await self.harness.sync("all")
+        except NotConfigured as exc:
+            log.info("sync on start skipped: %s", exc.message)
+            return
+        except HarnessError as exc:
+            log.warning("sync on start failed: %s", exc.message)
+            return
+        except Exception:
+            log.exception("sync on start failed")
+            return
+        changed = report.total("added") + report.total("updated") + report.total("deleted")
+        log.info("sync on start: %d documents changed", changed)
+        self.instructions = self.describe()
+
+    # tools
+    async def _list_tools(self, ctx: ServerRequestContext[Any],
+                          params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
+        self._remember(ctx)
+        tools = [
+            t.Tool(name=s.name, title=s.title, description=s.description, input_schema=s.input_schema,
+                   output_schema=s.output_schema, annotations=t.ToolAnnotations.model_validate(s.annotations()))
+            for s in self.registry.tools(self.agent)
+        ]
+        page, cursor = _page(tools, params)
+        return t.ListToolsResult(tools=page, next_cursor=cursor)
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> t.CallToolResult:
+        self._remember(ctx)
+        spec = self.registry.tool(params.name, self.agent)
+        if spec is None:
+            raise MCPError(t.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        try:
+            payload = await spec.call(params.arguments or {})
+            text = spec.text(payload)
+        except Exception as exc:
+            error = error_payload(exc, f"tool {spec.name!r}")
+            if not outcome(error).mcp_tool_error:
+                raise MCPError(t.INVALID_PARAMS if outcome(error).http_status < 500 else t.INTERNAL_ERROR,
+                               error.message) from None
+            return _error_result(error)
+        return t.CallToolResult(content=[t.TextContent(type="text", text=text)], structured_content=payload)
+
+    # prompts
+    async def _list_prompts(self, ctx: ServerRequestContext[Any],
+                            params: t.PaginatedRequestParams | None) -> t.ListPromptsResult:
+        self._remember(ctx)
+        prompts = [
+            t.Prompt(name=p.name, title=p.title, description=p.description, arguments=[
+                t.PromptArgument(name=a.name, description=a.description, required=a.required) for a in p.arguments])
+            for p in self.registry.prompts()
+        ]
+        page, cursor = _page(prompts, params)
+        return t.ListPromptsResult(prompts=page, next_cursor=cursor)
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams) -> t.GetPromptResult:
+        self._remember(ctx)
+        spec = self.registry.prompt(params.name)
+        if spec is None:
+            raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        arguments = dict(params.arguments or {})
+        missing = [a.name for a in spec.arguments if a.required and not arguments.get(a.name)]
+        if missing:
+            raise MCPError(t.INVALID_PARAMS, f"missing required argument(s): {', '.join(missing)}")
+        try:
+            rendered = await spec.render(arguments)
+        except Exception as exc:
+            error = error_payload(exc, f"prompt {spec.name!r}")
+            raise MCPError(t.INVALID_PARAMS if outcome(error).http_status < 500 else t.INTERNAL_ERROR,
+                           error.message, data=error.to_dict()["error"]) from None
+        messages = [t.PromptMessage(role=m["role"], content=t.TextContent(type="text", text=m["content"]))
+                    for m in rendered["messages"]]
+        return t.GetPromptResult(description=rendered.get("description") or spec.description, messages=messages)
+
+    # resources
+    async def _list_resources(self, ctx: ServerRequestContext[Any],
+                              params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
+        self._remember(ctx)
+        resources = [t.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description,
+                                mime_type=r.mime_type) for r in self.registry.resources()]
+        page, cursor = _page(resources, params)
+        return t.ListResourcesResult(resources=page, next_cursor=cursor)
+
+    async def _list_templates(self, ctx: ServerRequestContext[Any],
+                              params: t.PaginatedRequestParams | None) -> t.ListResourceTemplatesResult:
+        self._remember(ctx)
+        templates = [t.ResourceTemplate(uri_template=r.uri_template, name=r.name, title=r.title,
+                                        description=r.description, mime_type=r.mime_type)
+                     for r in self.registry.templates()]
+        page, cursor = _page(templates, params)
+        return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any],
+                             params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+        self._remember(ctx)
+        uri = str(params.uri)
+        found = self.registry.resolve(uri)
+        if found is None:
+            raise MCPError(t.INVALID_PARAMS, f"Unknown resource: {uri}", data={"uri": uri})
+        read, mime_type = found
+        try:
+            text = await read()
+        except Exception as exc:
+            error = error_payload(exc, f"resource {uri!r}")
+            code = t.INVALID_PARAMS if outcome(error).http_status < 500 else t.INTERNAL_ERROR
+            raise MCPError(code, error.message, data={"uri": uri, **error.to_dict()}) from None
+        return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
+
+
+def _page(items: list[Any], params: t.PaginatedRequestParams | None) -> tuple[list[Any], str | None]:
+    """Cursor pagination: the cursor is the offset of the next page, as a string."""
+    cursor = params.cursor if params is not None else None
+    start = 0
+    if cursor:
+        if not cursor.isdigit():
+            raise MCPError(t.INVALID_PARAMS, "invalid cursor")
+        start = int(cursor)
+    end = start + PAGE_SIZE
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+@asynccontextmanager
+async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    """Entered once per stdio process / HTTP app: change notifications and the start-up sync."""
+    assert isinstance(server, HarnessServer)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.announce_changes)
+        if server.harness.config.server.sync_on_start:
+            tg.start_soon(server.sync_in_background)
+        try:
+            yield {}
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def build_server(harness: Any, agent: str | None = None, registry: Registry | None = None) -> HarnessServer:
+    """The MCP server for ``harness`` (stdio, HTTP and tests all use this).
+
+    ``registry`` defaults to ``build_registry(harness)``; pass one to add Lua tools, agent prompts
+    and resources before serving (or add them later: clients are told the lists changed).
+    ``agent`` limits the listed and callable tools to that agent's (``Registry.agent_scope``).
+    """
+    registry = registry if registry is not None else build_registry(harness)
+    if agent is not None:
+        registry.agent_tools(agent)  # fail at start-up, not on the first call, for an unknown agent
+    return HarnessServer(harness, registry, agent)
+
+
+# -- stdio ----------------------------------------------------------------------------------------
+
+def run_stdio(config: Config, agent: str | None = None) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin. Blocks."""
+    anyio.run(serve_stdio, config, agent)
+
+
+async def serve_stdio(config: Config, agent: str | None = None) -> None:
+    from mcp.server.runner import serve_dual_era_loop
+    from mcp.server.stdio import stdio_server
+
+    from context_harness.harness import Harness
+
+    async with Harness.open(config) as harness:
+        server = build_server(harness, agent)
+        async with server.lifespan(server) as state, stdio_server() as (read_stream, write_stream):
+            # init_options=None: the runner asks the server at `initialize`, so the instructions are current.
+            await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
+
+
+__all__ = [
+    "DOCUMENT_TEMPLATE", "HarnessServer", "PromptArgument", "PromptSpec", "Registry", "ResourceSpec",
+    "TemplateSpec", "ToolSpec", "build_registry", "build_server", "render_document", "run_stdio", "serve_stdio",
+]
