@@ -598,6 +598,23 @@ def build_server(harness: Any, agent: str | None = None, registry: Registry | No
     return HarnessServer(harness, registry, agent)
 
 
+# -- transports ----------------------------------------------------------------------------------
+
+def streamable_http(server: HarnessServer, *, max_body_bytes: int) -> tuple[Any, Callable[[], Any]]:
+    """The Streamable HTTP endpoint for ``server``: ``(asgi_app, run)``.
+
+    ``run()`` is the async context manager the HTTP app's lifespan must enter (it enters the server
+    lifespan once). Host/Origin checks, auth and CORS are the HTTP app's job, so the SDK's own
+    DNS-rebinding check is left off here; the SDK still enforces the JSON Content-Type and the
+    body limit. Sessions are kept (stateful) so 2025-era clients get list_changed notifications.
+    """
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+
+    manager = StreamableHTTPSessionManager(app=server, json_response=False, stateless=False,
+                                           max_request_body_size=max_body_bytes)
+    return StreamableHTTPASGIApp(manager), manager.run
+
+
 # -- stdio ----------------------------------------------------------------------------------------
 
 def run_stdio(config: Config, agent: str | None = None) -> None:
@@ -621,4 +638,5 @@ async def serve_stdio(config: Config, agent: str | None = None) -> None:
 __all__ = [
     "DOCUMENT_TEMPLATE", "HarnessServer", "PromptArgument", "PromptSpec", "Registry", "ResourceSpec",
     "TemplateSpec", "ToolSpec", "build_registry", "build_server", "render_document", "run_stdio", "serve_stdio",
+    "streamable_http",
 ]
