@@ -395,7 +395,7 @@ class HarnessServer(Server[dict[str, Any]]):
         self.agent = agent
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._changes_send, self._changes_recv = anyio.create_memory_object_stream[str](64)
+        self._change_queues: set[Any] = set()  # one per running lifespan
         super().__init__(
             SERVER_NAME, version=__version__, title="Context Harness",
             description="A local-first knowledge base: search, get and list sources.",
@@ -423,30 +423,47 @@ class HarnessServer(Server[dict[str, Any]]):
 
     # change notifications
     def _on_registry_change(self, kind: str) -> None:
-        try:
-            self._changes_send.send_nowait(kind)
-        except anyio.WouldBlock:
-            log.warning("dropping a %s list_changed notification: too many pending", kind)
+        for queue in list(self._change_queues):
+            try:
+                queue.send_nowait(kind)
+            except anyio.WouldBlock:
+                log.warning("dropping a %s list_changed notification: too many pending", kind)
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        """Keep (weakly) each 2025-era connection, to send it list_changed notifications later.
+
+        ``ctx.session`` is a per-request proxy; the long-lived ``Connection`` behind it has no
+        public accessor in mcp 2.3.0, hence the private attribute (guarded: no-op if it moves).
+        """
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._legacy_sessions.add(ctx.session)
+            connection = getattr(ctx.session, "_connection", None)
+            if connection is not None and hasattr(connection, "send_tool_list_changed"):
+                self._legacy_sessions.add(connection)
 
     async def announce_changes(self) -> None:
         """Forward registry changes to clients until cancelled (run inside the lifespan)."""
         events = {"tools": ToolsListChanged, "prompts": PromptsListChanged, "resources": ResourcesListChanged}
-        async for kind in self._changes_recv:
-            await self.bus.publish(events[kind]())
-            for session in list(self._legacy_sessions):
-                try:
-                    if kind == "tools":
-                        await session.send_tool_list_changed()
-                    elif kind == "prompts":
-                        await session.send_prompt_list_changed()
-                    else:
-                        await session.send_resource_list_changed()
-                except Exception:  # a closed session must not stop the others
-                    self._legacy_sessions.discard(session)
+        send, receive = anyio.create_memory_object_stream[str](64)
+        self._change_queues.add(send)
+        try:
+            with send, receive:
+                async for kind in receive:
+                    await self._announce(events[kind](), kind)
+        finally:
+            self._change_queues.discard(send)
+
+    async def _announce(self, event: Any, kind: str) -> None:
+        await self.bus.publish(event)
+        for session in list(self._legacy_sessions):
+            try:
+                if kind == "tools":
+                    await session.send_tool_list_changed()
+                elif kind == "prompts":
+                    await session.send_prompt_list_changed()
+                else:
+                    await session.send_resource_list_changed()
+            except Exception:  # a closed session must not stop the others
+                self._legacy_sessions.discard(session)
 
     async def sync_in_background(self) -> None:
         """``[server] sync_on_start``: bring stale sources up to date while serving; log to stderr."""

@@ -1,0 +1,264 @@
+"""In-memory MCP tests: a real Harness, the real SDK client, both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import anyio
+import mcp.types as t
+import pytest
+from mcp import Client, MCPError
+
+from context_harness.errors import NotFound
+from context_harness.mcp_server import PromptArgument, PromptSpec, ResourceSpec, ToolSpec, build_server
+
+pytestmark = pytest.mark.anyio
+MODES = ["legacy", "auto"]
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def server(harness):
+    return build_server(harness)
+
+
+async def first_id(client: Client, query: str) -> str:
+    result = await client.call_tool("search", {"query": query})
+    return result.structured_content["results"][0]["id"]
+
+
+async def test_initialize_describes_the_knowledge_base(server, mode):
+    async with Client(server, mode=mode) as client:
+        assert "4 documents" in client.instructions
+        assert "filesystem:docs" in client.instructions
+        assert "semantic search is not available" in client.instructions
+        caps = client.server_capabilities
+        assert caps.tools.list_changed and caps.prompts.list_changed and caps.resources.list_changed
+        assert client.server_info.name == "context-harness"
+
+
+async def test_tools_list_schemas_and_annotations(server, mode):
+    async with Client(server, mode=mode) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == {"search", "get", "sources"}
+    for tool in tools.values():
+        assert tool.annotations.read_only_hint is True
+        assert tool.annotations.open_world_hint is False
+        assert tool.output_schema["type"] == "object"
+        assert tool.description
+    search = tools["search"].input_schema
+    assert search["required"] == ["query"]
+    assert "description" in search["properties"]["query"]
+    assert set(search["properties"]) >= {"query", "mode", "limit", "filters", "source"}
+    assert search["additionalProperties"] is False
+    assert tools["get"].input_schema["required"] == ["id"]
+    assert "results" in tools["search"].output_schema["properties"]
+
+
+async def test_search_returns_structured_content_and_text(server, mode):
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool("search", {"query": "rust search engine", "limit": 2})
+    assert not result.is_error
+    hits = result.structured_content["results"]
+    assert 1 <= len(hits) <= 2
+    assert hits[0]["title"] == "Tantivy notes"
+    assert set(hits[0]) == {"id", "score", "title", "source", "source_id", "updated_at", "snippet", "source_url"}
+    text = result.content[0].text
+    assert "Tantivy notes" in text and hits[0]["id"] in text
+
+
+async def test_search_filters_and_source_shorthand(server, mode):
+    async with Client(server, mode=mode) as client:
+        tagged = await client.call_tool("search", {"query": "sandbox scripts", "filters": {"tags": ["lua"]}})
+        other = await client.call_tool("search", {"query": "tantivy", "source": "git"})
+    assert [r["source_id"] for r in tagged.structured_content["results"]] == ["lua/sandbox.md"]
+    assert other.structured_content["results"] == []
+    assert "No documents matched" in other.content[0].text
+
+
+@pytest.mark.parametrize("arguments, fragment", [
+    ({}, "query: required"),
+    ({"query": ""}, "query"),
+    ({"query": "x", "limit": 0}, "limit"),
+    ({"query": "x", "limit": 500}, "limit"),
+    ({"query": "x", "bogus": 1}, "bogus: unknown argument"),
+    ({"query": "x", "mode": "fuzzy"}, "mode"),
+    ({"query": "x", "filters": {"since": "yesterday"}}, "since"),
+    ({"query": 42}, "query"),
+])
+async def test_search_bad_arguments_are_tool_errors(server, mode, arguments, fragment):
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool("search", arguments)
+    assert result.is_error
+    error = result.structured_content["error"]
+    assert error["code"] == "bad_request"
+    assert fragment in error["message"]
+    assert json.loads(result.content[0].text) == result.structured_content
+
+
+async def test_semantic_search_without_embeddings(server, mode):
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool("search", {"query": "meaning", "mode": "semantic"})
+    assert result.is_error
+    assert result.structured_content["error"]["code"] == "embeddings_disabled"
+
+
+async def test_get_document(server, mode):
+    async with Client(server, mode=mode) as client:
+        doc_id = await first_id(client, "claude desktop")
+        result = await client.call_tool("get", {"id": doc_id})
+    assert not result.is_error
+    doc = result.structured_content
+    assert doc["id"] == doc_id and doc["title"] == "Connecting Claude Desktop"
+    assert "claude_desktop_config.json" in doc["body"]
+    assert doc["chunks"] and doc["chunks"][0]["index"] == 0
+    assert result.content[0].text.startswith("# Connecting Claude Desktop")
+
+
+@pytest.mark.parametrize("arguments, code", [
+    ({"id": "0000000000000000"}, "not_found"),
+    ({}, "bad_request"),
+    ({"id": ""}, "bad_request"),
+    ({"id": "a", "extra": True}, "bad_request"),
+])
+async def test_get_errors(server, mode, arguments, code):
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool("get", arguments)
+    assert result.is_error
+    assert result.structured_content["error"]["code"] == code
+
+
+async def test_sources(server, mode):
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool("sources", {})
+        bad = await client.call_tool("sources", {"verbose": True})
+    [source] = result.structured_content["sources"]
+    assert source["name"] == "filesystem:docs" and source["document_count"] == 4 and source["healthy"]
+    assert "filesystem:docs: 4 documents" in result.content[0].text
+    assert bad.is_error and bad.structured_content["error"]["code"] == "bad_request"
+
+
+async def test_unknown_tool_is_a_protocol_error(server, mode):
+    async with Client(server, mode=mode) as client:
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("nope", {})
+    assert info.value.code == t.INVALID_PARAMS
+    assert "nope" in info.value.message
+
+
+async def test_unexpected_exception_is_logged_never_echoed(harness, mode, caplog):
+    server = build_server(harness)
+
+    async def explode(arguments):
+        raise RuntimeError("secret database path /etc/shadow")
+
+    server.registry.add_tool(ToolSpec(name="explode", description="fails", input_schema={"type": "object"},
+                                      call=explode))
+    with caplog.at_level(logging.ERROR, logger="context_harness.mcp_server"):
+        async with Client(server, mode=mode) as client:
+            result = await client.call_tool("explode", {})
+    assert result.is_error
+    assert result.structured_content["error"]["code"] == "internal"
+    assert "secret" not in result.content[0].text
+    assert any(r.exc_info and "secret" in str(r.exc_info[1]) for r in caplog.records)
+
+
+async def test_document_template_reads_markdown(server, mode):
+    async with Client(server, mode=mode) as client:
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [tpl.uri_template for tpl in templates] == ["ctx://documents/{id}"]
+        assert (await client.list_resources()).resources == []
+        doc_id = await first_id(client, "lua sandbox")
+        result = await client.read_resource(f"ctx://documents/{doc_id}")
+    [content] = result.contents
+    assert content.mime_type == "text/markdown"
+    assert content.text.startswith("# Lua sandbox")
+    assert f"**id**: {doc_id}" in content.text
+    assert "**source**: filesystem:docs" in content.text
+    assert "instruction hooks" in content.text
+
+
+@pytest.mark.parametrize("uri", ["ctx://documents/0000000000000000", "ctx://documents/", "file:///etc/passwd",
+                                 "ctx://elsewhere/x"])
+async def test_unknown_resources_are_protocol_errors(server, mode, uri):
+    async with Client(server, mode=mode) as client:
+        with pytest.raises(MCPError) as info:
+            await client.read_resource(uri)
+    assert info.value.code == t.INVALID_PARAMS
+    assert "Traceback" not in info.value.message
+
+
+async def test_prompts_and_resources_from_the_registry(harness, mode):
+    server = build_server(harness)
+
+    async def render(arguments):
+        return {"messages": [{"role": "user", "content": f"You are a reviewer. Topic: {arguments['topic']}"}]}
+
+    async def read():
+        return '{"name": "reviewer"}'
+
+    server.registry.add_prompt(PromptSpec(name="reviewer", description="Reviews code", render=render,
+                                          arguments=[PromptArgument("topic", "What to review", required=True)]))
+    server.registry.add_resource(ResourceSpec(uri="agent://reviewer", name="reviewer", read=read,
+                                              mime_type="application/json"))
+    async with Client(server, mode=mode) as client:
+        [prompt] = (await client.list_prompts()).prompts
+        assert prompt.name == "reviewer" and prompt.arguments[0].required
+        got = await client.get_prompt("reviewer", {"topic": "lua"})
+        assert got.messages[0].content.text.endswith("Topic: lua")
+        with pytest.raises(MCPError):
+            await client.get_prompt("reviewer", {})
+        with pytest.raises(MCPError):
+            await client.get_prompt("nobody", {})
+        [resource] = (await client.list_resources()).resources
+        assert resource.uri == "agent://reviewer"
+        assert (await client.read_resource("agent://reviewer")).contents[0].text == '{"name": "reviewer"}'
+
+
+async def test_registry_changes_notify_legacy_clients(server):
+    seen: list[object] = []
+    arrived = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, t.ToolListChangedNotification):
+            seen.append(message)
+            arrived.set()
+
+    async def echo(arguments):
+        return {"result": arguments}
+
+    async with Client(server, mode="legacy", message_handler=on_message) as client:
+        await client.list_tools()
+        server.registry.add_tool(ToolSpec(name="echo", description="Echo", input_schema={"type": "object"},
+                                          call=echo))
+        with anyio.fail_after(5):
+            await arrived.wait()
+        names = [tool.name for tool in (await client.list_tools(cache_mode="refresh")).tools]
+        assert "echo" in names
+        result = await client.call_tool("echo", {"a": 1})
+        assert result.structured_content == {"result": {"a": 1}}
+
+
+async def test_agent_scope(harness):
+    server_registry = build_server(harness).registry
+
+    def scope(agent):
+        if agent != "reader":
+            raise NotFound(f"unknown agent {agent!r}")
+        return {"search"}
+
+    server_registry.agent_scope = scope
+    server = build_server(harness, agent="reader", registry=server_registry)
+    async with Client(server) as client:
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["search"]
+        with pytest.raises(MCPError):
+            await client.call_tool("get", {"id": "x"})
+    with pytest.raises(NotFound):
+        build_server(harness, agent="writer", registry=server_registry)
+    with pytest.raises(NotFound):
+        build_server(harness, agent="reader")
