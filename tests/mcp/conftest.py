@@ -122,3 +122,24 @@ def http_server(config: Config) -> Iterator[ThreadedServer]:
     server = ThreadedServer(config).start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def make_workspace():
+    """``make_workspace(root, server=..., embedding=...)`` -> config path (see ``write_workspace``)."""
+    return write_workspace
+
+
+@pytest.fixture
+def start_server() -> Iterator:
+    """``start_server(config)`` -> a started ``ThreadedServer``; stopped at teardown."""
+    started: list[ThreadedServer] = []
+
+    def start(config: Config, agent: str | None = None) -> ThreadedServer:
+        server = ThreadedServer(config, agent).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
