@@ -1,0 +1,48 @@
+"""The same search through MCP (stdio subprocess), REST (HTTP subprocess) and `ctx search --json`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.anyio
+BIN = Path(sys.executable).parent
+
+
+async def test_search_and_get_payloads_match(config_file, child_env, http_process):
+    request = {"query": "search engine sandbox", "limit": 5, "filters": {"source": "filesystem:docs"}}
+    # the HTTP server synced on start; wait until it has, so every adapter sees the same index
+    with httpx2.Client(base_url=http_process, timeout=30) as http:
+        for _ in range(300):
+            rest = http.post("/tools/search", json=request)
+            if len(rest.json()["results"]) >= 2:
+                break
+        rest_payload = rest.json()
+        doc_id = rest_payload["results"][0]["id"]
+        rest_doc = http.post("/tools/get", json={"id": doc_id}).json()
+        rest_sources = http.get("/tools/sources").json()
+
+    cli = subprocess.run([str(BIN / "ctx"), "search", request["query"], "--limit", "5", "--source",
+                          "filesystem:docs", "--json", "--config", str(config_file)],
+                         env=child_env, capture_output=True, check=True)
+    cli_payload = json.loads(cli.stdout)
+    cli_doc = json.loads(subprocess.run([str(BIN / "ctx"), "get", doc_id, "--json", "--config", str(config_file)],
+                                        env=child_env, capture_output=True, check=True).stdout)
+
+    params = StdioServerParameters(command=sys.executable, env=child_env,
+                                   args=["-m", "context_harness", "--config", str(config_file)])
+    async with Client(params) as client:
+        mcp_payload = (await client.call_tool("search", request)).structured_content
+        mcp_doc = (await client.call_tool("get", {"id": doc_id})).structured_content
+        mcp_sources = (await client.call_tool("sources", {})).structured_content
+
+    assert len(rest_payload["results"]) >= 2
+    assert mcp_payload == rest_payload == cli_payload
+    assert mcp_doc == rest_doc == cli_doc
+    assert mcp_sources["sources"][0]["document_count"] == rest_sources["sources"][0]["document_count"]
