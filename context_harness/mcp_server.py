@@ -44,9 +44,9 @@ from pydantic import BaseModel
 
 from context_harness import __version__
 from context_harness.config import Config
-from context_harness.errors import BadRequest, HarnessError, InternalError, NotConfigured, NotFound, outcome
-from context_harness.models import DocumentOut, GetRequest, SearchRequest, SearchResponse, SourcesResponse
-from context_harness.validation import parse_get, parse_search
+from context_harness.errors import HarnessError, InternalError, NotConfigured, NotFound, outcome
+from context_harness.tools.base import Tool
+from context_harness.tools.registry import ToolChanges, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ SERVER_NAME = "context-harness"
 DOCUMENT_TEMPLATE = "ctx://documents/{id}"
 DOCUMENT_PREFIX = "ctx://documents/"
 PAGE_SIZE = 100
+RELOAD_INTERVAL = 1.0  # seconds between checks of the config file and the Lua tool scripts
 
 # -- the registry (plain data; no SDK types) ----------------------------------------------------
 
@@ -161,6 +162,7 @@ class Registry:
         self._templates: dict[str, TemplateSpec] = {}
         self._listeners: list[Listener] = []
         self.agent_scope: Callable[[str], Collection[str]] | None = None
+        self.tool_source: ToolRegistry | None = None  # reloaded while serving (``HarnessServer.watch_tools``)
 
     # listeners
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -184,6 +186,13 @@ class Registry:
     def remove_tool(self, name: str) -> None:
         if self._tools.pop(name, None) is not None:
             self._changed("tools")
+
+    def apply(self, changes: ToolChanges) -> None:
+        """Re-register what a ``ToolRegistry.reload()`` changed (each change notifies listeners)."""
+        for tool in [*changes.added, *changes.replaced]:
+            self.add_tool(tool_spec(tool), replace=True)
+        for name in changes.removed:
+            self.remove_tool(name)
 
     def tool(self, name: str, agent: str | None = None) -> ToolSpec | None:
         spec = self._tools.get(name)
@@ -256,12 +265,6 @@ class Registry:
 
 # -- the built-ins --------------------------------------------------------------------------------
 
-def schema_of(model: type[BaseModel], mode: str = "validation") -> dict[str, Any]:
-    schema = model.model_json_schema(mode=mode)  # type: ignore[arg-type]
-    schema.pop("title", None)
-    return schema
-
-
 def render_search(payload: dict[str, Any]) -> str:
     results = payload.get("results", [])
     if not results:
@@ -312,42 +315,38 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json")
 
 
-def build_registry(harness: Any) -> Registry:
-    """A registry holding the built-in tools and the document template for ``harness``."""
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "search": render_search, "get": render_document, "sources": render_sources}
+
+
+def render_result(payload: dict[str, Any]) -> str:
+    """A Lua tool's ``{"result": ...}`` as text: a string as is, anything else as JSON."""
+    result = payload.get("result")
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2)
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    """A ``Tool`` (built-in or Lua) as the registry entry MCP and REST serve. Absent hints take the
+    MCP defaults (not read-only, destructive, not idempotent, open world): nothing is assumed."""
+    hints = tool.annotations
+    return ToolSpec(
+        name=tool.name, description=tool.description, input_schema=tool.input_schema, call=tool.call,
+        output_schema=tool.output_schema, title=tool.title or hints.get("title"),
+        read_only=hints.get("readOnlyHint", False), destructive=hints.get("destructiveHint", True),
+        idempotent=hints.get("idempotentHint", False), open_world=hints.get("openWorldHint", True),
+        builtin=tool.builtin, render=RENDERERS.get(tool.name) if tool.builtin else render_result,
+    )
+
+
+def build_registry(harness: Any, tools: ToolRegistry | None = None) -> Registry:
+    """A registry holding the tools (built-ins and ``[tools.script.NAME]`` Lua tools, from
+    ``ToolRegistry.build(harness.config, harness)`` unless ``tools`` is given) and the document
+    template for ``harness``. The tool registry is kept as ``tool_source`` for reloads."""
     registry = Registry()
-
-    async def search(arguments: dict[str, Any]) -> dict[str, Any]:
-        return _dump(await harness.search(parse_search(arguments)))
-
-    async def get(arguments: dict[str, Any]) -> dict[str, Any]:
-        return _dump(await harness.get(parse_get(arguments).id))
-
-    async def sources(arguments: dict[str, Any]) -> dict[str, Any]:
-        if arguments:
-            raise BadRequest(f"{', '.join(sorted(arguments))}: unknown argument (sources takes no arguments)")
-        return _dump(await harness.sources())
-
-    registry.add_tool(ToolSpec(
-        name="search", title="Search the knowledge base", builtin=True, read_only=True, open_world=False,
-        description="Search the local knowledge base and return the best-matching documents with snippets. "
-        "Use plain words or quoted phrases; filter by source, tags or dates. Each result has an `id` to pass "
-        "to `get` for the full text.",
-        input_schema=schema_of(SearchRequest), output_schema=schema_of(SearchResponse, "serialization"),
-        call=search, render=render_search,
-    ))
-    registry.add_tool(ToolSpec(
-        name="get", title="Get a document", builtin=True, read_only=True, open_world=False,
-        description="Fetch one document by the id a search result gave: its full text, metadata and chunks.",
-        input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"),
-        call=get, render=render_document,
-    ))
-    registry.add_tool(ToolSpec(
-        name="sources", title="List sources", builtin=True, read_only=True, open_world=False,
-        description="List the configured sources (folders, git repositories, scripts) with document and "
-        "chunk counts, health and the time of the last sync.",
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-        output_schema=schema_of(SourcesResponse, "serialization"), call=sources, render=render_sources,
-    ))
+    tools = tools if tools is not None else ToolRegistry.build(harness.config, harness)
+    for tool in tools:
+        registry.add_tool(tool_spec(tool))
+    registry.tool_source = tools
 
     def match_document(uri: str) -> dict[str, str] | None:
         if not uri.startswith(DOCUMENT_PREFIX):
@@ -398,6 +397,7 @@ class HarnessServer(Server[dict[str, Any]]):
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._change_queues: set[Any] = set()  # one per running lifespan
+        self.reload_interval = RELOAD_INTERVAL
         super().__init__(
             SERVER_NAME, version=__version__, title="Context Harness",
             description="A local-first knowledge base: search, get and list sources.",
@@ -466,6 +466,22 @@ class HarnessServer(Server[dict[str, Any]]):
                     await session.send_resource_list_changed()
             except Exception:  # a closed session must not stop the others
                 self._legacy_sessions.discard(session)
+
+    async def watch_tools(self) -> None:
+        """While serving, reload changed Lua tool scripts and config every ``reload_interval`` seconds;
+        registry changes reach clients as ``tools/list_changed``. Runs inside the lifespan."""
+        source = self.registry.tool_source
+        if source is None or not source.watching():
+            return
+        while True:
+            await anyio.sleep(self.reload_interval)
+            try:
+                changes = await anyio.to_thread.run_sync(source.reload)
+            except Exception:
+                log.exception("reloading tools failed")
+                continue
+            if changes:
+                self.registry.apply(changes)
 
     async def sync_in_background(self) -> None:
         """``[server] sync_on_start``: bring stale sources up to date while serving; log to stderr."""
@@ -596,6 +612,7 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
     assert isinstance(server, HarnessServer)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.announce_changes)
+        tg.start_soon(server.watch_tools)
         if server.harness.config.server.sync_on_start:
             tg.start_soon(server.sync_in_background)
         try:

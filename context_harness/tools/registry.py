@@ -1,0 +1,200 @@
+"""One registry of tools: the built-ins and the Lua tools of ``[tools.script.NAME]``, side by side.
+
+``ToolRegistry.build(config, harness)`` registers ``search``/``get``/``sources`` and then every Lua
+tool the config declares, the same way (a Lua tool may not take a built-in's name: ``ConfigError``).
+While serving, ``reload()`` (blocking; run it in a worker thread) re-reads the config file and the
+tool scripts when they changed and re-registers what differs; the adapters announce the returned
+``ToolChanges`` to clients (``tools/list_changed``). A script or config that fails to load during a
+reload is logged and the previous version keeps serving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from context_harness import config as config_mod
+from context_harness.config import Config, LuaConfig, ScriptConfig
+from context_harness.errors import ConfigError, HarnessError
+from context_harness.lua.tools import LuaTool
+from context_harness.tools.base import Tool
+from context_harness.tools.builtin import builtin_tools
+from context_harness.tools.script import HarnessContext, ScriptTool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ToolChanges:
+    """What one ``reload()`` changed: new or re-registered tools, and removed names."""
+
+    added: list[Tool] = field(default_factory=list)
+    replaced: list[Tool] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.replaced or self.removed)
+
+    def summary(self) -> str:
+        parts = [f"{label} {', '.join(names)}" for label, names in (
+            ("added", [t.name for t in self.added]), ("reloaded", [t.name for t in self.replaced]),
+            ("removed", self.removed)) if names]
+        return "; ".join(parts) or "no changes"
+
+
+def _digest(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _attempt_key(entry: ScriptConfig, lua: LuaConfig) -> str:
+    """Identifies one load attempt: the entry, the [lua] section and the script's bytes."""
+    text = entry.model_dump_json() + lua.model_dump_json() + (_digest(entry.path) or "missing")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: Any) -> ScriptTool:
+    """One ``[tools.script.NAME]`` entry -> a ``ScriptTool`` (``ConfigError`` if it cannot load)."""
+    return ScriptTool(LuaTool(name, entry, lua), context)
+
+
+class ToolRegistry:
+    """Tools by name. ``build`` fills it from a config; ``reload`` keeps the Lua tools current."""
+
+    def __init__(self, config: Config | None = None, context: Any = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.Lock()
+        self.config = config
+        self.context = context
+        self.config_path: Path | None = config.source_path if config is not None else None
+        self._config_digest = _digest(self.config_path)
+        self._bad_config: str | None = None
+        # desired state (the latest config that loaded) and loaded state (what each Lua tool was built from)
+        self._desired: dict[str, ScriptConfig] = dict(config.tools.script) if config is not None else {}
+        self._desired_lua = config.lua if config is not None else LuaConfig()
+        self._loaded: dict[str, tuple[ScriptConfig, LuaConfig]] = {}
+        self._failed: dict[str, str] = {}  # name -> attempt key that failed (not retried until it changes)
+
+    # -- building ---------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, config: Config, harness: Any = None) -> "ToolRegistry":
+        """Built-ins bound to ``harness`` plus every ``[tools.script.NAME]`` of ``config``.
+
+        Lua tools get a ``context`` over ``harness`` (none when ``harness`` is None: ``context.search``
+        then raises a clear script error). Raises ``ConfigError`` for a script that cannot load.
+        """
+        registry = cls(config, HarnessContext(harness) if harness is not None else None)
+        for tool in builtin_tools(harness):
+            registry.add(tool)
+        registry.load_scripts()
+        return registry
+
+    def load_scripts(self) -> None:
+        """Register every Lua tool of the config (at start-up: errors propagate)."""
+        for name, entry in sorted(self._desired.items()):
+            self.add(load_script_tool(name, entry, self._desired_lua, self.context))
+            self._loaded[name] = (entry, self._desired_lua)
+
+    # -- the registry -----------------------------------------------------------------------
+
+    def add(self, tool: Tool, *, replace: bool = False) -> None:
+        with self._lock:
+            existing = self._tools.get(tool.name)
+            if existing is not None and not replace:
+                kind = "built-in" if existing.builtin else "Lua"
+                raise ConfigError(f"a {kind} tool named {tool.name!r} is already registered; choose another name")
+            self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> bool:
+        with self._lock:
+            return self._tools.pop(name, None) is not None
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def script_tools(self) -> list[ScriptTool]:
+        return [t for t in self._tools.values() if isinstance(t, ScriptTool)]
+
+    # -- reloading --------------------------------------------------------------------------
+
+    def watching(self) -> bool:
+        """True when there is anything to reload (a config file or Lua tools)."""
+        return self.config_path is not None or bool(self._loaded)
+
+    def reload(self) -> ToolChanges:
+        """Re-read a changed config file and changed tool scripts; re-register what differs.
+
+        Blocking (reads files, loads scripts): call from a worker thread. Never raises for a bad
+        config or script: it logs a warning once per change and keeps the previous version.
+        """
+        digest = _digest(self.config_path)
+        if self.config_path is not None and digest not in (self._config_digest, self._bad_config):
+            try:
+                fresh = config_mod.load_file(self.config_path)
+            except HarnessError as exc:
+                log.warning("config changed but cannot be loaded; keeping the current tools: %s", exc.message)
+                self._bad_config = digest
+            else:
+                self._config_digest, self._bad_config = digest, None
+                self._desired, self._desired_lua = dict(fresh.tools.script), fresh.lua
+        changes = ToolChanges()
+        for name in sorted(set(self._loaded) | set(self._desired)):
+            entry, current = self._desired.get(name), self._tools.get(name)
+            if entry is None:
+                self._loaded.pop(name, None)
+                self._failed.pop(name, None)
+                if isinstance(current, ScriptTool) and self.remove(name):
+                    changes.removed.append(name)
+                continue
+            if (self._loaded.get(name) == (entry, self._desired_lua) and isinstance(current, ScriptTool)
+                    and not current.lua.script.changed()):
+                continue
+            key = _attempt_key(entry, self._desired_lua)
+            if self._failed.get(name) == key:
+                continue
+            if current is not None and not isinstance(current, ScriptTool):
+                self._failed[name] = key
+                log.warning("Lua tool %s not registered: a built-in tool has that name", name)
+                continue
+            try:
+                tool = load_script_tool(name, entry, self._desired_lua, self.context)
+            except HarnessError as exc:
+                self._failed[name] = key
+                keeping = "; the previous version keeps serving" if current is not None else ""
+                log.warning("Lua tool %s not reloaded: %s%s", name, exc.message, keeping)
+                continue
+            self._failed.pop(name, None)
+            self._loaded[name] = (entry, self._desired_lua)
+            self.add(tool, replace=True)
+            (changes.replaced if current is not None else changes.added).append(tool)
+        if changes:
+            log.info("tools reloaded: %s", changes.summary())
+        return changes
+
+
+__all__ = ["ToolChanges", "ToolRegistry", "load_script_tool"]
