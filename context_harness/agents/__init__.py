@@ -1,0 +1,28 @@
+"""Agents: named personas (system prompt, scoped tools, arguments, skills, optional dynamic context)
+from TOML, Lua, Markdown and Python, served as MCP prompts, tools and resources.
+
+Public API: ``build_agent_registry(config, extra_agents=())`` -> ``AgentRegistry`` with ``list``,
+``find``, ``resolve``, ``compile``, ``definition``, ``complete``, ``list_resources``,
+``read_resource``, ``changed``/``reload``/``refresh``; ``HarnessContext(harness)`` is the context
+agents resolve against. See docs/agents.md.
+"""
+
+from context_harness.agents.base import Agent, AgentContext, AgentSpec, Argument
+from context_harness.agents.context import HarnessContext
+from context_harness.agents.models import (
+    AgentArgument,
+    AgentInfo,
+    AgentMessage,
+    AgentPrompt,
+    AgentsListResponse,
+    SkillOut,
+    StructuredAgent,
+)
+from context_harness.agents.registry import AGENT_SCHEME, FORMATS, SKILL_SCHEME, AgentRegistry, build_agent_registry
+from context_harness.agents.skills import Skill
+
+__all__ = [
+    "AGENT_SCHEME", "FORMATS", "SKILL_SCHEME", "Agent", "AgentArgument", "AgentContext", "AgentInfo", "AgentMessage",
+    "AgentPrompt", "AgentRegistry", "AgentSpec", "AgentsListResponse", "Argument", "HarnessContext", "Skill",
+    "SkillOut", "StructuredAgent", "build_agent_registry",
+]

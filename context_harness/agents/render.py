@@ -1,0 +1,62 @@
+"""How a resolved agent is written out: the system prompt with its active skills, the one-string
+``compiled`` form and the ``structured`` form of ``agent_inject``.
+
+``compiled`` (exact layout; sections separated by one blank line)::
+
+    You are now acting as the agent "NAME". Follow these instructions for the rest of this conversation.
+
+    <system prompt>
+
+    ## Active Skills            (omitted when no skill is enabled)
+
+    ### <skill name>
+
+    <skill instructions>
+
+    ## Context                  (omitted when the agent returned no messages)
+
+    <message content>           (one block per message, in order)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from context_harness.agents.models import AgentMessage, SkillOut
+
+HEADER = 'You are now acting as the agent "{name}". Follow these instructions for the rest of this conversation.'
+
+
+def skills_section(skills: Sequence[SkillOut]) -> str:
+    if not skills:
+        return ""
+    parts = ["## Active Skills"]
+    for skill in skills:
+        parts.append(f"### {skill.name}")
+        if skill.instructions:
+            parts.append(skill.instructions)
+    return "\n\n".join(parts)
+
+
+def with_skills(system: str, skills: Sequence[SkillOut]) -> str:
+    """The system prompt followed by the ``## Active Skills`` section (if any skill is enabled)."""
+    section = skills_section(skills)
+    if not section:
+        return system
+    return f"{system.rstrip()}\n\n{section}" if system.strip() else section
+
+
+def compiled_text(name: str, system: str, skills: Sequence[SkillOut], messages: Sequence[AgentMessage]) -> str:
+    parts = [HEADER.format(name=name)]
+    if system.strip():
+        parts.append(system.strip())
+    section = skills_section(skills)
+    if section:
+        parts.append(section)
+    if messages:
+        parts.append("## Context")
+        parts.extend(m.content.strip() for m in messages if m.content.strip())
+    return "\n\n".join(parts) + "\n"
+
+
+__all__ = ["HEADER", "compiled_text", "skills_section", "with_skills"]
