@@ -10,6 +10,7 @@ query latency. Tune on ``--split train`` only; report ``test``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -54,37 +55,48 @@ async def run(args: argparse.Namespace) -> dict:
     judged = {q: r for q, r in scifact.qrels(args.split).items() if q in qs and set(r) & doc_ids}
     if args.queries:
         judged = dict(list(judged.items())[: args.queries])
-    with tempfile.TemporaryDirectory(prefix="ctx-retrieval-", dir=args.tmp) as tmp:
-        workspace = Path(tmp)
-        scifact.write_markdown(docs, workspace / "docs")
+    with contextlib.ExitStack() as stack:
+        if args.workspace:  # kept between runs, so embeddings are computed once
+            workspace = Path(args.workspace)
+        else:
+            workspace = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctx-retrieval-", dir=args.tmp)))
+        if not (workspace / "docs").is_dir():
+            scifact.write_markdown(docs, workspace / "docs")
         config = build_config(workspace, args)
         async with Harness.open(config) as harness:
             started = time.perf_counter()
             await harness.sync()
             sync_seconds = time.perf_counter() - started
-            ndcg, recall, mrr, latencies = [], [], [], []
-            for qid, rels in judged.items():
-                request = SearchRequest(query=qs[qid], mode=args.mode, limit=100)
-                t0 = time.perf_counter()
-                response = await harness.search(request)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                ranked = [r.source_id.removesuffix(".md") for r in response.results]
-                ndcg.append(scifact.ndcg_at(ranked, rels, 10))
-                recall.append(scifact.recall_at(ranked, rels, 100))
-                mrr.append(scifact.mrr_at(ranked, rels, 10))
             stats = await harness.stats()
-    n = len(judged)
-    return {
-        "benchmark": "retrieval", "dataset": "scifact", "split": args.split, "mode": args.mode,
-        "documents": len(docs), "chunks": stats.chunks, "queries": n,
-        "ndcg@10": round(sum(ndcg) / n, 4), "recall@100": round(sum(recall) / n, 4),
-        "mrr@10": round(sum(mrr) / n, 4),
-        "latency_ms_p50": round(scifact.percentile(latencies, 50), 3),
-        "latency_ms_p95": round(scifact.percentile(latencies, 95), 3),
-        "sync_seconds": round(sync_seconds, 2),
-        "max_tokens": config.chunking.max_tokens, "title_boost": config.retrieval.title_boost,
-        "cores": os.cpu_count(),
-    }
+            settings = [None] if not args.alphas else [float(a) for a in args.alphas.split(",")]
+            out = []
+            for alpha in settings:
+                if alpha is not None:
+                    harness.config.retrieval.hybrid_alpha = alpha
+                ndcg, recall, mrr, latencies = [], [], [], []
+                for qid, rels in judged.items():
+                    request = SearchRequest(query=qs[qid], mode=args.mode, limit=100)
+                    t0 = time.perf_counter()
+                    response = await harness.search(request)
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    ranked = [r.source_id.removesuffix(".md") for r in response.results]
+                    ndcg.append(scifact.ndcg_at(ranked, rels, 10))
+                    recall.append(scifact.recall_at(ranked, rels, 100))
+                    mrr.append(scifact.mrr_at(ranked, rels, 10))
+                n = len(judged)
+                out.append({
+                    "benchmark": "retrieval", "dataset": "scifact", "split": args.split, "mode": args.mode,
+                    "documents": len(docs), "chunks": stats.chunks, "queries": n,
+                    "ndcg@10": round(sum(ndcg) / n, 4), "recall@100": round(sum(recall) / n, 4),
+                    "mrr@10": round(sum(mrr) / n, 4),
+                    "latency_ms_p50": round(scifact.percentile(latencies, 50), 3),
+                    "latency_ms_p95": round(scifact.percentile(latencies, 95), 3),
+                    "sync_seconds": round(sync_seconds, 2),
+                    "max_tokens": config.chunking.max_tokens, "title_boost": config.retrieval.title_boost,
+                    "fusion": config.retrieval.fusion, "hybrid_alpha": config.retrieval.hybrid_alpha,
+                    "cores": os.cpu_count(),
+                })
+    return out
 
 
 def main() -> None:
@@ -98,8 +110,11 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=None)
     parser.add_argument("--fusion", choices=["convex", "rrf"], default=None)
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
+    parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")
+    parser.add_argument("--alphas", default=None, help="Comma-separated hybrid_alpha values to evaluate in one run.")
     args = parser.parse_args()
-    print(json.dumps(anyio.run(run, args)))
+    for line in anyio.run(run, args):
+        print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":

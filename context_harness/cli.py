@@ -157,15 +157,17 @@ def _progress_printer(mode: str) -> tuple[Callable[[dict], None] | None, Callabl
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Apply at most N changes; the rest wait.")
 @click.option("--progress", "progress_mode", type=click.Choice(["auto", "bar", "json", "none"]), default="auto",
               help="Progress on stderr: a bar on a terminal (auto), JSON lines, or nothing.")
+@click.option("--no-embed", is_flag=True, help="Skip embedding new chunks (run `ctx embed pending` later).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @config_option
 @click.pass_context
 def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int | None, progress_mode: str,
-         as_json: bool, config_path: str | None, root: str | None) -> None:
+         no_embed: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Sync connectors: TARGET is all (default), a type (filesystem) or TYPE:NAME."""
     emit, stop = _progress_printer(progress_mode)
     try:
-        report = _run(ctx, lambda h: h.sync(target, full=full, dry_run=dry_run, limit=limit, progress=emit))
+        report = _run(ctx, lambda h: h.sync(target, full=full, dry_run=dry_run, limit=limit, progress=emit,
+                                            embed=not no_embed))
     finally:
         stop()
     if as_json:
@@ -181,6 +183,49 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         if s.dry_run:
             line += " [dry run]"
         click.echo(f"{line} in {s.seconds:.2f}s")
+    if report.embedding is not None:
+        _echo_embed(report.embedding)
+
+
+def _echo_embed(summary: Any) -> None:
+    click.echo(f"embeddings ({summary.embedder}): {summary.embedded} chunks embedded, {summary.pending} pending "
+               f"in {summary.seconds:.2f}s")
+
+
+@cli.group()
+def embed() -> None:
+    """Embed chunks for semantic and hybrid search."""
+
+
+def _embed_command(rebuild: bool):
+    def command(ctx: click.Context, limit: int | None, batch_size: int | None, progress_mode: str, as_json: bool,
+                config_path: str | None, root: str | None) -> None:
+        emit, stop = _progress_printer(progress_mode)
+        try:
+            summary = _run(ctx, lambda h: h.embed(limit=limit, batch_size=batch_size, rebuild=rebuild,
+                                                  progress=emit))
+        finally:
+            stop()
+        if as_json:
+            _print_json(summary.model_dump(mode="json"))
+        else:
+            _echo_embed(summary)
+
+    command = config_option(command)
+    command = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")(command)
+    command = click.option("--progress", "progress_mode", type=click.Choice(["auto", "bar", "json", "none"]),
+                           default="auto", help="Progress on stderr.")(command)
+    command = click.option("--batch-size", type=click.IntRange(min=1), default=None,
+                           help="Texts per model call (default [embedding] batch_size).")(command)
+    command = click.option("--limit", type=click.IntRange(min=1), default=None,
+                           help="Embed at most N chunks; the rest stay pending.")(command)
+    return click.pass_context(command)
+
+
+embed.command("pending", help="Embed chunks that have no vector yet (content-addressed: never twice).")(
+    _embed_command(rebuild=False))
+embed.command("rebuild", help="Forget every vector and embed all chunks with the configured [embedding].")(
+    _embed_command(rebuild=True))
 
 
 @cli.command()

@@ -45,7 +45,8 @@ class ChunkingConfig(_Section):
 
 
 class EmbeddingConfig(_Section):
-    provider: Literal["local", "openai", "disabled"] = "local"
+    provider: str = Field(default="local", pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$",
+                          description="local, openai, disabled, or a provider registered by an extension")
     model: str | None = None
     model_path: Path | None = None
     base_url: str | None = None

@@ -7,10 +7,11 @@ blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -18,24 +19,26 @@ from context_harness import __version__
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
 from context_harness.connectors.registry import ConnectorRegistry, default_registry
-from context_harness.errors import BadRequest, EmbeddingsDisabled, EmbeddingsUnavailable, NotConfigured, NotFound
+from context_harness.errors import BadRequest, NotConfigured, NotFound
 from context_harness.ingest.sync import ProgressFn, SyncOptions, Syncer, flush_index
 from context_harness.models import (
     ChunkOut,
     DocumentOut,
-    SearchExplain,
+    EmbedSummary,
     SearchRequest,
     SearchResponse,
-    SearchResult,
     SourceOut,
     SourcesResponse,
     StatsOut,
     SyncReport,
     SyncSummary,
-    parse_timestamp,
 )
+from context_harness.search.engine import SearchEngine, SemanticBackend, embeddings_disabled
 from context_harness.store.documents import DocumentStore
-from context_harness.store.keyword import KeywordFilters, KeywordIndex
+from context_harness.store.keyword import KeywordIndex
+
+if TYPE_CHECKING:
+    from context_harness.store.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +51,10 @@ class Harness:
         self.connectors: list[Connector] = self.registry.build(config)
         self.store: DocumentStore | None = None
         self.index: KeywordIndex | None = None
+        self.vectors: VectorStore | None = None
+        self.engine: SearchEngine | None = None
+        self._semantic: SemanticBackend | None = None
+        self._semantic_lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(4)
         self._sync_lock = anyio.Lock()
 
@@ -74,8 +81,27 @@ class Harness:
         if self.store.queued(1):
             log.info("bringing the keyword index up to date after an interrupted write")
             flush_index(self.store, self.index)
+        semantic = None
+        if self.config.embedding.provider != "disabled":
+            from context_harness.store.vectors import VectorStore
+
+            self.vectors = VectorStore(db_path)
+            semantic = self.semantic
+        self.engine = SearchEngine(self.config, self.store, self.index, semantic)
+
+    def semantic(self) -> SemanticBackend:
+        """The embedder and vector index, created on first use (the model loads on first embed)."""
+        with self._semantic_lock:
+            if self._semantic is None:
+                from context_harness.embedding import build_embedder
+
+                assert self.vectors is not None
+                self._semantic = SemanticBackend(self.vectors, build_embedder(self.config.embedding))
+            return self._semantic
 
     def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
         if self.store is not None:
             self.store.close()
 
@@ -91,57 +117,9 @@ class Harness:
     async def search(self, request: SearchRequest) -> SearchResponse:
         return await self.run_blocking(self.search_sync, request)
 
-    def resolve_mode(self, request: SearchRequest) -> str:
-        mode = request.mode or self.config.retrieval.default_mode
-        if mode == "auto":
-            return "keyword"
-        if mode in ("semantic", "hybrid"):
-            if self.config.embedding.provider == "disabled":
-                raise EmbeddingsDisabled(
-                    f"{mode} search needs embeddings, which are disabled in this config "
-                    "([embedding] provider = \"disabled\"); use mode \"keyword\" or enable a provider"
-                )
-            raise EmbeddingsUnavailable(
-                f"{mode} search is not available in this version yet; use mode \"keyword\""
-            )
-        return mode
-
     def search_sync(self, request: SearchRequest) -> SearchResponse:
-        assert self.index is not None and self.store is not None
-        self.resolve_mode(request)
-        limit = request.limit or self.config.retrieval.final_limit
-        filters = self._filters(request)
-        hits = self.index.search_documents(request.query, filters, limit)
-        rows = self.store.summaries([h.doc_id for h in hits])
-        results = []
-        for rank, hit in enumerate(hits, 1):
-            row = rows.get(hit.doc_id)
-            if row is None:  # deleted between the index read and the row read
-                continue
-            explain = None
-            if request.explain:
-                explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank, chunk_index=hit.idx,
-                                        notes=["mode=keyword; document score = its best chunk's BM25 score"])
-            title, source, source_id, updated_at, source_url = row
-            results.append(SearchResult(
-                id=hit.doc_id, score=round(hit.score, 6), title=title, source=source, source_id=source_id,
-                updated_at=updated_at, snippet=hit.snippet, source_url=source_url, explain=explain,
-            ))
-        return SearchResponse(results=results)
-
-    @staticmethod
-    def _filters(request: SearchRequest) -> KeywordFilters | None:
-        f = request.filters
-        if f is None:
-            return None
-        try:
-            since = parse_timestamp(f.since) if f.since else None
-            until = parse_timestamp(f.until) if f.until else None
-        except ValueError as exc:
-            raise BadRequest(f"filters: {exc}") from None
-        if since and until and since > until:
-            raise BadRequest("filters: 'since' is after 'until'")
-        return KeywordFilters(source=f.source, tags=f.tags or None, since=since, until=until)
+        assert self.engine is not None
+        return self.engine.search(request)
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -205,8 +183,17 @@ class Harness:
             documents=documents, chunks=chunks, sources=len(self.store.source_counts()), db_path=str(db_path),
             db_bytes=db_bytes, index_bytes=index_bytes, schema_version=self.store.schema_version,
             last_sync=max(last) if last else None,
-            embedding={"provider": self.config.embedding.provider, "embedded_chunks": 0, "pending_chunks": 0},
+            embedding=self.embedding_status(),
         )
+
+    def embedding_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"provider": self.config.embedding.provider}
+        if self.vectors is None:
+            return status | {"embedded_chunks": 0, "pending_chunks": 0}
+        stats = self.vectors.stats()
+        status["stored_identity"] = stats.identity.key if stats.identity else None
+        return status | {"embedded_chunks": stats.embedded_chunks, "pending_chunks": stats.pending_chunks,
+                         "vectors": stats.vectors}
 
     def describe(self) -> str:
         """A short, truthful description of the knowledge base, for MCP server instructions."""
@@ -216,9 +203,14 @@ class Harness:
         parts = [f"A local knowledge base of {documents} documents"]
         if listing:
             parts.append(" from " + ", ".join(f"{s.name} ({s.document_count})" for s in listing))
-        parts.append(". Use `search` to find documents (keyword search")
-        parts.append("; semantic search is not available" if True else "")
-        parts.append("), then `get` with a result id for the full text. `sources` lists where documents come from.")
+        if self.vectors is None:
+            modes = "keyword search; semantic search is disabled in the config"
+        else:
+            status = self.embedding_status()
+            modes = (f"keyword, semantic and hybrid search; {status['embedded_chunks']} chunks embedded, "
+                     f"{status['pending_chunks']} pending")
+        parts.append(f". Use `search` to find documents ({modes}), then `get` with a result id for the full "
+                     "text. `sources` lists where documents come from.")
         return "".join(parts)
 
     # -- sync --------------------------------------------------------------------------------
@@ -238,12 +230,43 @@ class Harness:
         return chosen
 
     async def sync(self, target: str = "all", *, full: bool = False, dry_run: bool = False,
-                   limit: int | None = None, progress: ProgressFn | None = None) -> SyncReport:
+                   limit: int | None = None, progress: ProgressFn | None = None, embed: bool = True) -> SyncReport:
+        """Sync connectors, then (unless ``embed`` is False or embeddings are disabled) embed new chunks."""
         if limit is not None and limit < 1:
             raise BadRequest("--limit must be a positive number")
         connectors = self.select(target)
         async with self._sync_lock:
-            return await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit, progress)
+            report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit, progress)
+            if embed and not dry_run and self.vectors is not None:
+                report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress, False)
+            return report
+
+    async def embed(self, *, limit: int | None = None, batch_size: int | None = None, rebuild: bool = False,
+                    progress: ProgressFn | None = None) -> EmbedSummary:
+        """Embed pending chunks (``ctx embed pending``), or every chunk anew (``rebuild``)."""
+        if self.vectors is None:
+            raise embeddings_disabled()
+        if limit is not None and limit < 1:
+            raise BadRequest("--limit must be a positive number")
+        async with self._sync_lock:
+            return await self.run_blocking(self._embed_blocking, limit, batch_size, progress, rebuild)
+
+    def _embed_blocking(self, limit: int | None, batch_size: int | None, progress: ProgressFn | None,
+                        rebuild: bool) -> EmbedSummary:
+        from context_harness.embedding.pipeline import embed_pending
+
+        assert self.vectors is not None
+        backend = self.semantic()
+        if rebuild:
+            self.vectors.clear()
+        else:
+            self.vectors.delete_orphans()
+        report = embed_pending(self.vectors, backend.embedder,
+                               batch_size=batch_size or self.config.embedding.batch_size, limit=limit,
+                               progress=progress)
+        backend.mark_stale()
+        return EmbedSummary(embedded=report.embedded, pending=report.pending, seconds=report.seconds,
+                            embedder=report.identity)
 
     def _sync_blocking(self, connectors: list[Connector], target: str, full: bool, dry_run: bool,
                        limit: int | None, progress: ProgressFn | None) -> SyncReport:

@@ -185,8 +185,16 @@ class SyncSummary(BaseModel):
     seconds: float = 0.0
 
 
+class EmbedSummary(BaseModel):
+    embedded: int
+    pending: int
+    seconds: float
+    embedder: str
+
+
 class SyncReport(BaseModel):
     sources: list[SyncSummary]
+    embedding: EmbedSummary | None = None
 
     def total(self, field: str) -> int:
         return sum(getattr(s, field) for s in self.sources)

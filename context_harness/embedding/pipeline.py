@@ -1,0 +1,50 @@
+"""Embed chunks that have no vector yet. Content-addressed: unchanged text is never embedded twice."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from context_harness.embedding.base import Embedder
+from context_harness.store.vectors import VectorStore
+
+ProgressFn = Callable[[dict[str, Any]], None]
+FETCH = 512  # pending texts read from SQLite at a time
+
+
+@dataclass
+class EmbedReport:
+    embedded: int
+    pending: int
+    seconds: float
+    identity: str
+
+
+def embed_pending(vectors: VectorStore, embedder: Embedder, *, batch_size: int = 16, limit: int | None = None,
+                  progress: ProgressFn | None = None) -> EmbedReport:
+    """Embed up to ``limit`` pending chunk texts in batches, committing after each fetch."""
+    started = time.perf_counter()
+    emit = progress or (lambda event: None)
+    vectors.ensure_identity(embedder.identity)
+    total = vectors.stats().pending_chunks
+    if limit is not None:
+        total = min(total, limit)
+    emit({"event": "start", "source": "embeddings", "total": total})
+    done = 0
+    while limit is None or done < limit:
+        want = FETCH if limit is None else min(FETCH, limit - done)
+        pending = vectors.pending(want)
+        if not pending:
+            break
+        for start in range(0, len(pending), batch_size * 8):
+            part = pending[start:start + batch_size * 8]
+            matrix = embedder.embed_documents([text for _, text in part])
+            vectors.put_many(zip([h for h, _ in part], matrix, strict=True))
+            done += len(part)
+            emit({"event": "progress", "source": "embeddings", "done": done, "total": total})
+    left = vectors.stats().pending_chunks
+    seconds = round(time.perf_counter() - started, 3)
+    emit({"event": "done", "source": "embeddings", "embedded": done, "pending": left, "seconds": seconds})
+    return EmbedReport(done, left, seconds, embedder.identity.key)

@@ -1,0 +1,250 @@
+"""Keyword, semantic and hybrid search over the stores, with document-level results.
+
+Keyword: Tantivy BM25 (best chunk per document). Semantic: exact cosine top-k over chunk vectors,
+best chunk per document. Hybrid: both lists fused (``[retrieval] fusion``), snippets from the best
+chunk of whichever list found the document. Filters apply before every top-k cut.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from context_harness.config import Config
+from context_harness.errors import BadRequest, EmbeddingsDisabled
+from context_harness.models import SearchExplain, SearchRequest, SearchResponse, SearchResult, parse_timestamp
+from context_harness.search.fusion import FUSION_VERSION, fuse
+from context_harness.store.documents import DocumentStore
+from context_harness.store.keyword import KeywordFilters, KeywordIndex
+
+
+@dataclass
+class _Candidate:
+    doc_id: str
+    score: float
+    chunk_id: str | None
+    chunk_index: int | None
+    snippet: str
+    explain: SearchExplain | None
+
+
+class SearchEngine:
+    """Stateless per request; holds the stores and a lazily opened vector index."""
+
+    def __init__(self, config: Config, store: DocumentStore, index: KeywordIndex,
+                 semantic: Callable[[], "SemanticBackend"] | None) -> None:
+        self.config = config
+        self.store = store
+        self.index = index
+        self._semantic_factory = semantic
+
+    # -- entry point -------------------------------------------------------------------------
+
+    def resolve_mode(self, request: SearchRequest) -> str:
+        mode = request.mode or self.config.retrieval.default_mode
+        if mode == "auto":
+            backend = self._backend(required=False)
+            return "hybrid" if backend is not None and backend.has_vectors() else "keyword"
+        if mode in ("semantic", "hybrid"):
+            self._backend(required=True)
+        return mode
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        mode = self.resolve_mode(request)
+        limit = request.limit or self.config.retrieval.final_limit
+        filters = filters_of(request)
+        if mode == "keyword":
+            candidates = self._keyword(request, filters, limit)
+        elif mode == "semantic":
+            candidates = self._semantic(request, filters, limit)
+        else:
+            candidates = self._hybrid(request, filters, limit)
+        return self._render(candidates, request.query)
+
+    # -- retrievers --------------------------------------------------------------------------
+
+    def _keyword(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
+        hits = self.index.search_documents(request.query, filters, limit)
+        out = []
+        for rank, hit in enumerate(hits, 1):
+            explain = None
+            if request.explain:
+                explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank, chunk_index=hit.idx,
+                                        notes=["mode=keyword; document score = its best chunk's BM25 score"])
+            out.append(_Candidate(hit.doc_id, hit.score, hit.chunk_id, hit.idx, hit.snippet, explain))
+        return out
+
+    def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int):
+        backend = self._backend(required=True)
+        allowed = self.allowed_documents(filters) if filters else None
+        if allowed is not None and not allowed:
+            return backend, []
+        return backend, backend.top_documents(request.query, k, allowed)
+
+    def _semantic(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
+        backend, hits = self._semantic_hits(request, filters, limit)
+        out = []
+        for rank, (doc_id, chunk_id, score) in enumerate(hits, 1):
+            explain = None
+            if request.explain:
+                explain = SearchExplain(semantic_score=score, semantic_rank=rank,
+                                        notes=["mode=semantic; document score = its best chunk's cosine similarity",
+                                               f"embedder={backend.identity_key()}"])
+            out.append(_Candidate(doc_id, score, chunk_id, None, "", explain))
+        return out
+
+    def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
+        retrieval = self.config.retrieval
+        k = max(retrieval.candidate_k, limit)
+        keyword_hits = self.index.search_documents(request.query, filters, k, snippets=False)
+        backend, semantic_hits = self._semantic_hits(request, filters, k)
+        fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
+                     [(doc_id, score) for doc_id, _, score in semantic_hits],
+                     alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k)[:limit]
+        by_keyword = {h.doc_id: h for h in keyword_hits}
+        by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
+        embedded = backend.embedded_documents() if request.explain else set()
+        out = []
+        for item in fused:
+            kw = by_keyword.get(item.doc_id)
+            chunk_id = kw.chunk_id if kw else by_semantic.get(item.doc_id)
+            explain = None
+            if request.explain:
+                d = item.details
+                notes = [f"mode=hybrid; fusion={retrieval.fusion} v{FUSION_VERSION}"
+                         + (f", alpha={retrieval.hybrid_alpha}" if retrieval.fusion == "convex"
+                            else f", k={retrieval.rrf_k}")]
+                if item.doc_id not in embedded:
+                    notes.append("not embedded yet: ranked by keyword score only")
+                explain = SearchExplain(
+                    keyword_score=d.keyword.score if d.keyword else None,
+                    keyword_rank=d.keyword.rank if d.keyword else None,
+                    semantic_score=d.semantic.score if d.semantic else None,
+                    semantic_rank=d.semantic.rank if d.semantic else None,
+                    fused_score=item.score, chunk_index=kw.idx if kw else None, notes=notes)
+            out.append(_Candidate(item.doc_id, item.score, chunk_id, kw.idx if kw else None, "", explain))
+        return out
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _backend(self, required: bool) -> "SemanticBackend | None":
+        if self._semantic_factory is None:
+            if required:
+                raise embeddings_disabled()
+            return None
+        return self._semantic_factory()
+
+    def allowed_documents(self, filters: KeywordFilters) -> set[str]:
+        """Document ids passing the filters, computed in SQLite (for the vector top-k)."""
+        clauses, params = [], []
+        if filters.source:
+            clauses.append("(source = ? OR source LIKE ?)")
+            params += [filters.source, filters.source + ":%"]
+        if filters.since:
+            clauses.append("updated_at >= ?")
+            params.append(_iso(filters.since))
+        if filters.until:
+            clauses.append("updated_at <= ?")
+            params.append(_iso(filters.until))
+        sql = "SELECT id, tags FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        rows = self.store.connection().execute(sql, params)
+        if not filters.tags:
+            return {r[0] for r in rows}
+        wanted = {t.lower() for t in filters.tags}
+        return {r[0] for r in rows if wanted & {t.lower() for t in json.loads(r[1])}}
+
+    def _render(self, candidates: list[_Candidate], query: str) -> SearchResponse:
+        rows = self.store.summaries([c.doc_id for c in candidates])
+        results = []
+        for c in candidates:
+            row = rows.get(c.doc_id)
+            if row is None:  # deleted between the index read and the row read
+                continue
+            snippet = c.snippet
+            if not snippet and c.chunk_id:
+                snippet = self.index.snippet_for(query, c.chunk_id) or ""
+            title, source, source_id, updated_at, source_url = row
+            results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
+                                        source_id=source_id, updated_at=updated_at, snippet=snippet,
+                                        source_url=source_url, explain=c.explain))
+        return SearchResponse(results=results)
+
+
+def embeddings_disabled() -> EmbeddingsDisabled:
+    return EmbeddingsDisabled(
+        "semantic and hybrid search need embeddings, which are disabled in this config "
+        "([embedding] provider = \"disabled\"); use mode \"keyword\" or set provider = \"local\""
+    )
+
+
+def _iso(value: dt.datetime) -> str:
+    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def filters_of(request: SearchRequest) -> KeywordFilters | None:
+    f = request.filters
+    if f is None:
+        return None
+    try:
+        since = parse_timestamp(f.since) if f.since else None
+        until = parse_timestamp(f.until) if f.until else None
+    except ValueError as exc:
+        raise BadRequest(f"filters: {exc}") from None
+    if since and until and since > until:
+        raise BadRequest("filters: 'since' is after 'until'")
+    if not (f.source or f.tags or since or until):
+        return None
+    return KeywordFilters(source=f.source, tags=f.tags or None, since=since, until=until)
+
+
+class SemanticBackend:
+    """The embedder and the in-memory vector index, loaded on first use and refreshed after writes."""
+
+    def __init__(self, vectors, embedder) -> None:
+        self.vectors = vectors
+        self.embedder = embedder
+        self._index = None
+        self._lock = threading.Lock()
+        self._stale = True
+
+    def identity_key(self) -> str:
+        return self.embedder.identity.key
+
+    def mark_stale(self) -> None:
+        self._stale = True
+
+    def index(self):
+        with self._lock:
+            if self._index is None:
+                self.vectors.check_identity(self.embedder.identity)
+                self._index = self.vectors.open_index()
+                self._stale = False
+            elif self._stale:
+                self._index.refresh()
+                self._stale = False
+            return self._index
+
+    def has_vectors(self) -> bool:
+        return self.vectors.count() > 0
+
+    def embedded_documents(self) -> set[str]:
+        return self.index().doc_ids()
+
+    def top_documents(self, query: str, k: int, allowed: set[str] | None) -> list[tuple[str, str, float]]:
+        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
+        index = self.index()
+        vector = self.embedder.embed_query(query)
+        fetch = max(k * 4, 40)
+        while True:
+            hits = index.top_k(vector, fetch, allowed)
+            best: dict[str, tuple[str, float]] = {}
+            for chunk_id, doc_id, score in hits:
+                if doc_id not in best:
+                    best[doc_id] = (chunk_id, score)
+            if len(best) >= k or len(hits) < fetch or fetch >= 100_000:
+                ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[0]))[:k]
+                return [(doc_id, chunk_id, score) for doc_id, (chunk_id, score) in ranked]
+            fetch *= 4

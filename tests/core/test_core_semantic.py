@@ -1,0 +1,126 @@
+"""Semantic and hybrid search through the Harness: a deterministic fake embedder registered the real
+way, and the real bundled model on a small corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_harness.embedding import fake
+from context_harness.errors import EmbeddingsDisabled, EmbeddingsUnavailable
+from context_harness.harness import Harness
+from context_harness.models import SearchRequest
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def fake_provider() -> None:
+    fake.register()
+
+
+def use_provider(ws, provider: str, extra: str = "") -> None:
+    text = ws.config_path.read_text().replace('provider = "disabled"', f'provider = "{provider}"{extra}')
+    ws.config_path.write_text(text)
+
+
+async def search(h: Harness, query: str, **kw):
+    return (await h.search(SearchRequest(query=query, **kw))).results
+
+
+async def test_sync_embeds_and_all_modes_answer(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        report = await h.sync()
+        assert report.embedding is not None and report.embedding.embedded == 3 and report.embedding.pending == 0
+        for mode in ("keyword", "semantic", "hybrid"):
+            assert (await search(h, "sandbox timeout memory", mode=mode))[0].title == "Lua Sandbox"
+        hybrid = (await search(h, "sandbox timeout memory", mode="hybrid", explain=True))[0]
+        assert hybrid.explain.keyword_rank == 1 and hybrid.explain.semantic_rank == 1
+        assert hybrid.explain.fused_score == pytest.approx(1.0)
+        assert hybrid.snippet  # from the best chunk
+        # auto = hybrid once vectors exist
+        auto = (await search(h, "sandbox", explain=True))[0]
+        assert auto.explain.notes[0].startswith("mode=hybrid")
+        stats = await h.stats()
+        assert stats.embedding["embedded_chunks"] == 3 and stats.embedding["stored_identity"].startswith("fake:")
+        assert "semantic" in h.describe()
+
+
+async def test_semantic_filters_apply_before_the_cut(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        hits = await search(h, "tantivy rust", mode="semantic", limit=1, filters={"tags": ["security"]})
+        assert [r.title for r in hits] == ["Lua Sandbox"]
+        assert await search(h, "x", mode="semantic", filters={"source": "git"}) == []
+        assert [r.title for r in await search(h, "notes", mode="hybrid", filters={"until": "2026-03-02"})] == [
+            "Lua Sandbox"]
+
+
+async def test_unchanged_chunks_are_never_embedded_again(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        assert (await h.sync(full=True)).embedding.embedded == 0  # same texts, same hashes
+        sample_docs.write("notes.txt", "Plain notes about deployment and engines. And a new sentence.\n")
+        assert (await h.sync()).embedding.embedded == 1
+    # A re-chunk that leaves short documents' chunk texts unchanged embeds nothing new.
+    sample_docs.config_path.write_text(sample_docs.config_path.read_text() + "\n[chunking]\nmax_tokens = 200\n")
+    async with Harness.open(sample_docs.config()) as h:
+        report = await h.sync()
+        assert report.total("updated") == 3 and report.embedding.embedded == 0
+
+
+async def test_no_embed_then_hybrid_falls_back_and_says_so(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        sample_docs.write("later.md", "# Later\n\nsandbox sandbox sandbox\n")
+        report = await h.sync(embed=False)
+        assert report.embedding is None
+        results = await search(h, "sandbox", mode="hybrid", explain=True)
+        later = next(r for r in results if r.title == "Later")
+        assert any("not embedded yet" in n for n in later.explain.notes)
+        summary = await h.embed()
+        assert summary.embedded == 1 and summary.pending == 0
+        later = next(r for r in await search(h, "sandbox", mode="hybrid", explain=True) if r.title == "Later")
+        assert not any("not embedded yet" in n for n in later.explain.notes)
+
+
+async def test_embedder_change_refuses_to_mix_until_rebuild(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+    text = sample_docs.config_path.read_text().replace('provider = "fake"', 'provider = "fake"\ndims = 32')
+    sample_docs.config_path.write_text(text)
+    async with Harness.open(sample_docs.config()) as h:
+        with pytest.raises(EmbeddingsUnavailable, match="ctx embed rebuild"):
+            await search(h, "sandbox", mode="semantic")
+        summary = await h.embed(rebuild=True)
+        assert summary.embedded == 3 and summary.embedder.endswith(":32")
+        assert (await search(h, "sandbox", mode="semantic"))[0].title == "Lua Sandbox"
+
+
+async def test_disabled_embeddings(sample_docs) -> None:
+    async with Harness.open(sample_docs.config()) as h:
+        report = await h.sync()
+        assert report.embedding is None
+        with pytest.raises(EmbeddingsDisabled, match="keyword"):
+            await search(h, "x", mode="hybrid")
+        with pytest.raises(EmbeddingsDisabled):
+            await h.embed()
+        assert (await search(h, "sandbox", explain=True))[0].explain.notes[0].startswith("mode=keyword")
+
+
+async def test_bundled_model_finds_paraphrases(workspace) -> None:
+    workspace.write("cats.md", "# Pets\n\nKittens love to sleep in warm sunny spots near the window.\n")
+    workspace.write("money.md", "# Finance\n\nQuarterly revenue grew thanks to strong enterprise sales.\n")
+    workspace.write("lua.md", "# Scripting\n\nScripts run in a restricted sandbox with a memory cap.\n")
+    use_provider(workspace, "local")
+    async with Harness.open(workspace.config()) as h:
+        report = await h.sync()
+        assert report.embedding.embedded == 3 and report.embedding.embedder.startswith("local:")
+        assert (await search(h, "young cats napping", mode="semantic"))[0].title == "Pets"
+        assert (await search(h, "how much money did the company make", mode="semantic"))[0].title == "Finance"
+        assert await search(h, "young cats napping", mode="keyword") == []
+        assert (await search(h, "young cats napping", mode="hybrid"))[0].title == "Pets"
