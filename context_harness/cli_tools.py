@@ -1,0 +1,274 @@
+"""``ctx tool ...`` and ``ctx connector ...``: list, try out and scaffold Lua tools and connectors.
+
+A CLI adapter (like ``cli.py``, the only other click importer): it parses options, calls the tool
+registry or a Lua connector, and renders the result. ``ctx tool test`` prints exactly the payload
+MCP ``tools/call`` (structured content) and REST ``POST /tools/{name}`` return. Errors print one
+line on stderr and exit with the code from ``errors.outcome`` (1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import anyio
+import click
+
+from context_harness import config as config_mod
+from context_harness.config import Config, LuaConfig, ScriptConfig
+from context_harness.errors import BadRequest, ConfigError, HarnessError, NotFound, outcome
+
+SHOW_ITEMS = 5
+
+
+# -- plumbing ------------------------------------------------------------------------------------
+
+def _fail(error: HarnessError) -> NoReturn:
+    click.echo(f"error: {error.message}", err=True)
+    sys.exit(outcome(error).exit_code)
+
+
+def _print_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _config_option(fn: Callable) -> Callable:
+    fn = click.option("--root", "root", type=click.Path(file_okay=False), default=None,
+                      help="Use this folder's index without a config file.")(fn)
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                        help="Config file (default: the usual discovery, see `ctx --help`).")(fn)
+
+
+def _load_config(ctx: click.Context, required: bool = True) -> Config | None:
+    obj = ctx.find_root().obj or {}
+    explicit = ctx.params.get("config_path") or obj.get("config_path")
+    root = ctx.params.get("root") or obj.get("root")
+    if root and not explicit:
+        return config_mod.for_root(Path(root))
+    try:
+        return config_mod.load(explicit)
+    except ConfigError:
+        if required or explicit:
+            raise
+        return None
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as error:
+            _fail(error)
+
+
+def _script_name(path: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)[:64] or "script"
+
+
+def _resolve(kind: str, target: str, config: Config | None) -> tuple[str, ScriptConfig, LuaConfig]:
+    """``NAME`` of a ``[KIND.script.NAME]`` entry, or a path to a ``.lua`` file."""
+    entries: dict[str, ScriptConfig] = {}
+    if config is not None:
+        entries = config.tools.script if kind == "tools" else config.connectors.script
+    lua = config.lua if config is not None else LuaConfig()
+    name = target.removeprefix("script:") if kind == "connectors" else target
+    if name in entries:
+        return name, entries[name], lua
+    path = Path(target).expanduser()
+    if path.is_file():
+        return _script_name(path), ScriptConfig(path=path.resolve()), lua
+    known = ", ".join(sorted(entries)) or "none configured"
+    raise NotFound(f"no [{kind}.script.{name}] in the config and no file {target!r} (configured: {known})")
+
+
+def _write_new(path: Path, text: str) -> None:
+    if path.exists():
+        raise BadRequest(f"{path} already exists; not overwriting it (choose another NAME or --path)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("x", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _snippet_path(path: Path, config: Config | None) -> str:
+    base = config.base_dir if config is not None and config.source_path else Path.cwd()
+    absolute = path.resolve()
+    try:
+        return absolute.relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+# -- ctx tool ------------------------------------------------------------------------------------
+
+@click.group(cls=_Group)
+def tool() -> None:
+    """Lua tools: list them, try one, or start a new one from a template."""
+
+
+@tool.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the same JSON as REST GET /tools/list.")
+@_config_option
+@click.pass_context
+def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
+    """List the tools MCP clients see: built-ins and [tools.script.NAME] Lua tools."""
+    from context_harness.tools.base import describe
+    from context_harness.tools.registry import ToolRegistry
+
+    config = _load_config(ctx)
+    assert config is not None
+    registry = ToolRegistry.build(config)
+    if as_json:
+        _print_json({"tools": [describe(t) for t in registry]})
+        return
+    for t in registry:
+        kind = "built-in" if t.builtin else f"lua ({getattr(t, 'path', '')})"
+        hints = ", ".join(k for k, v in t.annotations.items() if v is True) or "no hints"
+        click.echo(f"{t.name}  [{kind}; {hints}]")
+        click.echo(f"    {t.description}")
+        params = t.input_schema.get("properties", {})
+        required = set(t.input_schema.get("required", []))
+        if params:
+            click.echo("    params: " + ", ".join(
+                f"{n}{'*' if n in required else ''}:{p.get('type', 'any')}" for n, p in params.items()))
+
+
+@tool.command("test")
+@click.argument("target", metavar="NAME|PATH")
+@click.option("--param", "params", multiple=True, metavar="K=V",
+              help="An argument, typed by the tool's parameters (repeatable; arrays/objects as JSON).")
+@_config_option
+@click.pass_context
+def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_path: str | None,
+              root: str | None) -> None:
+    """Call a Lua tool once and print its result JSON ({"result": ...}, as MCP and REST return it).
+
+    NAME is a [tools.script.NAME] entry; PATH a .lua file (run with no config keys). With a config,
+    context.search/get/sources reach its knowledge base.
+    """
+    from context_harness.lua.tools import LuaTool
+    from context_harness.tools.script import HarnessContext, ScriptTool
+
+    config = _load_config(ctx, required=not Path(target).is_file())
+    name, entry, lua = _resolve("tools", target, config)
+    script_tool = ScriptTool(LuaTool(name, entry, lua, max_instances=1))
+    arguments = script_tool.lua.parse_cli_params(list(params))
+    if config is None:
+        payload = script_tool.call_sync(arguments)
+    else:
+        from context_harness.harness import Harness
+
+        async def main() -> dict[str, Any]:
+            async with Harness.open(config) as harness:
+                script_tool.context = HarnessContext(harness)
+                return await script_tool.call(arguments)
+
+        payload = anyio.run(main)
+    _print_json(payload)
+
+
+@tool.command("init")
+@click.argument("name")
+@click.option("--path", "path", type=click.Path(dir_okay=False), default=None,
+              help="Where to write the script (default: tools/NAME.lua). Never overwrites.")
+@click.pass_context
+def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
+    """Write a starter Lua tool and print the config snippet to add to ctx.toml."""
+    from context_harness.lua.templates import config_snippet, render_tool
+    from context_harness.lua.tools import check_tool_name
+
+    check_tool_name(name)
+    target = Path(path or os.path.join("tools", f"{name}.lua"))
+    config = _load_config(ctx, required=False)
+    shown = _snippet_path(target, config)
+    text = render_tool(name, shown)
+    _write_new(target, text)
+    click.echo(f"created {target}")
+    click.echo("add to your config:\n")
+    click.echo(config_snippet("tools", name, shown))
+    click.echo(f"then: ctx tool test {name} --param text=hello")
+
+
+# -- ctx connector -------------------------------------------------------------------------------
+
+@click.group(cls=_Group)
+def connector() -> None:
+    """Lua connectors: try one, or start a new one from a template."""
+
+
+def _item_json(item: Any) -> dict[str, Any]:
+    return {
+        "source_id": item.source_id, "title": item.title, "author": item.author, "source_url": item.source_url,
+        "content_type": item.content_type, "tags": item.tags, "metadata": item.metadata,
+        "created_at": item.created_at.isoformat() if item.created_at else None,
+        "updated_at": item.updated_at.isoformat() if item.updated_at else None,
+        "body": item.body,
+    }
+
+
+@connector.command("test")
+@click.argument("target", metavar="NAME|PATH")
+@click.option("--show", type=click.IntRange(min=0), default=SHOW_ITEMS,
+              help=f"How many items to print (default {SHOW_ITEMS}).")
+@click.option("--json", "as_json", is_flag=True, help="Print count, items, skipped and warnings as JSON.")
+@_config_option
+@click.pass_context
+def connector_test(ctx: click.Context, target: str, show: int, as_json: bool, config_path: str | None,
+                   root: str | None) -> None:
+    """Run a Lua connector's scan once (nothing is indexed): item count, first items, skipped items.
+
+    NAME is a [connectors.script.NAME] entry (or script:NAME); PATH a .lua file.
+    """
+    from context_harness.connectors.base import ScanReport
+    from context_harness.lua.connector import LuaConnector
+
+    config = _load_config(ctx, required=not Path(target).is_file())
+    name, entry, lua = _resolve("connectors", target, config)
+    conn = LuaConnector(name, entry, lua)
+    report = ScanReport()
+    items = conn.fetch(report)
+    skipped = dict(report.skipped)
+    if as_json:
+        _print_json({"source": conn.label, "count": len(items), "items": [_item_json(i) for i in items[:show]],
+                     "skipped": skipped, "warnings": report.warnings})
+        return
+    click.echo(f"{conn.label}: {len(items)} item{'s' if len(items) != 1 else ''}"
+               + (f", {sum(skipped.values())} skipped" if skipped else ""))
+    for item in items[:show]:
+        body = " ".join(item.body.split())
+        click.echo(f"- {item.source_id}: {item.title or '(no title)'}"
+                   + (f"  <{item.source_url}>" if item.source_url else ""))
+        click.echo(f"    {body[:100]}{'…' if len(body) > 100 else ''}")
+    if len(items) > show:
+        click.echo(f"... and {len(items) - show} more")
+    for reason, count in skipped.items():
+        click.echo(f"skipped {count} ({reason})")
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}")
+
+
+@connector.command("init")
+@click.argument("name")
+@click.option("--path", "path", type=click.Path(dir_okay=False), default=None,
+              help="Where to write the script (default: connectors/NAME.lua). Never overwrites.")
+@click.pass_context
+def connector_init(ctx: click.Context, name: str, path: str | None) -> None:
+    """Write a starter Lua connector and print the config snippet to add to ctx.toml."""
+    from context_harness.lua.templates import config_snippet, render_connector
+
+    target = Path(path or os.path.join("connectors", f"{name}.lua"))
+    config = _load_config(ctx, required=False)
+    shown = _snippet_path(target, config)
+    text = render_connector(name, shown)
+    _write_new(target, text)
+    click.echo(f"created {target}")
+    click.echo("add to your config:\n")
+    click.echo(config_snippet("connectors", name, shown))
+    click.echo(f"then: ctx connector test {name}   and   ctx sync script:{name}")
+
+
+__all__ = ["connector", "tool"]
