@@ -387,6 +387,12 @@ def _alias_serve_mcp(args: list[str]) -> list[str]:
     return args
 
 
+from context_harness.cli_tools import connector, tool  # noqa: E402  (ctx tool ..., ctx connector ...)
+
+cli.add_command(tool)
+cli.add_command(connector)
+
+
 def main() -> None:
     cli.main(args=_alias_serve_mcp(sys.argv[1:]), prog_name="ctx")
 
