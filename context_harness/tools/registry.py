@@ -179,7 +179,7 @@ class ToolRegistry:
                 continue
             if current is not None and not isinstance(current, ScriptTool):
                 self._failed[name] = key
-                log.warning("Lua tool %s not registered: a built-in tool has that name", name)
+                log.warning("Lua tool %s not registered: another tool (built-in or extension) has that name", name)
                 continue
             try:
                 tool = load_script_tool(name, entry, self._desired_lua, self.context)
