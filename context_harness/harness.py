@@ -75,7 +75,8 @@ class Harness:
         db_path = self.config.db.path
         self.store = DocumentStore(db_path)
         retrieval = self.config.retrieval
-        self.index = KeywordIndex(db_path.parent / "tantivy", retrieval.title_boost, retrieval.snippet_chars)
+        self.index = KeywordIndex(db_path.parent / "tantivy", retrieval.title_boost, retrieval.snippet_chars,
+                                  self.store.chunk_texts)
         if self.index.rebuilt:
             self.store.enqueue_all()
         if self.store.queued(1):

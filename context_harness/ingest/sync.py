@@ -7,6 +7,8 @@ caps the number of changes applied; the rest stay pending for the next sync, nev
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -75,12 +77,16 @@ def build_write(source: str, item: SourceItem, fingerprint: str | None, content_
     return DocumentWrite(row, chunks)
 
 
-def _parse_updated(value: str | None):
+def _parse_updated(value: str | None) -> dt.datetime | None:
     if not value:
         return None
-    import datetime as dt
-
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def indexed_chunks(write: DocumentWrite) -> list[IndexedChunk]:
+    r = write.row
+    updated = _parse_updated(r.updated_at)
+    return [IndexedChunk(c.id, r.id, c.idx, r.title or "", c.text, r.source, r.tags, updated) for c in write.chunks]
 
 
 def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
@@ -116,6 +122,11 @@ class Syncer:
     def sync(self, connector: Connector, options: SyncOptions, progress: ProgressFn | None = None,
              budget: list[int] | None = None) -> SyncSummary:
         """Sync one connector. ``budget`` is a shared one-element list holding the remaining ``limit``."""
+        with contextlib.ExitStack() as stack:
+            return self._sync(connector, options, progress, budget, stack)
+
+    def _sync(self, connector: Connector, options: SyncOptions, progress: ProgressFn | None,
+              budget: list[int] | None, stack: contextlib.ExitStack) -> SyncSummary:
         started = time.perf_counter()
         label = connector.label
         emit = progress or (lambda event: None)
@@ -138,10 +149,17 @@ class Syncer:
             if budget is not None:
                 budget[0] -= 1
 
+        session = None if options.dry_run else stack.enter_context(self.index.session())
+        fed: list[str] = []
+
         def flush_writes() -> None:
             if writes or touches:
-                if not options.dry_run:
+                if session is not None:
                     self.store.apply(label, writes, [], touches)
+                    # Feed the keyword index now (it indexes in its own threads while we read on);
+                    # it commits once at the end. Until then SQLite's queue covers a crash.
+                    session.replace([w.row.id for w in writes], [c for w in writes for c in indexed_chunks(w)])
+                    fed.extend(w.row.id for w in writes)
                 writes.clear()
                 touches.clear()
 
@@ -187,8 +205,13 @@ class Syncer:
             deletes.append(doc_id)
             spend()
         summary.deleted = len(deletes)
-        if deletes and not options.dry_run:
+        if deletes and session is not None:
             self.store.apply(label, [], deletes)
+            session.replace(deletes, [])
+            fed.extend(deletes)
+        stack.close()  # commits the keyword index
+        if fed:
+            self.store.dequeue(fed)
 
         summary.skipped = sum(report.skipped.values())
         summary.skipped_reasons = dict(sorted(report.skipped.items()))

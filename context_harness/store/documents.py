@@ -290,6 +290,12 @@ class DocumentStore:
             doc_ids)
         return {r[0]: r[1:] for r in rows}
 
+    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        return dict(self.connection().execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", chunk_ids))
+
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         rows = self.connection().execute(
             "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))

@@ -14,7 +14,8 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from context_harness.errors import StoreBusy
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
 _PHRASE = re.compile(r'"([^"]*)"')
@@ -66,7 +67,7 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("doc_id", stored=True, tokenizer_name="raw")
     sb.add_integer_field("idx", stored=True)
     sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
-    sb.add_text_field("body", stored=True, tokenizer_name="en_stem")
+    sb.add_text_field("body", stored=False, tokenizer_name="en_stem")  # text lives in SQLite
     sb.add_text_field("source", stored=False, tokenizer_name="raw")
     sb.add_text_field("source_type", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
@@ -83,8 +84,11 @@ def _analyzer() -> tantivy.TextAnalyzer:
 class KeywordIndex:
     """The chunk index in ``<data>/tantivy``. Readers are cheap; writes take the index lock briefly."""
 
-    def __init__(self, path: Path, title_boost: float = 2.0, snippet_chars: int = 240) -> None:
+    def __init__(self, path: Path, title_boost: float = 2.0, snippet_chars: int = 240,
+                 chunk_texts: Callable[[list[str]], dict[str, str]] | None = None) -> None:
+        """``chunk_texts`` maps chunk ids to their text (the SQLite store); snippets are cut from it."""
         self.path = Path(path)
+        self.chunk_texts = chunk_texts or (lambda ids: {})
         self.title_boost = title_boost
         self.snippet_chars = snippet_chars
         self.schema = _schema()
@@ -136,20 +140,16 @@ class KeywordIndex:
 
     def replace(self, doc_ids: Iterable[str], chunks: Iterable[IndexedChunk]) -> None:
         """Drop every entry of ``doc_ids`` and add ``chunks``, in one commit."""
+        with self.session() as session:
+            session.replace(doc_ids, chunks)
+
+    @contextmanager
+    def session(self) -> Iterator["IndexSession"]:
+        """A writer that commits once on success and rolls back on failure (then releases the lock)."""
         with self._write_lock:
             writer = self._writer()
             try:
-                for doc_id in doc_ids:
-                    writer.delete_documents_by_term("doc_id", doc_id)
-                for c in chunks:
-                    fields: dict = {
-                        "chunk_id": c.chunk_id, "doc_id": c.doc_id, "idx": c.idx, "title": c.title or "",
-                        "body": c.text, "source": c.source, "source_type": c.source.split(":", 1)[0],
-                        "tags": [t.lower() for t in c.tags] or [],
-                    }
-                    if c.updated is not None:
-                        fields["updated"] = c.updated
-                    writer.add_document(tantivy.Document(**fields))
+                yield IndexSession(writer)
                 writer.commit()
                 writer.wait_merging_threads()
             except BaseException:
@@ -250,9 +250,11 @@ class KeywordIndex:
     def _add_snippets(self, searcher, query, hits) -> None:
         generator = SnippetGenerator.create(searcher, query, self.schema, "body")
         generator.set_max_num_chars(self.snippet_chars)
-        for hit, doc in hits:
-            snippet = generator.snippet_from_doc(doc).fragment().strip()
-            hit.snippet = " ".join(snippet.split()) if snippet else _lead(doc["body"][0], self.snippet_chars)
+        texts = self.chunk_texts([hit.chunk_id for hit, _ in hits])
+        for hit, _ in hits:
+            text = texts.get(hit.chunk_id, "")
+            snippet = generator.snippet_from_doc(tantivy.Document(body=text)).fragment().strip() if text else ""
+            hit.snippet = " ".join(snippet.split()) if snippet else _lead(text, self.snippet_chars)
 
     def search_chunks(self, text: str, filters: KeywordFilters | None, limit: int,
                       snippets: bool = False) -> list[ChunkHit]:
@@ -281,19 +283,37 @@ class KeywordIndex:
     def snippet_for(self, text: str, chunk_id: str) -> str | None:
         """A query-aware snippet of one chunk (used when another retriever found the chunk)."""
         query = self.build_query(text)
-        searcher = self.index.searcher()
-        found = searcher.search(Query.term_query(self.schema, "chunk_id", chunk_id), 1).hits
-        if not found:
+        chunk = self.chunk_texts([chunk_id]).get(chunk_id)
+        if chunk is None:
             return None
-        doc = searcher.doc(found[0][1])
         if query is None:
-            return _lead(doc["body"][0], self.snippet_chars)
-        hit = ChunkHit(chunk_id, doc["doc_id"][0], int(doc["idx"][0]), 0.0, "")
-        self._add_snippets(searcher, query, [(hit, doc)])
+            return _lead(chunk, self.snippet_chars)
+        hit = ChunkHit(chunk_id, "", 0, 0.0, "")
+        self._add_snippets(self.index.searcher(), query, [(hit, None)])
         return hit.snippet
 
     def reload(self) -> None:
         self.index.reload()
+
+
+class IndexSession:
+    """Adds and deletes inside one uncommitted writer (Tantivy indexes in its own threads meanwhile)."""
+
+    def __init__(self, writer: tantivy.IndexWriter) -> None:
+        self.writer = writer
+
+    def replace(self, doc_ids: Iterable[str], chunks: Iterable[IndexedChunk]) -> None:
+        for doc_id in doc_ids:
+            self.writer.delete_documents_by_term("doc_id", doc_id)
+        for c in chunks:
+            fields: dict = {
+                "chunk_id": c.chunk_id, "doc_id": c.doc_id, "idx": c.idx, "title": c.title or "",
+                "body": c.text, "source": c.source, "source_type": c.source.split(":", 1)[0],
+                "tags": [t.lower() for t in c.tags],
+            }
+            if c.updated is not None:
+                fields["updated"] = c.updated
+            self.writer.add_document(tantivy.Document(**fields))
 
 
 def _lead(text: str, chars: int) -> str:
