@@ -154,8 +154,18 @@ class AgentRegistry:
             return self._state.fingerprint != old.fingerprint
 
     def refresh(self) -> bool:
-        """``changed()`` then ``reload()``: the one call a server's poll loop needs."""
-        return self.changed() and self.reload()
+        """``changed()`` then ``reload()``: the one call a server's poll loop needs. A broken file
+        is logged (once per change) and the previous definitions stay in place."""
+        if not self.changed():
+            return False
+        try:
+            return self.reload()
+        except ConfigError as exc:
+            log.error("agents not reloaded: %s", exc.message)
+            with self._lock:
+                state = self._state
+                state.snapshot = _snapshot(Path(p) for p in state.snapshot)
+            return False
 
     # -- listing ------------------------------------------------------------------------------
 

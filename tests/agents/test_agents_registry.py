@@ -271,3 +271,14 @@ def test_agents_default_paths_only_beside_a_config_file() -> None:
 
     config = config_mod.from_dict({}, None)  # built in code: no "beside the config" folders
     assert build_agent_registry(config, discover=False).list() == []
+
+
+def test_agents_refresh_keeps_old_definitions_when_a_file_breaks(ws: Any, caplog: Any) -> None:
+    path = ws.write("agents/helper.md", "---\ndescription: Helps\n---\nHelp.\n")
+    reg = ws.registry()
+    path.write_text("---\nname: bad name\n---\nx\n", encoding="utf-8")
+    os.utime(path, ns=(7, 7))
+    with caplog.at_level("ERROR"):
+        assert reg.refresh() is False
+    assert "agent names must match" in caplog.text
+    assert reg.find("helper").description == "Helps" and not reg.changed()
