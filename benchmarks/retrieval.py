@@ -35,7 +35,7 @@ def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config
         "retrieval": {},
         "chunking": {},
     }
-    if args.mode == "keyword":
+    if set(args.mode.split(",")) == {"keyword"}:
         raw["embedding"] = {"provider": "disabled"}
     if args.max_tokens:
         raw["chunking"]["max_tokens"] = args.max_tokens
@@ -49,7 +49,7 @@ def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config
 
 
 async def run(args: argparse.Namespace) -> dict:
-    docs = scifact.corpus(args.docs)
+    docs = scifact.gate_subset() if args.subset == "gate" else scifact.corpus(args.docs)
     doc_ids = {d["_id"] for d in docs}
     qs = scifact.queries()
     judged = {q: r for q, r in scifact.qrels(args.split).items() if q in qs and set(r) & doc_ids}
@@ -68,14 +68,15 @@ async def run(args: argparse.Namespace) -> dict:
             await harness.sync()
             sync_seconds = time.perf_counter() - started
             stats = await harness.stats()
-            settings = [None] if not args.alphas else [float(a) for a in args.alphas.split(",")]
+            alphas = [None] if not args.alphas else [float(a) for a in args.alphas.split(",")]
+            settings = [(mode, alpha) for mode in args.mode.split(",") for alpha in alphas]
             out = []
-            for alpha in settings:
+            for mode, alpha in settings:
                 if alpha is not None:
                     harness.config.retrieval.hybrid_alpha = alpha
                 ndcg, recall, mrr, latencies = [], [], [], []
                 for qid, rels in judged.items():
-                    request = SearchRequest(query=qs[qid], mode=args.mode, limit=100)
+                    request = SearchRequest(query=qs[qid], mode=mode, limit=100)
                     t0 = time.perf_counter()
                     response = await harness.search(request)
                     latencies.append((time.perf_counter() - t0) * 1000)
@@ -85,7 +86,8 @@ async def run(args: argparse.Namespace) -> dict:
                     mrr.append(scifact.mrr_at(ranked, rels, 10))
                 n = len(judged)
                 out.append({
-                    "benchmark": "retrieval", "dataset": "scifact", "split": args.split, "mode": args.mode,
+                    "benchmark": "retrieval", "dataset": "scifact" + ("-gate" if args.subset == "gate" else ""),
+                    "split": args.split, "mode": mode,
                     "documents": len(docs), "chunks": stats.chunks, "queries": n,
                     "ndcg@10": round(sum(ndcg) / n, 4), "recall@100": round(sum(recall) / n, 4),
                     "mrr@10": round(sum(mrr) / n, 4),
@@ -99,9 +101,12 @@ async def run(args: argparse.Namespace) -> dict:
     return out
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default="keyword")
+    parser.add_argument("--mode", default="keyword",
+                        help="keyword, semantic or hybrid; several comma-separated share one sync")
+    parser.add_argument("--subset", choices=["all", "gate"], default="all",
+                        help="gate: the ~1,000-document subset the CI regression gate uses")
     parser.add_argument("--split", choices=["test", "train"], default="test")
     parser.add_argument("--docs", type=int, default=None, help="Use only the first N documents.")
     parser.add_argument("--queries", type=int, default=None, help="Use only the first N judged queries.")
@@ -112,7 +117,15 @@ def main() -> None:
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
     parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")
     parser.add_argument("--alphas", default=None, help="Comma-separated hybrid_alpha values to evaluate in one run.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    for mode in args.mode.split(","):
+        if mode not in ("keyword", "semantic", "hybrid"):
+            parser.error(f"unknown mode {mode!r}")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     for line in anyio.run(run, args):
         print(json.dumps(line), flush=True)
 

@@ -73,3 +73,13 @@ def percentile(values: list[float], p: float) -> float:
     if not values:
         return 0.0
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def gate_subset(size: int = 1000) -> list[dict]:
+    """A deterministic ~1,000-document subset: every document judged for a test query, then every
+    5th other document. Small enough to embed in CI, hard enough to notice a regression."""
+    judged = {d for rels in qrels("test").values() for d in rels}
+    docs = corpus()
+    chosen = [d for d in docs if d["_id"] in judged]
+    others = [d for i, d in enumerate(docs) if d["_id"] not in judged and i % 5 == 0]
+    return chosen + others[: max(0, size - len(chosen))]

@@ -152,6 +152,7 @@ class Harness:
         synced = self.store.source_rows()
         out = []
         configured = {c.label: c for c in self.connectors}
+        pending = self.vectors.pending_by_source() if self.vectors is not None else {}
         for label in sorted(set(configured) | set(counts)):
             connector = configured.get(label)
             docs, chunks = counts.get(label, (0, 0))
@@ -166,6 +167,9 @@ class Harness:
                     notes = problem or notes
                 if last_sync is None and healthy:
                     notes = notes or "never synced; run `ctx sync`"
+            if pending.get(label):
+                waiting = f"{pending[label]} chunks awaiting embeddings (`ctx embed pending`)"
+                notes = f"{notes}; {waiting}" if notes else waiting
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync))
         return SourcesResponse(sources=out)

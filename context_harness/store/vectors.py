@@ -244,6 +244,18 @@ class VectorStore:
             ).fetchone()
         return VectorStats(int(embedded), int(total) - int(embedded), vectors, identity)
 
+    def pending_by_source(self) -> dict[str, int]:
+        """source -> chunks of that source without a vector (needs the core ``documents`` table)."""
+        with self.lock:
+            if not _has_chunks(self.conn):
+                return {}
+            rows = self.conn.execute(
+                "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "LEFT JOIN embeddings e ON e.content_hash = c.content_hash "
+                "WHERE e.content_hash IS NULL GROUP BY d.source"
+            ).fetchall()
+        return {source: int(n) for source, n in rows}
+
     def open_index(self) -> VectorIndex:
         """Load the search matrix for the current chunks (see ``VectorIndex``)."""
         index = VectorIndex(self)

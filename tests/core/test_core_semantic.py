@@ -124,3 +124,13 @@ async def test_bundled_model_finds_paraphrases(workspace) -> None:
         assert (await search(h, "how much money did the company make", mode="semantic"))[0].title == "Finance"
         assert await search(h, "young cats napping", mode="keyword") == []
         assert (await search(h, "young cats napping", mode="hybrid"))[0].title == "Pets"
+
+
+async def test_sources_note_pending_embeddings(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync(embed=False)
+        source = (await h.sources()).sources[0]
+        assert "3 chunks awaiting embeddings" in source.notes
+        await h.embed()
+        assert (await h.sources()).sources[0].notes is None
