@@ -36,7 +36,7 @@ async def test_initialize_describes_the_knowledge_base(server, mode):
     async with Client(server, mode=mode) as client:
         assert "4 documents" in client.instructions
         assert "filesystem:docs" in client.instructions
-        assert "semantic search is not available" in client.instructions
+        assert "semantic search is disabled in the config" in client.instructions
         caps = client.server_capabilities
         assert caps.tools.list_changed and caps.prompts.list_changed and caps.resources.list_changed
         assert client.server_info.name == "context-harness"
