@@ -89,6 +89,10 @@ class QueryCache:
             self.hits += 1
             return vector
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
     def put(self, text: str, vector: np.ndarray) -> np.ndarray:
         import numpy as np
 
