@@ -48,6 +48,12 @@ def _filesystem(name: str, entry: Any, config: Config) -> Connector:
     return FilesystemConnector(name, entry)
 
 
+def _git(name: str, entry: Any, config: Config) -> Connector:
+    from context_harness.connectors.git import GitConnector
+
+    return GitConnector(name, entry, config.data_dir / "git" / name)
+
+
 def _script(name: str, entry: Any, config: Config) -> Connector:
     from context_harness.lua.connector import LuaConnector
 
@@ -57,5 +63,6 @@ def _script(name: str, entry: Any, config: Config) -> Connector:
 def default_registry() -> ConnectorRegistry:
     registry = ConnectorRegistry()
     registry.register("filesystem", _filesystem)
+    registry.register("git", _git)
     registry.register("script", _script)
     return registry
