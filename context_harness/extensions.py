@@ -15,19 +15,22 @@ Three entry-point groups are discovered at start (``importlib.metadata``)::
 
 Or register them in code and build a server with them (the ``python -m my_harness`` of a team)::
 
+    from context_harness.mcp_server import run_server
+
     setup = prepare_server(config, agents=[MyAgent()], tools=[MyTool()], connectors=[my_connector])
     run_server(setup)                       # stdio; run_server(setup, http=True) for HTTP
 
 Built-in agents (TOML, Markdown, Lua) go through the same registry as Python ones, and built-in
-connector types through the same ``ConnectorRegistry`` as extension types. Nothing here imports the
-MCP SDK; ``run_server`` hands the ``ServerSetup`` to ``context_harness.mcp_server`` lazily.
+connector types through the same ``ConnectorRegistry`` as extension types. This module is core: it
+never imports an adapter; serving a ``ServerSetup`` is ``context_harness.mcp_server.run_server``
+(the real ``ctx serve`` path calls ``prepare_server`` too, so entry points are discovered at start).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,22 +200,9 @@ def prepare_server(config: Config, *, agents: Iterable[Any] = (), tools: Iterabl
     return ServerSetup(config, ext, registry, ext.connector_registry())
 
 
-def run_server(setup: ServerSetup, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:
-    """Serve ``setup`` over stdio (or Streamable HTTP). Delegates to ``mcp_server.serve_setup``,
-    imported lazily so this module never pulls in the MCP SDK."""
-    from context_harness import mcp_server
-
-    serve: Callable[..., None] | None = getattr(mcp_server, "serve_setup", None)
-    if serve is None:
-        raise NotConfigured("this build's server cannot take extensions registered in code yet "
-                            "(context_harness.mcp_server.serve_setup is missing)")
-    serve(setup, http=http, bind=bind, agent=agent)
-
-
 __all__ = [
     "AGENTS_GROUP", "CONNECTORS_GROUP", "GROUPS", "TOOLS_GROUP", "Agent", "AgentArgument", "AgentContext", "AgentError",
     "AgentMessage", "AgentPrompt", "BadRequest", "Candidate", "ConfigError", "Connector", "ConnectorFactory",
-    "ExtensionConnectorRegistry", "Extensions", "HarnessError", "NotFound", "ScanReport", "ServerSetup",
+    "ExtensionConnectorRegistry", "Extensions", "HarnessError", "NotConfigured", "NotFound", "ScanReport", "ServerSetup",
     "SourceItem", "Timeout", "Tool", "ToolError", "collect_extensions", "load_entry_points", "prepare_server",
-    "run_server",
 ]

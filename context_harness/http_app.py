@@ -6,6 +6,8 @@ The only module that imports Starlette. Routes (DESIGN §4):
 - ``GET  /tools/list[?agent=A]``  ``{"tools": [{name, description, builtin, parameters}]}``
 - ``POST /tools/{name}``          a tool's structured payload (``search``, ``get``, Lua tools: ``{"result": ...}``)
 - ``GET|POST /tools/sources``     ``{"sources": [...]}``
+- ``GET  /agents/list``           ``{"agents": [{name, description, tools, source, arguments}]}``
+- ``POST /agents/{name}/prompt``  flat arguments (or ``{"arguments": {...}}``) -> ``{system, tools, messages}``
 - ``GET  /health``                ``{"status": "ok", "version": ...}`` (never needs the token)
 
 Every request passes the guards in this order: Host/Origin (DNS rebinding), CORS (only when
@@ -35,7 +37,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from context_harness import __version__
 from context_harness.config import Config, ServerConfig
 from context_harness.errors import BadRequest, HarnessError, NotFound, outcome
-from context_harness.mcp_server import Registry, build_server, error_payload, streamable_http
+from context_harness.mcp_agents import resolve as resolve_agent
+from context_harness.mcp_server import Registry, build_server, error_payload, setup_registry, streamable_http
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +263,26 @@ def build_app(harness: Any, agent: str | None = None, registry: Registry | None 
             raise BadRequest("the request body must be a JSON object")
         return JSONResponse(await spec.call(arguments))
 
+    async def agents_list(request: Request) -> Response:
+        agents = registry.agents
+        infos = agents.list() if agents is not None else []
+        return JSONResponse({"agents": [info.model_dump(mode="json") for info in infos]})
+
+    async def agent_prompt(request: Request) -> Response:
+        name = request.path_params["name"]
+        agents = registry.agents
+        if agents is None or agents.find(name) is None:
+            known = ", ".join(agents.names()) if agents is not None else ""
+            raise NotFound(f"unknown agent {name!r}; GET /agents/list shows the agents"
+                           + (f" ({known})" if known and len(known) < 200 else ""))
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object of arguments")
+        if set(body) == {"arguments"} and isinstance(body["arguments"], dict):
+            body = body["arguments"]
+        prompt = await resolve_agent(agents, harness, name, body)
+        return JSONResponse(prompt.model_dump(mode="json"))
+
     async def not_found(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 405:
@@ -272,6 +295,8 @@ def build_app(harness: Any, agent: str | None = None, registry: Registry | None 
         Route("/health", _guarded(health), methods=["GET"]),
         Route("/tools/list", _guarded(tools_list), methods=["GET"]),
         Route("/tools/{name}", _guarded(call_tool), methods=["GET", "POST"]),
+        Route("/agents/list", _guarded(agents_list), methods=["GET"]),
+        Route("/agents/{name}/prompt", _guarded(agent_prompt), methods=["POST"]),
         Route("/mcp", mcp_app),
     ]
     middleware = [Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
@@ -307,9 +332,12 @@ def run_http(config: Config, bind: str | None = None, agent: str | None = None) 
     anyio.run(serve_http, config, bind, agent)
 
 
-async def serve_http(config: Config, bind: str | None = None, agent: str | None = None) -> None:
+async def serve_http(config: Config, bind: str | None = None, agent: str | None = None, setup: Any = None) -> None:
+    """Serve until interrupted. ``setup`` is a ``ServerSetup`` (extensions registered in code); without
+    it, extensions are discovered from installed entry points."""
     import uvicorn
 
+    from context_harness.extensions import prepare_server
     from context_harness.harness import Harness
 
     host, port = parse_bind(bind or config.server.bind)
@@ -317,8 +345,9 @@ async def serve_http(config: Config, bind: str | None = None, agent: str | None 
         log.warning("[server] auth_token is empty: no token is required")
     if host not in ("127.0.0.1", "localhost", "::1") and not config.server.auth_token:
         log.warning("serving on %s without [server] auth_token: anyone who can reach it can read the index", host)
-    async with Harness.open(config) as harness:
-        app = build_app(harness, agent, bind_host=host)
+    setup = setup if setup is not None else prepare_server(config)
+    async with Harness.open(config, registry=setup.connector_registry) as harness:
+        app = build_app(harness, agent, setup_registry(harness, setup), bind_host=host)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                                                lifespan="on", server_header=False))
         shown = f"[{host}]" if ":" in host else host

@@ -24,6 +24,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -117,6 +118,7 @@ class PromptSpec:
     render: Callable[[dict[str, str]], Awaitable[dict[str, Any]]]
     arguments: list[PromptArgument] = field(default_factory=list)
     title: str | None = None
+    complete: Callable[[str, str], Awaitable[list[str]]] | None = None  # (argument, prefix) -> values
 
 
 @dataclass
@@ -144,6 +146,24 @@ class TemplateSpec:
     title: str | None = None
 
 
+@dataclass
+class ResourceCatalog:
+    """A paged set of resources owned by URI scheme (agents: ``agent://``, ``skill://``).
+
+    ``page(cursor)`` returns ``{"resources": [{uri, name, description, mimeType}], "nextCursor"}``
+    with its own opaque cursor (``HarnessError`` for a bad one); ``read(uri)`` returns the text
+    (``NotFound`` for an unknown URI of its schemes). Both are cheap and run on the event loop.
+    """
+
+    schemes: tuple[str, ...]
+    page: Callable[[str | None], dict[str, Any]]
+    read: Callable[[str], str]
+    mime_type: str = "application/json"
+
+    def owns(self, uri: str) -> bool:
+        return uri.startswith(self.schemes)
+
+
 Listener = Callable[[str], None]
 """Called with ``"tools"``, ``"prompts"`` or ``"resources"`` after the registry changes."""
 
@@ -163,6 +183,9 @@ class Registry:
         self._listeners: list[Listener] = []
         self.agent_scope: Callable[[str], Collection[str]] | None = None
         self.tool_source: ToolRegistry | None = None  # reloaded while serving (``HarnessServer.watch_tools``)
+        self.agents: Any = None  # the ``AgentRegistry`` served (``mcp_agents.install_agents``), for REST too
+        self.catalog: ResourceCatalog | None = None  # paged resources listed after the concrete ones
+        self.pollers: list[Callable[[], Awaitable[None]]] = []  # run every reload interval while serving
 
     # listeners
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -222,6 +245,11 @@ class Registry:
         if self._prompts.pop(name, None) is not None:
             self._changed("prompts")
 
+    def set_prompts(self, specs: list[PromptSpec]) -> None:
+        """Replace every prompt at once (one ``prompts/list_changed``, whatever the count)."""
+        self._prompts = {spec.name: spec for spec in specs}
+        self._changed("prompts")
+
     def prompt(self, name: str) -> PromptSpec | None:
         return self._prompts.get(name)
 
@@ -242,6 +270,11 @@ class Registry:
     def resources(self) -> list[ResourceSpec]:
         return list(self._resources.values())
 
+    def touch(self, kind: str) -> None:
+        """Announce that ``kind`` ("tools", "prompts", "resources") changed outside the registry's
+        own mutations (e.g. the resource catalog reloaded)."""
+        self._changed(kind)
+
     def add_template(self, spec: TemplateSpec, *, replace: bool = False) -> None:
         if spec.uri_template in self._templates and not replace:
             raise ValueError(f"a resource template {spec.uri_template!r} is already registered")
@@ -256,6 +289,12 @@ class Registry:
         resource = self._resources.get(uri)
         if resource is not None:
             return resource.read, resource.mime_type
+        catalog = self.catalog
+        if catalog is not None and catalog.owns(uri):
+            async def read_catalog() -> str:
+                return catalog.read(uri)
+
+            return read_catalog, catalog.mime_type
         for template in self._templates.values():
             params = template.match(uri)
             if params is not None:
@@ -334,16 +373,25 @@ def tool_spec(tool: Tool) -> ToolSpec:
         output_schema=tool.output_schema, title=tool.title or hints.get("title"),
         read_only=hints.get("readOnlyHint", False), destructive=hints.get("destructiveHint", True),
         idempotent=hints.get("idempotentHint", False), open_world=hints.get("openWorldHint", True),
-        builtin=tool.builtin, render=RENDERERS.get(tool.name) if tool.builtin else render_result,
+        builtin=tool.builtin,
+        render=getattr(tool, "render", None) or (RENDERERS.get(tool.name) if tool.builtin else render_result),
     )
 
 
-def build_registry(harness: Any, tools: ToolRegistry | None = None) -> Registry:
-    """A registry holding the tools (built-ins and ``[tools.script.NAME]`` Lua tools, from
-    ``ToolRegistry.build(harness.config, harness)`` unless ``tools`` is given) and the document
-    template for ``harness``. The tool registry is kept as ``tool_source`` for reloads."""
+def build_registry(harness: Any, tools: ToolRegistry | None = None, *, agents: Any = None,
+                   extra_tools: Collection[Tool] = ()) -> Registry:
+    """A registry holding the tools (built-ins, agent tools, ``extra_tools`` and ``[tools.script.NAME]``
+    Lua tools, from ``ToolRegistry.build`` unless ``tools`` is given), the agents (``agents``: an
+    ``AgentRegistry``; default: the config's agents without entry-point discovery) as prompts,
+    resources and tool scopes, and the document template for ``harness``. The tool registry is kept
+    as ``tool_source`` for reloads."""
+    from context_harness.agents import build_agent_registry
+    from context_harness.mcp_agents import install_agents
+
     registry = Registry()
-    tools = tools if tools is not None else ToolRegistry.build(harness.config, harness)
+    agents = agents if agents is not None else build_agent_registry(harness.config, discover=False)
+    tools = tools if tools is not None else ToolRegistry.build(harness.config, harness, agents=agents,
+                                                               extra_tools=extra_tools)
     for tool in tools:
         registry.add_tool(tool_spec(tool))
     registry.tool_source = tools
@@ -364,6 +412,7 @@ def build_registry(harness: Any, tools: ToolRegistry | None = None) -> Registry:
         description="A document as Markdown (title, metadata, body); use an id returned by `search`.",
         mime_type="text/markdown", match=match_document, read=read_document,
     ))
+    install_agents(registry, agents, harness)
     return registry
 
 
@@ -406,6 +455,7 @@ class HarnessServer(Server[dict[str, Any]]):
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
             on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
             on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+            on_completion=self._complete,
         )
         registry.subscribe(self._on_registry_change)
 
@@ -483,6 +533,18 @@ class HarnessServer(Server[dict[str, Any]]):
             if changes:
                 self.registry.apply(changes)
 
+    async def watch_registry(self) -> None:
+        """While serving, run the registry's pollers (agent reloads) every ``reload_interval`` seconds."""
+        if not self.registry.pollers:
+            return
+        while True:
+            await anyio.sleep(self.reload_interval)
+            for poll in list(self.registry.pollers):
+                try:
+                    await poll()
+                except Exception:
+                    log.exception("reloading agents failed")
+
     async def sync_in_background(self) -> None:
         """``[server] sync_on_start``: bring stale sources up to date while serving; log to stderr."""
         try:
@@ -548,7 +610,8 @@ class HarnessServer(Server[dict[str, Any]]):
         arguments = dict(params.arguments or {})
         missing = [a.name for a in spec.arguments if a.required and not arguments.get(a.name)]
         if missing:
-            raise MCPError(t.INVALID_PARAMS, f"missing required argument(s): {', '.join(missing)}")
+            raise MCPError(t.INVALID_PARAMS, f"prompt {spec.name!r}: missing required argument(s): "
+                           f"{', '.join(missing)}", data={"code": "bad_request", "missing": missing})
         try:
             rendered = await spec.render(arguments)
         except Exception as exc:
@@ -559,14 +622,41 @@ class HarnessServer(Server[dict[str, Any]]):
                     for m in rendered["messages"]]
         return t.GetPromptResult(description=rendered.get("description") or spec.description, messages=messages)
 
+    async def _complete(self, ctx: ServerRequestContext[Any], params: t.CompleteRequestParams) -> t.CompleteResult:
+        """Argument completion for prompts whose arguments have known values; nothing otherwise."""
+        values: list[str] = []
+        if isinstance(params.ref, t.PromptReference):
+            spec = self.registry.prompt(params.ref.name)
+            if spec is None:
+                raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.ref.name}")
+            if spec.complete is not None:
+                try:
+                    values = await spec.complete(params.argument.name, params.argument.value)
+                except Exception as exc:
+                    error = error_payload(exc, f"completion for prompt {spec.name!r}")
+                    raise MCPError(t.INVALID_PARAMS, error.message) from None
+        return t.CompleteResult(completion=t.Completion(values=values[:100], total=len(values), has_more=False))
+
     # resources
     async def _list_resources(self, ctx: ServerRequestContext[Any],
                               params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
         self._remember(ctx)
-        resources = [t.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description,
-                                mime_type=r.mime_type) for r in self.registry.resources()]
-        page, cursor = _page(resources, params)
-        return t.ListResourcesResult(resources=page, next_cursor=cursor)
+        catalog = self.registry.catalog
+        cursor = params.cursor if params is not None else None
+        resources: list[t.Resource] = []
+        if catalog is None or not cursor:  # concrete resources lead the first page
+            resources = [t.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description,
+                                    mime_type=r.mime_type) for r in self.registry.resources()]
+        if catalog is None:
+            page, next_cursor = _page(resources, params)
+            return t.ListResourcesResult(resources=page, next_cursor=next_cursor)
+        try:
+            listed = catalog.page(cursor or None)
+        except Exception as exc:
+            raise MCPError(t.INVALID_PARAMS, error_payload(exc, "resources/list").message) from None
+        resources.extend(t.Resource(uri=r["uri"], name=r["name"], description=r.get("description"),
+                                    mime_type=r.get("mimeType")) for r in listed["resources"])
+        return t.ListResourcesResult(resources=resources, next_cursor=listed.get("nextCursor"))
 
     async def _list_templates(self, ctx: ServerRequestContext[Any],
                               params: t.PaginatedRequestParams | None) -> t.ListResourceTemplatesResult:
@@ -613,6 +703,7 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.announce_changes)
         tg.start_soon(server.watch_tools)
+        tg.start_soon(server.watch_registry)
         if server.harness.config.server.sync_on_start:
             tg.start_soon(server.sync_in_background)
         try:
@@ -658,14 +749,38 @@ def run_stdio(config: Config, agent: str | None = None) -> None:
     anyio.run(serve_stdio, config, agent)
 
 
-async def serve_stdio(config: Config, agent: str | None = None) -> None:
+def run_server(setup: Any, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:
+    """Serve a ``ServerSetup`` (``context_harness.extensions.prepare_server``: config, extension
+    agents, tools and connectors) over stdio, or Streamable HTTP + REST with ``http=True``. Blocks."""
+    anyio.run(partial(serve_setup, setup, http=http, bind=bind, agent=agent))
+
+
+async def serve_setup(setup: Any, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:
+    """The async form of ``run_server``."""
+    if http:
+        from context_harness.http_app import serve_http
+
+        await serve_http(setup.config, bind, agent, setup=setup)
+    else:
+        await serve_stdio(setup.config, agent, setup=setup)
+
+
+def setup_registry(harness: Any, setup: Any) -> Registry:
+    """The registry for a ``ServerSetup``: its agents and extension tools next to the built-ins."""
+    return build_registry(harness, agents=setup.agents, extra_tools=[tool for tool, _ in setup.extensions.tools])
+
+
+async def serve_stdio(config: Config, agent: str | None = None, setup: Any = None) -> None:
+    """Serve over stdio. Without ``setup``, extensions are discovered from installed entry points."""
     from mcp.server.runner import serve_dual_era_loop
     from mcp.server.stdio import stdio_server
 
+    from context_harness.extensions import prepare_server
     from context_harness.harness import Harness
 
-    async with Harness.open(config) as harness:
-        server = build_server(harness, agent)
+    setup = setup if setup is not None else prepare_server(config)
+    async with Harness.open(config, registry=setup.connector_registry) as harness:
+        server = build_server(harness, agent, setup_registry(harness, setup))
         with _claimed_stdio() as (stdin, stdout):
             async with server.lifespan(server) as state, stdio_server(stdin, stdout) as (read_stream, write_stream):
                 # init_options=None: the runner asks the server at `initialize`, so the instructions are current.
@@ -748,7 +863,7 @@ def _claimed_stdio() -> Iterator[tuple[Any, Any]]:
 
 
 __all__ = [
-    "DOCUMENT_TEMPLATE", "HarnessServer", "PromptArgument", "PromptSpec", "Registry", "ResourceSpec",
-    "TemplateSpec", "ToolSpec", "build_registry", "build_server", "render_document", "run_stdio", "serve_stdio",
-    "streamable_http",
+    "DOCUMENT_TEMPLATE", "HarnessServer", "PromptArgument", "PromptSpec", "Registry", "ResourceCatalog",
+    "ResourceSpec", "TemplateSpec", "ToolSpec", "build_registry", "build_server", "render_document", "run_server",
+    "run_stdio", "serve_setup", "serve_stdio", "setup_registry", "streamable_http",
 ]

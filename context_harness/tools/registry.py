@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,14 +87,25 @@ class ToolRegistry:
     # -- building ---------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, config: Config, harness: Any = None) -> "ToolRegistry":
-        """Built-ins bound to ``harness`` plus every ``[tools.script.NAME]`` of ``config``.
+    def build(cls, config: Config, harness: Any = None, *, agents: Any = None,
+              extra_tools: Iterable[Tool] = ()) -> "ToolRegistry":
+        """Built-ins bound to ``harness``, the agent tools (``agents``: an ``AgentRegistry``; offered
+        when ``[server] agent_tools`` is true and an agent exists), ``extra_tools`` (extensions)
+        and every ``[tools.script.NAME]`` of ``config``, in that order, all through ``add``.
 
         Lua tools get a ``context`` over ``harness`` (none when ``harness`` is None: ``context.search``
-        then raises a clear script error). Raises ``ConfigError`` for a script that cannot load.
+        then raises a clear script error). Raises ``ConfigError`` for a script that cannot load or a
+        name registered twice.
         """
+        from context_harness.tools.agents import agent_tools, wanted
+
         registry = cls(config, HarnessContext(harness) if harness is not None else None)
         for tool in builtin_tools(harness):
+            registry.add(tool)
+        if wanted(agents, config.server.agent_tools):
+            for tool in agent_tools(agents, harness):
+                registry.add(tool)
+        for tool in extra_tools:
             registry.add(tool)
         registry.load_scripts()
         return registry
