@@ -392,6 +392,10 @@ from context_harness.cli_tools import connector, tool  # noqa: E402  (ctx tool .
 cli.add_command(tool)
 cli.add_command(connector)
 
+from context_harness.cli_agents import agent  # noqa: E402  (ctx agent list|test|init)
+
+cli.add_command(agent)
+
 
 def main() -> None:
     cli.main(args=_alias_serve_mcp(sys.argv[1:]), prog_name="ctx")
