@@ -16,10 +16,10 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 _WORD = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 _LONG_WORD = re.compile(r"[A-Za-z]{7,}")
-_LONG_NUMBER = re.compile(r"\d{4,}")
+_LONG_NUMBER = re.compile(r"\d{3,}")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
@@ -31,7 +31,7 @@ def estimate_tokens(text: str) -> int:
     for word in _LONG_WORD.findall(text):
         n += (len(word) - 4) // 3
     for number in _LONG_NUMBER.findall(text):
-        n += (len(number) - 1) // 3
+        n += (len(number) - 1) // 2
     return n
 
 
@@ -52,6 +52,9 @@ class _Block:
     tokens: int
     heading_path: list[str]
     kind: str  # "heading", "text", "code"
+    pieces: list[tuple[str, int]] | None = None  # sentences with their estimates, when measured that way
+    group: int | None = None  # pieces of one split block share a group and are re-joined with ``joiner``
+    joiner: str = "\n\n"
 
 
 def _blocks(body: str) -> list[_Block]:
@@ -67,7 +70,13 @@ def _blocks(body: str) -> list[_Block]:
         if buf:
             text = "\n".join(buf).strip("\n")
             if text.strip():
-                blocks.append(_Block(text, estimate_tokens(text), current_path(), kind))
+                if kind == "text" and len(text) > 600:
+                    # Measure long paragraphs sentence by sentence: the sum is the paragraph's estimate,
+                    # and a split (likely at this size) reuses the pieces instead of measuring again.
+                    pieces = [(p, estimate_tokens(p)) for p in _SENTENCE_END.split(text) if p]
+                    blocks.append(_Block(text, sum(n for _, n in pieces), current_path(), kind, pieces))
+                else:
+                    blocks.append(_Block(text, estimate_tokens(text), current_path(), kind))
             buf.clear()
 
     for line in body.splitlines():
@@ -101,43 +110,44 @@ def _blocks(body: str) -> list[_Block]:
     return blocks
 
 
-def _split_oversized(block: _Block, max_tokens: int) -> list[_Block]:
-    """Split a block larger than ``max_tokens`` at sentence, line, then word boundaries."""
+def _split_oversized(block: _Block, max_tokens: int, group: int) -> list[_Block]:
+    """Cut a block larger than ``max_tokens`` into sentence (or line) pieces, and pieces of words
+    where one sentence alone is too large. Packing re-joins neighbouring pieces up to the limit."""
     if block.kind == "code":
-        pieces = block.text.split("\n")
+        pieces = [(p, estimate_tokens(p)) for p in block.text.split("\n")]
         joiner = "\n"
     else:
-        pieces = [p for p in _SENTENCE_END.split(block.text) if p]
+        pieces = block.pieces or [(p, estimate_tokens(p)) for p in _SENTENCE_END.split(block.text) if p]
         joiner = " "
     out: list[_Block] = []
-    current: list[str] = []
-    current_tokens = 0
-    for piece in pieces:
-        tokens = estimate_tokens(piece)
-        if tokens > max_tokens:
-            if current:
-                out.append(_Block(joiner.join(current), current_tokens, block.heading_path, block.kind))
-                current, current_tokens = [], 0
-            part: list[str] = []
-            part_tokens = 0
-            for word in piece.split(" "):
-                wt = estimate_tokens(word)
-                if part and part_tokens + wt > max_tokens:
-                    out.append(_Block(" ".join(part), part_tokens, block.heading_path, block.kind))
-                    part, part_tokens = [], 0
-                part.append(word)
-                part_tokens += wt
-            if part:
-                out.append(_Block(" ".join(part), part_tokens, block.heading_path, block.kind))
+
+    def piece(text: str, tokens: int) -> None:
+        out.append(_Block(text, tokens, block.heading_path, block.kind, None, group, joiner))
+
+    for text, tokens in pieces:
+        if tokens <= max_tokens:
+            piece(text, tokens)
             continue
-        if current and current_tokens + tokens > max_tokens:
-            out.append(_Block(joiner.join(current), current_tokens, block.heading_path, block.kind))
-            current, current_tokens = [], 0
-        current.append(piece)
-        current_tokens += tokens
-    if current:
-        out.append(_Block(joiner.join(current), current_tokens, block.heading_path, block.kind))
+        part: list[str] = []
+        part_tokens = 0
+        for word in text.split(" "):
+            word_tokens = estimate_tokens(word)
+            if part and part_tokens + word_tokens > max_tokens:
+                piece(" ".join(part), part_tokens)
+                part, part_tokens = [], 0
+            part.append(word)
+            part_tokens += word_tokens
+        if part:
+            piece(" ".join(part), part_tokens)
     return out
+
+
+def _join(parts: list[_Block]) -> str:
+    text = parts[0].text
+    for previous, block in zip(parts, parts[1:]):
+        same = block.group is not None and block.group == previous.group
+        text += (block.joiner if same else "\n\n") + block.text
+    return text
 
 
 def _tail(text: str, tokens: int) -> str:
@@ -158,12 +168,8 @@ def _tail(text: str, tokens: int) -> str:
 def chunk_markdown(body: str, max_tokens: int, overlap_tokens: int = 0) -> list[Chunk]:
     """Split ``body`` into chunks of at most ``max_tokens`` estimated tokens."""
     blocks: list[_Block] = []
-    for block in _blocks(body):
-        if block.tokens > max_tokens:
-            # Leave room for the heading lines that may be carried into the piece's chunk.
-            blocks.extend(_split_oversized(block, max(max_tokens - 32, max_tokens // 2)))
-        else:
-            blocks.append(block)
+    for number, block in enumerate(_blocks(body)):
+        blocks.extend(_split_oversized(block, max_tokens, number) if block.tokens > max_tokens else [block])
 
     chunks: list[Chunk] = []
     parts: list[_Block] = []
@@ -176,15 +182,17 @@ def chunk_markdown(body: str, max_tokens: int, overlap_tokens: int = 0) -> list[
         while parts and parts[-1].kind == "heading":
             carry.insert(0, parts.pop())
         if parts:
-            chunks.append(Chunk(len(chunks), "\n\n".join(b.text for b in parts), parts[0].heading_path))
+            chunks.append(Chunk(len(chunks), _join(parts), parts[0].heading_path))
         parts, tokens = [], 0
         return carry
 
     for block in blocks:
         has_text = any(b.kind != "heading" for b in parts)
         section_break = block.kind == "heading" and has_text and tokens >= max_tokens // 4
+        if parts and not has_text and tokens + block.tokens > max_tokens:
+            parts, tokens = [], 0  # headings that do not fit beside the text: the heading path keeps them
         if has_text and (section_break or tokens + block.tokens > max_tokens):
-            previous = "\n\n".join(b.text for b in parts)
+            previous = _join(parts)
             carry = emit()
             if not section_break and not carry and overlap_tokens:
                 tail = _tail(previous, min(overlap_tokens, max_tokens - block.tokens))
