@@ -78,3 +78,109 @@ def fake_context() -> FakeContext:
 
 
 WriteFn = Callable[[str, str], Path]
+
+
+# -- a served workspace: docs, skills, TOML/Markdown/Lua agents beside ctx.toml (MCP, REST, CLI tests) --
+
+SERVED_TOML = """
+[db]
+path = "data/ctx.sqlite"
+
+[embedding]
+provider = "disabled"
+
+[server]
+sync_on_start = false
+{server}
+
+[connectors.filesystem.docs]
+root = "docs"
+
+[agents.reviewer]
+description = "Reviews code against the conventions."
+tools = ["search"]
+system_prompt = "You review {{{{language}}}} code."
+arguments = [{{ name = "language", description = "Language", required = true, enum = ["python", "lua", "go"] }}]
+skills = ["checklist"]
+
+[agents.script.responder]
+path = "responder.lua"
+timeout = 0.5
+"""
+
+RESPONDER_LUA = """
+agent = {
+  description = "Pre-searches runbooks",
+  tools = {"search", "get"},
+  arguments = {
+    {name = "service", description = "Affected service", required = true},
+    {name = "mode", enum = {"ok", "spin", "error", "bad"}, default = "ok"},
+  },
+}
+function agent.resolve(args, config, context)
+  if args.mode == "spin" then while true do end end
+  if args.mode == "error" then error("deliberate failure") end
+  if args.mode == "bad" then return {system = 42} end
+  local hits = context.search({query = "runbook " .. args.service, limit = 2})
+  local more = context.search({query = "severity", limit = 1})
+  local doc = context.get(hits[1].id)
+  return {system = "Incident on " .. args.service .. ". Runbook: " .. doc.title,
+          messages = {{role = "user", content = "Found " .. #hits + #more .. " documents."}}}
+end
+return agent
+"""
+
+# A subagent file as published in public Claude Code collections: name, description, tools, model, color.
+CLAUDE_SUBAGENT = """---
+name: debugger
+description: Debugging specialist for errors, test failures, and unexpected behavior. Use proactively when encountering any issues.
+tools: Read, Edit, Bash, Grep, Glob
+model: sonnet
+color: red
+---
+
+You are an expert debugger specializing in root cause analysis.
+
+When invoked:
+1. Capture error message and stack trace
+2. Identify reproduction steps
+"""
+
+
+def write_served(root: Path, server: str = "") -> Path:
+    """Docs, a skill, TOML + Lua + Markdown agents and ctx.toml in ``root``; returns the config path."""
+    files = {
+        "docs/runbook.md": "# Runbook: search down\n\nCheck the search index first, then the sources.\n",
+        "docs/severity.md": "# Severity policy\n\nsev1 pages the owner; sev2 is fixed within the day.\n",
+        "skills/checklist/SKILL.md": "---\nname: checklist\ndescription: A review checklist.\n---\nCheck the tests.\n",
+        "responder.lua": RESPONDER_LUA,
+        "agents/debugger.md": CLAUDE_SUBAGENT,
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    config_path = root / "ctx.toml"
+    config_path.write_text(SERVED_TOML.format(server=server), encoding="utf-8")
+    return config_path
+
+
+@pytest.fixture
+def served_config(tmp_path: Path) -> Path:
+    return write_served(tmp_path)
+
+
+@pytest.fixture
+async def served(served_config: Path):
+    """An open, synced Harness over ``write_served``."""
+    from context_harness.harness import Harness
+
+    async with Harness.open(config_mod.load_file(served_config)) as harness:
+        await harness.sync()
+        yield harness
+
+
+@pytest.fixture
+def make_served():
+    """``make_served(root, server="")`` -> config path (see ``write_served``)."""
+    return write_served
