@@ -346,7 +346,9 @@ def demo(query: str, as_json: bool) -> None:
     s = report.sources[0]
     click.echo(f"indexed the sample knowledge base: {s.added + s.updated + s.unchanged} documents "
                f"({config.db.path.parent})")
-    click.echo(f'search: "{query}"\n')
+    if report.embedding is not None:
+        click.echo(f"embedded {report.embedding.embedded} new chunks offline with {report.embedding.embedder}")
+    click.echo(f'hybrid search (keyword + semantic): "{query}"\n')
     for i, r in enumerate(response.results[:5], 1):
         click.echo(f"{i}. {r.title}  [{r.source_id}]  score {r.score:.2f}")
         click.echo(f"   {r.snippet}\n")

@@ -16,7 +16,6 @@ def demo_config(workspace: Path | None = None) -> Config:
     return config_mod.from_dict(
         {
             "db": {"path": str(folder / "ctx.sqlite")},
-            "embedding": {"provider": "disabled"},
             "connectors": {"filesystem": {"sample": {"root": str(DOCS)}}},
         },
         None,

@@ -106,7 +106,7 @@ class KeywordIndex:
             except (OSError, ValueError, KeyError):
                 version = None
             if version != INDEX_VERSION:
-                log.warning("keyword index at %s is missing or from another version; rebuilding", self.path)
+                log.info("keyword index at %s is missing or from another version; rebuilding", self.path)
                 shutil.rmtree(self.path)
         if not self.path.exists():
             self.path.mkdir(parents=True)
