@@ -10,8 +10,12 @@ resources and resource templates. The built-in ``search``/``get``/``sources`` to
 change to the registry is announced to connected clients (``notifications/*/list_changed`` on
 2025-era sessions, ``subscriptions/listen`` events on 2026-07-28 connections).
 
+Agents are installed into the registry by ``mcp_agents.install_agents`` (prompts, the ``agent://``
+and ``skill://`` resource catalog, tool scopes, a reload poller).
+
 Public entry points: ``build_registry``, ``build_server`` (used by stdio, HTTP and tests),
-``run_stdio`` and ``render_document``.
+``run_stdio``, ``run_server``/``serve_setup`` (serve an ``extensions.ServerSetup``: extensions
+registered in code) and ``render_document``.
 """
 
 from __future__ import annotations
