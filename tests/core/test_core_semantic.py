@@ -134,3 +134,33 @@ async def test_sources_note_pending_embeddings(sample_docs) -> None:
         assert "3 chunks awaiting embeddings" in source.notes
         await h.embed()
         assert (await h.sources()).sources[0].notes is None
+
+
+async def test_searches_keep_working_while_chunks_embed(sample_docs) -> None:
+    import threading
+
+    import anyio
+
+    from context_harness.embedding.fake import FakeEmbedder
+    from context_harness.embedding.registry import default_registry
+
+    started, release = threading.Event(), threading.Event()
+
+    class GatedEmbedder(FakeEmbedder):
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            started.set()
+            release.wait(10)
+            return super().embed_documents(texts)
+
+    default_registry.register("gated", lambda config: GatedEmbedder(), replace=True)
+    use_provider(sample_docs, "gated")
+    async with Harness.open(sample_docs.config()) as h:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(h.sync)
+            await anyio.to_thread.run_sync(started.wait, 10)
+            # Embedding is under way: keyword and hybrid searches answer, hybrid says what it lacks.
+            results = await search(h, "sandbox", mode="hybrid", explain=True)
+            assert results[0].title == "Lua Sandbox"
+            assert any("not embedded yet" in n for n in results[0].explain.notes)
+            release.set()
+        assert (await h.stats()).embedding["pending_chunks"] == 0
