@@ -86,3 +86,13 @@ async def test_agents_rest_methods_and_tool_scope(served) -> None:
     assert inject.status_code == 200 and inject.json()["skills"][0]["name"] == "checklist"
     bad_format = await rest(served, "POST", "/tools/agent_inject", json={"name": "reviewer", "format": "x"})
     assert bad_format.status_code == 400
+
+
+async def test_agents_rest_server_scoped_to_one_agent(served) -> None:
+    app = build_app(served, agent="responder")
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+        listed = (await client.get("/tools/list")).json()["tools"]
+        assert [t["name"] for t in listed] == ["search", "get"]
+        assert (await client.post("/tools/sources", json={})).status_code == 404
+        other = await client.get("/tools/list", params={"agent": "reviewer"})
+        assert other.status_code == 404 and "serves agent 'responder' only" in other.json()["error"]["message"]
