@@ -24,6 +24,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scifact  # noqa: E402
 
+sys.path.pop(0)  # benchmarks/mcp.py must not shadow the MCP SDK
+
 from context_harness import config as config_mod  # noqa: E402
 from context_harness.harness import Harness  # noqa: E402
 from context_harness.models import SearchRequest  # noqa: E402
