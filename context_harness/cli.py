@@ -18,9 +18,9 @@ import anyio
 import click
 
 from context_harness import __version__
-from context_harness import config as config_mod
 from context_harness.config import Config
-from context_harness.errors import HarnessError, NotConfigured, outcome
+from context_harness.cli_support import Group, config_option, fail, load_config, print_json
+from context_harness.errors import HarnessError, NotConfigured
 
 T = TypeVar("T")
 log = logging.getLogger("context_harness")
@@ -33,18 +33,10 @@ def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _fail(error: HarnessError) -> None:
-    click.echo(f"error: {error.message}", err=True)
-    sys.exit(outcome(error).exit_code)
-
-
 def _load_config(ctx: click.Context) -> Config:
-    obj = ctx.find_root().obj or {}
-    explicit = ctx.params.get("config_path") or obj.get("config_path")
-    root = ctx.params.get("root") or obj.get("root")
-    if root and not explicit:
-        return config_mod.for_root(Path(root))
-    return config_mod.load(explicit)
+    config = load_config(ctx)
+    assert config is not None
+    return config
 
 
 def _run(ctx: click.Context, body: Callable[[Any], Awaitable[T]]) -> T:
@@ -59,36 +51,16 @@ def _run(ctx: click.Context, body: Callable[[Any], Awaitable[T]]) -> T:
     try:
         return anyio.run(main)
     except HarnessError as error:
-        _fail(error)
+        fail(error)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
     raise AssertionError("unreachable")
 
 
-def _print_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
-
-
-def config_option(fn: Callable) -> Callable:
-    fn = click.option("--root", "root", type=click.Path(file_okay=False), default=None,
-                      help="Index this folder without a config file (workspace kept in the user data dir).")(fn)
-    return click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                        envvar=None, help="Config file (default: $CTX_CONFIG, ./.ctx/config.toml, ./ctx.toml, "
-                        "then ~/.config/context-harness/config.toml).")(fn)
-
-
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except HarnessError as error:
-            _fail(error)
-
-
 # -- commands ----------------------------------------------------------------------------------
 
-@click.group(cls=_Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @config_option
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
 @click.version_option(__version__, prog_name="context-harness")
@@ -171,7 +143,7 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
     finally:
         stop()
     if as_json:
-        _print_json(report.model_dump(mode="json"))
+        print_json(report.model_dump(mode="json"))
         return
     for s in report.sources:
         line = (f"{s.source}: {s.added} added, {s.updated} updated, {s.deleted} deleted, "
@@ -207,7 +179,7 @@ def _embed_command(rebuild: bool):
         finally:
             stop()
         if as_json:
-            _print_json(summary.model_dump(mode="json"))
+            print_json(summary.model_dump(mode="json"))
         else:
             _echo_embed(summary)
 
@@ -253,7 +225,7 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
                             "filters": filters or None})
     response = _run(ctx, lambda h: h.search(request))
     if as_json:
-        _print_json(response.model_dump(mode="json"))
+        print_json(response.model_dump(mode="json"))
         return
     if not response.results:
         click.echo("no results")
@@ -275,7 +247,7 @@ def get(ctx: click.Context, doc_id: str, as_json: bool, config_path: str | None,
     """Print one document by id."""
     doc = _run(ctx, lambda h: h.get(doc_id))
     if as_json:
-        _print_json(doc.model_dump(mode="json"))
+        print_json(doc.model_dump(mode="json"))
         return
     click.echo(f"# {doc.title or doc.source_id}\n")
     click.echo(f"source: {doc.source} · {doc.source_id}")
@@ -295,7 +267,7 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
     """List sources with document counts and health."""
     response = _run(ctx, lambda h: h.sources())
     if as_json:
-        _print_json(response.model_dump(mode="json"))
+        print_json(response.model_dump(mode="json"))
         return
     if not response.sources:
         click.echo("no sources configured")
@@ -313,7 +285,7 @@ def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str 
     """Show index statistics."""
     result = _run(ctx, lambda h: h.stats())
     if as_json:
-        _print_json(result.model_dump(mode="json"))
+        print_json(result.model_dump(mode="json"))
         return
     for key, value in result.model_dump(mode="json").items():
         click.echo(f"{key}: {value}")
@@ -339,9 +311,9 @@ def demo(query: str, as_json: bool) -> None:
     try:
         report, response = anyio.run(main)
     except HarnessError as error:
-        _fail(error)
+        fail(error)
     if as_json:
-        _print_json(response.model_dump(mode="json"))
+        print_json(response.model_dump(mode="json"))
         return
     s = report.sources[0]
     click.echo(f"indexed the sample knowledge base: {s.added + s.updated + s.unchanged} documents "

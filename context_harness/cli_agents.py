@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 import click
 
-from context_harness.cli_tools import _config_option, _Group, _load_config, _print_json, _snippet_path, _write_new
+from context_harness.cli_support import Group, config_option, load_config, print_json
+from context_harness.cli_tools import _snippet_path, _write_new
 from context_harness.errors import BadRequest
 
 LUA_TEMPLATE = '''-- {name}: a Lua agent. Register it in ctx.toml:
@@ -63,7 +64,7 @@ when the knowledge base does not cover something.
 '''
 
 
-@click.group(cls=_Group)
+@click.group(cls=Group)
 def agent() -> None:
     """Agents: list them, resolve one against the knowledge base, or start a new one."""
 
@@ -71,21 +72,21 @@ def agent() -> None:
 def _registry(ctx: click.Context) -> tuple[Any, Any]:
     from context_harness.extensions import prepare_server
 
-    config = _load_config(ctx)
+    config = load_config(ctx)
     assert config is not None
     return config, prepare_server(config)
 
 
 @agent.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as REST GET /agents/list.")
-@_config_option
+@config_option
 @click.pass_context
 def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the agents MCP clients see as prompts (TOML, Markdown, Lua and Python)."""
     _, setup = _registry(ctx)
     infos = setup.agents.list()
     if as_json:
-        _print_json({"agents": [info.model_dump(mode="json") for info in infos]})
+        print_json({"agents": [info.model_dump(mode="json") for info in infos]})
         return
     if not infos:
         click.echo("no agents defined (see `ctx agent init NAME`)")
@@ -112,7 +113,7 @@ def _parse_args(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--arg", "args", multiple=True, metavar="K=V", help="An argument of the agent (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {name, source, system, tools, messages, resolve_ms, searches, fetches} as JSON.")
-@_config_option
+@config_option
 @click.pass_context
 def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bool, config_path: str | None,
                root: str | None) -> None:
@@ -142,7 +143,7 @@ def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bo
 
     prompt, ms, context = anyio.run(main)
     if as_json:
-        _print_json({"name": name, "source": info.source, **prompt.model_dump(mode="json"),
+        print_json({"name": name, "source": info.source, **prompt.model_dump(mode="json"),
                      "resolve_ms": round(ms, 3), "searches": context.searches, "fetches": context.fetches})
         return
     click.echo(f"agent: {name} ({info.source})")
@@ -169,7 +170,7 @@ def agent_init(ctx: click.Context, name: str, kind: str, path: str | None) -> No
     from context_harness.agents.base import check_name
 
     check_name(name, "ctx agent init")
-    config = _load_config(ctx, required=False)
+    config = load_config(ctx, required=False)
     folder = Path("agents")
     if config is not None and config.source_path is not None:
         folder = config.base_dir / "agents"

@@ -8,63 +8,22 @@ line on stderr and exit with the code from ``errors.outcome`` (1).
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import click
 
-from context_harness import config as config_mod
 from context_harness.config import Config, LuaConfig, ScriptConfig
-from context_harness.errors import BadRequest, ConfigError, HarnessError, NotFound, outcome
+from context_harness.cli_support import Group, config_option, load_config, print_json
+from context_harness.errors import BadRequest, NotFound
 
 SHOW_ITEMS = 5
 
 
 # -- plumbing ------------------------------------------------------------------------------------
-
-def _fail(error: HarnessError) -> NoReturn:
-    click.echo(f"error: {error.message}", err=True)
-    sys.exit(outcome(error).exit_code)
-
-
-def _print_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
-
-
-def _config_option(fn: Callable) -> Callable:
-    fn = click.option("--root", "root", type=click.Path(file_okay=False), default=None,
-                      help="Use this folder's index without a config file.")(fn)
-    return click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                        help="Config file (default: the usual discovery, see `ctx --help`).")(fn)
-
-
-def _load_config(ctx: click.Context, required: bool = True) -> Config | None:
-    obj = ctx.find_root().obj or {}
-    explicit = ctx.params.get("config_path") or obj.get("config_path")
-    root = ctx.params.get("root") or obj.get("root")
-    if root and not explicit:
-        return config_mod.for_root(Path(root))
-    try:
-        return config_mod.load(explicit)
-    except ConfigError:
-        if required or explicit:
-            raise
-        return None
-
-
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except HarnessError as error:
-            _fail(error)
-
 
 def _script_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)[:64] or "script"
@@ -105,25 +64,25 @@ def _snippet_path(path: Path, config: Config | None) -> str:
 
 # -- ctx tool ------------------------------------------------------------------------------------
 
-@click.group(cls=_Group)
+@click.group(cls=Group)
 def tool() -> None:
     """Lua tools: list them, try one, or start a new one from a template."""
 
 
 @tool.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as REST GET /tools/list.")
-@_config_option
+@config_option
 @click.pass_context
 def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the tools MCP clients see: built-ins and [tools.script.NAME] Lua tools."""
     from context_harness.tools.base import describe
     from context_harness.tools.registry import ToolRegistry
 
-    config = _load_config(ctx)
+    config = load_config(ctx)
     assert config is not None
     registry = ToolRegistry.build(config)
     if as_json:
-        _print_json({"tools": [describe(t) for t in registry]})
+        print_json({"tools": [describe(t) for t in registry]})
         return
     for t in registry:
         kind = "built-in" if t.builtin else f"lua ({getattr(t, 'path', '')})"
@@ -141,7 +100,7 @@ def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: 
 @click.argument("target", metavar="NAME|PATH")
 @click.option("--param", "params", multiple=True, metavar="K=V",
               help="An argument, typed by the tool's parameters (repeatable; arrays/objects as JSON).")
-@_config_option
+@config_option
 @click.pass_context
 def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_path: str | None,
               root: str | None) -> None:
@@ -153,7 +112,7 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
     from context_harness.lua.tools import LuaTool
     from context_harness.tools.script import HarnessContext, ScriptTool
 
-    config = _load_config(ctx, required=not Path(target).is_file())
+    config = load_config(ctx, required=not Path(target).is_file())
     name, entry, lua = _resolve("tools", target, config)
     script_tool = ScriptTool(LuaTool(name, entry, lua, max_instances=1))
     arguments = script_tool.lua.parse_cli_params(list(params))
@@ -168,7 +127,7 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
                 return await script_tool.call(arguments)
 
         payload = anyio.run(main)
-    _print_json(payload)
+    print_json(payload)
 
 
 @tool.command("init")
@@ -183,7 +142,7 @@ def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
 
     check_tool_name(name)
     target = Path(path or os.path.join("tools", f"{name}.lua"))
-    config = _load_config(ctx, required=False)
+    config = load_config(ctx, required=False)
     shown = _snippet_path(target, config)
     text = render_tool(name, shown)
     _write_new(target, text)
@@ -195,7 +154,7 @@ def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
 
 # -- ctx connector -------------------------------------------------------------------------------
 
-@click.group(cls=_Group)
+@click.group(cls=Group)
 def connector() -> None:
     """Lua connectors: try one, or start a new one from a template."""
 
@@ -215,7 +174,7 @@ def _item_json(item: Any) -> dict[str, Any]:
 @click.option("--show", type=click.IntRange(min=0), default=SHOW_ITEMS,
               help=f"How many items to print (default {SHOW_ITEMS}).")
 @click.option("--json", "as_json", is_flag=True, help="Print count, items, skipped and warnings as JSON.")
-@_config_option
+@config_option
 @click.pass_context
 def connector_test(ctx: click.Context, target: str, show: int, as_json: bool, config_path: str | None,
                    root: str | None) -> None:
@@ -226,14 +185,14 @@ def connector_test(ctx: click.Context, target: str, show: int, as_json: bool, co
     from context_harness.connectors.base import ScanReport
     from context_harness.lua.connector import LuaConnector
 
-    config = _load_config(ctx, required=not Path(target).is_file())
+    config = load_config(ctx, required=not Path(target).is_file())
     name, entry, lua = _resolve("connectors", target, config)
     conn = LuaConnector(name, entry, lua)
     report = ScanReport()
     items = conn.fetch(report)
     skipped = dict(report.skipped)
     if as_json:
-        _print_json({"source": conn.label, "count": len(items), "items": [_item_json(i) for i in items[:show]],
+        print_json({"source": conn.label, "count": len(items), "items": [_item_json(i) for i in items[:show]],
                      "skipped": skipped, "warnings": report.warnings})
         return
     click.echo(f"{conn.label}: {len(items)} item{'s' if len(items) != 1 else ''}"
@@ -261,7 +220,7 @@ def connector_init(ctx: click.Context, name: str, path: str | None) -> None:
     from context_harness.lua.templates import config_snippet, render_connector
 
     target = Path(path or os.path.join("connectors", f"{name}.lua"))
-    config = _load_config(ctx, required=False)
+    config = load_config(ctx, required=False)
     shown = _snippet_path(target, config)
     text = render_connector(name, shown)
     _write_new(target, text)

@@ -1,0 +1,60 @@
+"""Plumbing shared by the ``ctx`` command modules: error exits, JSON output, config options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from context_harness import config as config_mod
+from context_harness.config import Config
+from context_harness.errors import ConfigError, HarnessError, outcome
+
+
+def fail(error: HarnessError) -> NoReturn:
+    """One line on stderr, the exit code from the error table, no traceback."""
+    click.echo(f"error: {error.message}", err=True)
+    sys.exit(outcome(error).exit_code)
+
+
+def print_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def config_option(fn: Callable) -> Callable:
+    """``--config`` and ``--root`` on a command (they may also be given before the command)."""
+    fn = click.option("--root", "root", type=click.Path(file_okay=False), default=None,
+                      help="Index this folder without a config file (workspace kept in the user data dir).")(fn)
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                        help="Config file (default: $CTX_CONFIG, ./.ctx/config.toml, ./ctx.toml, "
+                        "then ~/.config/context-harness/config.toml).")(fn)
+
+
+def load_config(ctx: click.Context, required: bool = True) -> Config | None:
+    """The config named by the command's or the group's options, else the discovered one.
+    With ``required=False`` a missing config (and no explicit option) gives None."""
+    obj = ctx.find_root().obj or {}
+    explicit = ctx.params.get("config_path") or obj.get("config_path")
+    root = ctx.params.get("root") or obj.get("root")
+    if root and not explicit:
+        return config_mod.for_root(Path(root))
+    try:
+        return config_mod.load(explicit)
+    except ConfigError:
+        if required or explicit:
+            raise
+        return None
+
+
+class Group(click.Group):
+    """A command group whose commands turn ``HarnessError`` into a one-line error and exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as error:
+            fail(error)
