@@ -158,14 +158,14 @@ class SearchEngine:
 
     def _render(self, candidates: list[_Candidate], query: str) -> SearchResponse:
         rows = self.store.summaries([c.doc_id for c in candidates])
+        missing = [c.chunk_id for c in candidates if not c.snippet and c.chunk_id]
+        snippets = self.index.snippets_for(query, missing) if missing else {}
         results = []
         for c in candidates:
             row = rows.get(c.doc_id)
             if row is None:  # deleted between the index read and the row read
                 continue
-            snippet = c.snippet
-            if not snippet and c.chunk_id:
-                snippet = self.index.snippet_for(query, c.chunk_id) or ""
+            snippet = c.snippet or snippets.get(c.chunk_id or "", "")
             title, source, source_id, updated_at, source_url = row
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
                                         source_id=source_id, updated_at=updated_at, snippet=snippet,

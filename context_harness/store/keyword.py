@@ -247,10 +247,11 @@ class KeywordIndex:
         hits.sort(key=lambda h: (-h[0].score, h[0].doc_id, h[0].idx))
         return searcher, query, hits
 
-    def _add_snippets(self, searcher, query, hits) -> None:
+    def _add_snippets(self, searcher, query, hits, texts: dict[str, str] | None = None) -> None:
         generator = SnippetGenerator.create(searcher, query, self.schema, "body")
         generator.set_max_num_chars(self.snippet_chars)
-        texts = self.chunk_texts([hit.chunk_id for hit, _ in hits])
+        if texts is None:
+            texts = self.chunk_texts([hit.chunk_id for hit, _ in hits])
         for hit, _ in hits:
             text = texts.get(hit.chunk_id, "")
             snippet = generator.snippet_from_doc(tantivy.Document(body=text)).fragment().strip() if text else ""
@@ -280,17 +281,15 @@ class KeywordIndex:
                 return [h for h, _ in chosen]
             fetch *= 4
 
-    def snippet_for(self, text: str, chunk_id: str) -> str | None:
-        """A query-aware snippet of one chunk (used when another retriever found the chunk)."""
+    def snippets_for(self, text: str, chunk_ids: list[str]) -> dict[str, str]:
+        """Query-aware snippets of chunks another retriever found (one generator for all)."""
+        texts = self.chunk_texts(chunk_ids)
         query = self.build_query(text)
-        chunk = self.chunk_texts([chunk_id]).get(chunk_id)
-        if chunk is None:
-            return None
         if query is None:
-            return _lead(chunk, self.snippet_chars)
-        hit = ChunkHit(chunk_id, "", 0, 0.0, "")
-        self._add_snippets(self.index.searcher(), query, [(hit, None)])
-        return hit.snippet
+            return {cid: _lead(body, self.snippet_chars) for cid, body in texts.items()}
+        hits = [(ChunkHit(cid, "", 0, 0.0, ""), None) for cid in chunk_ids if cid in texts]
+        self._add_snippets(self.index.searcher(), query, hits, texts)
+        return {hit.chunk_id: hit.snippet for hit, _ in hits}
 
     def reload(self) -> None:
         self.index.reload()
