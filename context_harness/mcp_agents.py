@@ -14,7 +14,7 @@ from typing import Any
 
 from context_harness.agents import AGENT_SCHEME, SKILL_SCHEME, AgentPrompt, AgentRegistry, HarnessContext
 from context_harness.agents.models import AgentInfo
-from context_harness.mcp_server import PromptArgument, PromptSpec, Registry, ResourceCatalog
+from context_harness.server_registry import PromptArgument, PromptSpec, Registry, ResourceCatalog
 from context_harness.tools.agents import sync_agent_tools
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from context_harness.config import Config
 
 PACKAGE = Path(__file__).resolve().parents[2] / "context_harness"
 README = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
-ADAPTERS = {"mcp_server.py", "mcp_agents.py", "http_app.py", "cli.py", "cli_support.py", "cli_tools.py", "cli_agents.py",
+ADAPTERS = {"mcp_server.py", "server_registry.py", "mcp_agents.py", "http_app.py", "cli.py", "cli_support.py", "cli_tools.py", "cli_agents.py",
             "__main__.py"}
 FORBIDDEN = ("mcp.server", "starlette", "uvicorn", "click", "rich", "context_harness.mcp_server",
              "context_harness.http_app", "context_harness.cli")
