@@ -16,7 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 _WORD = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 _LONG_WORD = re.compile(r"[A-Za-z]{7,}")
 _LONG_NUMBER = re.compile(r"\d{3,}")
@@ -35,15 +35,27 @@ def estimate_tokens(text: str) -> int:
     return n
 
 
+def embedding_text(title: str | None, heading: str, text: str) -> str:
+    """What the embedder sees for a chunk: its text, led by the document title and heading path when
+    the chunk does not already start with them (a chunk from the middle of a document otherwise loses
+    what it is about). Chunks are content-addressed by the hash of this text."""
+    context = [part for part in [title or "", *heading.split(" > ")] if part.strip()]
+    context = list(dict.fromkeys(context))
+    first_line = text.lstrip().split("\n", 1)[0]
+    context = [part for part in context if part not in first_line]
+    return " > ".join(context) + "\n\n" + text if context else text
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 @dataclass
 class Chunk:
     index: int
     text: str
     heading_path: list[str] = field(default_factory=list)
 
-    @property
-    def content_hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
 @dataclass

@@ -19,7 +19,8 @@ from typing import Any
 
 from context_harness.config import ChunkingConfig
 from context_harness.connectors.base import Connector, ScanReport, SourceItem
-from context_harness.ingest.chunking import CHUNKER_VERSION, chunk_markdown
+from context_harness.ingest.chunking import CHUNKER_VERSION, chunk_markdown, embedding_text
+from context_harness.ingest.chunking import content_hash as text_hash
 from context_harness.models import SyncSummary
 from context_harness.store.documents import (
     DocumentRow,
@@ -66,8 +67,9 @@ def build_write(source: str, item: SourceItem, fingerprint: str | None, content_
     for chunk in chunk_markdown(item.body, chunking.max_tokens, chunking.overlap_tokens):
         occurrence = seen.get(chunk.text, 0)
         seen[chunk.text] = occurrence + 1
+        heading = " > ".join(chunk.heading_path)
         chunks.append(StoredChunk(chunk_id(doc_id, chunk.text, occurrence), chunk.index, chunk.text,
-                                  chunk.content_hash, " > ".join(chunk.heading_path)))
+                                  text_hash(embedding_text(item.title, heading, chunk.text)), heading))
     row = DocumentRow(
         id=doc_id, source=source, source_id=item.source_id, source_url=item.source_url, title=item.title,
         author=item.author, created_at=iso(item.created_at), updated_at=iso(item.updated_at),

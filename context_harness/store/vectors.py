@@ -31,6 +31,7 @@ import numpy as np
 
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.errors import EmbeddingsUnavailable
+from context_harness.ingest.chunking import embedding_text
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,12 @@ class VectorStore:
             if not _has_chunks(self.conn):
                 return []
             sql = (
-                "SELECT c.content_hash, MIN(c.text) FROM chunks c "
+                "SELECT c.content_hash, MIN(c.rowid), c.text, d.title, c.heading FROM chunks c "
+                "JOIN documents d ON d.id = c.doc_id "
+                "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
+                "GROUP BY c.content_hash ORDER BY MIN(c.rowid)"
+            ) if _has_documents(self.conn) else (
+                "SELECT c.content_hash, MIN(c.rowid), c.text, NULL, '' FROM chunks c "
                 "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
                 "GROUP BY c.content_hash ORDER BY MIN(c.rowid)"
             )
@@ -230,7 +236,9 @@ class VectorStore:
             if limit is not None:
                 sql += " LIMIT ?"
                 params = (max(0, limit),)
-            return [(h, t) for h, t in self.conn.execute(sql, params)]
+            rows = self.conn.execute(sql, params).fetchall()
+        # The text the chunk's content hash was computed from (title and headings lead the chunk).
+        return [(h, embedding_text(title, heading or "", text)) for h, _, text, title, heading in rows]
 
     def stats(self) -> VectorStats:
         identity = self.identity()
@@ -589,6 +597,10 @@ def _hash_key(content_hash: str) -> int:
         return int(content_hash[:15], 16)
     except ValueError:
         return int.from_bytes(hashlib.blake2b(content_hash.encode(), digest_size=7).digest(), "little")
+
+
+def _has_documents(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").fetchone() is not None
 
 
 def _has_chunks(conn: sqlite3.Connection) -> bool:
