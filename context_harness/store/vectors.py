@@ -297,7 +297,7 @@ class VectorIndex:
         self._n = 0  # rows in use (live or dead)
         self._live = np.zeros(0, dtype=bool)
         self._dead = 0
-        self._chunk_ids: list[str] = []
+        self._chunk_ids = np.zeros(0, dtype="S32")  # ASCII ids as fixed-width bytes: far smaller than str objects
         self._doc_codes = np.zeros(0, dtype=np.int32)
         self._hash_keys = np.zeros(0, dtype=np.int64)
         self._docs: list[str] = []
@@ -310,8 +310,9 @@ class VectorIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the matrix and the numpy row maps (not the id strings)."""
-        return self._matrix.nbytes + self._live.nbytes + self._doc_codes.nbytes + self._hash_keys.nbytes
+        """Bytes held by the matrix and the numpy row maps (not the document id strings)."""
+        return (self._matrix.nbytes + self._live.nbytes + self._doc_codes.nbytes + self._hash_keys.nbytes
+                + self._chunk_ids.nbytes)
 
     def doc_ids(self) -> set[str]:
         """Documents with at least one embedded chunk in the index."""
@@ -379,7 +380,7 @@ class VectorIndex:
             self._n = len(chunk_ids)
             self._live = _grown(np.ones(len(chunk_ids), dtype=bool), matrix.shape[0])
             self._dead = 0
-            self._chunk_ids = chunk_ids
+            self._chunk_ids = _grown(_id_array(chunk_ids), matrix.shape[0])
             self._doc_codes = _grown(codes, matrix.shape[0])
             self._hash_keys = _grown(_hash_keys(hashes), matrix.shape[0])
             self._docs = docs
@@ -406,7 +407,7 @@ class VectorIndex:
                 current: dict[str, tuple[str, str]] = {}
             else:  # chunks without a vector drop out below, when their vector is not found
                 current = {cid: (doc, h) for cid, doc, h in conn.execute("SELECT id, doc_id, content_hash FROM chunks")}
-        n, ids = self._n, self._chunk_ids
+        n, ids = self._n, self._chunk_ids[: self._n].astype(str).tolist()
         now = [current.get(chunk_id) for chunk_id in ids[:n]]
         now_codes = np.fromiter(
             (self._doc_index.get(x[0], -1) if x else -1 for x in now), dtype=np.int64, count=n
@@ -451,6 +452,11 @@ class VectorIndex:
             self._live = _grown(self._live, capacity)
             self._doc_codes = _grown(self._doc_codes, capacity)
             self._hash_keys = _grown(self._hash_keys, capacity)
+        width = max(self._chunk_ids.dtype.itemsize, max(len(r[0]) for r in rows))
+        if need > self._chunk_ids.shape[0] or width > self._chunk_ids.dtype.itemsize:
+            grown = np.zeros(max(need, self._matrix.shape[0]), dtype=f"S{width}")
+            grown[: self._n] = self._chunk_ids[: self._n]
+            self._chunk_ids = grown
         for offset, (chunk_id, doc_id, content_hash) in enumerate(rows):
             row = self._n + offset
             self._matrix[row] = vectors[content_hash]
@@ -461,7 +467,7 @@ class VectorIndex:
                 self._docs.append(doc_id)
             self._doc_codes[row] = code
             self._hash_keys[row] = _hash_key(content_hash)
-            self._chunk_ids.append(chunk_id)
+            self._chunk_ids[row] = chunk_id.encode("ascii")
         self._n = need
 
     def _compact(self) -> None:
@@ -469,7 +475,7 @@ class VectorIndex:
         self._matrix = np.ascontiguousarray(self._matrix[keep])
         self._doc_codes = self._doc_codes[keep]
         self._hash_keys = self._hash_keys[keep]
-        self._chunk_ids = [self._chunk_ids[i] for i in keep]
+        self._chunk_ids = self._chunk_ids[keep]
         self._n = len(keep)
         self._live = np.ones(self._n, dtype=bool)
         self._dead = 0
@@ -513,7 +519,8 @@ class VectorIndex:
         k = min(k, len(rows))
         best = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         best = best[np.lexsort((rows[best], -scores[best]))]
-        return [(chunk_ids[r], docs[codes[r]], float(scores[i])) for i, r in zip(best, rows[best], strict=True)]
+        return [(chunk_ids[r].decode("ascii"), docs[codes[r]], float(scores[i]))
+                for i, r in zip(best, rows[best], strict=True)]
 
     def _mask(self, allowed: RowFilter, n: int) -> np.ndarray | None:
         if allowed is None:
@@ -572,6 +579,11 @@ def _to_blob(vector: np.ndarray, dims: int) -> bytes:
     if norm > 0:
         v = v / norm
     return v.astype("<f4").tobytes()
+
+
+def _id_array(ids: list[str]) -> np.ndarray:
+    width = max([32, *map(len, ids)])
+    return np.array(ids, dtype=f"S{width}") if ids else np.zeros(0, dtype=f"S{width}")
 
 
 def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
