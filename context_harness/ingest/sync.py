@@ -91,8 +91,14 @@ def indexed_chunks(write: DocumentWrite) -> list[IndexedChunk]:
     return [IndexedChunk(c.id, r.id, c.idx, r.title or "", c.text, r.source, r.tags, updated) for c in write.chunks]
 
 
-def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
-    """Bring the keyword index up to date with every document queued in SQLite. Idempotent."""
+def document_entry(row: DocumentRow) -> IndexedChunk:
+    """A whole document as one entry of the document-level index (BM25 over the full text)."""
+    return IndexedChunk(row.id, row.id, 0, row.title or "", row.body, row.source, row.tags,
+                        _parse_updated(row.updated_at))
+
+
+def flush_index(store: DocumentStore, index: KeywordIndex, doc_index: KeywordIndex | None = None) -> int:
+    """Bring the keyword indexes up to date with every document queued in SQLite. Idempotent."""
     total = 0
     while True:
         doc_ids = store.queued(INDEX_BATCH)
@@ -107,14 +113,18 @@ def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
                 entries.append(IndexedChunk(c.id, doc_id, c.idx, row.title or "", c.text, row.source,
                                             row.tags, updated))
         index.replace(doc_ids, entries)
+        if doc_index is not None:
+            doc_index.replace(doc_ids, [document_entry(row) for row in rows.values()])
         store.dequeue(doc_ids)
         total += len(doc_ids)
 
 
 class Syncer:
-    def __init__(self, store: DocumentStore, index: KeywordIndex, chunking: ChunkingConfig) -> None:
+    def __init__(self, store: DocumentStore, index: KeywordIndex, chunking: ChunkingConfig,
+                 doc_index: KeywordIndex | None = None) -> None:
         self.store = store
         self.index = index
+        self.doc_index = doc_index
         self.chunking = chunking
 
     def chunking_changed(self, label: str) -> bool:
@@ -152,7 +162,17 @@ class Syncer:
                 budget[0] -= 1
 
         session = None if options.dry_run else stack.enter_context(self.index.session())
+        doc_session = None
+        if session is not None and self.doc_index is not None:
+            doc_session = stack.enter_context(self.doc_index.session())
         fed: list[str] = []
+
+        def feed(doc_ids: list[str], written: list[DocumentWrite]) -> None:
+            assert session is not None
+            session.replace(doc_ids, [c for w in written for c in indexed_chunks(w)])
+            if doc_session is not None:
+                doc_session.replace(doc_ids, [document_entry(w.row) for w in written])
+            fed.extend(doc_ids)
 
         def flush_writes() -> None:
             if writes or touches:
@@ -160,8 +180,7 @@ class Syncer:
                     self.store.apply(label, writes, [], touches)
                     # Feed the keyword index now (it indexes in its own threads while we read on);
                     # it commits once at the end. Until then SQLite's queue covers a crash.
-                    session.replace([w.row.id for w in writes], [c for w in writes for c in indexed_chunks(w)])
-                    fed.extend(w.row.id for w in writes)
+                    feed([w.row.id for w in writes], writes)
                 writes.clear()
                 touches.clear()
 
@@ -209,9 +228,8 @@ class Syncer:
         summary.deleted = len(deletes)
         if deletes and session is not None:
             self.store.apply(label, [], deletes)
-            session.replace(deletes, [])
-            fed.extend(deletes)
-        stack.close()  # commits the keyword index
+            feed(deletes, [])
+        stack.close()  # commits the keyword indexes
         if fed:
             self.store.dequeue(fed)
 
@@ -220,7 +238,7 @@ class Syncer:
         for warning in report.warnings[:20]:
             log.info("%s: skipped %s", label, warning)
         if not options.dry_run:
-            flush_index(self.store, self.index)
+            flush_index(self.store, self.index, self.doc_index)
             notes = None
             if summary.skipped:
                 notes = "skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped_reasons.items())

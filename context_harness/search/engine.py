@@ -18,7 +18,7 @@ from context_harness.errors import BadRequest, EmbeddingsDisabled
 from context_harness.models import SearchExplain, SearchRequest, SearchResponse, SearchResult, parse_timestamp
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.store.documents import DocumentStore
-from context_harness.store.keyword import KeywordFilters, KeywordIndex
+from context_harness.store.keyword import ChunkHit, KeywordFilters, KeywordIndex
 
 
 @dataclass
@@ -35,10 +35,13 @@ class SearchEngine:
     """Stateless per request; holds the stores and a lazily opened vector index."""
 
     def __init__(self, config: Config, store: DocumentStore, index: KeywordIndex,
-                 semantic: Callable[[], "SemanticBackend"] | None) -> None:
+                 semantic: Callable[[], "SemanticBackend"] | None, doc_index: KeywordIndex | None = None) -> None:
+        """``index`` holds chunks (snippets, best chunk); ``doc_index``, when given, holds whole documents
+        and ranks them (else documents are ranked by their best chunk)."""
         self.config = config
         self.store = store
         self.index = index
+        self.doc_index = doc_index
         self._semantic_factory = semantic
 
     # -- entry point -------------------------------------------------------------------------
@@ -66,15 +69,25 @@ class SearchEngine:
 
     # -- retrievers --------------------------------------------------------------------------
 
+    def _keyword_ranking(self, query: str, filters: KeywordFilters | None, k: int) -> list[ChunkHit]:
+        """The top ``k`` documents by BM25 (whole documents when a document index exists)."""
+        ranker = self.doc_index or self.index
+        return ranker.search_documents(query, filters, k, snippets=False)
+
     def _keyword(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
-        hits = self.index.search_documents(request.query, filters, limit)
+        hits = self._keyword_ranking(request.query, filters, limit)
+        best = self.index.best_chunks(request.query, [h.doc_id for h in hits])
+        how = ("document score = BM25 over the whole document; snippet from its best chunk" if self.doc_index
+               else "document score = its best chunk's BM25 score")
         out = []
         for rank, hit in enumerate(hits, 1):
+            chunk = best.get(hit.doc_id)
             explain = None
             if request.explain:
-                explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank, chunk_index=hit.idx,
-                                        notes=["mode=keyword; document score = its best chunk's BM25 score"])
-            out.append(_Candidate(hit.doc_id, hit.score, hit.chunk_id, hit.idx, hit.snippet, explain))
+                explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank,
+                                        chunk_index=chunk.idx if chunk else None, notes=[f"mode=keyword; {how}"])
+            out.append(_Candidate(hit.doc_id, hit.score, chunk.chunk_id if chunk else None,
+                                  chunk.idx if chunk else None, chunk.snippet if chunk else "", explain))
         return out
 
     def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int):
@@ -99,17 +112,17 @@ class SearchEngine:
     def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
-        keyword_hits = self.index.search_documents(request.query, filters, k, snippets=False)
+        keyword_hits = self._keyword_ranking(request.query, filters, k)
         backend, semantic_hits = self._semantic_hits(request, filters, k)
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
                      alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k)[:limit]
-        by_keyword = {h.doc_id: h for h in keyword_hits}
+        best = self.index.best_chunks(request.query, [item.doc_id for item in fused])
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
         embedded = backend.embedded_documents() if request.explain else set()
         out = []
         for item in fused:
-            kw = by_keyword.get(item.doc_id)
+            kw = best.get(item.doc_id)  # the best keyword chunk, when the words occur in the document
             chunk_id = kw.chunk_id if kw else by_semantic.get(item.doc_id)
             explain = None
             if request.explain:
@@ -125,7 +138,8 @@ class SearchEngine:
                     semantic_score=d.semantic.score if d.semantic else None,
                     semantic_rank=d.semantic.rank if d.semantic else None,
                     fused_score=item.score, chunk_index=kw.idx if kw else None, notes=notes)
-            out.append(_Candidate(item.doc_id, item.score, chunk_id, kw.idx if kw else None, "", explain))
+            out.append(_Candidate(item.doc_id, item.score, chunk_id, kw.idx if kw else None,
+                                  kw.snippet if kw else "", explain))
         return out
 
     # -- helpers -----------------------------------------------------------------------------
@@ -158,6 +172,9 @@ class SearchEngine:
 
     def _render(self, candidates: list[_Candidate], query: str) -> SearchResponse:
         rows = self.store.summaries([c.doc_id for c in candidates])
+        for c in candidates:
+            if c.chunk_id is None:  # matched only across chunk boundaries: show the document's start
+                c.chunk_id = self.store.first_chunk_id(c.doc_id)
         missing = [c.chunk_id for c in candidates if not c.snippet and c.chunk_id]
         snippets = self.index.snippets_for(query, missing) if missing else {}
         results = []

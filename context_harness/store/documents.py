@@ -290,6 +290,10 @@ class DocumentStore:
             doc_ids)
         return {r[0]: r[1:] for r in rows}
 
+    def first_chunk_id(self, doc_id: str) -> str | None:
+        row = self.connection().execute("SELECT id FROM chunks WHERE doc_id=? ORDER BY idx LIMIT 1", (doc_id,)).fetchone()
+        return row[0] if row else None
+
     def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
         if not chunk_ids:
             return {}

@@ -50,6 +50,7 @@ class KeywordFilters:
     tags: list[str] | None = None
     since: dt.datetime | None = None
     until: dt.datetime | None = None
+    doc_ids: list[str] | None = None  # internal: restrict to these documents
 
 
 @dataclass
@@ -226,6 +227,8 @@ class KeywordIndex:
             ])))
         if filters.tags:
             out.append(flat(Query.term_set_query(self.schema, "tags", [t.lower() for t in filters.tags])))
+        if filters.doc_ids is not None:
+            out.append(flat(Query.term_set_query(self.schema, "doc_id", filters.doc_ids)))
         if filters.since or filters.until:
             out.append(flat(Query.range_query(self.schema, "updated", tantivy.FieldType.Date,
                                               filters.since, filters.until)))
@@ -274,12 +277,29 @@ class KeywordIndex:
             best: dict[str, tuple] = {}
             for hit in hits:
                 best.setdefault(hit[0].doc_id, hit)
-            if len(best) >= limit or len(hits) < fetch or fetch >= 20_000:
+            exhausted = len(hits) < fetch or fetch >= 20_000
+            # Ties that reach past the fetched hits would make the cut depend on segment layout:
+            # fetch more until the limit-th document's score is clear of the last hit's.
+            tied = len(best) >= limit and hits[-1][0].score >= list(best.values())[limit - 1][0].score
+            if exhausted or (len(best) >= limit and not tied):
                 chosen = list(best.values())[:limit]
                 if snippets and chosen:
                     self._add_snippets(searcher, query, chosen)
                 return [h for h, _ in chosen]
             fetch *= 4
+
+    def best_chunks(self, text: str, doc_ids: list[str]) -> dict[str, ChunkHit]:
+        """The best-matching chunk of each of ``doc_ids`` (that has one), with its snippet."""
+        if not doc_ids:
+            return {}
+        fetch = len(doc_ids) * 6
+        searcher, query, hits = self._run(text, KeywordFilters(doc_ids=list(doc_ids)), fetch)
+        best: dict[str, tuple] = {}
+        for hit in hits:
+            best.setdefault(hit[0].doc_id, hit)
+        if best:
+            self._add_snippets(searcher, query, list(best.values()))
+        return {doc_id: hit for doc_id, (hit, _) in best.items()}
 
     def snippets_for(self, text: str, chunk_ids: list[str]) -> dict[str, str]:
         """Query-aware snippets of chunks another retriever found (one generator for all)."""

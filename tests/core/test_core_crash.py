@@ -36,9 +36,12 @@ def snapshot(cfg: Path) -> dict:
             assert h.store is not None and h.index is not None
             sqlite_chunks = h.store.all_chunk_ids()
             index_chunks = h.index.all_chunk_ids()
+            assert h.doc_index is not None
+            index_docs = h.doc_index.all_chunk_ids()  # the document-level index: one entry per document
             results = await h.search(SearchRequest(query="term5 term77 document", limit=20))
             docs = h.store.connection().execute(
                 "SELECT id, source_id, content_hash FROM documents ORDER BY id").fetchall()
+            assert index_docs == {d[0] for d in docs}
             return {"sqlite": sqlite_chunks, "index": index_chunks, "docs": docs,
                     "queue": h.store.queued(), "search": [(r.source_id, r.score) for r in results.results]}
 
@@ -90,7 +93,8 @@ def test_queue_left_by_a_crash_is_replayed_on_open(sample_docs) -> None:
         async with Harness.open(cfg) as h:
             await h.sync()
             assert h.store is not None and h.index is not None
-            h.index.clear()  # the index lost its data...
+            h.index.clear()  # the indexes lost their data...
+            h.doc_index.clear()
             h.store.enqueue_all()  # ...but SQLite still records that it must be fed
             assert (await h.search(SearchRequest(query="sandbox"))).results == []
         async with Harness.open(cfg) as h:
