@@ -189,8 +189,9 @@ class KeywordIndex:
     def terms(self, text: str) -> list[str]:
         return list(dict.fromkeys(self.analyzer.analyze(text)))
 
-    def build_query(self, text: str) -> Query | None:
-        """OR of analysed terms over title (boosted) and body; quoted phrases are required."""
+    def _clauses(self, text: str) -> list[tuple[Occur, Query]]:
+        """Quoted phrases as required clauses, every other analysed term as an optional one
+        (title boosted, body plain)."""
         clauses: list[tuple[Occur, Query]] = []
         phrases = [p for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
         rest = _PHRASE.sub(" ", text).replace('"', " ")
@@ -208,9 +209,12 @@ class KeywordIndex:
             clauses.append((Occur.Should, Query.boost_query(Query.term_query(self.schema, "title", term),
                                                               self.title_boost)))
             clauses.append((Occur.Should, Query.term_query(self.schema, "body", term)))
-        if not clauses:
-            return None
-        return Query.boolean_query(clauses)
+        return clauses
+
+    def build_query(self, text: str) -> Query | None:
+        """OR of analysed terms over title (boosted) and body; quoted phrases are required."""
+        clauses = self._clauses(text)
+        return Query.boolean_query(clauses) if clauses else None
 
     def _filter_clauses(self, filters: KeywordFilters | None) -> list[tuple[Occur, Query]]:
         if filters is None:
@@ -292,11 +296,25 @@ class KeywordIndex:
         """The best-matching chunk of each of ``doc_ids`` (that has one), with its snippet."""
         if not doc_ids:
             return {}
-        fetch = len(doc_ids) * 6
-        searcher, query, hits = self._run(text, KeywordFilters(doc_ids=list(doc_ids)), fetch)
+        query = self.build_query(text)
+        if query is None:
+            return {}
+        # The documents as the required clause and the words as optional ones, in one flat query:
+        # the few candidate chunks drive the search (nesting the words as a required union is slower).
+        restricted = Query.boolean_query([
+            (Occur.Must, Query.const_score_query(Query.term_set_query(self.schema, "doc_id", list(doc_ids)), 0.0)),
+            *self._clauses(text),
+        ])
+        searcher = self.index.searcher()
         best: dict[str, tuple] = {}
-        for hit in hits:
-            best.setdefault(hit[0].doc_id, hit)
+        for score, addr in searcher.search(restricted, len(doc_ids) * 4).hits:
+            if score <= 0.0:
+                continue  # no word of the query in this chunk
+            doc = searcher.doc(addr)
+            hit = ChunkHit(doc["chunk_id"][0], doc["doc_id"][0], int(doc["idx"][0]), float(score), "")
+            current = best.get(hit.doc_id)
+            if current is None or (hit.score, -hit.idx) > (current[0].score, -current[0].idx):
+                best[hit.doc_id] = (hit, doc)
         if best:
             self._add_snippets(searcher, query, list(best.values()))
         return {doc_id: hit for doc_id, (hit, _) in best.items()}
