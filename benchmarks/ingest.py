@@ -24,7 +24,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scifact  # noqa: E402
 
-sys.path.pop(0)  # benchmarks/mcp.py must not shadow the MCP SDK
+# benchmarks/mcp.py must not shadow the MCP SDK: drop this folder from the path (python puts it first).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from context_harness import config as config_mod  # noqa: E402
 from context_harness.harness import Harness  # noqa: E402

@@ -81,7 +81,7 @@ class Harness:
         # Documents ranked as wholes (BM25 over the full text beats best-chunk BM25 on SciFact);
         # the chunk index still supplies each result's best chunk and snippet.
         self.doc_index = KeywordIndex(db_path.parent / "tantivy-docs", retrieval.title_boost,
-                                      retrieval.snippet_chars)
+                                      retrieval.snippet_chars, documents=True)
         if self.index.rebuilt or self.doc_index.rebuilt:
             self.store.enqueue_all()
         if self.store.queued(1):

@@ -254,7 +254,7 @@ class SemanticBackend:
         """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
         index = self.index()
         vector = self.embedder.embed_query(query)
-        fetch = max(k * 4, 40)
+        fetch = max(k * 2, 40)
         while True:
             hits = index.top_k(vector, fetch, allowed)
             best: dict[str, tuple[str, float]] = {}

@@ -86,9 +86,11 @@ class KeywordIndex:
     """The chunk index in ``<data>/tantivy``. Readers are cheap; writes take the index lock briefly."""
 
     def __init__(self, path: Path, title_boost: float = 2.0, snippet_chars: int = 240,
-                 chunk_texts: Callable[[list[str]], dict[str, str]] | None = None) -> None:
+                 chunk_texts: Callable[[list[str]], dict[str, str]] | None = None, *,
+                 documents: bool = False) -> None:
         """``chunk_texts`` maps chunk ids to their text (the SQLite store); snippets are cut from it."""
         self.path = Path(path)
+        self.documents = documents
         self.chunk_texts = chunk_texts or (lambda ids: {})
         self.title_boost = title_boost
         self.snippet_chars = snippet_chars
@@ -275,7 +277,9 @@ class KeywordIndex:
     def search_documents(self, text: str, filters: KeywordFilters | None, limit: int,
                          snippets: bool = True) -> list[ChunkHit]:
         """The best chunk of each of the top ``limit`` documents, with a snippet of it."""
-        fetch = max(limit * 3, 30)
+        # A document-level index holds one entry per document: no grouping, so fetch just enough
+        # to see past ties at the cut.
+        fetch = limit + 8 if self.documents else max(limit * 3, 30)
         while True:
             searcher, query, hits = self._run(text, filters, fetch)
             best: dict[str, tuple] = {}
