@@ -139,7 +139,7 @@ def _load(spec: ModelSpec, threads: int | None, cache_dir: Path | None) -> Any:
         _check_known(spec.fastembed_name)
         log.info("loading embedding model %s (downloads into %s on first use)", spec.fastembed_name, download_dir)
     try:
-        with _hub_offline(offline):
+        with _hub_offline(offline), _no_spinning():
             model = text_embedding(**kwargs)
     except (ConfigError, EmbeddingsUnavailable):
         raise
@@ -148,6 +148,31 @@ def _load(spec: ModelSpec, threads: int | None, cache_dir: Path | None) -> Any:
         raise EmbeddingsUnavailable(_load_failure(spec, exc, kwargs.get("cache_dir"))) from exc
     log.info("embedding model %s loaded", spec.identity_model)
     return model
+
+
+@contextlib.contextmanager
+def _no_spinning() -> Iterator[None]:
+    """Sessions created meanwhile do not spin-wait between runs.
+
+    ONNX Runtime's intra-op threads busy-wait after each run by default; on 2 cores that steals the
+    CPU from the keyword and vector search that follow a query embedding (measured: hybrid search
+    30 ms with spinning, 19 ms without). fastembed exposes no such option, so the session options
+    class is swapped while the model loads."""
+    import onnxruntime as ort
+
+    original = ort.SessionOptions
+
+    def quiet_options() -> Any:
+        options = original()
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        return options
+
+    ort.SessionOptions = quiet_options  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        ort.SessionOptions = original  # type: ignore[misc]
 
 
 def _load_failure(spec: ModelSpec, exc: Exception, download_dir: str | None) -> str:
