@@ -113,7 +113,8 @@ def _progress_printer(mode: str) -> tuple[Callable[[dict], None] | None, Callabl
         def emit(event: dict) -> None:
             source = event.get("source", "")
             if event["event"] == "start":
-                tasks[source] = progress.add_task(f"sync {source}", total=event["total"] or 1)
+                label = "embed chunks" if source == "embeddings" else f"sync {source}"
+                tasks[source] = progress.add_task(label, total=event["total"] or 1)
             elif event["event"] == "progress" and source in tasks:
                 progress.update(tasks[source], completed=event["done"])
             elif event["event"] == "done" and source in tasks:
