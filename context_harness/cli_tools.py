@@ -137,19 +137,25 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
 @click.pass_context
 def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
     """Write a starter Lua tool and print the config snippet to add to ctx.toml."""
-    from context_harness.lua.templates import config_snippet, render_tool
+    from context_harness.lua.templates import render_tool
     from context_harness.lua.tools import check_tool_name
 
     check_tool_name(name)
-    target = Path(path or os.path.join("tools", f"{name}.lua"))
+    _init_script(ctx, "tools", name, path, render_tool, f"ctx tool test {name} --param text=hello")
+
+
+def _init_script(ctx: click.Context, kind: str, name: str, path: str | None, render: Any, next_step: str) -> None:
+    """Write a starter script (never over an existing file) and print the config snippet to add."""
+    from context_harness.lua.templates import config_snippet
+
+    target = Path(path or os.path.join(kind, f"{name}.lua"))
     config = load_config(ctx, required=False)
     shown = _snippet_path(target, config)
-    text = render_tool(name, shown)
-    _write_new(target, text)
+    _write_new(target, render(name, shown))
     click.echo(f"created {target}")
     click.echo("add to your config:\n")
-    click.echo(config_snippet("tools", name, shown))
-    click.echo(f"then: ctx tool test {name} --param text=hello")
+    click.echo(config_snippet(kind, name, shown))
+    click.echo(f"then: {next_step}")
 
 
 # -- ctx connector -------------------------------------------------------------------------------
@@ -217,17 +223,10 @@ def connector_test(ctx: click.Context, target: str, show: int, as_json: bool, co
 @click.pass_context
 def connector_init(ctx: click.Context, name: str, path: str | None) -> None:
     """Write a starter Lua connector and print the config snippet to add to ctx.toml."""
-    from context_harness.lua.templates import config_snippet, render_connector
+    from context_harness.lua.templates import render_connector
 
-    target = Path(path or os.path.join("connectors", f"{name}.lua"))
-    config = load_config(ctx, required=False)
-    shown = _snippet_path(target, config)
-    text = render_connector(name, shown)
-    _write_new(target, text)
-    click.echo(f"created {target}")
-    click.echo("add to your config:\n")
-    click.echo(config_snippet("connectors", name, shown))
-    click.echo(f"then: ctx connector test {name}   and   ctx sync script:{name}")
+    _init_script(ctx, "connectors", name, path, render_connector,
+                 f"ctx connector test {name}   and   ctx sync script:{name}")
 
 
 __all__ = ["connector", "tool"]

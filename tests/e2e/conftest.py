@@ -23,10 +23,6 @@ DOCS = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
 
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:

@@ -42,10 +42,6 @@ def write_workspace(root: Path, server: str = "sync_on_start = false", embedding
     return cfg
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
 
 @pytest.fixture
 def config_path(tmp_path: Path) -> Path:

@@ -80,10 +80,6 @@ def write_workspace(root: Path, extra: str = "") -> Path:
     return cfg
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
 
 @pytest.fixture
 def make_workspace():
