@@ -7,6 +7,7 @@ blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -51,7 +52,6 @@ class Harness:
         self.connectors: list[Connector] = self.registry.build(config)
         self.store: DocumentStore | None = None
         self.index: KeywordIndex | None = None
-        self.doc_index: KeywordIndex | None = None
         self.vectors: VectorStore | None = None
         self.engine: SearchEngine | None = None
         self._semantic: SemanticBackend | None = None
@@ -75,25 +75,22 @@ class Harness:
         """Open SQLite and the keyword index, repairing the index from SQLite if needed."""
         db_path = self.config.db.path
         self.store = DocumentStore(db_path)
-        retrieval = self.config.retrieval
-        self.index = KeywordIndex(db_path.parent / "tantivy", retrieval.title_boost, retrieval.snippet_chars,
-                                  self.store.chunk_texts)
-        # Documents ranked as wholes (BM25 over the full text beats best-chunk BM25 on SciFact);
-        # the chunk index still supplies each result's best chunk and snippet.
-        self.doc_index = KeywordIndex(db_path.parent / "tantivy-docs", retrieval.title_boost,
-                                      retrieval.snippet_chars, documents=True)
-        if self.index.rebuilt or self.doc_index.rebuilt:
+        self.index = KeywordIndex(db_path.parent / "tantivy", self.config.retrieval.title_boost)
+        stale = db_path.parent / "tantivy-docs"  # the document index of 0.1 workspaces, now in tantivy/
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        if self.index.rebuilt:
             self.store.enqueue_all()
         if self.store.queued(1):
-            log.info("bringing the keyword indexes up to date after an interrupted write")
-            flush_index(self.store, self.index, self.doc_index)
+            log.info("bringing the keyword index up to date after an interrupted write")
+            flush_index(self.store, self.index)
         semantic = None
         if self.config.embedding.provider != "disabled":
             from context_harness.store.vectors import VectorStore
 
             self.vectors = VectorStore(db_path)
             semantic = self.semantic
-        self.engine = SearchEngine(self.config, self.store, self.index, semantic, self.doc_index)
+        self.engine = SearchEngine(self.config, self.store, self.index, semantic)
 
     def semantic(self) -> SemanticBackend:
         """The embedder and vector index, created on first use (the model loads on first embed)."""
@@ -187,8 +184,7 @@ class Harness:
         documents, chunks = self.store.counts()
         db_path = self.store.path
         db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*") if p.is_file())
-        index_bytes = sum(p.stat().st_size for index in (self.index, self.doc_index) if index is not None
-                          for p in index.path.rglob("*") if p.is_file())
+        index_bytes = sum(p.stat().st_size for p in self.index.path.rglob("*") if p.is_file())
         last = [t for t, _ in self.store.source_rows().values() if t]
         return StatsOut(
             documents=documents, chunks=chunks, sources=len(self.store.source_counts()), db_path=str(db_path),
@@ -282,7 +278,7 @@ class Harness:
     def _sync_blocking(self, connectors: list[Connector], target: str, full: bool, dry_run: bool,
                        limit: int | None, progress: ProgressFn | None) -> SyncReport:
         assert self.store is not None and self.index is not None
-        syncer = Syncer(self.store, self.index, self.config.chunking, self.doc_index)
+        syncer = Syncer(self.store, self.index, self.config.chunking)
         options = SyncOptions(full=full, dry_run=dry_run, limit=limit)
         budget = [limit] if limit is not None else None
         summaries = []
@@ -304,5 +300,5 @@ class Harness:
             self.store.apply(label, [], doc_ids)
             out.append(SyncSummary(source=label, deleted=len(doc_ids)))
         if out:
-            flush_index(self.store, self.index, self.doc_index)
+            flush_index(self.store, self.index)
         return out

@@ -7,6 +7,7 @@ caps the number of changes applied; the rest stay pending for the next sync, nev
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
 import hashlib
@@ -14,30 +15,31 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from context_harness.config import ChunkingConfig
 from context_harness.connectors.base import Connector, ScanReport, SourceItem
-from context_harness.ingest.chunking import CHUNKER_VERSION, chunk_markdown, embedding_text
-from context_harness.ingest.chunking import content_hash as text_hash
+from context_harness.ingest.chunk_worker import Chunker, DocumentText
+from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SyncSummary
 from context_harness.store.documents import (
     DocumentRow,
     DocumentStore,
     DocumentWrite,
-    StoredChunk,
-    chunk_id,
     document_id,
     iso,
 )
-from context_harness.store.keyword import IndexedChunk, KeywordIndex
+from context_harness.store.keyword import IndexedDocument, KeywordIndex
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
 WRITE_BATCH = 500
 INDEX_BATCH = 5000
+CHUNK_BATCH = 128  # documents per chunking job
+MAX_JOBS = 8  # chunking jobs in flight before the sync waits for the oldest
 
 
 @dataclass
@@ -59,24 +61,13 @@ def item_hash(item: SourceItem) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def build_write(source: str, item: SourceItem, fingerprint: str | None, content_hash: str,
-                chunking: ChunkingConfig) -> DocumentWrite:
-    doc_id = document_id(source, item.source_id)
-    chunks = []
-    seen: dict[str, int] = {}
-    for chunk in chunk_markdown(item.body, chunking.max_tokens, chunking.overlap_tokens):
-        occurrence = seen.get(chunk.text, 0)
-        seen[chunk.text] = occurrence + 1
-        heading = " > ".join(chunk.heading_path)
-        chunks.append(StoredChunk(chunk_id(doc_id, chunk.text, occurrence), chunk.index, chunk.text,
-                                  text_hash(embedding_text(item.title, heading, chunk.text)), heading))
-    row = DocumentRow(
-        id=doc_id, source=source, source_id=item.source_id, source_url=item.source_url, title=item.title,
-        author=item.author, created_at=iso(item.created_at), updated_at=iso(item.updated_at),
-        content_type=item.content_type or "text/plain", body=item.body, metadata=item.metadata or {},
-        tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
+def document_row(source: str, item: SourceItem, fingerprint: str | None, content_hash: str) -> DocumentRow:
+    return DocumentRow(
+        id=document_id(source, item.source_id), source=source, source_id=item.source_id,
+        source_url=item.source_url, title=item.title, author=item.author, created_at=iso(item.created_at),
+        updated_at=iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
+        metadata=item.metadata or {}, tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
     )
-    return DocumentWrite(row, chunks)
 
 
 def _parse_updated(value: str | None) -> dt.datetime | None:
@@ -85,46 +76,27 @@ def _parse_updated(value: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def indexed_chunks(write: DocumentWrite) -> list[IndexedChunk]:
-    r = write.row
-    updated = _parse_updated(r.updated_at)
-    return [IndexedChunk(c.id, r.id, c.idx, r.title or "", c.text, r.source, r.tags, updated) for c in write.chunks]
+def indexed_document(row: DocumentRow) -> IndexedDocument:
+    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, _parse_updated(row.updated_at))
 
 
-def document_entry(row: DocumentRow) -> IndexedChunk:
-    """A whole document as one entry of the document-level index (BM25 over the full text)."""
-    return IndexedChunk(row.id, row.id, 0, row.title or "", row.body, row.source, row.tags,
-                        _parse_updated(row.updated_at))
-
-
-def flush_index(store: DocumentStore, index: KeywordIndex, doc_index: KeywordIndex | None = None) -> int:
-    """Bring the keyword indexes up to date with every document queued in SQLite. Idempotent."""
+def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
+    """Bring the keyword index up to date with every document queued in SQLite. Idempotent."""
     total = 0
     while True:
         doc_ids = store.queued(INDEX_BATCH)
         if not doc_ids:
             return total
         rows = store.documents(doc_ids)
-        chunks = store.chunks_of(list(rows))
-        entries = []
-        for doc_id, row in rows.items():
-            updated = _parse_updated(row.updated_at)
-            for c in chunks.get(doc_id, []):
-                entries.append(IndexedChunk(c.id, doc_id, c.idx, row.title or "", c.text, row.source,
-                                            row.tags, updated))
-        index.replace(doc_ids, entries)
-        if doc_index is not None:
-            doc_index.replace(doc_ids, [document_entry(row) for row in rows.values()])
+        index.replace(doc_ids, [indexed_document(row) for row in rows.values()])
         store.dequeue(doc_ids)
         total += len(doc_ids)
 
 
 class Syncer:
-    def __init__(self, store: DocumentStore, index: KeywordIndex, chunking: ChunkingConfig,
-                 doc_index: KeywordIndex | None = None) -> None:
+    def __init__(self, store: DocumentStore, index: KeywordIndex, chunking: ChunkingConfig) -> None:
         self.store = store
         self.index = index
-        self.doc_index = doc_index
         self.chunking = chunking
 
     def chunking_changed(self, label: str) -> bool:
@@ -162,16 +134,11 @@ class Syncer:
                 budget[0] -= 1
 
         session = None if options.dry_run else stack.enter_context(self.index.session())
-        doc_session = None
-        if session is not None and self.doc_index is not None:
-            doc_session = stack.enter_context(self.doc_index.session())
         fed: list[str] = []
 
         def feed(doc_ids: list[str], written: list[DocumentWrite]) -> None:
             assert session is not None
-            session.replace(doc_ids, [c for w in written for c in indexed_chunks(w)])
-            if doc_session is not None:
-                doc_session.replace(doc_ids, [document_entry(w.row) for w in written])
+            session.replace(doc_ids, [indexed_document(w.row) for w in written])
             fed.extend(doc_ids)
 
         def flush_writes() -> None:
@@ -183,6 +150,31 @@ class Syncer:
                     feed([w.row.id for w in writes], writes)
                 writes.clear()
                 touches.clear()
+
+        chunker = Chunker(self.chunking.max_tokens, self.chunking.overlap_tokens)
+        stack.callback(chunker.close)  # before the index commits (the stack unwinds in reverse)
+        if not options.dry_run:
+            to_read = sum(1 for c in candidates if full or c.fingerprint is None
+                          or stored.get(c.source_id, ("", None, ""))[1] != c.fingerprint)
+            chunker.expect(to_read if budget is None else min(to_read, budget[0]))
+        pending: list[DocumentRow] = []
+        jobs: collections.deque[tuple[Future, list[DocumentText]]] = collections.deque()
+        rows_of: dict[str, DocumentRow] = {}
+
+        def submit() -> None:
+            if pending:
+                docs = [(row.id, row.title, row.body) for row in pending]
+                rows_of.update((row.id, row) for row in pending)
+                jobs.append((chunker.submit(docs), docs))
+                pending.clear()
+
+        def collect(wait: bool) -> None:
+            while jobs and (wait or len(jobs) > MAX_JOBS or jobs[0][0].done()):
+                future, docs = jobs.popleft()
+                for (doc_id, _, _), chunks in zip(docs, chunker.result(future, docs)):
+                    writes.append(DocumentWrite(rows_of.pop(doc_id), chunks))
+                if len(writes) >= WRITE_BATCH:
+                    flush_writes()
 
         for done, cand in enumerate(candidates, 1):
             if cand.source_id in seen:
@@ -204,16 +196,22 @@ class Syncer:
                         summary.unchanged += 1
                         touches.append((prev[0], cand.fingerprint))
                     else:
-                        writes.append(build_write(label, item, cand.fingerprint, content_hash, self.chunking))
+                        if not options.dry_run:
+                            pending.append(document_row(label, item, cand.fingerprint, content_hash))
                         if prev:
                             summary.updated += 1
                         else:
                             summary.added += 1
                         spend()
-            if len(writes) >= WRITE_BATCH:
+            if len(pending) >= CHUNK_BATCH:
+                submit()
+                collect(wait=False)
+            if len(touches) >= WRITE_BATCH:
                 flush_writes()
             if done % 200 == 0 or done == total:
                 emit({"event": "progress", "source": label, "done": done, "total": total})
+        submit()
+        collect(wait=True)
         flush_writes()
 
         deletes = []
@@ -229,7 +227,7 @@ class Syncer:
         if deletes and session is not None:
             self.store.apply(label, [], deletes)
             feed(deletes, [])
-        stack.close()  # commits the keyword indexes
+        stack.close()  # commits the keyword index
         if fed:
             self.store.dequeue(fed)
 
@@ -238,7 +236,7 @@ class Syncer:
         for warning in report.warnings[:20]:
             log.info("%s: skipped %s", label, warning)
         if not options.dry_run:
-            flush_index(self.store, self.index, self.doc_index)
+            flush_index(self.store, self.index)
             notes = None
             if summary.skipped:
                 notes = "skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped_reasons.items())

@@ -1,8 +1,9 @@
 """Keyword, semantic and hybrid search over the stores, with document-level results.
 
-Keyword: Tantivy BM25 (best chunk per document). Semantic: exact cosine top-k over chunk vectors,
-best chunk per document. Hybrid: both lists fused (``[retrieval] fusion``), snippets from the best
-chunk of whichever list found the document. Filters apply before every top-k cut.
+Keyword: Tantivy BM25 over whole documents. Semantic: exact cosine top-k over chunk vectors, best
+chunk per document. Hybrid: both lists fused (``[retrieval] fusion``). Filters apply before every
+top-k cut. Snippets: the passage of the document showing the most query words; when it has none,
+the semantic best chunk (or the document's opening).
 """
 
 from __future__ import annotations
@@ -17,17 +18,16 @@ from context_harness.config import Config
 from context_harness.errors import BadRequest, EmbeddingsDisabled
 from context_harness.models import SearchExplain, SearchRequest, SearchResponse, SearchResult, parse_timestamp
 from context_harness.search.fusion import FUSION_VERSION, fuse
+from context_harness.search.snippets import make_snippet, salient
 from context_harness.store.documents import DocumentStore
-from context_harness.store.keyword import ChunkHit, KeywordFilters, KeywordIndex
+from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
 
 
 @dataclass
 class _Candidate:
     doc_id: str
     score: float
-    chunk_id: str | None
-    chunk_index: int | None
-    snippet: str
+    chunk_id: str | None  # the semantic best chunk, when the semantic list found the document
     explain: SearchExplain | None
 
 
@@ -35,13 +35,10 @@ class SearchEngine:
     """Stateless per request; holds the stores and a lazily opened vector index."""
 
     def __init__(self, config: Config, store: DocumentStore, index: KeywordIndex,
-                 semantic: Callable[[], "SemanticBackend"] | None, doc_index: KeywordIndex | None = None) -> None:
-        """``index`` holds chunks (snippets, best chunk); ``doc_index``, when given, holds whole documents
-        and ranks them (else documents are ranked by their best chunk)."""
+                 semantic: Callable[[], "SemanticBackend"] | None) -> None:
         self.config = config
         self.store = store
         self.index = index
-        self.doc_index = doc_index
         self._semantic_factory = semantic
 
     # -- entry point -------------------------------------------------------------------------
@@ -65,29 +62,19 @@ class SearchEngine:
             candidates = self._semantic(request, filters, limit)
         else:
             candidates = self._hybrid(request, filters, limit)
-        return self._render(candidates, request.query)
+        return self._render(candidates, request, mode)
 
     # -- retrievers --------------------------------------------------------------------------
 
-    def _keyword_ranking(self, query: str, filters: KeywordFilters | None, k: int) -> list[ChunkHit]:
-        """The top ``k`` documents by BM25 (whole documents when a document index exists)."""
-        ranker = self.doc_index or self.index
-        return ranker.search_documents(query, filters, k, snippets=False)
-
     def _keyword(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
-        hits = self._keyword_ranking(request.query, filters, limit)
-        best = self.index.best_chunks(request.query, [h.doc_id for h in hits])
-        how = ("document score = BM25 over the whole document; snippet from its best chunk" if self.doc_index
-               else "document score = its best chunk's BM25 score")
+        hits = self.index.search(request.query, filters, limit)
         out = []
         for rank, hit in enumerate(hits, 1):
-            chunk = best.get(hit.doc_id)
             explain = None
             if request.explain:
                 explain = SearchExplain(keyword_score=hit.score, keyword_rank=rank,
-                                        chunk_index=chunk.idx if chunk else None, notes=[f"mode=keyword; {how}"])
-            out.append(_Candidate(hit.doc_id, hit.score, chunk.chunk_id if chunk else None,
-                                  chunk.idx if chunk else None, chunk.snippet if chunk else "", explain))
+                                        notes=["mode=keyword; document score = BM25 over the whole document"])
+            out.append(_Candidate(hit.doc_id, hit.score, None, explain))
         return out
 
     def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int):
@@ -106,24 +93,21 @@ class SearchEngine:
                 explain = SearchExplain(semantic_score=score, semantic_rank=rank,
                                         notes=["mode=semantic; document score = its best chunk's cosine similarity",
                                                f"embedder={backend.identity_key()}"])
-            out.append(_Candidate(doc_id, score, chunk_id, None, "", explain))
+            out.append(_Candidate(doc_id, score, chunk_id, explain))
         return out
 
     def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
-        keyword_hits = self._keyword_ranking(request.query, filters, k)
+        keyword_hits: list[DocumentHit] = self.index.search(request.query, filters, k)
         backend, semantic_hits = self._semantic_hits(request, filters, k)
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
                      alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k)[:limit]
-        best = self.index.best_chunks(request.query, [item.doc_id for item in fused])
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
         embedded = backend.embedded_documents() if request.explain else set()
         out = []
         for item in fused:
-            kw = best.get(item.doc_id)  # the best keyword chunk, when the words occur in the document
-            chunk_id = kw.chunk_id if kw else by_semantic.get(item.doc_id)
             explain = None
             if request.explain:
                 d = item.details
@@ -137,9 +121,8 @@ class SearchEngine:
                     keyword_rank=d.keyword.rank if d.keyword else None,
                     semantic_score=d.semantic.score if d.semantic else None,
                     semantic_rank=d.semantic.rank if d.semantic else None,
-                    fused_score=item.score, chunk_index=kw.idx if kw else None, notes=notes)
-            out.append(_Candidate(item.doc_id, item.score, chunk_id, kw.idx if kw else None,
-                                  kw.snippet if kw else "", explain))
+                    fused_score=item.score, notes=notes)
+            out.append(_Candidate(item.doc_id, item.score, by_semantic.get(item.doc_id), explain))
         return out
 
     # -- helpers -----------------------------------------------------------------------------
@@ -170,24 +153,46 @@ class SearchEngine:
         wanted = {t.lower() for t in filters.tags}
         return {r[0] for r in rows if wanted & {t.lower() for t in json.loads(r[1])}}
 
-    def _render(self, candidates: list[_Candidate], query: str) -> SearchResponse:
-        rows = self.store.summaries([c.doc_id for c in candidates])
-        for c in candidates:
-            if c.chunk_id is None:  # matched only across chunk boundaries: show the document's start
-                c.chunk_id = self.store.first_chunk_id(c.doc_id)
-        missing = [c.chunk_id for c in candidates if not c.snippet and c.chunk_id]
-        snippets = self.index.snippets_for(query, missing) if missing else {}
+    def _render(self, candidates: list[_Candidate], request: SearchRequest, mode: str) -> SearchResponse:
+        rows = self.store.summaries([c.doc_id for c in candidates], with_body=True)
+        chunk_ids = [c.chunk_id for c in candidates if c.chunk_id]
+        chunks = self.store.chunk_texts(chunk_ids) if chunk_ids else {}
+        weights = salient(self.index.term_weights(request.query))
+        chars = self.config.retrieval.snippet_chars
         results = []
         for c in candidates:
             row = rows.get(c.doc_id)
             if row is None:  # deleted between the index read and the row read
                 continue
-            snippet = c.snippet or snippets.get(c.chunk_id or "", "")
-            title, source, source_id, updated_at, source_url = row
+            title, source, source_id, updated_at, source_url, body = row
+            chunk_text = chunks.get(c.chunk_id or "")
+            from_chunk = chunk_text is not None and mode == "semantic"  # show the passage it matched
+            snippet = make_snippet(chunk_text if from_chunk else body, weights, self.index.stem, chars)
+            if not snippet.matched and chunk_text is not None and not from_chunk:
+                from_chunk = True
+                snippet = make_snippet(chunk_text, weights, self.index.stem, chars)
+            if c.explain is not None:
+                c.explain.chunk_index = self._chunk_index(c.doc_id, c.chunk_id if from_chunk else None,
+                                                          body, snippet.start)
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
-                                        source_id=source_id, updated_at=updated_at, snippet=snippet,
+                                        source_id=source_id, updated_at=updated_at, snippet=snippet.text,
                                         source_url=source_url, explain=c.explain))
         return SearchResponse(results=results)
+
+    def _chunk_index(self, doc_id: str, chunk_id: str | None, body: str, offset: int) -> int | None:
+        """For ``explain``: the position of the chunk the snippet shows: ``chunk_id``, else the chunk
+        holding the body's text around ``offset`` (widest context first, as chunks re-join blocks)."""
+        chunks = self.store.chunks(doc_id)
+        if chunk_id:
+            return next((c.idx for c in chunks if c.id == chunk_id), None)
+        texts = [(c.idx, " ".join(c.text.split())) for c in chunks]
+        word_end = offset + len((body[offset:offset + 80].split() or [""])[0])
+        for before, after in ((60, 60), (60, 0), (0, 60), (20, 0), (0, 0)):
+            probe = " ".join(body[max(offset - before, 0):word_end + after].split())
+            found = [idx for idx, text in texts if probe and probe in text]
+            if found:
+                return found[0]
+        return chunks[0].idx if chunks else None
 
 
 def embeddings_disabled() -> EmbeddingsDisabled:

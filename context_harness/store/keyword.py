@@ -1,8 +1,11 @@
-"""Tantivy BM25 index of chunks, derived from the SQLite store.
+"""Tantivy BM25 index of documents, derived from the SQLite store.
 
-One entry per chunk: the document's title and the chunk's text, both stemmed (``en_stem``), plus
-raw fields for filters. User text never reaches Tantivy's query parser: queries are built from
-analysed terms, so no input can raise a parser error or turn into a match-all.
+One entry per document: its title and whole body, both stemmed (``en_stem``), plus raw fields for
+filters. Documents are ranked as wholes (BM25 over the full text beats best-chunk BM25 on SciFact);
+the snippet of a result is cut from its text afterwards (``search/snippets.py``).
+
+User text never reaches Tantivy's query parser: queries are built from analysed terms, so no input
+can raise a parser error or turn into a match-all.
 """
 
 from __future__ import annotations
@@ -10,35 +13,34 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import tantivy
-from tantivy import Filter, Occur, Query, SnippetGenerator, TextAnalyzerBuilder, Tokenizer
+from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 
 from context_harness.errors import StoreBusy
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3  # 3: one entry per document (2 held chunks)
 MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
 _PHRASE = re.compile(r'"([^"]*)"')
 
 
 @dataclass
-class IndexedChunk:
-    chunk_id: str
+class IndexedDocument:
     doc_id: str
-    idx: int
     title: str
-    text: str
+    body: str
     source: str
     tags: list[str]
     updated: dt.datetime | None
@@ -50,23 +52,17 @@ class KeywordFilters:
     tags: list[str] | None = None
     since: dt.datetime | None = None
     until: dt.datetime | None = None
-    doc_ids: list[str] | None = None  # internal: restrict to these documents
 
 
 @dataclass
-class ChunkHit:
-    chunk_id: str
+class DocumentHit:
     doc_id: str
-    idx: int
     score: float
-    snippet: str
 
 
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
     sb.add_text_field("doc_id", stored=True, tokenizer_name="raw")
-    sb.add_integer_field("idx", stored=True)
     sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
     sb.add_text_field("body", stored=False, tokenizer_name="en_stem")  # text lives in SQLite
     sb.add_text_field("source", stored=False, tokenizer_name="raw")
@@ -83,19 +79,14 @@ def _analyzer() -> tantivy.TextAnalyzer:
 
 
 class KeywordIndex:
-    """The chunk index in ``<data>/tantivy``. Readers are cheap; writes take the index lock briefly."""
+    """The document index in ``<data>/tantivy``. Readers are cheap; writes take the index lock briefly."""
 
-    def __init__(self, path: Path, title_boost: float = 2.0, snippet_chars: int = 240,
-                 chunk_texts: Callable[[list[str]], dict[str, str]] | None = None, *,
-                 documents: bool = False) -> None:
-        """``chunk_texts`` maps chunk ids to their text (the SQLite store); snippets are cut from it."""
+    def __init__(self, path: Path, title_boost: float = 0.25) -> None:
         self.path = Path(path)
-        self.documents = documents
-        self.chunk_texts = chunk_texts or (lambda ids: {})
         self.title_boost = title_boost
-        self.snippet_chars = snippet_chars
         self.schema = _schema()
         self.analyzer = _analyzer()
+        self._stems: dict[str, str | None] = {}
         self._write_lock = threading.Lock()
         self.rebuilt = self._open()
 
@@ -141,10 +132,10 @@ class KeywordIndex:
                     ) from None
                 time.sleep(0.1)
 
-    def replace(self, doc_ids: Iterable[str], chunks: Iterable[IndexedChunk]) -> None:
-        """Drop every entry of ``doc_ids`` and add ``chunks``, in one commit."""
+    def replace(self, doc_ids: Iterable[str], documents: Iterable[IndexedDocument]) -> None:
+        """Drop every entry of ``doc_ids`` and add ``documents``, in one commit."""
         with self.session() as session:
-            session.replace(doc_ids, chunks)
+            session.replace(doc_ids, documents)
 
     @contextmanager
     def session(self) -> Iterator["IndexSession"]:
@@ -173,23 +164,48 @@ class KeywordIndex:
             writer.wait_merging_threads()
             self.index.reload()
 
-    def num_chunks(self) -> int:
+    def num_documents(self) -> int:
         self.index.reload()
         return self.index.searcher().num_docs
 
-    def all_chunk_ids(self) -> set[str]:
+    def all_doc_ids(self) -> set[str]:
         self.index.reload()
         searcher = self.index.searcher()
         n = searcher.num_docs
         if n == 0:
             return set()
         hits = searcher.search(Query.all_query(), n).hits
-        return {searcher.doc(addr)["chunk_id"][0] for _, addr in hits}
+        return {searcher.doc(addr)["doc_id"][0] for _, addr in hits}
 
     # -- queries -----------------------------------------------------------------------------
 
     def terms(self, text: str) -> list[str]:
         return list(dict.fromkeys(self.analyzer.analyze(text)))
+
+    def stem(self, word: str) -> str | None:
+        """The indexed form of one word (lowercased, stemmed), or None when the analyser drops it."""
+        stem = self._stems.get(word, "")
+        if stem == "":
+            tokens = self.analyzer.analyze(word)
+            stem = tokens[0] if len(tokens) == 1 else None
+            if len(self._stems) > 100_000:
+                self._stems.clear()
+            self._stems[word] = stem
+        return stem
+
+    def term_weights(self, text: str) -> dict[str, float]:
+        """Every analysed word of a query (phrases included) with its BM25 IDF in the body field:
+        what a snippet should show, rarest first in importance."""
+        terms = self.terms(text.replace('"', " "))[:MAX_QUERY_TERMS]
+        if not terms:
+            return {}
+        searcher = self.index.searcher()
+        n = max(searcher.num_docs, 1)
+        weights = {}
+        for term in terms:
+            df = searcher.doc_freq("body", term)
+            weights[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return weights
 
     def _clauses(self, text: str) -> list[tuple[Occur, Query]]:
         """Quoted phrases as required clauses, every other analysed term as an optional one
@@ -233,105 +249,30 @@ class KeywordIndex:
             ])))
         if filters.tags:
             out.append(flat(Query.term_set_query(self.schema, "tags", [t.lower() for t in filters.tags])))
-        if filters.doc_ids is not None:
-            out.append(flat(Query.term_set_query(self.schema, "doc_id", filters.doc_ids)))
         if filters.since or filters.until:
             out.append(flat(Query.range_query(self.schema, "updated", tantivy.FieldType.Date,
                                               filters.since, filters.until)))
         return out
 
-    def _run(self, text: str, filters: KeywordFilters | None, limit: int):
+    def search(self, text: str, filters: KeywordFilters | None, limit: int) -> list[DocumentHit]:
+        """The top ``limit`` documents by BM25, ties broken by document id (deterministic)."""
         query = self.build_query(text)
         if query is None:
-            return None, None, []
+            return []
         filter_clauses = self._filter_clauses(filters)
         if filter_clauses:
             query = Query.boolean_query([(Occur.Must, query), *filter_clauses])
         searcher = self.index.searcher()
-        hits = []
-        for score, addr in searcher.search(query, limit).hits:
-            doc = searcher.doc(addr)
-            hits.append((ChunkHit(doc["chunk_id"][0], doc["doc_id"][0], int(doc["idx"][0]), float(score), ""), doc))
-        # Deterministic order: score, then document id, then chunk position.
-        hits.sort(key=lambda h: (-h[0].score, h[0].doc_id, h[0].idx))
-        return searcher, query, hits
-
-    def _add_snippets(self, searcher, query, hits, texts: dict[str, str] | None = None) -> None:
-        generator = SnippetGenerator.create(searcher, query, self.schema, "body")
-        generator.set_max_num_chars(self.snippet_chars)
-        if texts is None:
-            texts = self.chunk_texts([hit.chunk_id for hit, _ in hits])
-        for hit, _ in hits:
-            text = texts.get(hit.chunk_id, "")
-            snippet = generator.snippet_from_doc(tantivy.Document(body=text)).fragment().strip() if text else ""
-            hit.snippet = " ".join(snippet.split()) if snippet else _lead(text, self.snippet_chars)
-
-    def search_chunks(self, text: str, filters: KeywordFilters | None, limit: int,
-                      snippets: bool = False) -> list[ChunkHit]:
-        """Best chunks first; ties broken by doc id then chunk index, so results are deterministic."""
-        searcher, query, hits = self._run(text, filters, limit)
-        if snippets and hits:
-            self._add_snippets(searcher, query, hits)
-        return [h for h, _ in hits]
-
-    def search_documents(self, text: str, filters: KeywordFilters | None, limit: int,
-                         snippets: bool = True) -> list[ChunkHit]:
-        """The best chunk of each of the top ``limit`` documents, with a snippet of it."""
-        # A document-level index holds one entry per document: no grouping, so fetch just enough
-        # to see past ties at the cut.
-        fetch = limit + 8 if self.documents else max(limit * 3, 30)
+        # Fetch a little past the cut; when a tie reaches the last fetched hit, the cut would depend
+        # on segment layout, so fetch more until the limit-th score is clear of the last one.
+        fetch = limit + 8
         while True:
-            searcher, query, hits = self._run(text, filters, fetch)
-            best: dict[str, tuple] = {}
-            for hit in hits:
-                best.setdefault(hit[0].doc_id, hit)
-            exhausted = len(hits) < fetch or fetch >= 20_000
-            # Ties that reach past the fetched hits would make the cut depend on segment layout:
-            # fetch more until the limit-th document's score is clear of the last hit's.
-            tied = len(best) >= limit and hits[-1][0].score >= list(best.values())[limit - 1][0].score
-            if exhausted or (len(best) >= limit and not tied):
-                chosen = list(best.values())[:limit]
-                if snippets and chosen:
-                    self._add_snippets(searcher, query, chosen)
-                return [h for h, _ in chosen]
+            raw = searcher.search(query, fetch).hits
+            hits = sorted((DocumentHit(searcher.doc(addr)["doc_id"][0], float(score)) for score, addr in raw),
+                          key=lambda h: (-h.score, h.doc_id))
+            if len(raw) < fetch or fetch >= 20_000 or hits[-1].score < hits[limit - 1].score:
+                return hits[:limit]
             fetch *= 4
-
-    def best_chunks(self, text: str, doc_ids: list[str]) -> dict[str, ChunkHit]:
-        """The best-matching chunk of each of ``doc_ids`` (that has one), with its snippet."""
-        if not doc_ids:
-            return {}
-        query = self.build_query(text)
-        if query is None:
-            return {}
-        # The documents as the required clause and the words as optional ones, in one flat query:
-        # the few candidate chunks drive the search (nesting the words as a required union is slower).
-        restricted = Query.boolean_query([
-            (Occur.Must, Query.const_score_query(Query.term_set_query(self.schema, "doc_id", list(doc_ids)), 0.0)),
-            *self._clauses(text),
-        ])
-        searcher = self.index.searcher()
-        best: dict[str, tuple] = {}
-        for score, addr in searcher.search(restricted, len(doc_ids) * 4).hits:
-            if score <= 0.0:
-                continue  # no word of the query in this chunk
-            doc = searcher.doc(addr)
-            hit = ChunkHit(doc["chunk_id"][0], doc["doc_id"][0], int(doc["idx"][0]), float(score), "")
-            current = best.get(hit.doc_id)
-            if current is None or (hit.score, -hit.idx) > (current[0].score, -current[0].idx):
-                best[hit.doc_id] = (hit, doc)
-        if best:
-            self._add_snippets(searcher, query, list(best.values()))
-        return {doc_id: hit for doc_id, (hit, _) in best.items()}
-
-    def snippets_for(self, text: str, chunk_ids: list[str]) -> dict[str, str]:
-        """Query-aware snippets of chunks another retriever found (one generator for all)."""
-        texts = self.chunk_texts(chunk_ids)
-        query = self.build_query(text)
-        if query is None:
-            return {cid: _lead(body, self.snippet_chars) for cid, body in texts.items()}
-        hits = [(ChunkHit(cid, "", 0, 0.0, ""), None) for cid in chunk_ids if cid in texts]
-        self._add_snippets(self.index.searcher(), query, hits, texts)
-        return {hit.chunk_id: hit.snippet for hit, _ in hits}
 
     def reload(self) -> None:
         self.index.reload()
@@ -343,23 +284,14 @@ class IndexSession:
     def __init__(self, writer: tantivy.IndexWriter) -> None:
         self.writer = writer
 
-    def replace(self, doc_ids: Iterable[str], chunks: Iterable[IndexedChunk]) -> None:
+    def replace(self, doc_ids: Iterable[str], documents: Iterable[IndexedDocument]) -> None:
         for doc_id in doc_ids:
             self.writer.delete_documents_by_term("doc_id", doc_id)
-        for c in chunks:
+        for d in documents:
             fields: dict = {
-                "chunk_id": c.chunk_id, "doc_id": c.doc_id, "idx": c.idx, "title": c.title or "",
-                "body": c.text, "source": c.source, "source_type": c.source.split(":", 1)[0],
-                "tags": [t.lower() for t in c.tags],
+                "doc_id": d.doc_id, "title": d.title or "", "body": d.body, "source": d.source,
+                "source_type": d.source.split(":", 1)[0], "tags": [t.lower() for t in d.tags],
             }
-            if c.updated is not None:
-                fields["updated"] = c.updated
+            if d.updated is not None:
+                fields["updated"] = d.updated
             self.writer.add_document(tantivy.Document(**fields))
-
-
-def _lead(text: str, chars: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= chars:
-        return text
-    cut = text.rfind(" ", 0, chars)
-    return text[: cut if cut > chars // 2 else chars] + " …"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,21 @@ ctx init
 
 Search words here.
 """
+
+
+def _estimate_by_definition(text: str) -> int:
+    """The estimate as the chunker's docs define it, with plain regular expressions."""
+    n = len(re.findall(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]", text))
+    n += sum((len(w) - 4) // 3 for w in re.findall(r"[A-Za-z]{7,}", text))
+    return n + sum((len(d) - 1) // 2 for d in re.findall(r"\d{3,}", text))
+
+
+def test_token_estimate_follows_its_definition_on_any_text() -> None:
+    rng = random.Random(7)
+    alphabet = "abcXYZ0123456789 \n\t\x0b\x1c.,;-_éü٣中\xa0\u2009𝔘"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
+    texts += ["internationalization 1234567 x" * 3, "a" * 5000, "9" * 5000, ""]
+    assert [estimate_tokens(t) for t in texts] == [_estimate_by_definition(t) for t in texts]
 
 
 def test_heading_paths_and_small_sections_pack_together() -> None:

@@ -1,0 +1,226 @@
+"""Chunking in helper processes, so that a large sync uses more than one core.
+
+Chunking is pure Python and bound by the interpreter lock; the rest of a sync (reading files,
+SQLite writes, feeding Tantivy, whose indexing runs in its own threads) stays in the main process.
+A ``ChunkPool`` starts ``python -m context_harness.ingest.chunk_worker`` helpers and talks to each
+over its stdin/stdout pipes (length-prefixed pickles; the helper's stray output goes to stderr, so
+an MCP server's stdout stays clean). Small syncs never start a helper: ``Chunker`` chunks inline
+until enough work has queued up, and falls back to inline chunking if a helper fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import BinaryIO
+
+from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
+from context_harness.store.documents import StoredChunk, chunk_id
+
+log = logging.getLogger(__name__)
+
+PROCESS_THRESHOLD = 512  # documents queued for chunking before helper processes pay off
+MAX_HELPERS = 4
+
+DocumentText = tuple[str, str | None, str]  # (doc_id, title, body)
+ChunkRow = tuple[str, int, str, str, str]  # StoredChunk fields
+
+
+def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overlap_tokens: int) -> list[ChunkRow]:
+    """A document's chunks as stored: content-addressed id, position, text, embedding hash, heading."""
+    rows = []
+    seen: dict[str, int] = {}
+    for chunk in chunk_markdown(body, max_tokens, overlap_tokens):
+        occurrence = seen.get(chunk.text, 0)
+        seen[chunk.text] = occurrence + 1
+        heading = " > ".join(chunk.heading_path)
+        rows.append((chunk_id(doc_id, chunk.text, occurrence), chunk.index, chunk.text,
+                     content_hash(embedding_text(title, heading, chunk.text)), heading))
+    return rows
+
+
+def _chunk_all(docs: list[DocumentText], max_tokens: int, overlap_tokens: int) -> list[list[ChunkRow]]:
+    return [chunk_rows(doc_id, title, body, max_tokens, overlap_tokens) for doc_id, title, body in docs]
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# -- the wire: 8-byte little-endian length, then a pickle -----------------------------------------
+
+def _send(stream: BinaryIO, obj: object) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(payload).to_bytes(8, "little"))
+    stream.write(payload)
+    stream.flush()
+
+
+def _receive(stream: BinaryIO) -> object:
+    header = stream.read(8)
+    if len(header) < 8:
+        raise EOFError("the chunking helper closed its pipe")
+    size = int.from_bytes(header, "little")
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError("the chunking helper closed its pipe mid-message")
+    return pickle.loads(payload)
+
+
+# -- the parent side -----------------------------------------------------------------------------
+
+class _Helper:
+    """One helper process and the thread that feeds it one job at a time."""
+
+    def __init__(self, jobs: queue.Queue) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "context_harness.ingest.chunk_worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True,
+        )
+        self.thread = threading.Thread(target=self._serve, args=(jobs,), name="ctx-chunk-helper", daemon=True)
+        self.thread.start()
+
+    def _serve(self, jobs: queue.Queue) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            future, request = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                _send(self.process.stdin, request)
+                future.set_result(_receive(self.process.stdout))
+            except BaseException as exc:  # the helper died: fail this job, leave the rest to others
+                future.set_exception(exc)
+                return
+
+    def close(self) -> None:
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+class ChunkPool:
+    """Helper processes chunking batches of documents; ``submit`` returns a Future per batch."""
+
+    def __init__(self, max_tokens: int, overlap_tokens: int, helpers: int) -> None:
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+        self._jobs: queue.Queue = queue.Queue()
+        self._helpers = [_Helper(self._jobs) for _ in range(helpers)]
+
+    def submit(self, docs: list[DocumentText]) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, (self.max_tokens, self.overlap_tokens, docs)))
+        return future
+
+    def close(self) -> None:
+        for _ in self._helpers:
+            self._jobs.put(None)
+        for helper in self._helpers:
+            helper.close()
+            helper.thread.join(timeout=5)
+        while True:  # jobs no helper took (all of them died): fail them rather than leave them hanging
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None and job[0].set_running_or_notify_cancel():
+                job[0].set_exception(EOFError("no chunking helper is running"))
+
+
+class Chunker:
+    """Chunks batches of documents inline, or in helper processes once a sync is large enough."""
+
+    def __init__(self, max_tokens: int, overlap_tokens: int, *, helpers: int | None = None,
+                 threshold: int = PROCESS_THRESHOLD) -> None:
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+        self.helpers = max(0, min(available_cores() - 1, MAX_HELPERS)) if helpers is None else helpers
+        self.threshold = threshold
+        self._queued = 0
+        self._pool: ChunkPool | None = None
+        self._failed = False
+
+    def expect(self, documents: int) -> None:
+        """Start the helpers now if about ``documents`` will be chunked (they start while files load)."""
+        if documents >= self.threshold:
+            self._start()
+
+    def _start(self) -> None:
+        if self._pool is None and not self._failed and self.helpers > 0:
+            try:
+                self._pool = ChunkPool(self.max_tokens, self.overlap_tokens, self.helpers)
+            except OSError as exc:
+                log.warning("could not start chunking helpers (%s); chunking in this process", exc)
+                self._failed = True
+
+    def submit(self, docs: list[DocumentText]) -> Future:
+        self._queued += len(docs)
+        if self._queued >= self.threshold:
+            self._start()
+        if self._pool is not None:
+            return self._pool.submit(docs)
+        return self.inline(docs)
+
+    def inline(self, docs: list[DocumentText]) -> Future:
+        future: Future = Future()
+        future.set_result(_chunk_all(docs, self.max_tokens, self.overlap_tokens))
+        return future
+
+    def result(self, future: Future, docs: list[DocumentText]) -> list[list[StoredChunk]]:
+        """The chunks of a submitted batch; chunked inline if its helper failed."""
+        try:
+            rows = future.result()
+        except (EOFError, OSError, pickle.PickleError) as exc:
+            if not self._failed:
+                log.warning("a chunking helper failed (%s); chunking in this process", exc)
+            self._failed = True
+            self.close()
+            rows = _chunk_all(docs, self.max_tokens, self.overlap_tokens)
+        return [[StoredChunk(*row) for row in doc_rows] for doc_rows in rows]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.close()
+
+
+# -- the helper side -----------------------------------------------------------------------------
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, work: Callable[..., object] = _chunk_all) -> None:
+    while True:
+        try:
+            max_tokens, overlap_tokens, docs = _receive(stdin)
+        except EOFError:
+            return
+        _send(stdout, work(docs, max_tokens, overlap_tokens))
+
+
+def main() -> None:
+    # Keep the result pipe to ourselves: anything printed by accident goes to stderr instead.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    serve(sys.stdin.buffer, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Query-aware snippets: found by indexed (stemmed) form, weighted by IDF, cut at word boundaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_harness.search.snippets import make_snippet, salient
+from context_harness.store.keyword import KeywordIndex
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> KeywordIndex:
+    return KeywordIndex(Path(tmp_path_factory.mktemp("snippets")) / "tantivy")
+
+
+def weights_for(index: KeywordIndex, query: str, idf: dict[str, float] | None = None) -> dict[str, float]:
+    return {term: (idf or {}).get(term, 1.0) for term in index.terms(query)}
+
+
+def test_words_match_by_their_stem(index: KeywordIndex) -> None:
+    text = "Intro. " + "filler " * 80 + "Generational garbage collectors studied here. " + "tail " * 80
+    snippet = make_snippet(text, weights_for(index, "garbage collector studies"), index.stem, 120)
+    assert snippet.matched
+    assert "collectors" in snippet.text and "studied" in snippet.text
+    assert snippet.text.startswith("… ") and snippet.text.endswith(" …")
+    assert len(snippet.text) <= 120 + 4 + 20  # the budget, the ellipses, one widened word each side
+    assert text[snippet.start:].startswith("garbage")
+
+
+def test_the_window_with_the_rarest_words_wins(index: KeywordIndex) -> None:
+    text = "data " * 60 + "filler " * 60 + "a pelican ate data " + "filler " * 60
+    weights = weights_for(index, "data pelican", {"data": 0.2, "pelican": 5.0})
+    snippet = make_snippet(text, weights, index.stem, 80)
+    assert "pelican" in snippet.text
+
+
+def test_common_words_are_not_looked_for() -> None:
+    assert salient({"a": 0.05, "pelican": 6.0, "migrat": 3.0}) == {"pelican": 6.0, "migrat": 3.0}
+    assert salient({}) == {}
+
+
+def test_a_word_inside_another_word_does_not_match(index: KeywordIndex) -> None:
+    text = "We concatenate strings. " * 3
+    snippet = make_snippet(text, weights_for(index, "cat"), index.stem, 40)
+    assert not snippet.matched and snippet.start == 0
+    assert snippet.text == "We concatenate strings. We concatenate …"
+
+
+def test_offsets_survive_characters_that_lowercase_to_two(index: KeywordIndex) -> None:
+    text = "İİİİ " * 30 + "the quokka sleeps"
+    snippet = make_snippet(text, weights_for(index, "quokka"), index.stem, 40)
+    assert snippet.matched and text[snippet.start:].startswith("quokka")
+
+
+def test_heading_markers_are_not_shown(index: KeywordIndex) -> None:
+    snippet = make_snippet("# Quokka care\n\nFeed them leaves.", weights_for(index, "quokka"), index.stem, 100)
+    assert snippet.text == "Quokka care Feed them leaves."
