@@ -51,9 +51,20 @@ async def _search_latency(harness: Harness, queries: list[str]) -> tuple[float, 
     return scifact.percentile(times, 50), scifact.percentile(times, 95)
 
 
+def _pseudo_word(i: int) -> str:
+    """A letters-only word per number (one or two tokens for the chunker, like most real words)."""
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters += chr(97 + r)
+        if i == 0:
+            return "q" + letters
+
+
 def _synthetic_docs(folder: Path, chunks: int, seed: int = 7) -> list[str]:
+    """``chunks // 4`` documents of four sections, each section one chunk of 150 zipf-drawn words."""
     rng = random.Random(seed)
-    vocab = [f"w{i}" for i in range(20_000)]
+    vocab = [_pseudo_word(i) for i in range(20_000)]
     weights = [1 / (i + 1) for i in range(len(vocab))]
     folder.mkdir(parents=True)
     per_doc = 4
