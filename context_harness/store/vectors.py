@@ -10,9 +10,9 @@ Tables (owned here, in the same database as the core store's ``chunks`` table):
 Writes join the caller's open transaction when there is one (so chunk and vector writes can
 commit together), else run in their own ``BEGIN IMMEDIATE`` transaction.
 
-``VectorIndex`` holds the vectors of the current chunks in one contiguous float32 matrix
-(row -> chunk id, doc id) for exact cosine top-k; ``refresh()`` applies chunk/vector changes
-incrementally, and filters are applied before the top-k cut.
+``VectorIndex`` holds the vectors of the current chunks in one float32 matrix, one column per
+chunk (column -> chunk id, doc id), for exact cosine top-k; ``refresh()`` applies chunk/vector
+changes incrementally, and filters are applied before the top-k cut.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ _BATCH = 500  # SQL parameters per IN (...) query
 _FETCH = 4096  # rows per fetchmany while loading the matrix
 _COMPACT_FRACTION = 0.2  # compact the matrix when this share of rows is dead
 _GROWTH = 1.1  # capacity growth on append (keeps memory within ~1.1x the live vectors)
-_GATHER_FRACTION = 0.1  # at most this share of rows allowed: score only those rows
+_GATHER_FRACTION = 0.02  # at most this share of positions allowed: score only those (a column gather is slow)
 _MAX_RUNS = 256  # allowed rows in at most this many contiguous runs: score the runs as slices
 
 RowFilter = np.ndarray | Collection[str] | None
@@ -282,8 +282,11 @@ class VectorStats:
 class VectorIndex:
     """The vectors of the current chunks in one float32 matrix, for exact top-k by cosine.
 
-    Rows map to ``(chunk_id, doc_id)``; deleted rows are tombstoned and compacted away once
-    they exceed a fifth of the matrix. Thread-safe: searches read a consistent snapshot.
+    The matrix is stored dims x capacity, a column per chunk: scoring is then one ``q @ M``, which
+    BLAS runs about 1.5x faster than ``M @ q`` over row vectors (both are bound by memory reads).
+    "Rows" below are chunk positions, i.e. columns. Positions map to ``(chunk_id, doc_id)``;
+    deleted positions are tombstoned and compacted away once they exceed a fifth of the matrix.
+    Thread-safe: searches read a consistent snapshot.
     """
 
     def __init__(self, store: VectorStore) -> None:
@@ -293,8 +296,8 @@ class VectorIndex:
         self._generation = -1
         self._lock = threading.Lock()  # guards the arrays (short critical sections)
         self._update_lock = threading.Lock()  # one load/refresh at a time
-        self._matrix = np.zeros((0, 0), dtype=np.float32)
-        self._n = 0  # rows in use (live or dead)
+        self._columns = np.zeros((0, 0), dtype=np.float32)  # dims x capacity
+        self._n = 0  # positions in use (live or dead)
         self._live = np.zeros(0, dtype=bool)
         self._dead = 0
         self._chunk_ids = np.zeros(0, dtype="S32")  # ASCII ids as fixed-width bytes: far smaller than str objects
@@ -310,8 +313,8 @@ class VectorIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the matrix and the numpy row maps (not the document id strings)."""
-        return (self._matrix.nbytes + self._live.nbytes + self._doc_codes.nbytes + self._hash_keys.nbytes
+        """Bytes held by the matrix and the numpy position maps (not the document id strings)."""
+        return (self._columns.nbytes + self._live.nbytes + self._doc_codes.nbytes + self._hash_keys.nbytes
                 + self._chunk_ids.nbytes)
 
     def doc_ids(self) -> set[str]:
@@ -331,58 +334,77 @@ class VectorIndex:
         identity = self.store.identity()
         self.identity, self._generation = identity, self.store.generation()
         dims = identity.dims if identity else 0
+        docs: list[str] = []
+        doc_index: dict[str, int] = {}
         with self.store.snapshot() as conn:
             if not dims or not _has_chunks(conn):
-                self._install(np.zeros((0, dims), np.float32), [], [], [])
+                self._install(np.zeros((dims, 0), np.float32), np.zeros(0, "S32"), np.zeros(0, np.int32),
+                              np.zeros(0, np.int64), docs, doc_index)
                 return
-            # Two sequential scans joined here beat one SQL join (a B-tree lookup per chunk).
-            chunks = conn.execute("SELECT id, doc_id, content_hash FROM chunks").fetchall()
-            first = {row[2]: position for position, row in enumerate(chunks)}
-            extra: dict[str, list[int]] = {}  # the same text in several chunks
-            if len(first) != len(chunks):
-                for position, row in enumerate(chunks):
-                    if first[row[2]] != position:
-                        extra.setdefault(row[2], []).append(position)
-            matrix = np.empty((len(chunks), dims), dtype=np.float32)  # pages untouched until filled
-            order: list[int] = []  # chunk position of each matrix row
+            # Two sequential scans matched in numpy beat one SQL join (two B-tree lookups per chunk),
+            # and both stream in batches, so no Python object per chunk outlives its batch (memory).
+            chunk_ids, chunk_codes, chunk_keys = self._scan_chunks(conn, docs, doc_index)
+            order = np.argsort(chunk_keys, kind="stable")
+            sorted_keys = chunk_keys[order]
+            capacity = len(chunk_keys)
+            columns = np.empty((dims, capacity), dtype=np.float32)  # pages untouched until filled
+            placed: list[np.ndarray] = []  # the chunk each column holds
+            n = 0
             cursor = conn.execute("SELECT content_hash, vector FROM embeddings")
             while rows := cursor.fetchmany(_FETCH):
-                positions = [first.get(row[0], -1) for row in rows]
-                take = [j for j, p in enumerate(positions) if p >= 0] if -1 in positions else None
-                if take is not None:  # skip orphan vectors
-                    positions = [positions[j] for j in take]
-                if extra:
-                    for j, row in enumerate(rows):
-                        for position in extra.get(row[0], ()):
-                            take = list(range(len(rows))) if take is None else take
-                            take.append(j)
-                            positions.append(position)
-                if not positions:
+                keys = _hash_keys([row[0] for row in rows])
+                low = np.searchsorted(sorted_keys, keys, "left")
+                counts = np.searchsorted(sorted_keys, keys, "right") - low
+                total = int(counts.sum())  # 0 for an orphan vector, 2+ for text shared by several chunks
+                if total == 0:
                     continue
                 block = _blocks_to_matrix([row[1] for row in rows], dims)
-                matrix[len(order) : len(order) + len(positions)] = block if take is None else block[take]
-                order.extend(positions)
-        n = len(order)
-        if n < 0.9 * matrix.shape[0]:  # many chunks still pending: do not keep the slack
-            matrix = matrix[:n].copy()
-        if order != list(range(len(chunks))):
-            chunks = [chunks[p] for p in order]
-        self._install(matrix, [r[0] for r in chunks], [r[1] for r in chunks], [r[2] for r in chunks])
+                if total != len(rows) or not (counts == 1).all():
+                    block = block[np.repeat(np.arange(len(rows)), counts)]
+                within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+                placed.append(order[np.repeat(low, counts) + within])
+                if n + total > capacity:  # chunks added since the scan cannot match; defensive
+                    capacity = n + total
+                    columns = _grown_columns(columns, capacity)
+                _put_columns(columns, n, block)
+                n += total
+        if n < 0.9 * capacity:  # many chunks still pending: do not keep the slack
+            columns = np.ascontiguousarray(columns[:, :n])
+        chunks = np.concatenate(placed) if placed else np.zeros(0, np.int64)
+        self._install(columns, chunk_ids[chunks], chunk_codes[chunks], chunk_keys[chunks], docs, doc_index)
         log.info("vector index loaded: %d chunks x %d dims (%.1f MB)", n, dims, self.nbytes / 1e6)
 
-    def _install(self, matrix: np.ndarray, chunk_ids: list[str], doc_ids: list[str], hashes: list[str]) -> None:
-        docs = list(dict.fromkeys(doc_ids))
-        doc_index = {doc_id: code for code, doc_id in enumerate(docs)}
-        codes = np.fromiter(map(doc_index.__getitem__, doc_ids), dtype=np.int32, count=len(doc_ids))
+    @staticmethod
+    def _scan_chunks(conn: sqlite3.Connection, docs: list[str],
+                     doc_index: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every chunk's id, document code and hash key, as numpy arrays (``docs`` gets filled)."""
+        ids, codes, keys = [], [], []
+        cursor = conn.execute("SELECT id, doc_id, content_hash FROM chunks")
+        while rows := cursor.fetchmany(_FETCH):
+            ids.append(_id_array([row[0] for row in rows]))
+            for row in rows:
+                if row[1] not in doc_index:
+                    doc_index[row[1]] = len(docs)
+                    docs.append(row[1])
+            codes.append(np.fromiter((doc_index[row[1]] for row in rows), dtype=np.int32, count=len(rows)))
+            keys.append(_hash_keys([row[2] for row in rows]))
+        if not ids:
+            return np.zeros(0, "S32"), np.zeros(0, np.int32), np.zeros(0, np.int64)
+        width = max(a.dtype.itemsize for a in ids)
+        return np.concatenate([a.astype(f"S{width}") for a in ids]), np.concatenate(codes), np.concatenate(keys)
+
+    def _install(self, columns: np.ndarray, chunk_ids: np.ndarray, codes: np.ndarray, keys: np.ndarray,
+                 docs: list[str], doc_index: dict[str, int]) -> None:
+        capacity = columns.shape[1]
         with self._lock:
-            self.dims = matrix.shape[1]
-            self._matrix = matrix
+            self.dims = columns.shape[0]
+            self._columns = columns
             self._n = len(chunk_ids)
-            self._live = _grown(np.ones(len(chunk_ids), dtype=bool), matrix.shape[0])
+            self._live = _grown(np.ones(len(chunk_ids), dtype=bool), capacity)
             self._dead = 0
-            self._chunk_ids = _grown(_id_array(chunk_ids), matrix.shape[0])
-            self._doc_codes = _grown(codes, matrix.shape[0])
-            self._hash_keys = _grown(_hash_keys(hashes), matrix.shape[0])
+            self._chunk_ids = _grown(chunk_ids, capacity)
+            self._doc_codes = _grown(codes, capacity)
+            self._hash_keys = _grown(keys, capacity)
             self._docs = docs
             self._doc_index = doc_index
 
@@ -446,20 +468,20 @@ class VectorIndex:
 
     def _append(self, rows: list[tuple[str, str, str]], vectors: dict[str, np.ndarray]) -> None:
         need = self._n + len(rows)
-        if need > self._matrix.shape[0]:
-            capacity = max(need, int(self._matrix.shape[0] * _GROWTH))
-            self._matrix = _grown(self._matrix, capacity)
+        if need > self._columns.shape[1]:
+            capacity = max(need, int(self._columns.shape[1] * _GROWTH))
+            self._columns = _grown_columns(self._columns, capacity)
             self._live = _grown(self._live, capacity)
             self._doc_codes = _grown(self._doc_codes, capacity)
             self._hash_keys = _grown(self._hash_keys, capacity)
         width = max(self._chunk_ids.dtype.itemsize, max(len(r[0]) for r in rows))
         if need > self._chunk_ids.shape[0] or width > self._chunk_ids.dtype.itemsize:
-            grown = np.zeros(max(need, self._matrix.shape[0]), dtype=f"S{width}")
+            grown = np.zeros(max(need, self._columns.shape[1]), dtype=f"S{width}")
             grown[: self._n] = self._chunk_ids[: self._n]
             self._chunk_ids = grown
+        self._columns[:, self._n : need] = np.stack([vectors[content_hash] for _, _, content_hash in rows], axis=1)
         for offset, (chunk_id, doc_id, content_hash) in enumerate(rows):
             row = self._n + offset
-            self._matrix[row] = vectors[content_hash]
             self._live[row] = True
             code = self._doc_index.get(doc_id)
             if code is None:
@@ -472,7 +494,7 @@ class VectorIndex:
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self._live[: self._n])
-        self._matrix = np.ascontiguousarray(self._matrix[keep])
+        self._columns = np.ascontiguousarray(self._columns[:, keep])
         self._doc_codes = self._doc_codes[keep]
         self._hash_keys = self._hash_keys[keep]
         self._chunk_ids = self._chunk_ids[keep]
@@ -501,19 +523,19 @@ class VectorIndex:
         """
         q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
         with self._lock:
-            matrix, n, live, dead = self._matrix, self._n, self._live, self._dead
+            columns, n, live, dead = self._columns, self._n, self._live, self._dead
             chunk_ids, codes, docs = self._chunk_ids, self._doc_codes, self._docs
         if k <= 0 or n == 0:
             return []
-        if q.shape[0] != matrix.shape[1]:
+        if q.shape[0] != columns.shape[0]:
             raise EmbedderMismatch(
-                f"the query vector has {q.shape[0]} dims but the vector index holds {matrix.shape[1]}; "
+                f"the query vector has {q.shape[0]} dims but the vector index holds {columns.shape[0]}; "
                 "run `ctx embed rebuild` after changing [embedding]"
             )
         mask = self._mask(allowed, n)
         if dead:
             mask = live[:n].copy() if mask is None else mask & live[:n]
-        rows, scores = _score(matrix, n, q, mask)
+        rows, scores = _score(columns, n, q, mask)
         if len(rows) == 0:
             return []
         k = min(k, len(rows))
@@ -537,10 +559,10 @@ class VectorIndex:
         return self.row_mask(allowed)
 
 
-def _score(matrix: np.ndarray, n: int, q: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Scores of the allowed rows only: returns (row numbers, scores)."""
+def _score(columns: np.ndarray, n: int, q: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of the allowed positions only: returns (positions, scores)."""
     if mask is None:
-        return np.arange(n), matrix[:n] @ q
+        return np.arange(n), q @ columns[:, :n]
     selected = int(np.count_nonzero(mask))
     if selected == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -548,13 +570,12 @@ def _score(matrix: np.ndarray, n: int, q: np.ndarray, mask: np.ndarray | None) -
     starts, stops = edges[0::2], edges[1::2]
     if len(starts) <= _MAX_RUNS and selected < n // 2:  # few contiguous runs: score slices, no copy
         rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops, strict=True)])
-        scores = np.concatenate([matrix[a:b] @ q for a, b in zip(starts, stops, strict=True)])
+        scores = np.concatenate([q @ columns[:, a:b] for a, b in zip(starts, stops, strict=True)])
         return rows, scores
-    if selected <= _GATHER_FRACTION * n:  # few scattered rows: gather them
-        rows = np.flatnonzero(mask)
-        return rows, matrix[rows] @ q
     rows = np.flatnonzero(mask)
-    return rows, (matrix[:n] @ q)[rows]
+    if selected <= _GATHER_FRACTION * n:  # few scattered positions: gather them
+        return rows, q @ columns[:, rows]
+    return rows, (q @ columns[:, :n])[rows]
 
 
 def _blocks_to_matrix(blobs: Sequence[bytes], dims: int) -> np.ndarray:
@@ -581,6 +602,19 @@ def _to_blob(vector: np.ndarray, dims: int) -> bytes:
     return v.astype("<f4").tobytes()
 
 
+def _put_columns(columns: np.ndarray, start: int, block: np.ndarray, tile: int = 256) -> None:
+    """Write the rows of ``block`` as columns ``start...`` (in tiles: a cache-friendly transpose)."""
+    for a in range(0, len(block), tile):
+        part = block[a : a + tile]
+        columns[:, start + a : start + a + len(part)] = part.T
+
+
+def _grown_columns(columns: np.ndarray, capacity: int) -> np.ndarray:
+    out = np.zeros((columns.shape[0], capacity), dtype=columns.dtype)
+    out[:, : columns.shape[1]] = columns
+    return out
+
+
 def _id_array(ids: list[str]) -> np.ndarray:
     width = max([32, *map(len, ids)])
     return np.array(ids, dtype=f"S{width}") if ids else np.zeros(0, dtype=f"S{width}")
@@ -594,10 +628,14 @@ def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
 
 def _hash_keys(hashes: list[str]) -> np.ndarray:
     """``_hash_key`` of many hashes; vectorised for sha256 hex digests."""
+    joined = "".join(hashes)
     try:
-        raw = bytes.fromhex("".join(h[:16] for h in hashes))
-        if len(raw) == 8 * len(hashes):
-            return (np.frombuffer(raw, dtype=">u8") >> np.uint64(4)).astype(np.int64)
+        if len(joined) == 64 * len(hashes):  # all sha256 hex digests: the first 8 of every 32 bytes
+            raw = np.frombuffer(bytes.fromhex(joined), dtype=">u8")[::4]
+        else:
+            raw = np.frombuffer(bytes.fromhex("".join(h[:16] for h in hashes)), dtype=">u8")
+        if len(raw) == len(hashes):
+            return (raw >> np.uint64(4)).astype(np.int64)
     except ValueError:
         pass
     return np.fromiter((_hash_key(h) for h in hashes), dtype=np.int64, count=len(hashes))

@@ -195,3 +195,51 @@ def test_shared_text_is_one_vector_but_one_row_per_chunk(store: VectorStore, con
     assert sorted((c, d) for c, d, _ in hits) == [("a#0", "a"), ("b#0", "b")]
     assert hits[0][2] == pytest.approx(hits[1][2])
     assert index.top_k(unit(1, 0, 0, 0), 1, allowed={"c"}) == []
+
+
+def test_every_scoring_path_agrees_with_brute_force_at_scale(store: VectorStore, conn: sqlite3.Connection) -> None:
+    """Vectors stored in another order than their chunks, shared texts, then a refresh: the
+    slice, gather and full-scan paths all return what brute force over the chunks does."""
+    rng = np.random.default_rng(11)
+    store.clear()
+    store.set_identity(EmbedderIdentity("test", "rand-8", 8))
+    n = 20_000
+    texts = [f"s{i}" for i in range(n)]
+    texts[5], texts[17] = texts[4], texts[4]  # one text in three chunks
+    for d in range(n // 50):
+        add_chunks(conn, f"doc{d:04d}", texts[d * 50 : d * 50 + 50])
+    vecs = {t: v / np.linalg.norm(v) for t, v in zip(texts, rng.normal(size=(n, 8)).astype(np.float32), strict=True)}
+    store.put_many(sorted(((content_hash(t), v) for t, v in vecs.items()), key=lambda p: p[0]))  # hash order
+    index = store.open_index()
+    assert len(index) == n
+
+    def check(allowed_docs: set[str] | None) -> None:
+        q = rng.normal(size=8).astype(np.float32)
+        chunks = [(f"doc{i // 50:04d}#{i % 50}", float(vecs[t] @ q)) for i, t in enumerate(texts)
+                  if allowed_docs is None or f"doc{i // 50:04d}" in allowed_docs]
+        expected = [c for c, _ in sorted(chunks, key=lambda c: -c[1])[:9]]
+        for allowed in (allowed_docs, None if allowed_docs is None else index.row_mask(allowed_docs)):
+            got = index.top_k(q, 9, allowed=allowed)
+            assert [c for c, _, _ in got] == expected
+            assert [s for _, _, s in got] == pytest.approx([s for _, s in sorted(chunks, key=lambda c: -c[1])[:9]], abs=1e-5)
+
+    docs = [f"doc{d:04d}" for d in range(n // 50)]
+    check(None)  # full scan
+    check(set(docs[100:110]))  # one run of slices
+    check(set(rng.choice(docs, 6, replace=False)))  # few runs: slices
+    check(set(docs[::2]))  # half of everything, 200 runs: full scan, then select
+    sparse = rng.choice(n, 300, replace=False)
+    mask = np.zeros(n, dtype=bool)
+    mask[sparse] = True  # 300 scattered positions (1.5 %): gathered
+    q = rng.normal(size=8).astype(np.float32)
+    got = index.top_k(q, 5, allowed=mask)
+    ids = index._chunk_ids[:n].astype(str)
+    expected = sorted(sparse, key=lambda p: -float(index._columns[:, p] @ q))[:5]
+    assert [c for c, _, _ in got] == [ids[p] for p in expected]
+
+    add_chunks(conn, "doc0000", ["fresh a", "fresh b"])  # 50 chunks out, 2 in
+    store.put_many([(content_hash("fresh a"), unit(*([1.0] + [0.0] * 7))), (content_hash("fresh b"), unit(*([0.0] * 7 + [1.0])))])
+    index.refresh()
+    assert len(index) == n - 48
+    top = index.top_k(unit(*([1.0] + [0.0] * 7)), 1)
+    assert top[0][:2] == ("doc0000#0", "doc0000") and top[0][2] == pytest.approx(1.0)
