@@ -13,6 +13,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from context_harness.config import Config
 from context_harness.errors import BadRequest, EmbeddingsDisabled
@@ -21,6 +22,9 @@ from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import make_snippet, salient
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -100,10 +104,12 @@ class SearchEngine:
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
         keyword_hits: list[DocumentHit] = self.index.search(request.query, filters, k)
+        # (Embedding the query in a helper thread while BM25 ranks measured slower on 2 cores: the
+        # model's own threads then compete with the request's.)
         backend, semantic_hits = self._semantic_hits(request, filters, k)
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
-                     alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k)[:limit]
+                     alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k, limit=limit)
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
         embedded = backend.embedded_documents() if request.explain else set()
         out = []
@@ -255,18 +261,10 @@ class SemanticBackend:
     def embedded_documents(self) -> set[str]:
         return self.index().doc_ids()
 
-    def top_documents(self, query: str, k: int, allowed: set[str] | None) -> list[tuple[str, str, float]]:
-        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
+    def top_documents(self, query: str | np.ndarray, k: int,
+                      allowed: set[str] | None) -> list[tuple[str, str, float]]:
+        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first. ``query``: its text or
+        its vector."""
         index = self.index()
-        vector = self.embedder.embed_query(query)
-        fetch = max(k * 2, 40)
-        while True:
-            hits = index.top_k(vector, fetch, allowed)
-            best: dict[str, tuple[str, float]] = {}
-            for chunk_id, doc_id, score in hits:
-                if doc_id not in best:
-                    best[doc_id] = (chunk_id, score)
-            if len(best) >= k or len(hits) < fetch or fetch >= 100_000:
-                ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[0]))[:k]
-                return [(doc_id, chunk_id, score) for doc_id, (chunk_id, score) in ranked]
-            fetch *= 4
+        vector = self.embedder.embed_query(query) if isinstance(query, str) else query
+        return index.top_documents(vector, k, allowed)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 FUSION_VERSION = "1"
@@ -21,8 +20,7 @@ FUSION_VERSION = "1"
 Ranking = Sequence[tuple[str, float]]
 
 
-@dataclass(frozen=True)
-class ListHit:
+class ListHit(NamedTuple):
     """Where one list placed a document: 1-based rank, raw score, score after normalisation."""
 
     rank: int
@@ -30,8 +28,7 @@ class ListHit:
     normalized: float
 
 
-@dataclass(frozen=True)
-class FusionDetails:
+class FusionDetails(NamedTuple):
     method: str  # "convex" | "rrf"
     keyword: ListHit | None
     semantic: ListHit | None
@@ -43,41 +40,47 @@ class Fused(NamedTuple):
     details: FusionDetails
 
 
-def convex(keyword: Ranking, semantic: Ranking, alpha: float) -> list[Fused]:
+def convex(keyword: Ranking, semantic: Ranking, alpha: float, limit: int | None = None) -> list[Fused]:
     """Min-max convex fusion; ``alpha`` weighs the semantic list (0 = keyword only, 1 = semantic only)."""
     if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
         raise ValueError(f"alpha must be within [0, 1], got {alpha}")
     kw = _hits(keyword, _min_max)
     sem = _hits(semantic, _min_max)
-    fused = []
-    for doc_id in kw.keys() | sem.keys():
-        k, s = kw.get(doc_id), sem.get(doc_id)
-        score = (1.0 - alpha) * (k.normalized if k else 0.0) + alpha * (s.normalized if s else 0.0)
-        fused.append(Fused(doc_id, score, FusionDetails("convex", k, s)))
-    return _sorted(fused)
+    scores = {doc_id: (1.0 - alpha) * hit.normalized for doc_id, hit in kw.items()}
+    for doc_id, hit in sem.items():
+        scores[doc_id] = scores.get(doc_id, 0.0) + alpha * hit.normalized
+    return _ranked("convex", scores, kw, sem, limit)
 
 
-def rrf(keyword: Ranking, semantic: Ranking, k: int = 60) -> list[Fused]:
+def rrf(keyword: Ranking, semantic: Ranking, k: int = 60, limit: int | None = None) -> list[Fused]:
     """Reciprocal rank fusion with constant ``k`` (the ``normalized`` field holds ``1 / (k + rank)``)."""
     if k < 1:
         raise ValueError(f"rrf k must be at least 1, got {k}")
     kw = _hits(keyword, lambda scores: [1.0 / (k + rank) for rank in range(1, len(scores) + 1)])
     sem = _hits(semantic, lambda scores: [1.0 / (k + rank) for rank in range(1, len(scores) + 1)])
-    fused = []
-    for doc_id in kw.keys() | sem.keys():
-        a, b = kw.get(doc_id), sem.get(doc_id)
-        score = (a.normalized if a else 0.0) + (b.normalized if b else 0.0)
-        fused.append(Fused(doc_id, score, FusionDetails("rrf", a, b)))
-    return _sorted(fused)
+    scores = {doc_id: hit.normalized for doc_id, hit in kw.items()}
+    for doc_id, hit in sem.items():
+        scores[doc_id] = scores.get(doc_id, 0.0) + hit.normalized
+    return _ranked("rrf", scores, kw, sem, limit)
 
 
-def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float = 0.5, rrf_k: int = 60) -> list[Fused]:
-    """Dispatch on ``[retrieval] fusion`` (``"convex"`` or ``"rrf"``)."""
+def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float = 0.5, rrf_k: int = 60,
+         limit: int | None = None) -> list[Fused]:
+    """Dispatch on ``[retrieval] fusion`` (``"convex"`` or ``"rrf"``); ``limit`` keeps the best only."""
     if method == "convex":
-        return convex(keyword, semantic, alpha)
+        return convex(keyword, semantic, alpha, limit)
     if method == "rrf":
-        return rrf(keyword, semantic, rrf_k)
+        return rrf(keyword, semantic, rrf_k, limit)
     raise ValueError(f"unknown fusion method {method!r} (expected 'convex' or 'rrf')")
+
+
+def _ranked(method: str, scores: dict[str, float], kw: dict[str, ListHit], sem: dict[str, ListHit],
+            limit: int | None) -> list[Fused]:
+    """Best first (fused score desc, then doc id), with details for the ``limit`` kept."""
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    if limit is not None:
+        ordered = ordered[: max(limit, 0)]
+    return [Fused(doc_id, score, FusionDetails(method, kw.get(doc_id), sem.get(doc_id))) for doc_id, score in ordered]
 
 
 def _hits(ranking: Ranking, normalize: Callable[[list[float]], list[float]]) -> dict[str, ListHit]:
@@ -105,7 +108,3 @@ def _min_max(scores: list[float]) -> list[float]:
     if high - low <= 1e-12 or math.isinf(high - low):
         return [1.0 for _ in scores]
     return [(s - low) / (high - low) for s in scores]
-
-
-def _sorted(fused: list[Fused]) -> list[Fused]:
-    return sorted(fused, key=lambda f: (-f.score, f.doc_id))

@@ -544,6 +544,42 @@ class VectorIndex:
         return [(chunk_ids[r].decode("ascii"), docs[codes[r]], float(scores[i]))
                 for i, r in zip(best, rows[best], strict=True)]
 
+    def top_documents(self, query: np.ndarray, k: int, allowed: RowFilter = None) -> list[tuple[str, str, float]]:
+        """The ``k`` best documents by their best chunk: ``(doc_id, chunk_id, cosine)``, best first,
+        ties by doc id. Filters apply before the cut, as in ``top_k``."""
+        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
+        with self._lock:
+            columns, n, live, dead = self._columns, self._n, self._live, self._dead
+            chunk_ids, codes, docs = self._chunk_ids, self._doc_codes, self._docs
+        if k <= 0 or n == 0:
+            return []
+        if q.shape[0] != columns.shape[0]:
+            raise EmbedderMismatch(
+                f"the query vector has {q.shape[0]} dims but the vector index holds {columns.shape[0]}; "
+                "run `ctx embed rebuild` after changing [embedding]"
+            )
+        mask = self._mask(allowed, n)
+        if dead:
+            mask = live[:n].copy() if mask is None else mask & live[:n]
+        rows, scores = _score(columns, n, q, mask)
+        if len(rows) == 0:
+            return []
+        doc_codes = codes[rows]
+        fetch = max(4 * k, 64)
+        while True:  # the best chunks until they span k documents (or all chunks are in)
+            top = np.argpartition(-scores, fetch - 1)[:fetch] if fetch < len(scores) else np.arange(len(scores))
+            top = top[np.lexsort((rows[top], -scores[top]))]
+            _, first = np.unique(doc_codes[top], return_index=True)  # each document's best chunk
+            if len(first) >= k or fetch >= len(scores):
+                break
+            fetch *= 4
+        best = top[np.sort(first)]  # best first
+        if len(best) > k:  # keep the documents tied with the k-th too: ties are broken by doc id below
+            best = best[: k + int(np.count_nonzero(scores[best[k:]] == scores[best[k - 1]]))]
+        hits = [(docs[doc_codes[i]], chunk_ids[rows[i]].decode("ascii"), float(scores[i])) for i in best.tolist()]
+        hits.sort(key=lambda h: (-h[2], h[0]))
+        return hits[:k]
+
     def _mask(self, allowed: RowFilter, n: int) -> np.ndarray | None:
         if allowed is None:
             return None
