@@ -46,6 +46,8 @@ def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config
         raw["retrieval"]["title_boost"] = args.title_boost
     if args.alpha is not None:
         raw["retrieval"]["hybrid_alpha"] = args.alpha
+    if args.candidate_k is not None:
+        raw["retrieval"]["candidate_k"] = args.candidate_k
     if args.fusion:
         raw["retrieval"]["fusion"] = args.fusion
     return config_mod.from_dict(raw, None)
@@ -99,6 +101,7 @@ async def run(args: argparse.Namespace) -> dict:
                     "sync_seconds": round(sync_seconds, 2),
                     "max_tokens": config.chunking.max_tokens, "title_boost": config.retrieval.title_boost,
                     "fusion": config.retrieval.fusion, "hybrid_alpha": config.retrieval.hybrid_alpha,
+                    "candidate_k": config.retrieval.candidate_k,
                     "cores": os.cpu_count(),
                 })
     return out
@@ -116,6 +119,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=None)
     parser.add_argument("--title-boost", type=float, default=None)
     parser.add_argument("--alpha", type=float, default=None)
+    parser.add_argument("--candidate-k", type=int, default=None, help="[retrieval] candidate_k (hybrid).")
     parser.add_argument("--fusion", choices=["convex", "rrf"], default=None)
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
     parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")

@@ -102,7 +102,48 @@ class LocalEmbedder(BaseEmbedder):
         return out
 
     def _embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(next(iter(self.load().query_embed([text]))), dtype=np.float32)
+        model = self.load()
+        direct = _direct_query_runner(model)
+        if direct is not None:
+            return direct(text)
+        return np.asarray(next(iter(model.query_embed([text]))), dtype=np.float32)
+
+
+def _direct_query_runner(model: Any) -> Any:
+    """For mean-pooled, normalised models (MiniLM, the bundled default): embed one query by calling
+    the model's tokenizer and ONNX session directly, the same computation as ``query_embed`` without
+    its batching generators (~0.6 ms of a ~7 ms query on 2 cores). None for any other model."""
+    runner = getattr(model, "_ctx_direct_query", False)
+    if runner is not False:
+        return runner
+    runner = None
+    try:
+        from fastembed.text.pooled_normalized_embedding import PooledNormalizedEmbedding
+
+        inner = getattr(model, "model", None)
+        if type(inner) is PooledNormalizedEmbedding and inner.tokenizer is not None and inner.model is not None:
+            session, tokenizer = inner.model, inner.tokenizer
+            names = {node.name for node in session.get_inputs()}
+
+            def runner(text: str) -> np.ndarray:
+                encoding = tokenizer.encode_batch([text])[0]
+                ids = np.array([encoding.ids], dtype=np.int64)
+                feed = {"input_ids": ids}
+                if "attention_mask" in names:
+                    feed["attention_mask"] = np.array([encoding.attention_mask], dtype=np.int64)
+                if "token_type_ids" in names:
+                    feed["token_type_ids"] = np.zeros_like(ids)
+                tokens = session.run(None, feed)[0][0]  # (tokens, dims): one unpadded sequence
+                mask = np.asarray(encoding.attention_mask, dtype=bool)
+                pooled = tokens[mask].sum(axis=0, dtype=np.float64) / max(int(mask.sum()), 1)
+                return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+    except (ImportError, AttributeError):
+        runner = None
+    try:
+        model._ctx_direct_query = runner
+    except AttributeError:
+        pass
+    return runner
 
 
 def load_model(spec: ModelSpec, threads: int | None, cache_dir: Path | None = None) -> Any:

@@ -75,6 +75,18 @@ def test_query_embeddings_are_cached(local_embedder: LocalEmbedder) -> None:
     assert _cos(first, document) > 0.9999  # MiniLM embeds queries and documents alike
 
 
+def test_direct_query_path_matches_fastembed(local_embedder: LocalEmbedder) -> None:
+    """Queries skip fastembed's batching generators; the vectors must not change."""
+    model = local_embedder.load()
+    queries = ["sandboxing untrusted lua code", "x", "Ünïcode — ünd émoji 🚀", "word " * 600]  # the last is truncated
+    for query in queries:
+        local_embedder.query_cache.clear()
+        direct = local_embedder.embed_query(query)
+        reference = np.asarray(next(iter(model.query_embed([query]))), dtype=np.float32)
+        np.testing.assert_allclose(direct, reference, atol=1e-6)
+    assert getattr(model, "_ctx_direct_query", None) is not None  # the direct path really ran
+
+
 def test_model_is_loaded_once_per_process(local_embedder: LocalEmbedder, model_cache: Path) -> None:
     other = LocalEmbedder(EmbeddingConfig(threads=1), cache_dir=model_cache)
     assert other.load() is local_embedder.load()
