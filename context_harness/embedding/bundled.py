@@ -135,3 +135,46 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def _fallback_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"context-harness-{os.getuid()}" / "models"
+
+
+QUERY_MODEL_FILE = "model-queries-int8-dynamic.onnx"
+
+
+def query_model(model_dir: Path) -> Path | None:
+    """A copy of the bundled model for embedding queries: its MatMuls quantised to int8 per channel
+    with dynamic activation scales (ONNX Runtime's ``quantize_dynamic``). About 1.5x faster on one
+    short query; its vectors keep a cosine of ~0.994 with the original's. SciFact nDCG@10 (train/test)
+    against document vectors from the original model: semantic 0.689/0.668 (exact 0.694/0.667),
+    hybrid 0.736/0.734 (exact 0.738/0.739).
+
+    Built once into the model folder (~3 s; deterministic), or None when it cannot be built.
+    """
+    target = model_dir / QUERY_MODEL_FILE
+    if target.is_file():
+        return target
+    try:
+        import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:  # the onnx package is missing: queries use the original model
+        log.info("cannot build the query model (%s); queries use the original model", exc)
+        return None
+    quant_log = logging.getLogger()  # the quantiser warns on the root logger about optional pre-processing
+    level = quant_log.level
+    try:
+        with tempfile.TemporaryDirectory(dir=model_dir) as tmp:
+            folded = Path(tmp) / "folded.onnx"  # int8 weights dequantised once, so MatMuls see constants
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            options.optimized_model_filepath = str(folded)
+            ort.InferenceSession(str(model_dir / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+            built = Path(tmp) / QUERY_MODEL_FILE
+            quant_log.setLevel(logging.ERROR)
+            quantize_dynamic(str(folded), str(built), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=["MatMul"])
+            os.replace(built, target)
+    except Exception as exc:  # a tool-chain problem must never break search: fall back
+        log.warning("could not build the query model in %s (%s); queries use the original model", model_dir, exc)
+        return None
+    finally:
+        quant_log.setLevel(level)
+    return target

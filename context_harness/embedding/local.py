@@ -68,6 +68,8 @@ class LocalEmbedder(BaseEmbedder):
         self.batch_size = config.batch_size
         self.threads = config.threads
         self.cache_dir = cache_dir
+        self.quantized_queries = config.quantized_queries and self.spec.bundled
+        self._query_model_checked = False
         if self.spec.model_path is not None and not self.spec.model_path.is_dir():
             raise ConfigError(
                 f"embedding.model_path: {self.spec.model_path} is not a folder "
@@ -88,8 +90,19 @@ class LocalEmbedder(BaseEmbedder):
         """Load (or fetch from the process cache) the fastembed model; blocking."""
         return load_model(self.spec, self.threads, self.cache_dir)
 
+    def query_session(self) -> Any:
+        """The ONNX session queries run through: the int8-quantised copy of the bundled model
+        (``[embedding] quantized_queries``), else None (queries use the model itself)."""
+        if not self.quantized_queries:
+            return None
+        return _query_session(self.threads, self.cache_dir)
+
     def _embed(self, texts: list[str]) -> np.ndarray:
         model = self.load()
+        if self.quantized_queries and not self._query_model_checked:
+            # Build the query copy while documents embed (once per machine, ~3 s), not on a first search.
+            self._query_model_checked = True
+            bundled.query_model(bundled.prepare_model_dir(self.cache_dir))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.identity.dims), dtype=np.float32)
         vectors = model.passage_embed([texts[i] for i in order], batch_size=self.batch_size)
@@ -105,8 +118,37 @@ class LocalEmbedder(BaseEmbedder):
         model = self.load()
         direct = _direct_query_runner(model)
         if direct is not None:
-            return direct(text)
+            return direct(text, self.query_session())
         return np.asarray(next(iter(model.query_embed([text]))), dtype=np.float32)
+
+
+_QUERY_SESSIONS: dict[tuple[str, int | None], Any] = {}
+
+
+def _query_session(threads: int | None, cache_dir: Path | None) -> Any:
+    """The process-wide session over the bundled model's query copy (None when it cannot be built)."""
+    model_dir = bundled.prepare_model_dir(cache_dir)
+    key = (str(model_dir), threads)
+    if key in _QUERY_SESSIONS:
+        return _QUERY_SESSIONS[key]
+    with _MODELS_LOCK:
+        if key not in _QUERY_SESSIONS:
+            session = None
+            path = bundled.query_model(model_dir)
+            if path is not None:
+                import onnxruntime as ort
+
+                with _no_spinning():
+                    options = ort.SessionOptions()
+                if threads:
+                    options.intra_op_num_threads = threads
+                try:
+                    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                except Exception as exc:  # a damaged file: rebuilt next time, the original serves now
+                    log.warning("could not load the query model %s (%s); queries use the original model", path, exc)
+                    path.unlink(missing_ok=True)
+            _QUERY_SESSIONS[key] = session
+    return _QUERY_SESSIONS[key]
 
 
 def _direct_query_runner(model: Any) -> Any:
@@ -125,7 +167,7 @@ def _direct_query_runner(model: Any) -> Any:
             session, tokenizer = inner.model, inner.tokenizer
             names = {node.name for node in session.get_inputs()}
 
-            def runner(text: str) -> np.ndarray:
+            def runner(text: str, query_session: Any = None) -> np.ndarray:
                 encoding = tokenizer.encode_batch([text])[0]
                 ids = np.array([encoding.ids], dtype=np.int64)
                 feed = {"input_ids": ids}
@@ -133,7 +175,7 @@ def _direct_query_runner(model: Any) -> Any:
                     feed["attention_mask"] = np.array([encoding.attention_mask], dtype=np.int64)
                 if "token_type_ids" in names:
                     feed["token_type_ids"] = np.zeros_like(ids)
-                tokens = session.run(None, feed)[0][0]  # (tokens, dims): one unpadded sequence
+                tokens = (query_session or session).run(None, feed)[0][0]  # (tokens, dims): one sequence
                 mask = np.asarray(encoding.attention_mask, dtype=bool)
                 pooled = tokens[mask].sum(axis=0, dtype=np.float64) / max(int(mask.sum()), 1)
                 return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)

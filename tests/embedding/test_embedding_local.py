@@ -72,19 +72,36 @@ def test_query_embeddings_are_cached(local_embedder: LocalEmbedder) -> None:
     assert again is first and local_embedder.query_cache.hits == hits + 1
     assert not first.flags.writeable
     document = local_embedder.embed_documents(["cached query text"])[0]
-    assert _cos(first, document) > 0.9999  # MiniLM embeds queries and documents alike
+    assert _cos(first, document) > 0.98  # the same text, through the model and its quantised query copy
 
 
-def test_direct_query_path_matches_fastembed(local_embedder: LocalEmbedder) -> None:
+def test_direct_query_path_matches_fastembed(model_cache: Path) -> None:
     """Queries skip fastembed's batching generators; the vectors must not change."""
-    model = local_embedder.load()
+    embedder = LocalEmbedder(EmbeddingConfig(threads=1, quantized_queries=False), cache_dir=model_cache)
+    model = embedder.load()
     queries = ["sandboxing untrusted lua code", "x", "Ünïcode — ünd émoji 🚀", "word " * 600]  # the last is truncated
     for query in queries:
-        local_embedder.query_cache.clear()
-        direct = local_embedder.embed_query(query)
+        direct = embedder.embed_query(query)
         reference = np.asarray(next(iter(model.query_embed([query]))), dtype=np.float32)
         np.testing.assert_allclose(direct, reference, atol=1e-6)
     assert getattr(model, "_ctx_direct_query", None) is not None  # the direct path really ran
+    assert embedder.query_session() is None
+
+
+def test_quantized_queries_stay_close_and_rank_alike(local_embedder: LocalEmbedder, model_cache: Path) -> None:
+    """The default: queries run through the int8-quantised copy, documents through the model."""
+    assert local_embedder.query_session() is not None
+    assert (bundled.prepare_model_dir(model_cache) / bundled.QUERY_MODEL_FILE).is_file()
+    exact = LocalEmbedder(EmbeddingConfig(threads=1, quantized_queries=False), cache_dir=model_cache)
+    docs = local_embedder.embed_documents([
+        "The cat is sleeping on the sofa.", "Quarterly revenue grew by five percent.",
+        "How to restrict what a Lua script can access.", "Tantivy is a full-text search library in Rust.",
+    ])
+    for query in ["a kitten naps on the couch", "sandboxing untrusted lua code", "rust search engine library",
+                  "how much did sales grow"]:
+        fast, slow = local_embedder.embed_query(query), exact.embed_query(query)
+        assert float(fast @ slow) > 0.98 and not np.array_equal(fast, slow)
+        assert list(np.argsort(-(docs @ fast))) == list(np.argsort(-(docs @ slow)))
 
 
 def test_model_is_loaded_once_per_process(local_embedder: LocalEmbedder, model_cache: Path) -> None:
