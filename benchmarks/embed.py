@@ -1,10 +1,13 @@
-"""Embedding throughput: our LocalEmbedder vs raw fastembed, same texts, model and threads, one run.
+"""Embedding throughput: our LocalEmbedder vs raw fastembed, same chunks, model and threads, one run.
 
     python benchmarks/embed.py [--texts 400] [--threads N] [--batch-size 16] [--repeats 1]
 
-Texts are SciFact abstracts (title + text) from ../shared/data/beir/scifact/corpus.jsonl relative to
-the repository root, truncated to the model window (256 tokens). Prints one JSON line: chunks/s and
-tokens/s for both paths, the speed-up, and the lowest cosine between the two paths' vectors.
+Texts are the chunks ``ctx sync`` makes of SciFact documents (../shared/data/beir/scifact/corpus.jsonl
+relative to the repository root): Markdown as the benchmarks write it, chunked with the default
+settings, each chunk as the embedder sees it (title and heading path leading), spread evenly over
+the corpus. Raw fastembed embeds them in corpus order; ours batches them by length, as ``ctx embed``
+does. Prints one JSON line: chunks/s and tokens/s for both paths, the speed-up, and the lowest
+cosine between the two paths' vectors.
 """
 
 from __future__ import annotations
@@ -30,9 +33,22 @@ WINDOW = 256  # tokens, [CLS] and [SEP] included
 
 
 def load_texts(limit: int) -> list[str]:
-    docs = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    step = max(1, len(docs) // limit)
-    return [f"{d.get('title', '')}\n{d.get('text', '')}".strip() for d in docs[::step][:limit]]
+    """``limit`` chunks spread over the corpus, as the embedder sees them."""
+    from context_harness.config import ChunkingConfig
+    from context_harness.ingest.chunking import chunk_markdown, embedding_text
+
+    chunking = ChunkingConfig()
+    chunks = []
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        doc = json.loads(line)
+        title = doc.get("title") or doc["_id"]
+        body = f"# {title}\n\n{doc.get('text', '')}\n"  # as benchmarks/scifact.py writes the files
+        for chunk in chunk_markdown(body, chunking.max_tokens, chunking.overlap_tokens):
+            chunks.append(embedding_text(title, " > ".join(chunk.heading_path), chunk.text))
+    step = max(1, len(chunks) // limit)
+    return chunks[::step][:limit]
 
 
 def truncate(texts: list[str]) -> tuple[list[str], list[int]]:
