@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict:
                     harness.config.retrieval.hybrid_alpha = alpha
                 ndcg, recall, mrr, latencies = [], [], [], []
                 for qid, rels in judged.items():
-                    request = SearchRequest(query=qs[qid], mode=mode, limit=100)
+                    request = SearchRequest(query=qs[qid], mode=mode, limit=args.limit)
                     t0 = time.perf_counter()
                     response = await harness.search(request)
                     latencies.append((time.perf_counter() - t0) * 1000)
@@ -120,6 +120,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--title-boost", type=float, default=None)
     parser.add_argument("--alpha", type=float, default=None)
     parser.add_argument("--candidate-k", type=int, default=None, help="[retrieval] candidate_k (hybrid).")
+    parser.add_argument("--limit", type=int, default=100, help="results per query (recall@100 needs 100)")
     parser.add_argument("--fusion", choices=["convex", "rrf"], default=None)
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
     parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")

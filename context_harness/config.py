@@ -62,7 +62,7 @@ class EmbeddingConfig(_Section):
 class RetrievalConfig(_Section):
     default_mode: Literal["auto", "keyword", "semantic", "hybrid"] = "auto"
     final_limit: int = Field(default=12, ge=1, le=100)
-    candidate_k: int = Field(default=100, ge=1, le=10_000)
+    candidate_k: int = Field(default=50, ge=1, le=10_000)
     title_boost: float = Field(default=0.25, ge=0)
     fusion: Literal["convex", "rrf"] = "convex"
     hybrid_alpha: float = Field(default=0.5, ge=0, le=1)
