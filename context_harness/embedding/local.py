@@ -140,8 +140,9 @@ def _query_session(threads: int | None, cache_dir: Path | None) -> Any:
 
                 with _no_spinning():
                     options = ort.SessionOptions()
-                if threads:
-                    options.intra_op_num_threads = threads
+                # One short query gains little from a second thread (measured: 4.0 vs 4.3 ms alone,
+                # and ~0.5 ms less per hybrid search over stdio), and the other core stays free.
+                options.intra_op_num_threads = threads or 1
                 try:
                     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 except Exception as exc:  # a damaged file: rebuilt next time, the original serves now
