@@ -122,19 +122,19 @@ class LocalEmbedder(BaseEmbedder):
         return np.asarray(next(iter(model.query_embed([text]))), dtype=np.float32)
 
 
-_QUERY_SESSIONS: dict[tuple[str, int | None], Any] = {}
+_QUERY_SESSIONS: dict[tuple[str | None, int | None], Any] = {}
 
 
 def _query_session(threads: int | None, cache_dir: Path | None) -> Any:
-    """The process-wide session over the bundled model's query copy (None when it cannot be built)."""
-    model_dir = bundled.prepare_model_dir(cache_dir)
-    key = (str(model_dir), threads)
+    """The process-wide session over the bundled model's query copy (None when it cannot be built).
+    Keyed by the cache folder, so a query costs one dict lookup, not a look at the model files."""
+    key = (str(cache_dir) if cache_dir else None, threads)
     if key in _QUERY_SESSIONS:
         return _QUERY_SESSIONS[key]
     with _MODELS_LOCK:
         if key not in _QUERY_SESSIONS:
             session = None
-            path = bundled.query_model(model_dir)
+            path = bundled.query_model(bundled.prepare_model_dir(cache_dir))
             if path is not None:
                 import onnxruntime as ort
 

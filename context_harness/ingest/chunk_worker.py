@@ -17,7 +17,6 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future
 from typing import BinaryIO
 
@@ -206,13 +205,13 @@ class Chunker:
 
 # -- the helper side -----------------------------------------------------------------------------
 
-def serve(stdin: BinaryIO, stdout: BinaryIO, work: Callable[..., object] = _chunk_all) -> None:
+def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     while True:
         try:
             max_tokens, overlap_tokens, docs = _receive(stdin)
         except EOFError:
             return
-        _send(stdout, work(docs, max_tokens, overlap_tokens))
+        _send(stdout, _chunk_all(docs, max_tokens, overlap_tokens))
 
 
 def main() -> None:

@@ -158,21 +158,19 @@ class Syncer:
                           or stored.get(c.source_id, ("", None, ""))[1] != c.fingerprint)
             chunker.expect(to_read if budget is None else min(to_read, budget[0]))
         pending: list[DocumentRow] = []
-        jobs: collections.deque[tuple[Future, list[DocumentText]]] = collections.deque()
-        rows_of: dict[str, DocumentRow] = {}
+        jobs: collections.deque[tuple[Future, list[DocumentText], list[DocumentRow]]] = collections.deque()
 
         def submit() -> None:
             if pending:
                 docs = [(row.id, row.title, row.body) for row in pending]
-                rows_of.update((row.id, row) for row in pending)
-                jobs.append((chunker.submit(docs), docs))
+                jobs.append((chunker.submit(docs), docs, list(pending)))
                 pending.clear()
 
         def collect(wait: bool) -> None:
             while jobs and (wait or len(jobs) > MAX_JOBS or jobs[0][0].done()):
-                future, docs = jobs.popleft()
-                for (doc_id, _, _), chunks in zip(docs, chunker.result(future, docs)):
-                    writes.append(DocumentWrite(rows_of.pop(doc_id), chunks))
+                future, docs, rows = jobs.popleft()
+                for row, chunks in zip(rows, chunker.result(future, docs), strict=True):
+                    writes.append(DocumentWrite(row, chunks))
                 if len(writes) >= WRITE_BATCH:
                     flush_writes()
 

@@ -13,7 +13,6 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from context_harness.config import Config
 from context_harness.errors import BadRequest, EmbeddingsDisabled
@@ -22,9 +21,6 @@ from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import make_snippet, salient
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
-
-if TYPE_CHECKING:
-    import numpy as np
 
 
 @dataclass
@@ -261,10 +257,7 @@ class SemanticBackend:
     def embedded_documents(self) -> set[str]:
         return self.index().doc_ids()
 
-    def top_documents(self, query: str | np.ndarray, k: int,
-                      allowed: set[str] | None) -> list[tuple[str, str, float]]:
-        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first. ``query``: its text or
-        its vector."""
+    def top_documents(self, query: str, k: int, allowed: set[str] | None) -> list[tuple[str, str, float]]:
+        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
         index = self.index()
-        vector = self.embedder.embed_query(query) if isinstance(query, str) else query
-        return index.top_documents(vector, k, allowed)
+        return index.top_documents(self.embedder.embed_query(query), k, allowed)

@@ -164,10 +164,6 @@ class KeywordIndex:
             writer.wait_merging_threads()
             self.index.reload()
 
-    def num_documents(self) -> int:
-        self.index.reload()
-        return self.index.searcher().num_docs
-
     def all_doc_ids(self) -> set[str]:
         self.index.reload()
         searcher = self.index.searcher()
@@ -273,9 +269,6 @@ class KeywordIndex:
             if len(raw) < fetch or fetch >= 20_000 or hits[-1].score < hits[limit - 1].score:
                 return hits[:limit]
             fetch *= 4
-
-    def reload(self) -> None:
-        self.index.reload()
 
 
 class IndexSession:

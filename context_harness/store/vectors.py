@@ -521,21 +521,9 @@ class VectorIndex:
         (``row_mask``; valid until the next ``refresh``). The filter is applied before the top-k cut, so a selective filter still
         returns up to ``k`` hits. Ties keep row order.
         """
-        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
-        with self._lock:
-            columns, n, live, dead = self._columns, self._n, self._live, self._dead
-            chunk_ids, codes, docs = self._chunk_ids, self._doc_codes, self._docs
-        if k <= 0 or n == 0:
+        if k <= 0:
             return []
-        if q.shape[0] != columns.shape[0]:
-            raise EmbedderMismatch(
-                f"the query vector has {q.shape[0]} dims but the vector index holds {columns.shape[0]}; "
-                "run `ctx embed rebuild` after changing [embedding]"
-            )
-        mask = self._mask(allowed, n)
-        if dead:
-            mask = live[:n].copy() if mask is None else mask & live[:n]
-        rows, scores = _score(columns, n, q, mask)
+        rows, scores, chunk_ids, codes, docs = self._scored(query, allowed)
         if len(rows) == 0:
             return []
         k = min(k, len(rows))
@@ -547,21 +535,9 @@ class VectorIndex:
     def top_documents(self, query: np.ndarray, k: int, allowed: RowFilter = None) -> list[tuple[str, str, float]]:
         """The ``k`` best documents by their best chunk: ``(doc_id, chunk_id, cosine)``, best first,
         ties by doc id. Filters apply before the cut, as in ``top_k``."""
-        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
-        with self._lock:
-            columns, n, live, dead = self._columns, self._n, self._live, self._dead
-            chunk_ids, codes, docs = self._chunk_ids, self._doc_codes, self._docs
-        if k <= 0 or n == 0:
+        if k <= 0:
             return []
-        if q.shape[0] != columns.shape[0]:
-            raise EmbedderMismatch(
-                f"the query vector has {q.shape[0]} dims but the vector index holds {columns.shape[0]}; "
-                "run `ctx embed rebuild` after changing [embedding]"
-            )
-        mask = self._mask(allowed, n)
-        if dead:
-            mask = live[:n].copy() if mask is None else mask & live[:n]
-        rows, scores = _score(columns, n, q, mask)
+        rows, scores, chunk_ids, codes, docs = self._scored(query, allowed)
         if len(rows) == 0:
             return []
         doc_codes = codes[rows]
@@ -579,6 +555,26 @@ class VectorIndex:
         hits = [(docs[doc_codes[i]], chunk_ids[rows[i]].decode("ascii"), float(scores[i])) for i in best.tolist()]
         hits.sort(key=lambda h: (-h[2], h[0]))
         return hits[:k]
+
+    def _scored(self, query: np.ndarray, allowed: RowFilter) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Cosine of ``query`` with every live, allowed position: (positions, scores), plus the
+        snapshot's chunk ids, document codes and document ids to name them with."""
+        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(-1))
+        with self._lock:
+            columns, n, live, dead = self._columns, self._n, self._live, self._dead
+            chunk_ids, codes, docs = self._chunk_ids, self._doc_codes, self._docs
+        if n == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32), chunk_ids, codes, docs
+        if q.shape[0] != columns.shape[0]:
+            raise EmbedderMismatch(
+                f"the query vector has {q.shape[0]} dims but the vector index holds {columns.shape[0]}; "
+                "run `ctx embed rebuild` after changing [embedding]"
+            )
+        mask = self._mask(allowed, n)
+        if dead:
+            mask = live[:n].copy() if mask is None else mask & live[:n]
+        rows, scores = _score(columns, n, q, mask)
+        return rows, scores, chunk_ids, codes, docs
 
     def _mask(self, allowed: RowFilter, n: int) -> np.ndarray | None:
         if allowed is None:
