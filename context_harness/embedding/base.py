@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -115,7 +115,8 @@ class BaseEmbedder:
     """Shared behaviour: input checks, empty input, and the cached ``embed_query``.
 
     Subclasses set ``identity`` and implement ``_embed(texts) -> (n, dims)`` for a non-empty list;
-    they may override ``_embed_query`` when the model treats queries differently.
+    they may override ``_embed_query`` when the model treats queries differently, and then call
+    ``meanwhile()`` just before they block outside Python (a model run, an HTTP request).
     """
 
     identity: EmbedderIdentity
@@ -130,19 +131,23 @@ class BaseEmbedder:
         vectors = self._embed(texts)
         return self._checked(vectors, len(texts))
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, *, meanwhile: Callable[[], object] | None = None) -> np.ndarray:
+        """The query's vector (cached). ``meanwhile``, when given, is called once just before the
+        embedder blocks outside Python, so the caller can start work on another thread that will not
+        queue for the GIL behind this one; it is not called when the vector comes from the cache."""
         if not isinstance(text, str):
             raise TypeError(f"query must be a string, got {type(text).__name__}")
         cached = self.query_cache.get(text)
         if cached is not None:
             return cached
-        vector = self._checked(self._embed_query(text)[None, :], 1)[0]
+        vector = self._checked(self._embed_query(text, meanwhile or _nothing)[None, :], 1)[0]
         return self.query_cache.put(text, vector)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
-    def _embed_query(self, text: str) -> np.ndarray:
+    def _embed_query(self, text: str, meanwhile: Callable[[], object]) -> np.ndarray:
+        meanwhile()
         return self._embed([text])[0]
 
     def _checked(self, vectors: np.ndarray, n: int) -> np.ndarray:
@@ -155,6 +160,10 @@ class BaseEmbedder:
                 f"{self.identity.key}: expected vectors of shape ({n}, {dims}), got {vectors.shape}"
             )
         return normalize_rows(vectors)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:

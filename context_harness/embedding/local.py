@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,11 +114,12 @@ class LocalEmbedder(BaseEmbedder):
             raise EmbeddingsUnavailable(f"{self.identity.key}: the model returned {count} of {len(texts)} vectors")
         return out
 
-    def _embed_query(self, text: str) -> np.ndarray:
+    def _embed_query(self, text: str, meanwhile: Callable[[], object]) -> np.ndarray:
         model = self.load()
         direct = _direct_query_runner(model)
         if direct is not None:
-            return direct(text, self.query_session())
+            return direct(text, self.query_session(), meanwhile)
+        meanwhile()
         return np.asarray(next(iter(model.query_embed([text]))), dtype=np.float32)
 
 
@@ -168,7 +169,7 @@ def _direct_query_runner(model: Any) -> Any:
             session, tokenizer = inner.model, inner.tokenizer
             names = {node.name for node in session.get_inputs()}
 
-            def runner(text: str, query_session: Any = None) -> np.ndarray:
+            def runner(text: str, query_session: Any = None, meanwhile: Callable[[], object] = _nothing) -> np.ndarray:
                 encoding = tokenizer.encode_batch([text])[0]
                 ids = np.array([encoding.ids], dtype=np.int64)
                 feed = {"input_ids": ids}
@@ -176,6 +177,7 @@ def _direct_query_runner(model: Any) -> Any:
                     feed["attention_mask"] = np.array([encoding.attention_mask], dtype=np.int64)
                 if "token_type_ids" in names:
                     feed["token_type_ids"] = np.zeros_like(ids)
+                meanwhile()
                 tokens = (query_session or session).run(None, feed)[0][0]  # (tokens, dims): one sequence
                 mask = np.asarray(encoding.attention_mask, dtype=bool)
                 pooled = tokens[mask].sum(axis=0, dtype=np.float64) / max(int(mask.sum()), 1)
@@ -187,6 +189,10 @@ def _direct_query_runner(model: Any) -> Any:
     except AttributeError:
         pass
     return runner
+
+
+def _nothing() -> None:
+    return None
 
 
 def load_model(spec: ModelSpec, threads: int | None, cache_dir: Path | None = None) -> Any:

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from context_harness.config import Config
+from context_harness.embedding.base import BaseEmbedder
 from context_harness.errors import BadRequest, EmbeddingsDisabled
 from context_harness.models import SearchExplain, SearchRequest, SearchResponse, SearchResult, parse_timestamp
+from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import make_snippet, salient
 from context_harness.store.documents import DocumentStore
@@ -77,12 +79,13 @@ class SearchEngine:
             out.append(_Candidate(hit.doc_id, hit.score, None, explain))
         return out
 
-    def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int):
+    def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
+                       meanwhile: Callable[[], object] | None = None):
         backend = self._backend(required=True)
         allowed = self.allowed_documents(filters) if filters else None
         if allowed is not None and not allowed:
             return backend, []
-        return backend, backend.top_documents(request.query, k, allowed)
+        return backend, backend.top_documents(request.query, k, allowed, meanwhile)
 
     def _semantic(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
         backend, hits = self._semantic_hits(request, filters, limit)
@@ -99,10 +102,16 @@ class SearchEngine:
     def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
-        keyword_hits: list[DocumentHit] = self.index.search(request.query, filters, k)
-        # (Embedding the query in a helper thread while BM25 ranks measured slower on 2 cores: the
-        # model's own threads then compete with the request's.)
-        backend, semantic_hits = self._semantic_hits(request, filters, k)
+        # BM25 ranks on a helper thread while this one waits for the query embedding (see alongside.py).
+        # It starts only once the embedder blocks: started earlier, its Python parts would hold up the
+        # embedding's own; with a cached vector it runs here, in turn.
+        keyword = Alongside(lambda: self.index.search(request.query, filters, k))
+        try:
+            backend, semantic_hits = self._semantic_hits(request, filters, k, keyword.start)
+        except Exception:
+            keyword.result()  # never left running; its own error, if any, comes first (as it ran first before)
+            raise
+        keyword_hits: list[DocumentHit] = keyword.result()
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
                      alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k, limit=limit)
@@ -257,7 +266,13 @@ class SemanticBackend:
     def embedded_documents(self) -> set[str]:
         return self.index().doc_ids()
 
-    def top_documents(self, query: str, k: int, allowed: set[str] | None) -> list[tuple[str, str, float]]:
-        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
+    def top_documents(self, query: str, k: int, allowed: set[str] | None,
+                      meanwhile: Callable[[], object] | None = None) -> list[tuple[str, str, float]]:
+        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first. ``meanwhile``: see
+        ``BaseEmbedder.embed_query`` (embedders outside that family never call it)."""
         index = self.index()
-        return index.top_documents(self.embedder.embed_query(query), k, allowed)
+        if isinstance(self.embedder, BaseEmbedder):
+            vector = self.embedder.embed_query(query, meanwhile=meanwhile)
+        else:
+            vector = self.embedder.embed_query(query)
+        return index.top_documents(vector, k, allowed)

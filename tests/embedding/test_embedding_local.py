@@ -15,6 +15,7 @@ import pytest
 
 from context_harness.config import EmbeddingConfig
 from context_harness.embedding import bundled
+from context_harness.embedding import local as local_mod
 from context_harness.embedding.base import Embedder, EmbedderIdentity
 from context_harness.embedding.local import LocalEmbedder
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
@@ -73,6 +74,30 @@ def test_query_embeddings_are_cached(local_embedder: LocalEmbedder) -> None:
     assert not first.flags.writeable
     document = local_embedder.embed_documents(["cached query text"])[0]
     assert _cos(first, document) > 0.98  # the same text, through the model and its quantised query copy
+
+
+def test_meanwhile_fires_once_before_the_model_runs_and_never_for_a_cached_query(local_embedder: LocalEmbedder) -> None:
+    """Hybrid search starts its keyword half from ``meanwhile``: it must come after tokenising (Python
+    work) and before the model run, once per embedded query."""
+    calls: list[str] = []
+    session = local_embedder.query_session()
+    run = session.run
+
+    class Watched:
+        def run(self, *args, **kwargs):
+            calls.append("model")
+            return run(*args, **kwargs)
+
+    key = (str(local_embedder.cache_dir) if local_embedder.cache_dir else None, local_embedder.threads)
+    original = local_mod._QUERY_SESSIONS[key]
+    local_mod._QUERY_SESSIONS[key] = Watched()
+    try:
+        vector = local_embedder.embed_query("a query asked for the first time", meanwhile=lambda: calls.append("meanwhile"))
+        assert calls == ["meanwhile", "model"]
+        again = local_embedder.embed_query("a query asked for the first time", meanwhile=lambda: calls.append("again"))
+    finally:
+        local_mod._QUERY_SESSIONS[key] = original
+    assert again is vector and calls == ["meanwhile", "model"]
 
 
 def test_direct_query_path_matches_fastembed(model_cache: Path) -> None:

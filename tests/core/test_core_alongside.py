@@ -1,0 +1,107 @@
+"""Hybrid search ranks BM25 on a helper thread while the query embeds (``search/alongside.py``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import pytest
+
+from context_harness.embedding import fake
+from context_harness.harness import Harness
+from context_harness.models import SearchRequest
+from context_harness.search import alongside
+from context_harness.search.alongside import Alongside
+
+
+def test_started_work_runs_on_a_helper_and_unstarted_work_runs_here() -> None:
+    here = threading.get_ident()
+    started = Alongside(threading.get_ident)
+    started.start()
+    future = started.future
+    started.start()  # at most once
+    assert started.future is future
+    assert started.result() != here
+    assert Alongside(threading.get_ident).result() == here
+
+
+def test_errors_reach_the_caller() -> None:
+    job = Alongside(lambda: 1 / 0)
+    job.start()
+    with pytest.raises(ZeroDivisionError):
+        job.result()
+    with pytest.raises(ZeroDivisionError):
+        Alongside(lambda: 1 / 0).result()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="moving between CPUs needs Linux and two allowed CPUs")
+def test_a_helper_on_its_callers_cpu_moves_for_the_job_and_back() -> None:
+    before = os.sched_getaffinity(0)
+    cpu = alongside._cpu()
+    assert cpu in before
+    seen_cpu, seen_allowed = alongside._away_from(cpu, lambda: (alongside._cpu(), os.sched_getaffinity(0)))
+    assert seen_cpu != cpu
+    assert cpu not in seen_allowed or seen_allowed == before  # moved, unless the scheduler already had
+    assert os.sched_getaffinity(0) == before
+    # No caller CPU known (-1): nothing moves.
+    assert alongside._away_from(-1, lambda: os.sched_getaffinity(0)) == before
+
+
+@pytest.mark.anyio
+async def test_hybrid_ranks_keywords_beside_a_fresh_embedding_and_in_turn_for_a_cached_one(sample_docs) -> None:
+    fake.register()
+    sample_docs.config_path.write_text(
+        sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        seen: dict[str, int] = {}
+        index_search = h.engine.index.search
+        embedder = h.semantic().embedder
+        embed = embedder._embed
+
+        def keyword_spy(*args):
+            seen["keyword"] = threading.get_ident()
+            return index_search(*args)
+
+        def embed_spy(texts):
+            seen["embed"] = threading.get_ident()
+            return embed(texts)
+
+        h.engine.index.search = keyword_spy
+        embedder._embed = embed_spy
+        request = SearchRequest(query="sandbox timeout memory", mode="hybrid", explain=True)
+        fresh = h.search_sync(request)
+        assert seen["embed"] == threading.get_ident() and seen["keyword"] != threading.get_ident()
+        seen.clear()
+        cached = h.search_sync(request)
+        assert "embed" not in seen and seen["keyword"] == threading.get_ident()
+        assert fresh == cached and fresh.results[0].title == "Lua Sandbox"
+        assert fresh.results[0].explain.keyword_rank == 1 and fresh.results[0].explain.semantic_rank == 1
+
+
+@pytest.mark.anyio
+async def test_an_embedding_failure_still_waits_for_the_keyword_half(sample_docs) -> None:
+    fake.register()
+    sample_docs.config_path.write_text(
+        sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        finished = threading.Event()
+        index_search = h.engine.index.search
+
+        def slow_keyword(*args):
+            finished.wait(0.2)  # still running when the embedding fails
+            hits = index_search(*args)
+            finished.set()
+            return hits
+
+        def broken(texts):
+            raise RuntimeError("the model fell over")
+
+        h.engine.index.search = slow_keyword
+        h.semantic().embedder._embed = broken
+        with pytest.raises(RuntimeError, match="fell over"):
+            h.search_sync(SearchRequest(query="sandbox", mode="hybrid"))
+        assert finished.is_set()  # the helper's work was over before the error reached the caller
