@@ -24,9 +24,10 @@ MAX_HELPERS = 4
 
 class Alongside:
     """``work`` for a helper thread, started by ``start`` (at most once); ``result`` waits for it,
-    or runs it on the calling thread when it was never started."""
+    or runs it on the calling thread when it was never started. ``work`` is told which: it gets
+    True on the helper (where spare time may be spent on likely-useful extras) and False here."""
 
-    def __init__(self, work: Callable[[], Any]) -> None:
+    def __init__(self, work: Callable[[bool], Any]) -> None:
         self.work = work
         self.future: Future[Any] | None = None
 
@@ -35,10 +36,10 @@ class Alongside:
             self.future = _pool().submit(_away_from, _cpu(), self.work)
 
     def result(self) -> Any:
-        return self.work() if self.future is None else self.future.result()
+        return self.work(False) if self.future is None else self.future.result()
 
 
-def _away_from(cpu: int, work: Callable[[], Any]) -> Any:
+def _away_from(cpu: int, work: Callable[[bool], Any]) -> Any:
     """Run ``work``, first leaving ``cpu`` (the caller's) when the scheduler put this thread there."""
     allowed: set[int] | None = None
     if cpu >= 0 and _cpu() == cpu:
@@ -51,7 +52,7 @@ def _away_from(cpu: int, work: Callable[[], Any]) -> Any:
         except OSError:
             allowed = None
     try:
-        return work()
+        return work(True)
     finally:
         if allowed is not None:
             try:

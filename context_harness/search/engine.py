@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,9 +21,22 @@ from context_harness.errors import BadRequest, EmbeddingsDisabled
 from context_harness.models import SearchExplain, SearchRequest, SearchResponse, SearchResult, parse_timestamp
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
-from context_harness.search.snippets import make_snippet, salient
+from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
+
+
+SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
+SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
+
+
+@dataclass
+class _Prepared:
+    """What the keyword half of a hybrid search made ready for rendering."""
+
+    weights: dict[str, float]  # the salient query words
+    rows: dict[str, tuple]  # doc id -> DocumentStore.summaries row, with body
+    snippets: dict[str, Snippet]  # doc id -> snippet of its body
 
 
 @dataclass
@@ -58,13 +72,14 @@ class SearchEngine:
         mode = self.resolve_mode(request)
         limit = request.limit or self.config.retrieval.final_limit
         filters = filters_of(request)
+        prepared = None
         if mode == "keyword":
             candidates = self._keyword(request, filters, limit)
         elif mode == "semantic":
             candidates = self._semantic(request, filters, limit)
         else:
-            candidates = self._hybrid(request, filters, limit)
-        return self._render(candidates, request, mode)
+            candidates, prepared = self._hybrid(request, filters, limit)
+        return self._render(candidates, request, mode, prepared)
 
     # -- retrievers --------------------------------------------------------------------------
 
@@ -99,19 +114,20 @@ class SearchEngine:
             out.append(_Candidate(doc_id, score, chunk_id, explain))
         return out
 
-    def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None, limit: int) -> list[_Candidate]:
+    def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None,
+                limit: int) -> tuple[list[_Candidate], _Prepared | None]:
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
         # BM25 ranks on a helper thread while this one waits for the query embedding (see alongside.py).
         # It starts only once the embedder blocks: started earlier, its Python parts would hold up the
         # embedding's own; with a cached vector it runs here, in turn.
-        keyword = Alongside(lambda: self.index.search(request.query, filters, k))
+        keyword = Alongside(lambda alongside: self._keyword_half(request, filters, k, alongside))
         try:
             backend, semantic_hits = self._semantic_hits(request, filters, k, keyword.start)
         except Exception:
             keyword.result()  # never left running; its own error, if any, comes first (as it ran first before)
             raise
-        keyword_hits: list[DocumentHit] = keyword.result()
+        keyword_hits, prepared = keyword.result()
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
                      alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k, limit=limit)
@@ -134,7 +150,26 @@ class SearchEngine:
                     semantic_rank=d.semantic.rank if d.semantic else None,
                     fused_score=item.score, notes=notes)
             out.append(_Candidate(item.doc_id, item.score, by_semantic.get(item.doc_id), explain))
-        return out
+        return out, prepared
+
+    def _keyword_half(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
+                      alongside: bool) -> tuple[list[DocumentHit], _Prepared | None]:
+        """The BM25 list; on the helper thread, also the rows and snippets of its best hits, cut while
+        the query still embeds (most of them make the fused results: ~8 of 10 on SciFact)."""
+        hits = self.index.search(request.query, filters, k)
+        if not alongside or not hits:
+            return hits, None
+        deadline = time.perf_counter() + SPECULATION_SECONDS
+        ids = [h.doc_id for h in hits[:SPECULATIVE_SNIPPETS]]
+        prepared = _Prepared(salient(self.index.term_weights(request.query)),
+                             self.store.summaries(ids, with_body=True), {})
+        chars = self.config.retrieval.snippet_chars
+        for doc_id in ids:
+            row = prepared.rows.get(doc_id)
+            if row is None or time.perf_counter() > deadline:  # the embedding may be done: stop holding the GIL
+                break
+            prepared.snippets[doc_id] = make_snippet(row[5], prepared.weights, self.index.stem, chars)
+        return hits, prepared
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -164,11 +199,15 @@ class SearchEngine:
         wanted = {t.lower() for t in filters.tags}
         return {r[0] for r in rows if wanted & {t.lower() for t in json.loads(r[1])}}
 
-    def _render(self, candidates: list[_Candidate], request: SearchRequest, mode: str) -> SearchResponse:
-        rows = self.store.summaries([c.doc_id for c in candidates], with_body=True)
+    def _render(self, candidates: list[_Candidate], request: SearchRequest, mode: str,
+                prepared: _Prepared | None = None) -> SearchResponse:
+        known = prepared.rows if prepared else {}
+        rows = self.store.summaries([c.doc_id for c in candidates if c.doc_id not in known], with_body=True)
+        rows.update(known)
         chunk_ids = [c.chunk_id for c in candidates if c.chunk_id]
         chunks = self.store.chunk_texts(chunk_ids) if chunk_ids else {}
-        weights = salient(self.index.term_weights(request.query))
+        weights = prepared.weights if prepared else salient(self.index.term_weights(request.query))
+        cut = prepared.snippets if prepared else {}
         chars = self.config.retrieval.snippet_chars
         results = []
         for c in candidates:
@@ -178,7 +217,9 @@ class SearchEngine:
             title, source, source_id, updated_at, source_url, body = row
             chunk_text = chunks.get(c.chunk_id or "")
             from_chunk = chunk_text is not None and mode == "semantic"  # show the passage it matched
-            snippet = make_snippet(chunk_text if from_chunk else body, weights, self.index.stem, chars)
+            snippet = None if from_chunk else cut.get(c.doc_id)
+            if snippet is None:
+                snippet = make_snippet(chunk_text if from_chunk else body, weights, self.index.stem, chars)
             if not snippet.matched and chunk_text is not None and not from_chunk:
                 from_chunk = True
                 snippet = make_snippet(chunk_text, weights, self.index.stem, chars)

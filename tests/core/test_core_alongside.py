@@ -11,28 +11,33 @@ import pytest
 from context_harness.embedding import fake
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
-from context_harness.search import alongside
+from context_harness.search import alongside, engine
 from context_harness.search.alongside import Alongside
+
+
+def where(on_helper: bool) -> tuple[int, bool]:
+    return threading.get_ident(), on_helper
 
 
 def test_started_work_runs_on_a_helper_and_unstarted_work_runs_here() -> None:
     here = threading.get_ident()
-    started = Alongside(threading.get_ident)
+    started = Alongside(where)
     started.start()
     future = started.future
     started.start()  # at most once
     assert started.future is future
-    assert started.result() != here
-    assert Alongside(threading.get_ident).result() == here
+    thread, on_helper = started.result()
+    assert thread != here and on_helper
+    assert Alongside(where).result() == (here, False)
 
 
 def test_errors_reach_the_caller() -> None:
-    job = Alongside(lambda: 1 / 0)
+    job = Alongside(lambda _: 1 / 0)
     job.start()
     with pytest.raises(ZeroDivisionError):
         job.result()
     with pytest.raises(ZeroDivisionError):
-        Alongside(lambda: 1 / 0).result()
+        Alongside(lambda _: 1 / 0).result()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
@@ -41,16 +46,17 @@ def test_a_helper_on_its_callers_cpu_moves_for_the_job_and_back() -> None:
     before = os.sched_getaffinity(0)
     cpu = alongside._cpu()
     assert cpu in before
-    seen_cpu, seen_allowed = alongside._away_from(cpu, lambda: (alongside._cpu(), os.sched_getaffinity(0)))
+    seen_cpu, seen_allowed = alongside._away_from(cpu, lambda _: (alongside._cpu(), os.sched_getaffinity(0)))
     assert seen_cpu != cpu
     assert cpu not in seen_allowed or seen_allowed == before  # moved, unless the scheduler already had
     assert os.sched_getaffinity(0) == before
     # No caller CPU known (-1): nothing moves.
-    assert alongside._away_from(-1, lambda: os.sched_getaffinity(0)) == before
+    assert alongside._away_from(-1, lambda _: os.sched_getaffinity(0)) == before
 
 
 @pytest.mark.anyio
-async def test_hybrid_ranks_keywords_beside_a_fresh_embedding_and_in_turn_for_a_cached_one(sample_docs) -> None:
+async def test_hybrid_ranks_keywords_beside_a_fresh_embedding_and_in_turn_for_a_cached_one(sample_docs,
+                                                                                         monkeypatch) -> None:
     fake.register()
     sample_docs.config_path.write_text(
         sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
@@ -69,14 +75,28 @@ async def test_hybrid_ranks_keywords_beside_a_fresh_embedding_and_in_turn_for_a_
             seen["embed"] = threading.get_ident()
             return embed(texts)
 
+        snippet_threads: list[int] = []
+        make_snippet = engine.make_snippet
+
+        def snippet_spy(*args):
+            snippet_threads.append(threading.get_ident())
+            return make_snippet(*args)
+
         h.engine.index.search = keyword_spy
         embedder._embed = embed_spy
+        monkeypatch.setattr(engine, "make_snippet", snippet_spy)
         request = SearchRequest(query="sandbox timeout memory", mode="hybrid", explain=True)
         fresh = h.search_sync(request)
         assert seen["embed"] == threading.get_ident() and seen["keyword"] != threading.get_ident()
+        # The helper also cut the snippets of the keyword hits, and rendering used them.
+        on_helper = snippet_threads.count(seen["keyword"])
+        here = snippet_threads.count(threading.get_ident())
+        assert on_helper >= 1 and on_helper + here == len(snippet_threads)
         seen.clear()
+        snippet_threads.clear()
         cached = h.search_sync(request)
         assert "embed" not in seen and seen["keyword"] == threading.get_ident()
+        assert snippet_threads.count(threading.get_ident()) == len(snippet_threads) == here + on_helper
         assert fresh == cached and fresh.results[0].title == "Lua Sandbox"
         assert fresh.results[0].explain.keyword_rank == 1 and fresh.results[0].explain.semantic_rank == 1
 
