@@ -3,7 +3,8 @@
 Keyword: Tantivy BM25 over whole documents. Semantic: exact cosine top-k over chunk vectors, best
 chunk per document. Hybrid: both lists fused (``[retrieval] fusion``). Filters apply before every
 top-k cut. Snippets: the passage of the document showing the most query words; when it has none,
-the semantic best chunk (or the document's opening).
+the semantic best chunk (or the document's opening). A hybrid search ranks BM25, and cuts the
+snippets of its best hits, on a helper thread while the query embeds (``alongside.py``).
 """
 
 from __future__ import annotations

@@ -125,3 +125,26 @@ async def test_an_embedding_failure_still_waits_for_the_keyword_half(sample_docs
         with pytest.raises(RuntimeError, match="fell over"):
             h.search_sync(SearchRequest(query="sandbox", mode="hybrid"))
         assert finished.is_set()  # the helper's work was over before the error reached the caller
+
+
+@pytest.mark.anyio
+async def test_snippets_past_the_time_budget_are_left_to_rendering(sample_docs, monkeypatch) -> None:
+    fake.register()
+    sample_docs.config_path.write_text(
+        sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        request = SearchRequest(query="sandbox timeout memory", mode="hybrid", explain=True)
+        expected = h.search_sync(request)
+        h.semantic().embedder.query_cache.clear()
+        snippet_threads: list[int] = []
+        make_snippet = engine.make_snippet
+
+        def snippet_spy(*args):
+            snippet_threads.append(threading.get_ident())
+            return make_snippet(*args)
+
+        monkeypatch.setattr(engine, "make_snippet", snippet_spy)
+        monkeypatch.setattr(engine, "SPECULATION_SECONDS", 0.0)
+        assert h.search_sync(request) == expected
+        assert snippet_threads and set(snippet_threads) == {threading.get_ident()}
