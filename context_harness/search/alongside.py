@@ -32,7 +32,7 @@ class Alongside:
         self.future: Future[Any] | None = None
 
     def start(self) -> None:
-        if self.future is None:
+        if self.future is None and _cpus() > 1:  # on one CPU the two would only take turns
             self.future = _pool().submit(_away_from, _cpu(), self.work)
 
     def result(self) -> Any:
@@ -62,6 +62,7 @@ def _away_from(cpu: int, work: Callable[[bool], Any]) -> Any:
 
 
 _POOL: ThreadPoolExecutor | None = None
+_CPUS: int | None = None
 _LOCK = threading.Lock()
 _GETCPU: Callable[[], int] | None | bool = False  # False: not looked up yet; None: unavailable
 
@@ -73,6 +74,17 @@ def _pool() -> ThreadPoolExecutor:
             if _POOL is None:
                 _POOL = ThreadPoolExecutor(max_workers=MAX_HELPERS, thread_name_prefix="ctx-alongside")
     return _POOL
+
+
+def _cpus() -> int:
+    """How many CPUs this process may run on (looked up once)."""
+    global _CPUS
+    if _CPUS is None:
+        try:
+            _CPUS = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            _CPUS = os.cpu_count() or 1
+    return _CPUS
 
 
 def _cpu() -> int:

@@ -15,6 +15,12 @@ from context_harness.search import alongside, engine
 from context_harness.search.alongside import Alongside
 
 
+@pytest.fixture(autouse=True)
+def two_cpus(monkeypatch) -> None:
+    """Helpers run wherever the tests run (on one CPU the product runs the work in turn instead)."""
+    monkeypatch.setattr(alongside, "_CPUS", max(alongside._cpus(), 2))
+
+
 def where(on_helper: bool) -> tuple[int, bool]:
     return threading.get_ident(), on_helper
 
@@ -148,3 +154,10 @@ async def test_snippets_past_the_time_budget_are_left_to_rendering(sample_docs, 
         monkeypatch.setattr(engine, "SPECULATION_SECONDS", 0.0)
         assert h.search_sync(request) == expected
         assert snippet_threads and set(snippet_threads) == {threading.get_ident()}
+
+
+def test_on_one_cpu_work_runs_in_turn(monkeypatch) -> None:
+    monkeypatch.setattr(alongside, "_CPUS", 1)
+    job = Alongside(where)
+    job.start()
+    assert job.future is None and job.result() == (threading.get_ident(), False)
