@@ -123,7 +123,22 @@ def _build(target: Path, sources: dict[str, Path]) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     log.info("prepared the bundled embedding model in %s", target)
+    _prune_orphans(target)
     return target
+
+
+def _prune_orphans(keep: Path) -> None:
+    """Remove the model folders of installs that are gone: folders whose ``model.onnx`` link points
+    at a file that no longer exists (each holds a ~58 MB query-model copy). Folders of copies, and
+    of installs still present, are kept."""
+    for folder in keep.parent.glob(f"{BUNDLED_MODEL}-*"):
+        link = folder / MODEL_FILE
+        try:
+            if folder != keep and link.is_symlink() and not link.exists():
+                shutil.rmtree(folder)
+                log.info("removed %s: its install is gone", folder)
+        except OSError as exc:  # another process removed or is using it: leave it
+            log.debug("left %s (%s)", folder, exc)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

@@ -143,6 +143,26 @@ def test_bundled_model_folder_links_the_installed_files(model_cache: Path) -> No
     assert (bundled.vendored_dir() / "LICENSE").is_file() and (bundled.vendored_dir() / "NOTICE").is_file()
 
 
+def test_building_a_model_folder_removes_those_of_installs_that_are_gone(tmp_path: Path) -> None:
+    models = bundled.models_dir(tmp_path)
+    gone_install = tmp_path / "old-venv" / "model.onnx"
+    gone_install.parent.mkdir()
+    gone_install.write_bytes(b"weights")
+    orphan, live, copied = (models / f"{bundled.BUNDLED_MODEL}-{key}" for key in ("0rphan", "11ve", "c0py"))
+    for folder in (orphan, live, copied):
+        folder.mkdir(parents=True)
+        (folder / bundled.QUERY_MODEL_FILE).write_bytes(b"query model copy")
+    (orphan / "model.onnx").symlink_to(gone_install)
+    (live / "model.onnx").symlink_to(bundled.onnx_file())
+    (copied / "model.onnx").write_bytes(b"weights")
+    gone_install.unlink()  # that install was removed
+
+    folder = bundled.prepare_model_dir(tmp_path)
+    assert folder.parent == models and (folder / "model.onnx").is_file()
+    assert not orphan.exists()
+    assert live.is_dir() and copied.is_dir()
+
+
 def test_model_path_loads_a_local_folder(local_embedder: LocalEmbedder, model_cache: Path) -> None:
     folder = bundled.prepare_model_dir(model_cache)
     embedder = LocalEmbedder(EmbeddingConfig(model_path=folder, threads=1))
