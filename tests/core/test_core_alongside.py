@@ -161,3 +161,26 @@ def test_on_one_cpu_work_runs_in_turn(monkeypatch) -> None:
     job = Alongside(where)
     job.start()
     assert job.future is None and job.result() == (threading.get_ident(), False)
+
+
+@pytest.mark.anyio
+async def test_concurrent_hybrid_searches_get_the_answers_of_searches_in_turn(sample_docs) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake.register()
+    sample_docs.config_path.write_text(
+        sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        words = ["sandbox", "timeout", "memory", "tantivy", "rust", "notes", "deployment", "engines", "lua"]
+        queries = [f"{a} {b}" for a in words for b in words if a != b][:40]
+        embedder = h.semantic().embedder
+        expected = {}
+        for q in queries:
+            embedder.query_cache.clear()  # every query embeds, so every search uses a helper
+            expected[q] = h.search_sync(SearchRequest(query=q, mode="hybrid", explain=True))
+        embedder.query_cache.clear()
+        with ThreadPoolExecutor(max_workers=8) as pool:  # more searches at once than helper threads
+            answers = list(pool.map(lambda q: h.search_sync(SearchRequest(query=q, mode="hybrid", explain=True)),
+                                    queries))
+        assert answers == [expected[q] for q in queries]
