@@ -7,6 +7,7 @@ stored with the vectors so an index never mixes vectors from two models.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -123,6 +124,18 @@ class BaseEmbedder:
 
     def __init__(self, query_cache_size: int = QUERY_CACHE_SIZE) -> None:
         self.query_cache = QueryCache(query_cache_size)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Embedders written for the older hook ``_embed_query(self, text)`` keep working: wrapped,
+        they call ``meanwhile`` first."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("_embed_query")
+        if own is not None and len(inspect.signature(own).parameters) == 2:
+            def _embed_query(self: BaseEmbedder, text: str, meanwhile: Callable[[], object]) -> np.ndarray:
+                meanwhile()
+                return own(self, text)
+
+            cls._embed_query = _embed_query  # type: ignore[method-assign]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = _check_texts(texts)

@@ -71,3 +71,29 @@ def test_embed_documents_checks_its_input() -> None:
     with pytest.raises(TypeError):
         embedder.embed_documents(["ok", 3])  # type: ignore[list-item]
     assert embedder.embed_documents([]).shape == (0, 64)
+
+
+def test_an_embedder_written_for_the_older_query_hook_still_works() -> None:
+    """``_embed_query(self, text)`` predates ``meanwhile``; such a subclass still embeds queries, and
+    ``meanwhile`` still fires (before its model runs), so hybrid search can overlap with it."""
+    from context_harness.embedding.base import BaseEmbedder
+
+    class OlderHook(BaseEmbedder):
+        identity = EmbedderIdentity("older", "unit-2", 2)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.order: list[str] = []
+
+        def _embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+        def _embed_query(self, text: str) -> np.ndarray:
+            self.order.append("model")
+            return np.array([3.0, 4.0], dtype=np.float32)
+
+    embedder = OlderHook()
+    vector = embedder.embed_query("q", meanwhile=lambda: embedder.order.append("meanwhile"))
+    np.testing.assert_allclose(vector, [0.6, 0.8])
+    assert embedder.order == ["meanwhile", "model"]
+    assert embedder.embed_query("q") is vector  # cached, as before
