@@ -96,6 +96,8 @@ class HarnessServer(Server[dict[str, Any]]):
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._change_queues: set[Any] = set()  # one per running lifespan
+        self._background: Any = None  # the running lifespan's task group
+        self._warming = False
         self.reload_interval = RELOAD_INTERVAL
         super().__init__(
             SERVER_NAME, version=__version__, title="Context Harness",
@@ -213,9 +215,25 @@ class HarnessServer(Server[dict[str, Any]]):
         self.instructions = self.describe()
 
     # tools
+    async def warm_up(self) -> None:
+        """Load the vector index and the embedding model in the background, so the first search does
+        not wait ~1.5 s for them. Started by the first ``tools/list`` (a client connecting), after the
+        cold start it would otherwise slow; abandoned, not awaited, when the server stops."""
+        warm = getattr(self.harness, "warm_up", None)
+        if warm is None:
+            return
+        try:
+            if await anyio.to_thread.run_sync(warm, abandon_on_cancel=True):
+                log.info("search warmed up: vector index and embedding model loaded")
+        except Exception as exc:  # the first search will report it properly
+            log.info("search warm-up skipped: %s", exc)
+
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
         self._remember(ctx)
+        if not self._warming and self._background is not None:
+            self._warming = True
+            self._background.start_soon(self.warm_up)
         tools = [
             t.Tool(name=s.name, title=s.title, description=s.description, input_schema=s.input_schema,
                    output_schema=s.output_schema, annotations=t.ToolAnnotations.model_validate(s.annotations()))
@@ -348,9 +366,11 @@ def _page(items: list[Any], params: t.PaginatedRequestParams | None) -> tuple[li
 
 @asynccontextmanager
 async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
-    """Entered once per stdio process / HTTP app: change notifications and the start-up sync."""
+    """Entered once per stdio process / HTTP app: change notifications, the start-up sync, and the
+    search warm-up (started by the first `tools/list`)."""
     assert isinstance(server, HarnessServer)
     async with anyio.create_task_group() as tg:
+        server._background = tg
         tg.start_soon(server.announce_changes)
         tg.start_soon(server.watch_tools)
         tg.start_soon(server.watch_registry)
@@ -359,6 +379,7 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         try:
             yield {}
         finally:
+            server._background = None
             tg.cancel_scope.cancel()
 
 

@@ -137,6 +137,10 @@ class BaseEmbedder:
 
             cls._embed_query = _embed_query  # type: ignore[method-assign]
 
+    def warm(self) -> None:
+        """Load whatever the first query would wait for (a model), now; blocking. Nothing by default."""
+        return None
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = _check_texts(texts)
         if not texts:

@@ -90,6 +90,11 @@ class LocalEmbedder(BaseEmbedder):
         """Load (or fetch from the process cache) the fastembed model; blocking."""
         return load_model(self.spec, self.threads, self.cache_dir)
 
+    def warm(self) -> None:
+        """Load the model and, with ``quantized_queries``, the query copy (built here if missing)."""
+        self.load()
+        self.query_session()
+
     def query_session(self) -> Any:
         """The ONNX session queries run through: the int8-quantised copy of the bundled model
         (``[embedding] quantized_queries``), else None (queries use the model itself)."""

@@ -1,0 +1,53 @@
+"""The first search need not wait for the vector index and the model: a client listing tools starts
+loading them in the background."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from mcp import Client
+
+from context_harness import config as config_mod
+from context_harness.embedding import fake
+from context_harness.harness import Harness
+from context_harness.mcp_server import build_server
+
+from .conftest import write_workspace
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_listing_tools_warms_up_search_in_the_background(tmp_path) -> None:
+    fake.register()
+    async with Harness.open(config_mod.load(write_workspace(tmp_path, embedding="fake"))) as harness:
+        await harness.sync()
+        backend = harness.semantic()
+        backend.mark_stale()
+        warmed: list[str] = []
+        warm = backend.embedder.warm
+        backend.embedder.warm = lambda: (warmed.append("embedder"), warm())[1]
+        async with Client(build_server(harness)) as client:
+            assert warmed == []  # connecting alone starts nothing
+            await client.list_tools()
+            with anyio.fail_after(10):
+                while not warmed:
+                    await anyio.sleep(0.01)
+            await client.list_tools()
+        assert warmed == ["embedder"]  # once per server
+        assert backend._index is not None and not backend._stale  # the vector index is loaded
+        assert len(backend.embedder.query_cache) == 0  # without running a search
+
+
+async def test_nothing_to_warm_when_searches_would_not_use_it(tmp_path) -> None:
+    fake.register()
+    config_path = write_workspace(tmp_path, embedding="fake")
+    async with Harness.open(config_mod.load(config_path)) as harness:
+        assert not harness.warm_up()  # no vectors yet
+        await harness.sync()
+        assert harness.warm_up()
+    config_path.write_text(config_path.read_text() + '\n[retrieval]\ndefault_mode = "keyword"\n')
+    async with Harness.open(config_mod.load(config_path)) as harness:
+        assert not harness.warm_up()
+    async with Harness.open(config_mod.load(write_workspace(tmp_path / "off"))) as harness:  # disabled
+        await harness.sync()
+        assert not harness.warm_up()
