@@ -205,25 +205,30 @@ class SearchEngine:
         known = prepared.rows if prepared else {}
         rows = self.store.summaries([c.doc_id for c in candidates if c.doc_id not in known], with_body=True)
         rows.update(known)
-        chunk_ids = [c.chunk_id for c in candidates if c.chunk_id]
-        chunks = self.store.chunk_texts(chunk_ids) if chunk_ids else {}
+        present = [c for c in candidates if c.doc_id in rows]  # others were deleted since the index read
         weights = prepared.weights if prepared else salient(self.index.term_weights(request.query))
         cut = prepared.snippets if prepared else {}
-        chars = self.config.retrieval.snippet_chars
+        stem, chars = self.index.stem, self.config.retrieval.snippet_chars
+        # The passage shown: in semantic mode the best chunk; else the body's best passage, or the best
+        # chunk when the body has no query word (so chunk texts are read only for those).
+        shown: dict[str, tuple[Snippet, bool]] = {}  # doc id -> (snippet, from the chunk)
+        if mode != "semantic":
+            for c in present:
+                snippet = cut.get(c.doc_id)
+                shown[c.doc_id] = (snippet if snippet is not None
+                                   else make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
+        wanted = [c.chunk_id for c in present
+                  if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]
+        chunks = self.store.chunk_texts(wanted) if wanted else {}
         results = []
-        for c in candidates:
-            row = rows.get(c.doc_id)
-            if row is None:  # deleted between the index read and the row read
-                continue
-            title, source, source_id, updated_at, source_url, body = row
+        for c in present:
+            title, source, source_id, updated_at, source_url, body = rows[c.doc_id]
             chunk_text = chunks.get(c.chunk_id or "")
-            from_chunk = chunk_text is not None and mode == "semantic"  # show the passage it matched
-            snippet = None if from_chunk else cut.get(c.doc_id)
-            if snippet is None:
-                snippet = make_snippet(chunk_text if from_chunk else body, weights, self.index.stem, chars)
-            if not snippet.matched and chunk_text is not None and not from_chunk:
-                from_chunk = True
-                snippet = make_snippet(chunk_text, weights, self.index.stem, chars)
+            if chunk_text is not None:
+                shown[c.doc_id] = (make_snippet(chunk_text, weights, stem, chars), True)
+            elif c.doc_id not in shown:  # semantic mode without its chunk: the body
+                shown[c.doc_id] = (make_snippet(body, weights, stem, chars), False)
+            snippet, from_chunk = shown[c.doc_id]
             if c.explain is not None:
                 c.explain.chunk_index = self._chunk_index(c.doc_id, c.chunk_id if from_chunk else None,
                                                           body, snippet.start)
