@@ -8,6 +8,9 @@ thread that woke it, expecting the waker to sleep; here the waker goes on comput
 take turns on one core while the other idles. A helper that finds itself on its caller's CPU
 therefore moves to another allowed CPU for the job (measured on 2 cores: ~0.9 ms saved per hybrid
 search; without the move, about half the searches saved nothing).
+
+Under concurrent searches the CPUs are busy anyway: a helper then does only the work asked of it,
+no extras, and a job still queued when its caller needs it runs on the caller instead.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ MAX_HELPERS = 4
 
 
 class Alongside:
-    """``work`` for a helper thread, started by ``start`` (at most once); ``result`` waits for it,
-    or runs it on the calling thread when it was never started. ``work`` is told which: it gets
-    True on the helper (where spare time may be spent on likely-useful extras) and False here."""
+    """``work`` for a helper thread, started by ``start`` (at most once); ``result`` waits for it, or
+    runs it on the calling thread when it was never started or still waits behind busy helpers.
+    ``work`` is told whether spare CPU time may go to likely-useful extras: True on a helper that
+    no other helper job competes with for the CPUs, False otherwise (always on the calling thread)."""
 
     def __init__(self, work: Callable[[bool], Any]) -> None:
         self.work = work
@@ -36,11 +40,16 @@ class Alongside:
             self.future = _pool().submit(_away_from, _cpu(), self.work)
 
     def result(self) -> Any:
-        return self.work(False) if self.future is None else self.future.result()
+        if self.future is None:
+            return self.work(False)
+        if _RUNNING >= MAX_HELPERS and self.future.cancel():  # queued behind other searches' helpers
+            return self.work(False)
+        return self.future.result()
 
 
 def _away_from(cpu: int, work: Callable[[bool], Any]) -> Any:
     """Run ``work``, first leaving ``cpu`` (the caller's) when the scheduler put this thread there."""
+    global _RUNNING
     allowed: set[int] | None = None
     if cpu >= 0 and _cpu() == cpu:
         try:
@@ -51,9 +60,14 @@ def _away_from(cpu: int, work: Callable[[bool], Any]) -> Any:
                 allowed = None
         except OSError:
             allowed = None
+    with _LOCK:
+        _RUNNING += 1
+        spare = _RUNNING < _cpus()  # this job plus the callers' own work still leave a CPU
     try:
-        return work(True)
+        return work(spare)
     finally:
+        with _LOCK:
+            _RUNNING -= 1
         if allowed is not None:
             try:
                 os.sched_setaffinity(0, allowed)
@@ -63,6 +77,7 @@ def _away_from(cpu: int, work: Callable[[bool], Any]) -> Any:
 
 _POOL: ThreadPoolExecutor | None = None
 _CPUS: int | None = None
+_RUNNING = 0  # helper jobs running now
 _LOCK = threading.Lock()
 _GETCPU: Callable[[], int] | None | bool = False  # False: not looked up yet; None: unavailable
 

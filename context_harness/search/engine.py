@@ -155,8 +155,8 @@ class SearchEngine:
 
     def _keyword_half(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
                       alongside: bool) -> tuple[list[DocumentHit], _Prepared | None]:
-        """The BM25 list; on the helper thread, also the rows and snippets of its best hits, cut while
-        the query still embeds (most of them make the fused results: ~8 of 10 on SciFact)."""
+        """The BM25 list; on a helper with a CPU to spare, also the rows and snippets of its best hits,
+        cut while the query still embeds (most of them make the fused results: ~8 of 10 on SciFact)."""
         hits = self.index.search(request.query, filters, k)
         if not alongside or not hits:
             return hits, None

@@ -184,3 +184,45 @@ async def test_concurrent_hybrid_searches_get_the_answers_of_searches_in_turn(sa
             answers = list(pool.map(lambda q: h.search_sync(SearchRequest(query=q, mode="hybrid", explain=True)),
                                     queries))
         assert answers == [expected[q] for q in queries]
+
+
+def test_a_helper_competing_with_another_helper_does_no_extras() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def first(spare: bool) -> bool:
+        entered.set()
+        release.wait(5)
+        return spare
+
+    alone = Alongside(first)
+    alone.start()
+    assert entered.wait(5)
+    crowded = Alongside(lambda spare: spare)
+    crowded.start()
+    assert crowded.result() is False  # another helper job holds a CPU: no spare time for extras
+    release.set()
+    assert alone.result() is True
+
+
+def test_a_job_queued_behind_busy_helpers_runs_on_its_caller() -> None:
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def busy(_: bool) -> None:
+        entered.release()
+        release.wait(5)
+
+    blockers = [Alongside(busy) for _ in range(alongside.MAX_HELPERS)]
+    try:
+        for blocker in blockers:
+            blocker.start()
+        for _ in blockers:
+            assert entered.acquire(timeout=5)
+        job = Alongside(where)
+        job.start()
+        assert job.result() == (threading.get_ident(), False)  # not left waiting for a helper to free up
+        assert job.future is not None and job.future.cancelled()  # ran once, here
+    finally:
+        release.set()
+        for blocker in blockers:
+            blocker.result()
