@@ -10,7 +10,9 @@ cache is cleared before each timed pass; the stdio server has never seen the tim
 - ``mcp_stdio_hybrid_ms``: ``tools/call search`` to ``python -m context_harness`` over its stdio pipes,
   timed by a raw JSON-RPC peer (what a desktop client's round trip costs the server);
 - ``mcp_sdk_client_hybrid_ms``: the MCP SDK's in-memory ``Client``, which also validates every result
-  against the tool's output schema with jsonschema (about 0.8 ms of client work per 10 results).
+  against the tool's output schema with jsonschema (about 0.8 ms of client work per 10 results);
+- ``harness_concurrent``: ``Harness.search`` from ``--clients`` concurrent callers (default 2): searches
+  per second and latency, beside ``harness_hybrid_per_s`` for one caller.
 
 Prints one JSON line.
 """
@@ -70,10 +72,14 @@ async def run(args: argparse.Namespace) -> dict:
                 await harness.search(SearchRequest(query=q, mode="hybrid"))
             backend.embedder.query_cache.clear()
             direct = []
+            start = time.perf_counter()
             for q in queries:
                 t0 = time.perf_counter()
                 await harness.search(SearchRequest(query=q, mode="hybrid"))
                 direct.append((time.perf_counter() - t0) * 1000)
+            sequential_s = time.perf_counter() - start
+            backend.embedder.query_cache.clear()
+            concurrent = await _concurrent(harness, queries, args.clients)
             backend.embedder.query_cache.clear()
             over_mcp = []
             async with Client(build_server(harness)) as client:
@@ -90,12 +96,34 @@ async def run(args: argparse.Namespace) -> dict:
         "embedded_this_run": report.embedding.embedded if report.embedding else 0,
         "harness_hybrid_ms_p50": round(scifact.percentile(direct, 50), 3),
         "harness_hybrid_ms_p95": round(scifact.percentile(direct, 95), 3),
+        "harness_hybrid_per_s": round(len(queries) / sequential_s, 1),
+        "harness_concurrent": concurrent,
         "mcp_stdio_hybrid_ms_p50": round(scifact.percentile(over_stdio, 50), 3),
         "mcp_stdio_hybrid_ms_p95": round(scifact.percentile(over_stdio, 95), 3),
         "mcp_sdk_client_hybrid_ms_p50": round(scifact.percentile(over_mcp, 50), 3),
         "mcp_sdk_client_hybrid_ms_p95": round(scifact.percentile(over_mcp, 95), 3),
         "cores": os.cpu_count(),
     }
+
+
+async def _concurrent(harness: Harness, queries: list[str], clients: int) -> dict:
+    """The queries through ``Harness.search`` from ``clients`` callers at once (each takes the next)."""
+    pending = iter(queries)
+    times: list[float] = []
+
+    async def caller() -> None:
+        for q in pending:
+            t0 = time.perf_counter()
+            await harness.search(SearchRequest(query=q, mode="hybrid"))
+            times.append((time.perf_counter() - t0) * 1000)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(clients):
+            tg.start_soon(caller)
+    elapsed = time.perf_counter() - start
+    return {"clients": clients, "searches_per_s": round(len(times) / elapsed, 1),
+            "ms_p50": round(scifact.percentile(times, 50), 3), "ms_p95": round(scifact.percentile(times, 95), 3)}
 
 
 def _stdio_round_trips(workspace: Path, queries: list[str], warm_up: list[str]) -> list[float]:
@@ -123,6 +151,7 @@ def _stdio_round_trips(workspace: Path, queries: list[str], warm_up: list[str]) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", default=None, help="Keep the embedded workspace here and reuse it.")
+    parser.add_argument("--clients", type=int, default=2, help="Concurrent callers for harness_concurrent.")
     print(json.dumps(anyio.run(run, parser.parse_args())))
 
 
