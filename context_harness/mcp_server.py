@@ -134,11 +134,13 @@ class HarnessServer(Server[dict[str, Any]]):
                 log.warning("dropping a %s list_changed notification: too many pending", kind)
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        """Keep (weakly) each 2025-era connection, to send it list_changed notifications later.
+        """Called by every request handler: starts the search warm-up on the first request, and keeps
+        (weakly) each 2025-era connection, to send it list_changed notifications later.
 
         ``ctx.session`` is a per-request proxy; the long-lived ``Connection`` behind it has no
         public accessor in mcp 2.3.0, hence the private attribute (guarded: no-op if it moves).
         """
+        self._start_warm_up()
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             connection = getattr(ctx.session, "_connection", None)
             if connection is not None and hasattr(connection, "send_tool_list_changed"):
@@ -214,11 +216,17 @@ class HarnessServer(Server[dict[str, Any]]):
         log.info("sync on start: %d documents changed", changed)
         self.instructions = self.describe()
 
+    def _start_warm_up(self) -> None:
+        if not self._warming and self._background is not None:
+            self._warming = True
+            self._background.start_soon(self.warm_up)
+
     # tools
     async def warm_up(self) -> None:
         """Load the vector index and the embedding model in the background, so the first search does
-        not wait ~1.5 s for them. Started by the first ``tools/list`` (a client connecting), after the
-        cold start it would otherwise slow; abandoned, not awaited, when the server stops."""
+        not wait ~1.5 s for them. Started by the first request after ``initialize`` (usually
+        ``tools/list``: a client connecting), so it does not slow the cold start; abandoned, not
+        awaited, when the server stops."""
         warm = getattr(self.harness, "warm_up", None)
         if warm is None:
             return
@@ -231,9 +239,6 @@ class HarnessServer(Server[dict[str, Any]]):
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
         self._remember(ctx)
-        if not self._warming and self._background is not None:
-            self._warming = True
-            self._background.start_soon(self.warm_up)
         tools = [
             t.Tool(name=s.name, title=s.title, description=s.description, input_schema=s.input_schema,
                    output_schema=s.output_schema, annotations=t.ToolAnnotations.model_validate(s.annotations()))
@@ -367,7 +372,7 @@ def _page(items: list[Any], params: t.PaginatedRequestParams | None) -> tuple[li
 @asynccontextmanager
 async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
     """Entered once per stdio process / HTTP app: change notifications, the start-up sync, and the
-    search warm-up (started by the first `tools/list`)."""
+    search warm-up (started by the first request after `initialize`)."""
     assert isinstance(server, HarnessServer)
     async with anyio.create_task_group() as tg:
         server._background = tg

@@ -1,5 +1,5 @@
-"""The first search need not wait for the vector index and the model: a client listing tools starts
-loading them in the background."""
+"""The first search need not wait for the vector index and the model: a client's first request
+(listing tools, as a rule) starts loading them in the background."""
 
 from __future__ import annotations
 
@@ -36,6 +36,25 @@ async def test_listing_tools_warms_up_search_in_the_background(tmp_path) -> None
         assert warmed == ["embedder"]  # once per server
         assert backend._index is not None and not backend._stale  # the vector index is loaded
         assert len(backend.embedder.query_cache) == 0  # without running a search
+
+
+async def test_a_client_that_never_lists_tools_still_gets_a_warm_up(tmp_path) -> None:
+    fake.register()
+    async with Harness.open(config_mod.load(write_workspace(tmp_path, embedding="fake"))) as harness:
+        await harness.sync()
+        backend = harness.semantic()
+        backend.mark_stale()
+        warmed: list[str] = []
+        warm = backend.embedder.warm
+        backend.embedder.warm = lambda: (warmed.append("embedder"), warm())[1]
+        async with Client(build_server(harness)) as client:
+            await client.list_resources()  # the first request is not tools/list
+            with anyio.fail_after(10):
+                while not warmed:
+                    await anyio.sleep(0.01)
+            await client.list_prompts()
+        assert warmed == ["embedder"]
+        assert backend._index is not None and not backend._stale
 
 
 async def test_nothing_to_warm_when_searches_would_not_use_it(tmp_path) -> None:
