@@ -12,7 +12,8 @@ cache is cleared before each timed pass; the stdio server has never seen the tim
 - ``mcp_sdk_client_hybrid_ms``: the MCP SDK's in-memory ``Client``, which also validates every result
   against the tool's output schema with jsonschema (about 0.8 ms of client work per 10 results);
 - ``harness_concurrent``: ``Harness.search`` from ``--clients`` concurrent callers (default 2): searches
-  per second and latency, beside ``harness_hybrid_per_s`` for one caller.
+  per second and latency, beside ``harness_hybrid_per_s`` and ``harness_cpu_ms_per_search`` (CPU time
+  of all the process's threads) for one caller.
 
 Prints one JSON line.
 """
@@ -24,6 +25,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -72,12 +74,14 @@ async def run(args: argparse.Namespace) -> dict:
                 await harness.search(SearchRequest(query=q, mode="hybrid"))
             backend.embedder.query_cache.clear()
             direct = []
+            cpu_start = _cpu_seconds()
             start = time.perf_counter()
             for q in queries:
                 t0 = time.perf_counter()
                 await harness.search(SearchRequest(query=q, mode="hybrid"))
                 direct.append((time.perf_counter() - t0) * 1000)
             sequential_s = time.perf_counter() - start
+            cpu_ms = (_cpu_seconds() - cpu_start) * 1000 / len(queries)
             backend.embedder.query_cache.clear()
             concurrent = await _concurrent(harness, queries, args.clients)
             backend.embedder.query_cache.clear()
@@ -97,6 +101,7 @@ async def run(args: argparse.Namespace) -> dict:
         "harness_hybrid_ms_p50": round(scifact.percentile(direct, 50), 3),
         "harness_hybrid_ms_p95": round(scifact.percentile(direct, 95), 3),
         "harness_hybrid_per_s": round(len(queries) / sequential_s, 1),
+        "harness_cpu_ms_per_search": round(cpu_ms, 2),
         "harness_concurrent": concurrent,
         "mcp_stdio_hybrid_ms_p50": round(scifact.percentile(over_stdio, 50), 3),
         "mcp_stdio_hybrid_ms_p95": round(scifact.percentile(over_stdio, 95), 3),
@@ -104,6 +109,12 @@ async def run(args: argparse.Namespace) -> dict:
         "mcp_sdk_client_hybrid_ms_p95": round(scifact.percentile(over_mcp, 95), 3),
         "cores": os.cpu_count(),
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process so far, all threads (ours, ONNX Runtime's and OpenBLAS's)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 async def _concurrent(harness: Harness, queries: list[str], clients: int) -> dict:
