@@ -272,10 +272,23 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         return
     if not response.sources:
         click.echo("no sources configured")
+    embedding = response.embedding
     for s in response.sources:
         state = "ok" if s.healthy else "unhealthy"
-        click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks, {state}, "
+        embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""
+        click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
                    f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else ""))
+    click.echo(_embedder_line(embedding))
+
+
+def _embedder_line(embedding: dict) -> str:
+    if embedding.get("provider") == "disabled":
+        return "embeddings: disabled in the config (keyword search only)"
+    line = f"embeddings: {embedding.get('identity') or embedding.get('provider')}"
+    if embedding.get("mismatch"):
+        line += (f"; the stored vectors were made by {embedding.get('stored_identity')}: "
+                 "run `ctx embed rebuild` (or restore the previous [embedding] settings)")
+    return line
 
 
 @cli.command()
@@ -289,7 +302,11 @@ def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str 
         print_json(result.model_dump(mode="json"))
         return
     for key, value in result.model_dump(mode="json").items():
-        click.echo(f"{key}: {value}")
+        if isinstance(value, dict):
+            for inner, item in value.items():
+                click.echo(f"{key}.{inner}: {item}")
+        else:
+            click.echo(f"{key}: {value}")
 
 
 @cli.command()

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from context_harness.store.vectors import VectorStore
 
 log = logging.getLogger(__name__)
+
+REBUILD_PROBE = "context-harness checks that the embedder works before a rebuild"
 T = TypeVar("T")
 
 
@@ -169,7 +171,7 @@ class Harness:
         synced = self.store.source_rows()
         out = []
         configured = {c.label: c for c in self.connectors}
-        pending = self.vectors.pending_by_source() if self.vectors is not None else {}
+        embedding = self.vectors.embedding_by_source() if self.vectors is not None else {}
         for label in sorted(set(configured) | set(counts)):
             connector = configured.get(label)
             docs, chunks = counts.get(label, (0, 0))
@@ -184,12 +186,14 @@ class Harness:
                     notes = problem or notes
                 if last_sync is None and healthy:
                     notes = notes or "never synced; run `ctx sync`"
-            if pending.get(label):
-                waiting = f"{pending[label]} chunks awaiting embeddings (`ctx embed pending`)"
+            embedded, pending = embedding.get(label, (0, 0))
+            if pending:
+                waiting = f"{pending} chunks awaiting embeddings (`ctx embed pending`)"
                 notes = f"{notes}; {waiting}" if notes else waiting
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
-                                 document_count=docs, chunk_count=chunks, last_sync=last_sync))
-        return SourcesResponse(sources=out)
+                                 document_count=docs, chunk_count=chunks, last_sync=last_sync,
+                                 embedded_chunks=embedded, pending_chunks=pending))
+        return SourcesResponse(sources=out, embedding=self.embedding_status())
 
     async def stats(self) -> StatsOut:
         return await self.run_blocking(self.stats_sync)
@@ -209,13 +213,25 @@ class Harness:
         )
 
     def embedding_status(self) -> dict[str, Any]:
+        """Embedded and pending chunks, the embedder the config selects (``identity``) and the one
+        the stored vectors were made by (``stored_identity``); ``mismatch`` when both hold vectors'
+        worth of meaning and differ (searches using vectors then ask for ``ctx embed rebuild``)."""
         status: dict[str, Any] = {"provider": self.config.embedding.provider}
         if self.vectors is None:
-            return status | {"embedded_chunks": 0, "pending_chunks": 0}
+            return status | {"identity": None, "embedded_chunks": 0, "pending_chunks": 0}
         stats = self.vectors.stats()
-        status["stored_identity"] = stats.identity.key if stats.identity else None
-        return status | {"embedded_chunks": stats.embedded_chunks, "pending_chunks": stats.pending_chunks,
-                         "vectors": stats.vectors}
+        try:
+            configured: str | None = self.semantic().identity_key()
+        except Exception as exc:  # e.g. a model that cannot be looked up: stats still answer
+            log.debug("embedder identity unavailable: %s", exc)
+            configured = None
+        stored = stats.identity.key if stats.identity else None
+        return status | {
+            "identity": configured, "stored_identity": stored,
+            "mismatch": bool(stats.vectors and stored and configured and stored != configured),
+            "embedded_chunks": stats.embedded_chunks, "pending_chunks": stats.pending_chunks,
+            "vectors": stats.vectors,
+        }
 
     def describe(self) -> str:
         """A short, truthful description of the knowledge base, for MCP server instructions."""
@@ -280,6 +296,9 @@ class Harness:
         assert self.vectors is not None
         backend = self.semantic()
         if rebuild:
+            # The new embedder must work before the old vectors go: a model that cannot be
+            # downloaded, or an endpoint giving other dims than configured, fails here instead.
+            backend.embedder.embed_documents([REBUILD_PROBE])
             self.vectors.clear()
         else:
             self.vectors.delete_orphans()

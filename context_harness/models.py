@@ -166,10 +166,13 @@ class SourceOut(BaseModel):
     document_count: int
     chunk_count: int
     last_sync: str | None
+    embedded_chunks: int = 0
+    pending_chunks: int = 0
 
 
 class SourcesResponse(BaseModel):
     sources: list[SourceOut]
+    embedding: dict[str, Any] = Field(default_factory=dict)
 
 
 class SyncSummary(BaseModel):

@@ -141,19 +141,18 @@ class VectorStore:
             conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)", values.items())
 
     def check_identity(self, identity: EmbedderIdentity) -> None:
-        """Raise ``EmbedderMismatch`` when stored vectors come from another embedder."""
+        """Raise ``EmbedderMismatch`` when stored vectors come from another embedder. Without stored
+        vectors nothing can be mixed: an identity recorded by an embedder that never delivered a
+        vector (a model that failed to download, say) does not bind the store."""
         stored = self.identity()
-        if stored is None:
-            if self.count():
-                raise EmbedderMismatch(rebuild_hint(None, identity))
+        if stored == identity or not self.count():
             return
-        if stored != identity:
-            raise EmbedderMismatch(rebuild_hint(stored, identity))
+        raise EmbedderMismatch(rebuild_hint(stored, identity))
 
     def ensure_identity(self, identity: EmbedderIdentity) -> None:
-        """``check_identity``, then record ``identity`` if the store has none yet."""
+        """``check_identity``, then record ``identity`` unless the store holds it already."""
         self.check_identity(identity)
-        if self.identity() is None:
+        if self.identity() != identity:
             self.set_identity(identity)
 
     # -- vectors ----------------------------------------------------------------------------
@@ -252,17 +251,16 @@ class VectorStore:
             ).fetchone()
         return VectorStats(int(embedded), int(total) - int(embedded), vectors, identity)
 
-    def pending_by_source(self) -> dict[str, int]:
-        """source -> chunks of that source without a vector (needs the core ``documents`` table)."""
+    def embedding_by_source(self) -> dict[str, tuple[int, int]]:
+        """source -> (chunks with a vector, chunks without), from the core ``documents`` table."""
         with self.lock:
-            if not _has_chunks(self.conn):
+            if not _has_chunks(self.conn) or not _has_documents(self.conn):
                 return {}
             rows = self.conn.execute(
-                "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                "LEFT JOIN embeddings e ON e.content_hash = c.content_hash "
-                "WHERE e.content_hash IS NULL GROUP BY d.source"
+                "SELECT d.source, COUNT(e.content_hash), COUNT(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "LEFT JOIN embeddings e ON e.content_hash = c.content_hash GROUP BY d.source"
             ).fetchall()
-        return {source: int(n) for source, n in rows}
+        return {source: (int(embedded), int(total) - int(embedded)) for source, embedded, total in rows}
 
     def open_index(self) -> VectorIndex:
         """Load the search matrix for the current chunks (see ``VectorIndex``)."""

@@ -126,14 +126,46 @@ async def test_bundled_model_finds_paraphrases(workspace) -> None:
         assert (await search(h, "young cats napping", mode="hybrid"))[0].title == "Pets"
 
 
-async def test_sources_note_pending_embeddings(sample_docs) -> None:
+async def test_sources_and_stats_report_embedded_pending_and_the_embedder(sample_docs) -> None:
     use_provider(sample_docs, "fake")
     async with Harness.open(sample_docs.config()) as h:
         await h.sync(embed=False)
-        source = (await h.sources()).sources[0]
+        listing = await h.sources()
+        source = listing.sources[0]
         assert "3 chunks awaiting embeddings" in source.notes
+        assert (source.embedded_chunks, source.pending_chunks) == (0, 3)
+        assert listing.embedding["identity"] == "fake:hashing-bow-64:64" and not listing.embedding["mismatch"]
         await h.embed()
-        assert (await h.sources()).sources[0].notes is None
+        listing = await h.sources()
+        source = listing.sources[0]
+        assert source.notes is None and (source.embedded_chunks, source.pending_chunks) == (3, 0)
+        assert listing.embedding["stored_identity"] == listing.embedding["identity"]
+    text = sample_docs.config_path.read_text().replace('provider = "fake"', 'provider = "fake"\ndims = 32')
+    sample_docs.config_path.write_text(text)
+    async with Harness.open(sample_docs.config()) as h:
+        for status in ((await h.sources()).embedding, (await h.stats()).embedding):
+            assert status["mismatch"] and status["identity"] == "fake:hashing-bow-32:32"
+            assert status["stored_identity"] == "fake:hashing-bow-64:64"
+
+
+async def test_a_rebuild_whose_embedder_fails_keeps_the_old_vectors(sample_docs, tmp_path) -> None:
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        expected = await search(h, "sandbox", mode="semantic")
+    broken = tmp_path / "not-a-model"
+    broken.mkdir()
+    original = sample_docs.config_path.read_text()
+    sample_docs.config_path.write_text(
+        original.replace('provider = "fake"', f'provider = "local"\nmodel_path = "{broken.as_posix()}"'))
+    async with Harness.open(sample_docs.config()) as h:
+        with pytest.raises(EmbeddingsUnavailable):
+            await h.embed(rebuild=True)
+        status = (await h.stats()).embedding
+        assert status["vectors"] == 3 and status["stored_identity"] == "fake:hashing-bow-64:64"
+    sample_docs.config_path.write_text(original)  # going back needs no rebuild: nothing was lost
+    async with Harness.open(sample_docs.config()) as h:
+        assert await search(h, "sandbox", mode="semantic") == expected
 
 
 async def test_searches_keep_working_while_chunks_embed(sample_docs) -> None:

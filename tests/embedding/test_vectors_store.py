@@ -30,12 +30,27 @@ def test_vectors_persist_across_reopen(db_path: Path) -> None:
 
 def test_identity_mismatch_names_the_fix(store: VectorStore) -> None:
     store.check_identity(IDENTITY)
+    store.put_many([("h", unit(1, 0, 0, 0))])
     other = EmbedderIdentity("local", "all-MiniLM-L6-v2-int8", 384)
     with pytest.raises(EmbedderMismatch) as info:
         store.check_identity(other)
     assert info.value.code == "embeddings_unavailable"
     assert "ctx embed rebuild" in info.value.message
     assert IDENTITY.key in info.value.message and other.key in info.value.message
+
+
+def test_an_identity_without_vectors_does_not_bind_the_store(store: VectorStore) -> None:
+    # An embedder recorded its identity, then failed before storing a vector (a model that could
+    # not be downloaded): the user may go back to another embedder without a rebuild.
+    other = EmbedderIdentity("local", "BAAI/bge-small-en-v1.5", 384)
+    store.ensure_identity(other)
+    assert store.identity() == other and store.count() == 0
+    store.check_identity(IDENTITY)
+    store.ensure_identity(IDENTITY)
+    assert store.identity() == IDENTITY
+    store.put_many([("h", unit(1, 0, 0, 0))])
+    with pytest.raises(EmbedderMismatch, match="ctx embed rebuild"):  # now vectors would mix
+        store.ensure_identity(other)
 
 
 def test_vectors_without_identity_refuse_to_mix(conn: sqlite3.Connection) -> None:
