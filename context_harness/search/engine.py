@@ -129,11 +129,12 @@ class SearchEngine:
             keyword.result()  # never left running; its own error, if any, comes first (as it ran first before)
             raise
         keyword_hits, prepared = keyword.result()
+        embedded = backend.embedded_documents()
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
-                     alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k, limit=limit)
+                     alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k, limit=limit,
+                     keyword_only={h.doc_id for h in keyword_hits if h.doc_id not in embedded})
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
-        embedded = backend.embedded_documents() if request.explain else set()
         out = []
         for item in fused:
             explain = None
@@ -310,7 +311,7 @@ class SemanticBackend:
     def has_vectors(self) -> bool:
         return self.vectors.count() > 0
 
-    def embedded_documents(self) -> set[str]:
+    def embedded_documents(self) -> frozenset[str]:
         return self.index().doc_ids()
 
     def top_documents(self, query: str, k: int, allowed: set[str] | None,

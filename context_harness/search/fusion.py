@@ -4,6 +4,10 @@
   a document missing from a list scores 0 for it.
 - ``rrf``: reciprocal rank fusion, ``sum 1 / (k + rank)`` over the lists that found the document.
 
+A document in ``keyword_only`` (it has no vector yet, so the semantic list could not find it) is
+ranked by its keyword score alone: its semantic part is taken equal to its keyword part (convex:
+the normalised keyword score; rrf: its keyword term twice), instead of 0.
+
 Both return ``Fused(doc_id, score, details)`` sorted by fused score (desc), then doc id (asc), so
 equal inputs always give equal outputs. ``details`` keeps each list's rank, raw and normalised
 score for ``explain``. Change ``FUSION_VERSION`` whenever a formula changes.
@@ -12,10 +16,10 @@ score for ``explain``. Change ``FUSION_VERSION`` whenever a formula changes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
-FUSION_VERSION = "1"
+FUSION_VERSION = "2"  # 2: documents without vectors ranked by keyword alone
 
 Ranking = Sequence[tuple[str, float]]
 
@@ -40,37 +44,42 @@ class Fused(NamedTuple):
     details: FusionDetails
 
 
-def convex(keyword: Ranking, semantic: Ranking, alpha: float, limit: int | None = None) -> list[Fused]:
+def convex(keyword: Ranking, semantic: Ranking, alpha: float, limit: int | None = None,
+           keyword_only: Collection[str] = ()) -> list[Fused]:
     """Min-max convex fusion; ``alpha`` weighs the semantic list (0 = keyword only, 1 = semantic only)."""
     if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
         raise ValueError(f"alpha must be within [0, 1], got {alpha}")
     kw = _hits(keyword, _min_max)
     sem = _hits(semantic, _min_max)
-    scores = {doc_id: (1.0 - alpha) * hit.normalized for doc_id, hit in kw.items()}
+    scores = {doc_id: hit.normalized if doc_id in keyword_only and doc_id not in sem
+              else (1.0 - alpha) * hit.normalized for doc_id, hit in kw.items()}
     for doc_id, hit in sem.items():
         scores[doc_id] = scores.get(doc_id, 0.0) + alpha * hit.normalized
     return _ranked("convex", scores, kw, sem, limit)
 
 
-def rrf(keyword: Ranking, semantic: Ranking, k: int = 60, limit: int | None = None) -> list[Fused]:
+def rrf(keyword: Ranking, semantic: Ranking, k: int = 60, limit: int | None = None,
+        keyword_only: Collection[str] = ()) -> list[Fused]:
     """Reciprocal rank fusion with constant ``k`` (the ``normalized`` field holds ``1 / (k + rank)``)."""
     if k < 1:
         raise ValueError(f"rrf k must be at least 1, got {k}")
     kw = _hits(keyword, lambda scores: [1.0 / (k + rank) for rank in range(1, len(scores) + 1)])
     sem = _hits(semantic, lambda scores: [1.0 / (k + rank) for rank in range(1, len(scores) + 1)])
-    scores = {doc_id: hit.normalized for doc_id, hit in kw.items()}
+    scores = {doc_id: 2 * hit.normalized if doc_id in keyword_only and doc_id not in sem else hit.normalized
+              for doc_id, hit in kw.items()}
     for doc_id, hit in sem.items():
         scores[doc_id] = scores.get(doc_id, 0.0) + hit.normalized
     return _ranked("rrf", scores, kw, sem, limit)
 
 
 def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float = 0.5, rrf_k: int = 60,
-         limit: int | None = None) -> list[Fused]:
-    """Dispatch on ``[retrieval] fusion`` (``"convex"`` or ``"rrf"``); ``limit`` keeps the best only."""
+         limit: int | None = None, keyword_only: Collection[str] = ()) -> list[Fused]:
+    """Dispatch on ``[retrieval] fusion`` (``"convex"`` or ``"rrf"``); ``limit`` keeps the best only;
+    ``keyword_only``: documents without vectors, ranked by their keyword score alone."""
     if method == "convex":
-        return convex(keyword, semantic, alpha, limit)
+        return convex(keyword, semantic, alpha, limit, keyword_only)
     if method == "rrf":
-        return rrf(keyword, semantic, rrf_k, limit)
+        return rrf(keyword, semantic, rrf_k, limit, keyword_only)
     raise ValueError(f"unknown fusion method {method!r} (expected 'convex' or 'rrf')")
 
 

@@ -303,6 +303,7 @@ class VectorIndex:
         self._hash_keys = np.zeros(0, dtype=np.int64)
         self._docs: list[str] = []
         self._doc_index: dict[str, int] = {}
+        self._embedded_docs: frozenset[str] | None = None  # doc_ids(), until the next change
 
     # -- size and memory ----------------------------------------------------------------------
 
@@ -315,11 +316,14 @@ class VectorIndex:
         return (self._columns.nbytes + self._live.nbytes + self._doc_codes.nbytes + self._hash_keys.nbytes
                 + self._chunk_ids.nbytes)
 
-    def doc_ids(self) -> set[str]:
-        """Documents with at least one embedded chunk in the index."""
+    def doc_ids(self) -> frozenset[str]:
+        """Documents with at least one embedded chunk in the index (kept until the index changes:
+        every hybrid search asks)."""
         with self._lock:
-            codes = np.unique(self._doc_codes[: self._n][self._live[: self._n]])
-            return {self._docs[c] for c in codes}
+            if self._embedded_docs is None:
+                codes = np.unique(self._doc_codes[: self._n][self._live[: self._n]])
+                self._embedded_docs = frozenset(self._docs[c] for c in codes.tolist())
+            return self._embedded_docs
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -405,6 +409,7 @@ class VectorIndex:
             self._hash_keys = _grown(keys, capacity)
             self._docs = docs
             self._doc_index = doc_index
+            self._embedded_docs = None
 
     def refresh(self) -> tuple[int, int]:
         """Apply chunk and vector changes since the last load; returns (rows added, rows removed).
@@ -441,6 +446,8 @@ class VectorIndex:
         vectors = self._fetch_vectors({h for _, _, h in added})
         added = [row for row in added if row[2] in vectors]  # vector deleted meanwhile
         with self._lock:
+            if len(kill) or added:
+                self._embedded_docs = None
             if len(kill):
                 self._live[kill] = False
                 self._dead += len(kill)

@@ -87,6 +87,24 @@ async def test_no_embed_then_hybrid_falls_back_and_says_so(sample_docs) -> None:
         assert not any("not embedded yet" in n for n in later.explain.notes)
 
 
+async def test_a_document_not_embedded_yet_keeps_its_keyword_rank_in_hybrid(sample_docs) -> None:
+    use_provider(sample_docs, "fake")
+    sample_docs.config_path.write_text(sample_docs.config_path.read_text() + "\n[retrieval]\nhybrid_alpha = 0.8\n")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        sample_docs.write("hamsters.md", "# Hamsters\n\nHamsters store food in their cheek pouches.\n")
+        await h.sync(embed=False)
+        # The only document with the word, not embedded yet: first, scored by keyword alone.
+        results = await search(h, "hamsters sandbox", mode="hybrid", explain=True)
+        assert results[0].title == "Hamsters" or results[1].title == "Hamsters"
+        hamsters = next(r for r in results if r.title == "Hamsters")
+        assert hamsters.explain.semantic_rank is None
+        assert hamsters.explain.fused_score > 1 - 0.8  # not capped at the keyword weight
+        first = (await search(h, "hamsters", mode="hybrid", explain=True))[0]
+        assert first.title == "Hamsters" and first.explain.fused_score == pytest.approx(1.0)
+        assert any("not embedded yet" in n for n in first.explain.notes)
+
+
 async def test_embedder_change_refuses_to_mix_until_rebuild(sample_docs) -> None:
     use_provider(sample_docs, "fake")
     async with Harness.open(sample_docs.config()) as h:

@@ -66,3 +66,17 @@ def test_fuse_dispatch_and_version() -> None:
     assert FUSION_VERSION
     doc_id, score, details = convex(KEYWORD, SEMANTIC, 0.5)[0]  # unpacks as a 3-tuple
     assert doc_id == "a" and details.keyword is not None
+
+
+def test_documents_without_vectors_are_ranked_by_keyword_score_alone() -> None:
+    # b has no vector yet: the semantic list could not find it. Scored 0 there, it would be capped at
+    # (1 - alpha) and sink below documents the keyword list ranks far lower.
+    fused = {f.doc_id: f.score for f in convex(KEYWORD, SEMANTIC, alpha=0.8, keyword_only={"b"})}
+    assert fused["b"] == pytest.approx(0.5)  # its normalised keyword score
+    assert fused["a"] == pytest.approx(0.2) and fused["c"] == pytest.approx(0.8)  # others unchanged
+    assert convex(KEYWORD, SEMANTIC, 0.8, keyword_only={"b"})[1].doc_id == "b"
+    scores = {f.doc_id: f.score for f in rrf(KEYWORD, SEMANTIC, k=60, keyword_only={"b"})}
+    assert scores["b"] == pytest.approx(2 / 62) and scores["a"] == pytest.approx(1 / 61 + 1 / 63)
+    # A document the semantic list did find is not keyword-only, whatever the caller says.
+    assert convex(KEYWORD, SEMANTIC, 0.8, keyword_only={"a"}) == convex(KEYWORD, SEMANTIC, 0.8)
+    assert fuse("rrf", KEYWORD, SEMANTIC, keyword_only={"b"}) == rrf(KEYWORD, SEMANTIC, keyword_only={"b"})
