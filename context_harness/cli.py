@@ -20,7 +20,7 @@ import click
 from context_harness import __version__
 from context_harness.config import Config
 from context_harness.cli_support import Group, config_option, fail, load_config, print_json
-from context_harness.errors import HarnessError, NotConfigured
+from context_harness.errors import HarnessError, NotConfigured, outcome
 
 T = TypeVar("T")
 log = logging.getLogger("context_harness")
@@ -145,7 +145,15 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         stop()
     if as_json:
         print_json(report.model_dump(mode="json"))
-        return
+    else:
+        _echo_sync(report)
+    error = report.embedding_exception
+    if isinstance(error, HarnessError):  # synced, but the chunks could not be embedded
+        click.echo(f"error: {error.message} (the documents were synced: keyword search works meanwhile)", err=True)
+        sys.exit(outcome(error).exit_code)
+
+
+def _echo_sync(report: Any) -> None:
     for s in report.sources:
         line = (f"{s.source}: {s.added} added, {s.updated} updated, {s.deleted} deleted, "
                 f"{s.unchanged} unchanged, {s.skipped} skipped")

@@ -20,7 +20,7 @@ from context_harness import __version__
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
 from context_harness.connectors.registry import ConnectorRegistry, default_registry
-from context_harness.errors import BadRequest, NotConfigured, NotFound
+from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound
 from context_harness.ingest.sync import ProgressFn, SyncOptions, Syncer, flush_index
 from context_harness.models import (
     ChunkOut,
@@ -276,7 +276,11 @@ class Harness:
         async with self._sync_lock:
             report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit, progress)
             if embed and not dry_run and self.vectors is not None:
-                report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress, False)
+                try:
+                    report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress, False)
+                except HarnessError as exc:  # the sync itself stands: say what failed, keep the summary
+                    report.embedding_error = {"code": exc.code, "message": exc.message}
+                    report._embedding_exception = exc
             return report
 
     async def embed(self, *, limit: int | None = None, batch_size: int | None = None, rebuild: bool = False,

@@ -214,6 +214,9 @@ class HarnessServer(Server[dict[str, Any]]):
             return
         changed = report.total("added") + report.total("updated") + report.total("deleted")
         log.info("sync on start: %d documents changed", changed)
+        if report.embedding_error:
+            log.warning("sync on start: embedding failed (searchable by keyword meanwhile): %s",
+                        report.embedding_error["message"])
         self.instructions = self.describe()
 
     def _start_warm_up(self) -> None:

@@ -125,3 +125,23 @@ def test_demo_indexes_the_bundled_sample(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)["results"]
     assert results[0]["source_id"] == "mcp-clients.md"
+
+
+def test_sync_whose_embedding_fails_still_reports_the_sync(sample_docs, tmp_path: Path) -> None:
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    text = sample_docs.config_path.read_text().replace(
+        'provider = "disabled"', f'provider = "local"\nmodel_path = "{empty.as_posix()}"')
+    sample_docs.config_path.write_text(text)
+    cfg = str(sample_docs.config_path)
+    synced = ctx("sync", "--config", cfg)
+    assert synced.returncode == 1
+    assert "3 added" in synced.stdout  # the summary of what was synced
+    error = synced.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: ") and "keyword search works meanwhile" in error
+    as_json = ctx("sync", "--config", cfg, "--json")
+    assert as_json.returncode == 1
+    payload = json.loads(as_json.stdout)
+    assert payload["sources"][0]["unchanged"] == 3 and payload["embedding_error"]["code"] == "embeddings_unavailable"
+    found = ctx("search", "sandbox", "--mode", "keyword", "--config", cfg, "--json")
+    assert json.loads(found.stdout)["results"][0]["title"] == "Lua Sandbox"
