@@ -8,6 +8,9 @@ use, then shared by every ``LocalEmbedder`` that asks for it. Which model:
   fastembed model named by ``model`` (default all-MiniLM-L6-v2 pooling); never downloads;
 - ``model = "<fastembed model>"``: downloaded into the cache on first use (progress on stderr).
 
+A model that fails to load is remembered for ``LOAD_RETRY_AFTER`` seconds: requests meanwhile fail
+at once with the same error instead of trying (and, offline, waiting on the hub) again.
+
 Documents are embedded in batches of similar length (sorted by length, then restored to the
 input order), so short chunks are not padded to the length of long ones.
 """
@@ -17,7 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import threading
+import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +41,13 @@ log = logging.getLogger(__name__)
 
 PROVIDER = "local"
 
+LOAD_RETRY_AFTER = 60.0  # seconds a failed model load is remembered before the next attempt
+HUB_CONNECT_TIMEOUT = 5.0  # seconds to reach the model hub before a download is given up
+
 _MODELS: dict[tuple[str, str, int | None], Any] = {}
 _MODELS_LOCK = threading.Lock()
+# (model key, cache folder) -> (when the load failed, its message)
+_FAILURES: dict[tuple[tuple[str, str, int | None], str | None], tuple[float, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -201,17 +213,37 @@ def _nothing() -> None:
 
 
 def load_model(spec: ModelSpec, threads: int | None, cache_dir: Path | None = None) -> Any:
-    """Return the process-wide fastembed ``TextEmbedding`` for ``spec``, loading it once."""
+    """Return the process-wide fastembed ``TextEmbedding`` for ``spec``, loading it once.
+
+    A failed load is remembered: for ``LOAD_RETRY_AFTER`` seconds the same error is raised at once."""
     key = (spec.fastembed_name, str(spec.model_path) if spec.model_path else spec.identity_model, threads)
     model = _MODELS.get(key)
     if model is not None:
         return model
+    failure_key = (key, str(cache_dir) if cache_dir else None)
+    _raise_recent_failure(failure_key)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is None:
-            model = _load(spec, threads, cache_dir)
+            _raise_recent_failure(failure_key)  # another thread's attempt failed meanwhile
+            try:
+                model = _load(spec, threads, cache_dir)
+            except EmbeddingsUnavailable as exc:
+                _FAILURES[failure_key] = (time.monotonic(), exc.message)
+                raise
+            _FAILURES.pop(failure_key, None)
             _MODELS[key] = model
     return model
+
+
+def _raise_recent_failure(failure_key: tuple[tuple[str, str, int | None], str | None]) -> None:
+    failure = _FAILURES.get(failure_key)
+    if failure is None:
+        return
+    failed_at, message = failure
+    wait = failed_at + LOAD_RETRY_AFTER - time.monotonic()
+    if wait > 0:
+        raise EmbeddingsUnavailable(f"{message} (not tried again for {wait:.0f} s)")
 
 
 def loaded_models() -> int:
@@ -234,8 +266,8 @@ def _load(spec: ModelSpec, threads: int | None, cache_dir: Path | None) -> Any:
         _check_known(spec.fastembed_name)
         log.info("loading embedding model %s (downloads into %s on first use)", spec.fastembed_name, download_dir)
     try:
-        with _hub_offline(offline), _no_spinning():
-            model = text_embedding(**kwargs)
+        with _hub_offline(offline), _no_spinning(), _fastembed_muted():
+            model = text_embedding(**kwargs) if offline else _cached_or_downloaded(text_embedding, kwargs)
     except (ConfigError, EmbeddingsUnavailable):
         raise
     except Exception as exc:
@@ -243,6 +275,57 @@ def _load(spec: ModelSpec, threads: int | None, cache_dir: Path | None) -> Any:
         raise EmbeddingsUnavailable(_load_failure(spec, exc, kwargs.get("cache_dir"))) from exc
     log.info("embedding model %s loaded", spec.identity_model)
     return model
+
+
+def _cached_or_downloaded(text_embedding: Any, kwargs: dict[str, Any]) -> Any:
+    """Load a fastembed model from the cache without touching the network, else download it.
+
+    Before a download the hub must accept a connection: fastembed retries an unreachable hub with
+    3 + 9 + 27 s sleeps, so offline a request would wait ~40 s for the same failure."""
+    try:
+        return text_embedding(**kwargs, local_files_only=True)
+    except Exception:
+        if _truthy(os.environ.get("HF_HUB_OFFLINE")):
+            raise
+        log.debug("%s is not in the cache; downloading it", kwargs["model_name"], exc_info=True)
+    _check_hub_reachable()
+    return text_embedding(**kwargs)
+
+
+def _check_hub_reachable() -> None:
+    """Raise ``OSError`` when the Hugging Face hub (``HF_ENDPOINT``) refuses or drops a connection.
+    Skipped behind an HTTPS proxy, which only the download itself can go through."""
+    if urllib.request.getproxies().get("https"):
+        return
+    endpoint = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=HUB_CONNECT_TIMEOUT):
+            pass
+    except OSError as exc:
+        raise OSError(f"the model hub {host}:{port} is unreachable: {exc}") from exc
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().upper() in {"1", "TRUE", "YES", "ON"}
+
+
+@contextlib.contextmanager
+def _fastembed_muted() -> Iterator[None]:
+    """fastembed logs each failed load step as an ERROR line on stderr (through loguru), about six
+    for one offline download; while a model loads they are muted, and our one error says what to do
+    (the cause is logged at debug level)."""
+    try:
+        from loguru import logger
+    except ImportError:
+        yield
+        return
+    logger.disable("fastembed")
+    try:
+        yield
+    finally:
+        logger.enable("fastembed")
 
 
 @contextlib.contextmanager

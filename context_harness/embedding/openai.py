@@ -1,9 +1,10 @@
 """The ``openai`` provider: any OpenAI-compatible ``/v1/embeddings`` endpoint.
 
 Works with OpenAI, Ollama, LM Studio, vLLM and the like. Requests go out in batches of
-``batch_size``; 429, 5xx, timeouts and connection errors are retried ``max_retries`` times with
-exponential backoff (honouring ``Retry-After``). Other failures raise ``EmbeddingsUnavailable``
-with a message naming the config key to fix. Uses stdlib ``urllib`` only.
+``batch_size``; 429, 5xx, timeouts and dropped connections are retried ``max_retries`` times with
+exponential backoff (honouring ``Retry-After``). A refused connection (no server listening) and
+other failures raise ``EmbeddingsUnavailable`` at once, with a message naming the config key to
+fix. Uses stdlib ``urllib`` only.
 """
 
 from __future__ import annotations
@@ -104,8 +105,13 @@ class OpenAIEmbedder(BaseEmbedder):
                 delay = self._delay(attempt, exc.headers.get("Retry-After") if exc.headers else None)
                 log.warning("embeddings endpoint %s: HTTP %s, retrying in %.2fs", self.url, exc.code, delay)
             except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError) as exc:
+                reason = getattr(exc, "reason", exc)
+                if isinstance(reason, ConnectionRefusedError):  # nothing listens there: retrying only waits
+                    raise EmbeddingsUnavailable(
+                        f"the embeddings endpoint {self.url} is not reachable (connection refused); "
+                        "check [embedding] base_url and that the server is running"
+                    ) from None
                 if attempt >= self.max_retries:
-                    reason = getattr(exc, "reason", exc)
                     raise EmbeddingsUnavailable(
                         f"cannot reach the embeddings endpoint {self.url} ({reason}) after "
                         f"{attempt + 1} attempt(s); check [embedding] base_url and that the server is running"
