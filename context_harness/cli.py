@@ -20,7 +20,7 @@ import click
 from context_harness import __version__
 from context_harness.config import Config
 from context_harness.cli_support import Group, config_option, fail, load_config, print_json
-from context_harness.errors import HarnessError, NotConfigured, outcome
+from context_harness.errors import OUTCOMES, HarnessError, NotConfigured
 
 T = TypeVar("T")
 log = logging.getLogger("context_harness")
@@ -147,10 +147,10 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         print_json(report.model_dump(mode="json"))
     else:
         _echo_sync(report)
-    error = report.embedding_exception
-    if isinstance(error, HarnessError):  # synced, but the chunks could not be embedded
-        click.echo(f"error: {error.message} (the documents were synced: keyword search works meanwhile)", err=True)
-        sys.exit(outcome(error).exit_code)
+    if report.embedding_error:  # synced, but the chunks could not be embedded
+        click.echo(f"error: {report.embedding_error['message']} "
+                   "(the documents were synced: keyword search works meanwhile)", err=True)
+        sys.exit(OUTCOMES.get(report.embedding_error["code"], OUTCOMES["internal"]).exit_code)
 
 
 def _echo_sync(report: Any) -> None:

@@ -279,8 +279,7 @@ class Harness:
                 try:
                     report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress, False)
                 except HarnessError as exc:  # the sync itself stands: say what failed, keep the summary
-                    report.embedding_error = {"code": exc.code, "message": exc.message}
-                    report._embedding_exception = exc
+                    report.embedding_error = exc.to_dict()["error"]
             return report
 
     async def embed(self, *, limit: int | None = None, batch_size: int | None = None, rebuild: bool = False,

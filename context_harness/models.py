@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 
@@ -201,11 +201,6 @@ class SyncReport(BaseModel):
     # The documents were synced but embedding their chunks failed ({"code", "message"}); they are
     # searchable by keyword and stay pending for `ctx embed pending`.
     embedding_error: dict[str, str] | None = None
-    _embedding_exception: Exception | None = PrivateAttr(default=None)
-
-    @property
-    def embedding_exception(self) -> Exception | None:
-        return self._embedding_exception
 
     def total(self, field: str) -> int:
         return sum(getattr(s, field) for s in self.sources)
