@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REBUILD_PROBE = "context-harness checks that the embedder works before a rebuild"
+
 T = TypeVar("T")
 
 
@@ -236,17 +237,20 @@ class Harness:
     def describe(self) -> str:
         """A short, truthful description of the knowledge base, for MCP server instructions."""
         assert self.store is not None
-        listing = self.sources_sync().sources
-        documents = sum(s.document_count for s in listing)
+        # Counts only: no connector health checks and no embedder (a fastembed model's identity
+        # imports fastembed, ~0.6 s), as this runs when the MCP server starts.
+        counts = self.store.source_counts()
+        labels = sorted({c.label for c in self.connectors} | set(counts))
+        documents = sum(docs for docs, _ in counts.values())
         parts = [f"A local knowledge base of {documents} documents"]
-        if listing:
-            parts.append(" from " + ", ".join(f"{s.name} ({s.document_count})" for s in listing))
+        if labels:
+            parts.append(" from " + ", ".join(f"{label} ({counts.get(label, (0, 0))[0]})" for label in labels))
         if self.vectors is None:
             modes = "keyword search; semantic search is disabled in the config"
         else:
-            status = self.embedding_status()
-            modes = (f"keyword, semantic and hybrid search; {status['embedded_chunks']} chunks embedded, "
-                     f"{status['pending_chunks']} pending")
+            stats = self.vectors.stats()
+            modes = (f"keyword, semantic and hybrid search; {stats.embedded_chunks} chunks embedded, "
+                     f"{stats.pending_chunks} pending")
         parts.append(f". Use `search` to find documents ({modes}), then `get` with a result id for the full "
                      "text. `sources` lists where documents come from.")
         return "".join(parts)
