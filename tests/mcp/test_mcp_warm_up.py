@@ -17,21 +17,31 @@ from .conftest import write_workspace
 pytestmark = pytest.mark.anyio
 
 
+def cold(backend) -> list[str]:
+    """Mark ``backend``'s vector index stale; returns a list that gets "embedder" when its model warms."""
+    backend.mark_stale()
+    warmed: list[str] = []
+    warm = backend.embedder.warm
+    backend.embedder.warm = lambda: (warmed.append("embedder"), warm())[1]
+    return warmed
+
+
+async def warmed_up(warmed: list[str]) -> None:
+    with anyio.fail_after(10):
+        while not warmed:
+            await anyio.sleep(0.01)
+
+
 async def test_listing_tools_warms_up_search_in_the_background(tmp_path) -> None:
     fake.register()
     async with Harness.open(config_mod.load(write_workspace(tmp_path, embedding="fake"))) as harness:
         await harness.sync()
         backend = harness.semantic()
-        backend.mark_stale()
-        warmed: list[str] = []
-        warm = backend.embedder.warm
-        backend.embedder.warm = lambda: (warmed.append("embedder"), warm())[1]
+        warmed = cold(backend)
         async with Client(build_server(harness)) as client:
             assert warmed == []  # connecting alone starts nothing
             await client.list_tools()
-            with anyio.fail_after(10):
-                while not warmed:
-                    await anyio.sleep(0.01)
+            await warmed_up(warmed)
             await client.list_tools()
         assert warmed == ["embedder"]  # once per server
         assert backend._index is not None and not backend._stale  # the vector index is loaded
@@ -43,15 +53,10 @@ async def test_a_client_that_never_lists_tools_still_gets_a_warm_up(tmp_path) ->
     async with Harness.open(config_mod.load(write_workspace(tmp_path, embedding="fake"))) as harness:
         await harness.sync()
         backend = harness.semantic()
-        backend.mark_stale()
-        warmed: list[str] = []
-        warm = backend.embedder.warm
-        backend.embedder.warm = lambda: (warmed.append("embedder"), warm())[1]
+        warmed = cold(backend)
         async with Client(build_server(harness)) as client:
             await client.list_resources()  # the first request is not tools/list
-            with anyio.fail_after(10):
-                while not warmed:
-                    await anyio.sleep(0.01)
+            await warmed_up(warmed)
             await client.list_prompts()
         assert warmed == ["embedder"]
         assert backend._index is not None and not backend._stale
