@@ -33,7 +33,8 @@ sys.path.insert(0, str(REPO))
 import anyio  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.agents import HarnessContext, build_agent_registry  # noqa: E402
+from context_harness.agents import build_agent_registry
+from context_harness.context import HarnessContext  # noqa: E402
 from context_harness.harness import Harness  # noqa: E402
 from context_harness.sample import DOCS  # noqa: E402
 
@@ -73,7 +74,7 @@ def main() -> None:
                "connectors": {"filesystem": {"sample": {"root": str(DOCS)}}}, "agents": agents}
         config = config_mod.from_dict(raw, REPO / "ctx.toml")
         start = time.perf_counter()
-        registry = build_agent_registry(config, discover=False)
+        registry = build_agent_registry(config)
         build_ms = (time.perf_counter() - start) * 1000
         count = len(registry.list())
 
@@ -104,10 +105,10 @@ def main() -> None:
         async def mcp_bench() -> tuple[list[float], list[float], int]:
             from mcp import Client
 
-            from context_harness.mcp_server import build_registry, build_server
+            from context_harness.server.mcp import build_server
 
             async with Harness.open(config) as harness:
-                server = build_server(harness, registry=build_registry(harness, agents=registry))
+                server = build_server(harness)
                 async with Client(server) as client:
                     async def list_prompts() -> int:
                         count, cursor = 0, None

@@ -52,7 +52,7 @@ from context_harness.models import SearchRequest  # noqa: E402
 async def run(args: argparse.Namespace) -> dict:
     from mcp import Client
 
-    from context_harness.mcp_server import build_server
+    from context_harness.server.mcp import build_server
 
     docs = scifact.corpus()
     qs = scifact.queries()

@@ -8,9 +8,9 @@ returning ``--items`` items (script run + in-sandbox checks + conversion to ``So
 
 Through the product: the same connector configured as ``[connectors.script.bulk]`` synced by a full
 ``Harness.sync`` into a fresh workspace (scan + chunking + SQLite + Tantivy; target <= 5 s) and
-re-synced unchanged, and the trivial tool configured as ``[tools.script.echo]`` called through the
-``ToolRegistry`` (``await tool.call``: validation, worker-thread hop, sandbox run, ``{"result": ...}``;
-target p50 <= 2 ms).
+re-synced unchanged, and the trivial tool configured as ``[tools.script.echo]`` called through
+``Harness.call_tool`` (lookup in the one tool registry, then ``await tool.call``: validation,
+worker-thread hop, sandbox run, ``{"result": ...}``; target p50 <= 2 ms).
 """
 
 from __future__ import annotations
@@ -68,7 +68,6 @@ def percentile(values: list[float], q: float) -> float:
 def through_harness(tmp: str, items: int, calls: int) -> dict[str, float | int]:
     """Full sync of the bulk connector and registry tool calls, through a real Harness."""
     from context_harness.harness import Harness
-    from context_harness.tools.registry import ToolRegistry
 
     root = Path(tmp, "workspace")
     root.mkdir()
@@ -89,14 +88,12 @@ def through_harness(tmp: str, items: int, calls: int) -> dict[str, float | int]:
             t0 = time.perf_counter()
             again = await harness.sync("script:bulk")
             resync_s = time.perf_counter() - t0
-            tool = ToolRegistry.build(config, harness).get("echo")
-            assert tool is not None
             for _ in range(50):
-                await tool.call({"text": "warm"})
+                await harness.call_tool("echo", {"text": "warm"})
             timings = []
             for i in range(calls):
                 t0 = time.perf_counter()
-                await tool.call({"text": f"hello {i}"})
+                await harness.call_tool("echo", {"text": f"hello {i}"})
                 timings.append((time.perf_counter() - t0) * 1e3)
             summary, unchanged = report.sources[0], again.sources[0]
             return {

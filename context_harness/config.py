@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from context_harness.errors import ConfigError
 
@@ -116,9 +116,25 @@ class ScriptConfig(BaseModel):
 
 
 class ConnectorsConfig(_Section):
+    """The built-in connector types, plus ``[connectors.<type>.NAME]`` tables of extension types
+    (kept as given; the connector registry names a type no installed package provides)."""
+
+    model_config = ConfigDict(extra="allow", validate_default=True)
+
     filesystem: dict[str, FilesystemConnectorConfig] = Field(default_factory=dict)
     git: dict[str, GitConnectorConfig] = Field(default_factory=dict)
     script: dict[str, ScriptConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _extension_tables(self) -> ConnectorsConfig:
+        for type_name, entries in (self.model_extra or {}).items():
+            if not isinstance(entries, dict) or not all(isinstance(v, dict) for v in entries.values()):
+                raise ValueError(f"{type_name}: expected tables [connectors.{type_name}.NAME]")
+        return self
+
+    def extension_tables(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{type: {name: table}}`` for connector types that are not built in."""
+        return dict(self.model_extra or {})
 
 
 class ToolsConfig(_Section):
@@ -152,12 +168,6 @@ class Config(_Section):
     @property
     def data_dir(self) -> Path:
         return self.db.path.parent
-
-    def connector_labels(self) -> list[str]:
-        labels = []
-        for kind in ("filesystem", "git", "script"):
-            labels.extend(f"{kind}:{name}" for name in sorted(getattr(self.connectors, kind)))
-        return labels
 
 
 def expand_vars(value: Any, where: str, environ: dict[str, str] | None = None) -> Any:

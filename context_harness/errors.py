@@ -1,12 +1,22 @@
-"""The error hierarchy and the one table that maps each error to every adapter's outcome.
+"""The error hierarchy and the one table that maps each error to every rim's outcome.
 
 Every error a user can cause is a ``HarnessError`` with a stable ``code`` and a message that
-names what to fix. Adapters never format exceptions themselves: they look the code up here.
+names what to fix. The rims never decide an outcome themselves: MCP, HTTP and the CLI look the
+error up here (``outcome``) and render what the table says. Unknown exceptions become
+``InternalError`` (``as_harness_error``): logged with their traceback, never echoed.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# JSON-RPC 2.0 error codes (the MCP protocol errors).
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 
 class HarnessError(Exception):
@@ -18,7 +28,7 @@ class HarnessError(Exception):
         super().__init__(message)
         self.message = message
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message}}
 
 
@@ -73,27 +83,80 @@ class InternalError(HarnessError):
         super().__init__(message)
 
 
+# -- errors only the HTTP rim raises (its guards and router); the codes are part of the REST API --
+
+class Unauthorized(HarnessError):
+    """A missing or wrong bearer token."""
+
+    code = "unauthorized"
+
+
+class Forbidden(HarnessError):
+    """A browser ``Origin`` that is not allowed (the DNS-rebinding defence)."""
+
+    code = "forbidden"
+
+
+class MisdirectedHost(Forbidden):
+    """A ``Host`` header this server does not answer for (HTTP 421 Misdirected Request)."""
+
+
+class BodyTooLarge(BadRequest):
+    """A request body over ``[server] max_body_bytes``."""
+
+
+class MethodNotAllowed(BadRequest):
+    """An HTTP method the route does not take."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     http_status: int
     mcp_tool_error: bool  # True: an isError tool result the model can read; False: a protocol error
     exit_code: int
+    jsonrpc_code: int  # the JSON-RPC error code where MCP answers with a protocol error
 
 
-OUTCOMES: dict[str, Outcome] = {
-    "bad_request": Outcome(400, True, 1),
-    "not_found": Outcome(404, True, 1),
-    "embeddings_disabled": Outcome(400, True, 1),
-    "embeddings_unavailable": Outcome(503, True, 1),
-    "not_configured": Outcome(400, True, 1),
-    "timeout": Outcome(408, True, 1),
-    "tool_error": Outcome(500, True, 1),
-    "agent_error": Outcome(500, True, 1),
-    "config_error": Outcome(500, True, 1),
-    "store_busy": Outcome(503, True, 1),
-    "internal": Outcome(500, True, 1),
+# One row per class; a subclass without a row takes its nearest ancestor's.
+OUTCOMES: dict[type[HarnessError], Outcome] = {
+    BadRequest: Outcome(400, True, 1, INVALID_PARAMS),
+    NotFound: Outcome(404, True, 1, INVALID_PARAMS),
+    EmbeddingsDisabled: Outcome(400, True, 1, INVALID_PARAMS),
+    EmbeddingsUnavailable: Outcome(503, True, 1, INTERNAL_ERROR),
+    NotConfigured: Outcome(400, True, 1, INVALID_PARAMS),
+    Timeout: Outcome(408, True, 1, INVALID_PARAMS),
+    ToolError: Outcome(500, True, 1, INTERNAL_ERROR),
+    AgentError: Outcome(500, True, 1, INTERNAL_ERROR),
+    ConfigError: Outcome(500, True, 1, INTERNAL_ERROR),
+    StoreBusy: Outcome(503, True, 1, INTERNAL_ERROR),
+    Unauthorized: Outcome(401, False, 1, INVALID_PARAMS),
+    Forbidden: Outcome(403, False, 1, INVALID_PARAMS),
+    MisdirectedHost: Outcome(421, False, 1, INVALID_PARAMS),
+    BodyTooLarge: Outcome(413, False, 1, INVALID_PARAMS),
+    MethodNotAllowed: Outcome(405, False, 1, INVALID_PARAMS),
+    HarnessError: Outcome(500, True, 1, INTERNAL_ERROR),
 }
 
 
 def outcome(error: HarnessError) -> Outcome:
-    return OUTCOMES.get(error.code, OUTCOMES["internal"])
+    for cls in type(error).__mro__:
+        row = OUTCOMES.get(cls)
+        if row is not None:
+            return row
+    return OUTCOMES[HarnessError]
+
+
+def outcome_of_code(code: str) -> Outcome:
+    """The outcome for an error already turned into ``{"code", "message"}`` (e.g. a report field)."""
+    for cls, row in OUTCOMES.items():
+        if cls.code == code:
+            return row
+    return OUTCOMES[HarnessError]
+
+
+def as_harness_error(exc: BaseException, where: str) -> HarnessError:
+    """A ``HarnessError`` for any exception; unknown ones are logged with traceback, never echoed."""
+    if isinstance(exc, HarnessError):
+        return exc
+    log.error("%s failed", where, exc_info=exc)
+    return InternalError()

@@ -13,17 +13,22 @@ Three entry-point groups are discovered at start (``importlib.metadata``)::
     [project.entry-points."context_harness.connectors"]   # a connector TYPE: a callable
     changelog = "my_pkg.connectors:ChangelogConnector"     # (name, entry, config) -> Connector
 
+A connector type's entries are configured as ``[connectors.<type>.NAME]`` tables, exactly like the
+built-in types.
+
 Or register them in code and build a server with them (the ``python -m my_harness`` of a team)::
 
-    from context_harness.mcp_server import run_server
+    from context_harness.server import run_server
 
     setup = prepare_server(config, agents=[MyAgent()], tools=[MyTool()], connectors=[my_connector])
     run_server(setup)                       # stdio; run_server(setup, http=True) for HTTP
 
+or open the core directly: ``async with Harness.open(config, setup.extensions) as harness``.
+
 Built-in agents (TOML, Markdown, Lua) go through the same registry as Python ones, and built-in
 connector types through the same ``ConnectorRegistry`` as extension types. This module is core: it
-never imports an adapter; serving a ``ServerSetup`` is ``context_harness.mcp_server.run_server``
-(the real ``ctx serve`` path calls ``prepare_server`` too, so entry points are discovered at start).
+never imports a rim; the ``ctx`` commands call ``collect_extensions`` too, so entry points are
+discovered wherever a Harness is opened from the command line.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ from typing import Any
 
 from context_harness.agents.base import Agent, AgentContext
 from context_harness.agents.models import AgentArgument, AgentMessage, AgentPrompt
-from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
 from context_harness.connectors.registry import ConnectorFactory, ConnectorRegistry, default_registry
@@ -87,33 +91,6 @@ def _load(group: str) -> list[tuple[str, Any, str]]:
     return out
 
 
-class ExtensionConnectorRegistry(ConnectorRegistry):
-    """A ``ConnectorRegistry`` that also yields connector instances registered in code, and builds
-    ``[connectors.<type>.NAME]`` entries of extension types once the config accepts them."""
-
-    def __init__(self, base: ConnectorRegistry, instances: Iterable[Connector] = ()) -> None:
-        super().__init__()
-        self._factories = dict(base._factories)
-        self.instances = list(instances)
-
-    def build(self, config: Config) -> list[Connector]:
-        connectors = super().build(config)
-        extra: Mapping[str, Any] = getattr(config.connectors, "model_extra", None) or {}
-        for type_name in sorted(extra):
-            factory = self._factories.get(type_name)
-            if factory is None:
-                continue
-            for name in sorted(extra[type_name] or {}):
-                connectors.append(factory(name, extra[type_name][name], config))
-        labels = {c.label for c in connectors}
-        for connector in self.instances:
-            if connector.label in labels:
-                raise ConfigError(f"connector {connector.label} is defined twice (config and code)")
-            labels.add(connector.label)
-            connectors.append(connector)
-        return connectors
-
-
 @dataclass
 class Extensions:
     """What extensions contribute, each with its origin (for error messages)."""
@@ -123,9 +100,11 @@ class Extensions:
     connector_types: dict[str, tuple[ConnectorFactory, str]] = field(default_factory=dict)
     connectors: list[tuple[Connector, str]] = field(default_factory=list)
 
-    def connector_registry(self, base: ConnectorRegistry | None = None) -> ExtensionConnectorRegistry:
+    def connector_registry(self) -> ConnectorRegistry:
         """The built-in connector types plus the extension types and instances."""
-        registry = ExtensionConnectorRegistry(base or default_registry(), [c for c, _ in self.connectors])
+        registry = default_registry()
+        for connector, _ in self.connectors:
+            registry.add_instance(connector)
         for type_name, (factory, origin) in self.connector_types.items():
             try:
                 registry.register(type_name, factory)
@@ -176,33 +155,27 @@ def collect_extensions(*, agents: Iterable[Any] = (), tools: Iterable[Tool] = ()
 
 @dataclass
 class ServerSetup:
-    """Everything a server needs beyond the config, built before any I/O:
-
-    - ``connector_registry``: pass to ``Harness.open(config, registry=...)``;
-    - ``agents``: the ``AgentRegistry`` (config agents + extension agents);
-    - ``extensions.tools``: ``Tool`` objects to add next to the built-in and Lua tools.
-    """
+    """A config and the extensions to serve it with: ``context_harness.server.run_server(setup)``,
+    or ``Harness.open(setup.config, setup.extensions)``."""
 
     config: Config
     extensions: Extensions
-    agents: AgentRegistry
-    connector_registry: ExtensionConnectorRegistry
 
 
 def prepare_server(config: Config, *, agents: Iterable[Any] = (), tools: Iterable[Tool] = (),
                    connectors: Iterable[Connector] = (),
                    connector_types: Mapping[str, ConnectorFactory] | None = None,
                    discover: bool = True) -> ServerSetup:
-    """Collect extensions (code + entry points) and build the agent and connector registries."""
+    """Collect extensions (code, and with ``discover`` the installed entry points) for ``config``;
+    an entry point that cannot load is a ``ConfigError`` now, before anything is served."""
     ext = collect_extensions(agents=agents, tools=tools, connectors=connectors,
                              connector_types=connector_types, discover=discover)
-    registry = AgentRegistry(config, ext.agents, discover=False)
-    return ServerSetup(config, ext, registry, ext.connector_registry())
+    return ServerSetup(config, ext)
 
 
 __all__ = [
     "AGENTS_GROUP", "CONNECTORS_GROUP", "GROUPS", "TOOLS_GROUP", "Agent", "AgentArgument", "AgentContext", "AgentError",
     "AgentMessage", "AgentPrompt", "BadRequest", "Candidate", "ConfigError", "Connector", "ConnectorFactory",
-    "ExtensionConnectorRegistry", "Extensions", "HarnessError", "NotConfigured", "NotFound", "ScanReport", "ServerSetup",
+    "ConnectorRegistry", "Extensions", "HarnessError", "NotConfigured", "NotFound", "ScanReport", "ServerSetup",
     "SourceItem", "Timeout", "Tool", "ToolError", "collect_extensions", "load_entry_points", "prepare_server",
 ]

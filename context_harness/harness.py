@@ -1,7 +1,13 @@
 """``Harness``: the one core service. MCP, REST and the CLI call it and render what it returns.
 
-It knows nothing of MCP, HTTP or the command line. Open it with ``async with Harness.open(config)``;
+It knows nothing of MCP, HTTP or the command line. Open it with ``async with Harness.open(config)``
+(``extensions``: agents, tools and connectors from code or entry points, see ``extensions``);
 blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run_blocking``.
+
+Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``. Tools and agents (the
+``Catalog``, built on first use): ``tools``, ``call_tool``, ``agents``, ``resolve_agent``. While
+serving: ``async with harness.serving()`` runs the background services (sync on start, reloads,
+warm-up) and ``subscribe`` tells a rim what changed.
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from context_harness import __version__
+from context_harness.agents.models import AgentInfo
+from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
-from context_harness.connectors.registry import ConnectorRegistry, default_registry
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound
-from context_harness.ingest.sync import ProgressFn, SyncOptions, Syncer, flush_index
+from context_harness.extensions import Extensions
+from context_harness.ingest.sync import ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
     ChunkOut,
     DocumentOut,
@@ -35,8 +43,10 @@ from context_harness.models import (
     SyncSummary,
 )
 from context_harness.search.engine import SearchEngine, SemanticBackend, embeddings_disabled
+from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import KeywordIndex
+from context_harness.tools.base import Tool
 
 if TYPE_CHECKING:
     from context_harness.store.vectors import VectorStore
@@ -49,10 +59,10 @@ T = TypeVar("T")
 
 
 class Harness:
-    def __init__(self, config: Config, registry: ConnectorRegistry | None = None) -> None:
+    def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = config
-        self.registry = registry or default_registry()
-        self.connectors: list[Connector] = self.registry.build(config)
+        self.extensions = extensions or Extensions()
+        self.connectors: list[Connector] = self.extensions.connector_registry().build(config)
         self.store: DocumentStore | None = None
         self.index: KeywordIndex | None = None
         self.vectors: VectorStore | None = None
@@ -61,18 +71,43 @@ class Harness:
         self._semantic_lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(4)
         self._sync_lock = anyio.Lock()
+        self._catalog: Catalog | None = None
+        self._catalog_lock = threading.Lock()
+        self._services: Services | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: Config, registry: ConnectorRegistry | None = None) -> AsyncIterator["Harness"]:
-        harness = cls(config, registry)
+    async def open(cls, config: Config, extensions: Extensions | None = None) -> AsyncIterator[Harness]:
+        harness = cls(config, extensions)
         await harness.run_blocking(harness.open_stores)
         try:
             yield harness
         finally:
             await harness.run_blocking(harness.close)
+
+    @asynccontextmanager
+    async def serving(self, reload_interval: float = RELOAD_INTERVAL) -> AsyncIterator[Services]:
+        """Run the services of a serving knowledge base (sync on start, reloads of tools, config and
+        agents, warm-up on request) until the block ends. Builds the catalog first, so a Lua tool
+        or agent that cannot load fails here, at start, with its ``ConfigError``."""
+        await self.run_blocking(lambda: self.catalog)
+        async with anyio.create_task_group() as tg:
+            services = Services(self, tg, reload_interval)
+            self._services = services
+            services.start()
+            try:
+                yield services
+            finally:
+                self._services = None
+                tg.cancel_scope.cancel()
+
+    def request_warm_up(self) -> None:
+        """Ask the serving services to load the vector index and the model soon (once); a no-op
+        when not serving. The rims call it on a client's first request."""
+        if self._services is not None:
+            self._services.warm_up_soon()
 
     def open_stores(self) -> None:
         """Open SQLite and the keyword index, repairing the index from SQLite if needed."""
@@ -132,6 +167,33 @@ class Harness:
     @property
     def version(self) -> str:
         return __version__
+
+    # -- tools and agents ----------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        """The tools and agents, composed on first use (blocking: loads Lua scripts and agent files)."""
+        with self._catalog_lock:
+            if self._catalog is None:
+                self._catalog = Catalog(self.config, self, agents=[a for a, _ in self.extensions.agents],
+                                        tools=[t for t, _ in self.extensions.tools])
+            return self._catalog
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(kind)`` when tools, prompts, resources or the instructions change."""
+        return self.catalog.subscribe(listener)
+
+    def tools(self, agent: str | None = None) -> list[Tool]:
+        return self.catalog.tools(agent)
+
+    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
+        return await self.catalog.call_tool(name, arguments, agent)
+
+    def agents(self) -> list[AgentInfo]:
+        return self.catalog.agents()
+
+    async def resolve_agent(self, name: str, arguments: dict[str, Any] | None = None) -> AgentResolution:
+        return await self.catalog.resolve_agent(name, arguments)
 
     # -- search ------------------------------------------------------------------------------
 

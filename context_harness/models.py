@@ -138,6 +138,12 @@ class GetRequest(BaseModel):
     )
 
 
+class NoArguments(BaseModel):
+    """The arguments of a tool that takes none (``sources``, ``agent_list``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class ChunkOut(BaseModel):
     index: int
     text: str

@@ -12,6 +12,10 @@ from context_harness.models import GetRequest, SearchRequest
 M = TypeVar("M", bound=BaseModel)
 
 
+FRIENDLY = {"dict_type": "expected an object", "model_type": "expected an object",
+            "string_type": "expected a string", "list_type": "expected an array"}
+
+
 def describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
@@ -20,6 +24,8 @@ def describe(exc: ValidationError) -> str:
             parts.append(f"{where}: unknown argument")
         elif err["type"] == "missing":
             parts.append(f"{where}: required")
+        elif err["type"] in FRIENDLY:
+            parts.append(f"{where}: {FRIENDLY[err['type']]}")
         else:
             message = err["msg"].removeprefix("Value error, ")
             parts.append(f"{where}: {message}")

@@ -3,12 +3,11 @@ from TOML, Lua, Markdown and Python, served as MCP prompts, tools and resources.
 
 Public API: ``build_agent_registry(config, extra_agents=())`` -> ``AgentRegistry`` with ``list``,
 ``find``, ``resolve``, ``compile``, ``definition``, ``complete``, ``list_resources``,
-``read_resource``, ``changed``/``reload``/``refresh``; ``HarnessContext(harness)`` is the context
-agents resolve against. See docs/agents.md.
+``read_resource``, ``changed``/``reload``/``refresh``. Agents resolve against a
+``context_harness.context.HarnessContext``. See docs/agents.md.
 """
 
 from context_harness.agents.base import Agent, AgentContext, AgentSpec, Argument
-from context_harness.agents.context import HarnessContext
 from context_harness.agents.models import (
     AgentArgument,
     AgentInfo,
@@ -23,6 +22,6 @@ from context_harness.agents.skills import Skill
 
 __all__ = [
     "AGENT_SCHEME", "FORMATS", "SKILL_SCHEME", "Agent", "AgentArgument", "AgentContext", "AgentInfo", "AgentMessage",
-    "AgentPrompt", "AgentRegistry", "AgentSpec", "AgentsListResponse", "Argument", "HarnessContext", "Skill",
+    "AgentPrompt", "AgentRegistry", "AgentSpec", "AgentsListResponse", "Argument", "Skill",
     "SkillOut", "StructuredAgent", "build_agent_registry",
 ]

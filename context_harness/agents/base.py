@@ -29,7 +29,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 
 AgentContext = ScriptContext
 """What ``resolve`` receives as ``context``: blocking ``search(request: dict) -> list[dict]``,
-``get(id) -> dict`` and ``sources() -> list[dict]`` (see ``agents.context.HarnessContext``)."""
+``get(id) -> dict`` and ``sources() -> list[dict]`` (see ``context_harness.context.HarnessContext``)."""
 
 
 @runtime_checkable

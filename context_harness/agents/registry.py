@@ -9,6 +9,7 @@ Built once from the config (``build_agent_registry``). Definitions are cached; t
 from __future__ import annotations
 
 import base64
+import builtins
 import binascii
 import hashlib
 import json
@@ -75,16 +76,11 @@ class _State:
 
 class AgentRegistry:
     """See the module docstring. ``extra_agents`` are ``Agent`` objects (or ``(agent, origin)``
-    pairs) registered in code; with ``discover=True`` the ``context_harness.agents`` entry points
-    are loaded as well."""
+    pairs) from extensions (``context_harness.extensions``: code or entry points)."""
 
-    def __init__(self, config: Config, extra_agents: Iterable[Any] = (), *, discover: bool = True) -> None:
+    def __init__(self, config: Config, extra_agents: Iterable[Any] = ()) -> None:
         self.config = config
         self._python: list[tuple[Any, str]] = [_with_origin(a) for a in extra_agents]
-        if discover:
-            from context_harness.extensions import load_entry_points
-
-            self._python.extend(load_entry_points("context_harness.agents"))
         self._lock = threading.Lock()
         self._state = self._build()
 
@@ -173,7 +169,7 @@ class AgentRegistry:
         """Every agent, sorted by name (``GET /agents/list``, ``prompts/list``)."""
         return list(self._state.infos)
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         return list(self._state.specs)
 
     def find(self, name: str) -> AgentInfo | None:
@@ -186,11 +182,11 @@ class AgentRegistry:
             raise NotFound(f"unknown agent {name!r}" + _suggest(name, self._state.specs))
         return spec
 
-    def tools(self, name: str) -> list[str]:
+    def tools(self, name: str) -> builtins.list[str]:
         """The tools agent ``name`` may use (``NotFound`` for an unknown agent): the tool scope."""
         return list(self.spec(name).tools)
 
-    def skills(self) -> list[Skill]:
+    def skills(self) -> builtins.list[Skill]:
         return sorted(self._state.skills.values(), key=lambda s: s.name)
 
     @property
@@ -200,7 +196,7 @@ class AgentRegistry:
     # -- resolving ----------------------------------------------------------------------------
 
     def _run(self, name: str, arguments: Mapping[str, Any] | None,
-             context: AgentContext | None) -> tuple[AgentSpec, AgentPrompt, list[SkillOut]]:
+             context: AgentContext | None) -> tuple[AgentSpec, AgentPrompt, builtins.list[SkillOut]]:
         state = self._state
         spec = self.spec(name)
         args = spec.check_arguments(arguments)
@@ -229,7 +225,7 @@ class AgentRegistry:
         return dump(StructuredAgent(name=spec.name, system=prompt.system, skills=skills, tools=prompt.tools,
                                     messages=prompt.messages))
 
-    def complete(self, agent: str, argument: str, prefix: str = "") -> list[str]:
+    def complete(self, agent: str, argument: str, prefix: str = "") -> builtins.list[str]:
         """Completion values for an argument with known values (``enum``), filtered by ``prefix``."""
         spec = self.spec(agent)
         for arg in spec.arguments:
@@ -349,10 +345,9 @@ def _suggest(name: str, known: Mapping[str, Any]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def build_agent_registry(config: Config, extra_agents: Iterable[Any] = (), *, discover: bool = True) -> AgentRegistry:
-    """The registry for ``config``: TOML, Lua and Markdown agents, skills, ``extra_agents``
-    registered in code and (``discover=True``) ``context_harness.agents`` entry points."""
-    return AgentRegistry(config, extra_agents, discover=discover)
+def build_agent_registry(config: Config, extra_agents: Iterable[Any] = ()) -> AgentRegistry:
+    """The registry for ``config``: TOML, Lua and Markdown agents, skills and ``extra_agents``."""
+    return AgentRegistry(config, extra_agents)
 
 
 __all__ = ["AGENT_SCHEME", "FORMATS", "SKILL_SCHEME", "AgentRegistry", "build_agent_registry"]

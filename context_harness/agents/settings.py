@@ -70,7 +70,7 @@ class AgentsSection(BaseModel):
     """``[agents]``: the reserved keys typed; every other key is an inline agent."""
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, InlineAgentConfig] = Field(init=False)  # type: ignore[assignment]
+    __pydantic_extra__: dict[str, InlineAgentConfig] = Field(init=False)
 
     paths: list[Path] | None = None
     skill_paths: list[Path] | None = None

@@ -1,4 +1,8 @@
-"""One registry of connector types. Built-ins register here exactly as extensions do."""
+"""One registry of connector types. Built-ins register here exactly as extensions do.
+
+``build(config)`` makes a connector for every ``[connectors.<type>.NAME]`` table of the config,
+built-in types and extension types alike, plus the connector instances registered in code.
+"""
 
 from __future__ import annotations
 
@@ -12,33 +16,50 @@ from context_harness.errors import ConfigError
 ConnectorFactory = Callable[[str, Any, Config], Connector]
 
 
+BUILTIN_TYPES = ("filesystem", "git", "script")
+
+
 class ConnectorRegistry:
     def __init__(self) -> None:
         self._factories: dict[str, ConnectorFactory] = {}
+        self._instances: list[Connector] = []
 
     def register(self, type_name: str, factory: ConnectorFactory) -> None:
         if type_name in self._factories:
             raise ConfigError(f"connector type {type_name!r} is registered twice")
         self._factories[type_name] = factory
 
+    def add_instance(self, connector: Connector) -> None:
+        """A connector made in code (not from a config table)."""
+        self._instances.append(connector)
+
     def types(self) -> list[str]:
         return sorted(self._factories)
 
     def build(self, config: Config) -> list[Connector]:
-        """Every connector the config declares, in label order."""
+        """Every connector the config declares (built-in types first, then extension types, each
+        in name order), then the instances registered in code. An unknown type or a label defined
+        twice is a ``ConfigError``."""
         connectors: list[Connector] = []
-        for type_name in ("filesystem", "git", "script"):
-            entries: dict[str, Any] = getattr(config.connectors, type_name)
+        tables = {t: getattr(config.connectors, t) for t in BUILTIN_TYPES}
+        tables.update(sorted(config.connectors.extension_tables().items()))
+        for type_name, entries in tables.items():
             if not entries:
                 continue
             factory = self._factories.get(type_name)
             if factory is None:
                 raise ConfigError(
-                    f"{config.source_path or '<config>'}: connectors.{type_name}: this connector type is not "
-                    f"available in this version (available: {', '.join(self.types())})"
+                    f"{config.source_path or '<config>'}: connectors.{type_name}: unknown connector type "
+                    f"(available: {', '.join(self.types())}; extension types come from installed packages)"
                 )
             for name in sorted(entries):
                 connectors.append(factory(name, entries[name], config))
+        labels = {c.label for c in connectors}
+        for connector in self._instances:
+            if connector.label in labels:
+                raise ConfigError(f"connector {connector.label} is defined twice (config and code)")
+            labels.add(connector.label)
+            connectors.append(connector)
         return connectors
 
 

@@ -7,8 +7,8 @@ from context_harness.embedding.base import BaseEmbedder, Embedder, EmbedderIdent
 from context_harness.embedding.registry import (
     EmbedderRegistry,
     build_embedder,
-    register_provider,
     default_registry,
+    register_provider,
 )
 
 __all__ = [

@@ -18,7 +18,7 @@ import datetime as dt
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lupa.lua54 import lua_type
@@ -159,7 +159,7 @@ class LuaConnector:
 
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
         for item in self.fetch(report):
-            yield Candidate(item.source_id, None, load=lambda item=item: item)
+            yield Candidate(item.source_id, None, load=_loader(item))
 
     def _items(self, results: Results, report: ScanReport) -> list[SourceItem]:
         result = results.values[0] if results.values else None
@@ -191,3 +191,7 @@ class LuaConnector:
         message = f"{self.label}: skipped {detail}"
         log.warning("%s", message)
         report.skip(reason, message)
+
+
+def _loader(item: SourceItem) -> Callable[[], SourceItem]:
+    return lambda: item

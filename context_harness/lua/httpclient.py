@@ -141,7 +141,7 @@ class HttpClient:
                     key = name.lower()
                     resp_headers[key] = f"{resp_headers[key]}, {value}" if key in resp_headers else value
                 return Response(resp.status, resp_headers, data), None
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 self._expired(where, deadline, script_deadline)
             except (http.client.HTTPException, OSError) as exc:
                 if aborted.is_set() or time.monotonic() >= deadline:

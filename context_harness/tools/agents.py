@@ -1,8 +1,8 @@
 """The agent tools: ``agent_list``, ``agent_get`` and ``agent_inject``, over an ``AgentRegistry``.
 
-They register in the ``ToolRegistry`` like the other built-ins (``ToolRegistry.build(..., agents=)``)
-when ``[server] agent_tools`` is true and at least one agent is defined; ``sync_agent_tools`` keeps
-them in step when agents are added, removed or reloaded while serving.
+They register in the one ``ToolRegistry`` like the other built-ins (the composition root in
+``catalog`` adds them) when ``[server] agent_tools`` is true and at least one agent is defined;
+``agent_tool_changes`` keeps them in step when agents are added, removed or reloaded while serving.
 
 Payloads (the MCP ``structuredContent``): ``agent_list`` -> ``{"agents": [{name, description}]}``,
 ``agent_get`` -> the agent's definition (as ``agent://NAME``), ``agent_inject`` -> ``{name,
@@ -21,54 +21,49 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from context_harness.agents.context import HarnessContext
+from pydantic import BaseModel, ConfigDict, Field
+
 from context_harness.agents.registry import FORMATS, AgentRegistry
 from context_harness.errors import BadRequest
+from context_harness.models import NoArguments
+from context_harness.tools.base import FunctionTool, Tool, ToolChanges
+from context_harness.tools.builtin import schema_of
+from context_harness.validation import parse
 
 AGENT_TOOL_NAMES = ("agent_list", "agent_get", "agent_inject")
-READ_ONLY_LOCAL = {"readOnlyHint": True, "openWorldHint": False, "idempotentHint": True}
 
-AGENT_LIST_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {"agents": {"type": "array", "items": {
-        "type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
-        "required": ["name", "description"]}}},
-    "required": ["agents"],
-}
+Compile = Callable[[str, dict[str, Any], str], Awaitable["str | dict[str, Any]"]]
+"""``(name, arguments, format)`` -> the compiled text or the structured agent (resolves the agent)."""
 
 
-@dataclass
-class AgentTool:
+class AgentTool(FunctionTool):
+    """One of the three agent tools (kept apart from a user's tool of the same name on reloads)."""
+
+
+class AgentSummary(BaseModel):
     name: str
-    title: str
     description: str
-    input_schema: dict[str, Any]
-    run: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-    output_schema: dict[str, Any] | None = None
-    annotations: dict[str, Any] = field(default_factory=lambda: dict(READ_ONLY_LOCAL))
-    builtin: bool = True
-    render: Callable[[dict[str, Any]], str] | None = None
-
-    async def call(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        return await self.run(arguments)
 
 
-def _check(arguments: Any, allowed: dict[str, type], required: tuple[str, ...], tool: str) -> dict[str, Any]:
-    if not isinstance(arguments, dict):
-        raise BadRequest(f"{tool}: arguments must be an object")
-    unknown = sorted(set(arguments) - set(allowed))
-    if unknown:
-        raise BadRequest(f"{unknown[0]}: unknown argument ({tool} takes {', '.join(allowed) or 'no arguments'})")
-    for key in required:
-        if key not in arguments:
-            raise BadRequest(f"{key}: required")
-    for key, kind in allowed.items():
-        if key in arguments and not isinstance(arguments[key], kind):
-            raise BadRequest(f"{key}: expected {'an object' if kind is dict else 'a string'}")
-    return arguments
+class AgentListResponse(BaseModel):
+    agents: list[AgentSummary]
+
+
+class AgentGetRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The agent's name (see agent_list).")
+
+
+class AgentInjectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The agent's name (see agent_list).")
+    format: str = Field(default="compiled", json_schema_extra={"enum": list(FORMATS)},
+                        description="compiled (one text) or structured (JSON).")
+    arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
 
 
 def may_reach_network(agents: AgentRegistry) -> bool:
@@ -92,67 +87,47 @@ def render_inject(payload: dict[str, Any]) -> str:
     return compiled if isinstance(compiled, str) else json.dumps(payload, ensure_ascii=False, indent=2)
 
 
-def agent_tools(agents: AgentRegistry, harness: Any) -> list[AgentTool]:
-    """The three agent tools over ``agents``; resolving runs in a worker thread against ``harness``."""
+def agent_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
+    """The three agent tools over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
 
     async def agent_list(arguments: dict[str, Any]) -> dict[str, Any]:
-        _check(arguments, {}, (), "agent_list")
+        parse(NoArguments, arguments)
         return {"agents": [{"name": i.name, "description": i.description} for i in agents.list()]}
 
     async def agent_get(arguments: dict[str, Any]) -> dict[str, Any]:
-        args = _check(arguments, {"name": str}, ("name",), "agent_get")
-        return agents.definition(args["name"])
+        return agents.definition(parse(AgentGetRequest, arguments).name)
 
     async def agent_inject(arguments: dict[str, Any]) -> dict[str, Any]:
-        args = _check(arguments, {"name": str, "format": str, "arguments": dict}, ("name",), "agent_inject")
-        fmt = args.get("format", "compiled")
-        if fmt not in FORMATS:
-            raise BadRequest(f"format must be one of {', '.join(FORMATS)} (got {fmt!r})")
-        agents.spec(args["name"])  # not_found before any work
-        context = HarnessContext(harness) if harness is not None else None
-        result = await _blocking(harness, agents.compile, args["name"], args.get("arguments") or {}, fmt, context)
+        request = parse(AgentInjectRequest, arguments)
+        if request.format not in FORMATS:
+            raise BadRequest(f"format must be one of {', '.join(FORMATS)} (got {request.format!r})")
+        agents.spec(request.name)  # not_found before any work
+        result = await compile_agent(request.name, request.arguments or {}, request.format)
         if isinstance(result, str):
-            return {"name": args["name"], "compiled": result}
+            return {"name": request.name, "compiled": result}
         return result
 
-    name_schema = {"type": "string", "description": "The agent's name (see agent_list)."}
     return [
         AgentTool(
             name="agent_list", title="List agents",
             description="List the agents (personas with a system prompt and tools) this knowledge base offers. "
             "Use agent_get for one agent's definition and agent_inject to adopt it.",
-            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-            output_schema=AGENT_LIST_OUTPUT, run=agent_list),
+            input_schema=schema_of(NoArguments), output_schema=schema_of(AgentListResponse, "serialization"),
+            run=agent_list),
         AgentTool(
             name="agent_get", title="Get an agent's definition",
             description="The full definition of one agent: description, source, tools, arguments, skills and "
             "(for static agents) the system prompt.",
-            input_schema={"type": "object", "properties": {"name": name_schema}, "required": ["name"],
-                          "additionalProperties": False},
-            run=agent_get),
+            input_schema=schema_of(AgentGetRequest), run=agent_get),
         AgentTool(
             name="agent_inject", title="Adopt an agent",
             description="Resolve an agent and return its instructions to follow for the rest of this "
             "conversation. format 'compiled' gives one text (instructions, active skills, context); "
             "'structured' gives {name, system, skills, tools, messages}. Lua agents pre-fetch context from "
             "the knowledge base.",
-            input_schema={"type": "object", "properties": {
-                "name": name_schema,
-                "format": {"type": "string", "enum": list(FORMATS), "default": "compiled",
-                           "description": "compiled (one text) or structured (JSON)."},
-                "arguments": {"type": "object", "additionalProperties": {"type": "string"},
-                              "description": "The agent's arguments (see agent_get)."},
-            }, "required": ["name"], "additionalProperties": False},
-            run=agent_inject, annotations=inject_annotations(agents), render=render_inject),
+            input_schema=schema_of(AgentInjectRequest), run=agent_inject,
+            annotations=inject_annotations(agents), render=render_inject),
     ]
-
-
-async def _blocking(harness: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    if harness is not None and hasattr(harness, "run_blocking"):
-        return await harness.run_blocking(fn, *args)
-    import anyio
-
-    return await anyio.to_thread.run_sync(lambda: fn(*args))
 
 
 def wanted(agents: AgentRegistry | None, enabled: bool) -> bool:
@@ -160,27 +135,27 @@ def wanted(agents: AgentRegistry | None, enabled: bool) -> bool:
     return agents is not None and enabled and bool(agents.names())
 
 
-def sync_agent_tools(tools: Any, agents: AgentRegistry, harness: Any, enabled: bool) -> Any:
-    """After agents reloaded: add, re-register (annotations changed) or remove the agent tools in the
-    ``ToolRegistry`` ``tools``. Returns its ``ToolChanges`` for the adapters to announce."""
-    from context_harness.tools.registry import ToolChanges
-
+def agent_tool_changes(present: dict[str, Tool | None], fresh: list[AgentTool] | None) -> ToolChanges:
+    """What to change in the tool registry after agents reloaded: ``present`` maps each agent tool
+    name to the registered tool (None when absent); ``fresh`` is the new agent tools, or None when
+    they are no longer wanted. Tools of those names that are not agent tools are left alone."""
     changes = ToolChanges()
-    present = [tools.get(n) for n in AGENT_TOOL_NAMES]
-    if not wanted(agents, enabled):
-        for name, tool in zip(AGENT_TOOL_NAMES, present):
-            if isinstance(tool, AgentTool) and tools.remove(name):
-                changes.removed.append(name)
+    if fresh is None:
+        changes.removed.extend(name for name, tool in present.items()
+                               if tool is not None and _is_agent_tool(tool))
         return changes
-    for tool, old in zip(agent_tools(agents, harness), present):
+    for tool in fresh:
+        old = present.get(tool.name)
         if old is None:
-            tools.add(tool)
             changes.added.append(tool)
-        elif isinstance(old, AgentTool) and old.annotations != tool.annotations:
-            tools.add(tool, replace=True)
+        elif _is_agent_tool(old) and old.annotations != tool.annotations:
             changes.replaced.append(tool)
     return changes
 
 
-__all__ = ["AGENT_TOOL_NAMES", "AgentTool", "agent_tools", "inject_annotations", "may_reach_network",
-           "render_inject", "sync_agent_tools", "wanted"]
+def _is_agent_tool(tool: Tool) -> bool:
+    return isinstance(tool, AgentTool)
+
+
+__all__ = ["AGENT_TOOL_NAMES", "AgentGetRequest", "AgentInjectRequest", "AgentTool", "agent_tool_changes",
+           "agent_tools", "inject_annotations", "may_reach_network", "render_inject", "wanted"]

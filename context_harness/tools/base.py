@@ -1,13 +1,19 @@
-"""What a tool is: a name, a JSON Schema for its arguments, truthful annotations and ``call``.
+"""What a tool is: a name, a JSON Schema for its arguments, truthful annotations, ``call`` and ``render``.
 
-Built-in tools (``search``, ``get``, ``sources``) and Lua tools (``[tools.script.NAME]``) both
-implement ``Tool`` and live in one ``ToolRegistry``; MCP, REST and the CLI render what ``call``
-returns and never special-case where a tool came from.
+Built-in tools (``search``, ``get``, ``sources``), the agent tools, extension tools and Lua tools
+(``[tools.script.NAME]``) all implement ``Tool`` and live in one ``ToolRegistry``; MCP, REST and
+the CLI render what ``call`` returns and never special-case where a tool came from.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+READ_ONLY_LOCAL: dict[str, Any] = {"readOnlyHint": True, "openWorldHint": False, "idempotentHint": True}
+"""The annotations of a tool that only reads the local knowledge base."""
 
 
 @runtime_checkable
@@ -32,10 +38,72 @@ class Tool(Protocol):
     async def call(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
 
 
+@dataclass
+class FunctionTool:
+    """A ``Tool`` made of an async function: the built-ins, the agent tools, and a simple way for
+    extensions to write one. ``run`` validates its arguments and returns the JSON payload."""
+
+    name: str
+    title: str | None
+    description: str
+    input_schema: dict[str, Any]
+    run: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=lambda: dict(READ_ONLY_LOCAL))
+    builtin: bool = True
+    render: Callable[[dict[str, Any]], str] | None = None
+
+    async def call(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.run(arguments)
+
+
 def describe(tool: Tool) -> dict[str, Any]:
-    """The ``GET /tools/list`` entry (and ``ctx tool list --json``)."""
+    """The tool-list entry: ``GET /tools/list``, ``ctx tool list --json`` (one shape everywhere)."""
     return {"name": tool.name, "description": tool.description, "builtin": tool.builtin,
             "parameters": tool.input_schema}
 
 
-__all__ = ["Tool", "describe"]
+def hints(tool: Tool) -> dict[str, Any]:
+    """The MCP ``annotations`` of a tool: every hint stated, absent ones at the MCP defaults (not
+    read-only, destructive, not idempotent, open world); nothing is assumed."""
+    declared = tool.annotations
+    read_only = bool(declared.get("readOnlyHint", False))
+    out: dict[str, Any] = {"readOnlyHint": read_only, "openWorldHint": bool(declared.get("openWorldHint", True))}
+    title = tool.title or declared.get("title")
+    if title:
+        out["title"] = title
+    if not read_only:  # destructive/idempotent are meaningful only for tools that write
+        out["destructiveHint"] = bool(declared.get("destructiveHint", True))
+        out["idempotentHint"] = bool(declared.get("idempotentHint", False))
+    return out
+
+
+def render_json(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+def render(tool: Tool, payload: dict[str, Any]) -> str:
+    """The readable text block of a tool's result: the tool's own ``render`` when it has one."""
+    own = getattr(tool, "render", None)
+    return own(payload) if callable(own) else render_json(payload)
+
+
+@dataclass
+class ToolChanges:
+    """What one reload changed: new or re-registered tools, and removed names."""
+
+    added: list[Tool] = field(default_factory=list)
+    replaced: list[Tool] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.replaced or self.removed)
+
+    def summary(self) -> str:
+        parts = [f"{label} {', '.join(names)}" for label, names in (
+            ("added", [t.name for t in self.added]), ("reloaded", [t.name for t in self.replaced]),
+            ("removed", self.removed)) if names]
+        return "; ".join(parts) or "no changes"
+
+
+__all__ = ["READ_ONLY_LOCAL", "FunctionTool", "Tool", "ToolChanges", "describe", "hints", "render", "render_json"]

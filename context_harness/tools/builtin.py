@@ -6,17 +6,21 @@ They register in the ``ToolRegistry`` exactly as Lua tools do; each parses its a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from context_harness.errors import BadRequest
-from context_harness.models import DocumentOut, GetRequest, SearchRequest, SearchResponse, SourcesResponse
-from context_harness.validation import parse_get, parse_search
-
-READ_ONLY_LOCAL = {"readOnlyHint": True, "openWorldHint": False}
+from context_harness.models import (
+    DocumentOut,
+    GetRequest,
+    NoArguments,
+    SearchRequest,
+    SearchResponse,
+    SourcesResponse,
+)
+from context_harness.tools.base import FunctionTool
+from context_harness.tools.render import render_document, render_search, render_sources
+from context_harness.validation import parse, parse_get, parse_search
 
 
 def schema_of(model: type[BaseModel], mode: str = "validation") -> dict[str, Any]:
@@ -68,54 +72,49 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return flattened
 
 
-@dataclass
-class BuiltinTool:
-    name: str
-    title: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
-    run: Callable[[dict[str, Any]], Awaitable[BaseModel]]
-    annotations: dict[str, Any] = field(default_factory=lambda: dict(READ_ONLY_LOCAL))
-    builtin: bool = True
+class KnowledgeBase(Protocol):
+    """The part of ``Harness`` the built-in tools call."""
 
-    async def call(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        return (await self.run(arguments)).model_dump(mode="json")
+    async def search(self, request: SearchRequest) -> SearchResponse: ...
+
+    async def get(self, doc_id: str) -> DocumentOut: ...
+
+    async def sources(self) -> SourcesResponse: ...
 
 
-def builtin_tools(harness: Any) -> list[BuiltinTool]:
+def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
     """``search``, ``get`` and ``sources`` bound to ``harness``."""
 
-    async def search(arguments: dict[str, Any]) -> BaseModel:
-        return await harness.search(parse_search(arguments))
+    async def search(arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await harness.search(parse_search(arguments))).model_dump(mode="json")
 
-    async def get(arguments: dict[str, Any]) -> BaseModel:
-        return await harness.get(parse_get(arguments).id)
+    async def get(arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await harness.get(parse_get(arguments).id)).model_dump(mode="json")
 
-    async def sources(arguments: dict[str, Any]) -> BaseModel:
-        if arguments:
-            raise BadRequest(f"{', '.join(sorted(arguments))}: unknown argument (sources takes no arguments)")
-        return await harness.sources()
+    async def sources(arguments: dict[str, Any]) -> dict[str, Any]:
+        parse(NoArguments, arguments)
+        return (await harness.sources()).model_dump(mode="json")
 
     return [
-        BuiltinTool(
+        FunctionTool(
             name="search", title="Search the knowledge base",
             description="Search the local knowledge base and return the best-matching documents with snippets. "
             "Use plain words or quoted phrases; filter by source, tags or dates. Each result has an `id` to pass "
             "to `get` for the full text.",
             input_schema=schema_of(SearchRequest), output_schema=schema_of(SearchResponse, "serialization"),
-            run=search),
-        BuiltinTool(
+            run=search, render=render_search),
+        FunctionTool(
             name="get", title="Get a document",
             description="Fetch one document by the id a search result gave: its full text, metadata and chunks.",
-            input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"), run=get),
-        BuiltinTool(
+            input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"), run=get,
+            render=render_document),
+        FunctionTool(
             name="sources", title="List sources",
             description="List the configured sources (folders, git repositories, scripts) with document and "
             "chunk counts, health and the time of the last sync.",
-            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-            output_schema=schema_of(SourcesResponse, "serialization"), run=sources),
+            input_schema=schema_of(NoArguments), output_schema=schema_of(SourcesResponse, "serialization"),
+            run=sources, render=render_sources),
     ]
 
 
-__all__ = ["BuiltinTool", "builtin_tools", "schema_of"]
+__all__ = ["KnowledgeBase", "builtin_tools", "flat_schema", "schema_of"]

@@ -1,9 +1,11 @@
-"""One registry of tools: the built-ins and the Lua tools of ``[tools.script.NAME]``, side by side.
+"""The one registry of tools: built-ins, agent tools, extension tools and the Lua tools of
+``[tools.script.NAME]``, side by side.
 
-``ToolRegistry.build(config, harness)`` registers ``search``/``get``/``sources`` and then every Lua
-tool the config declares, the same way (a Lua tool may not take a built-in's name: ``ConfigError``).
+The composition root (``catalog.Catalog``) adds the built-ins, agent tools and extension tools, then
+``load_scripts`` registers every Lua tool the config declares the same way (a Lua tool may not take
+another tool's name: ``ConfigError``).
 While serving, ``reload()`` (blocking; run it in a worker thread) re-reads the config file and the
-tool scripts when they changed and re-registers what differs; the adapters announce the returned
+tool scripts when they changed and re-registers what differs; the catalog announces the returned
 ``ToolChanges`` to clients (``tools/list_changed``). A script or config that fails to load during a
 reload is logged and the previous version keeps serving.
 """
@@ -13,38 +15,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from context_harness import config as config_mod
 from context_harness.config import Config, LuaConfig, ScriptConfig
 from context_harness.errors import ConfigError, HarnessError
+from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.tools import LuaTool
-from context_harness.tools.base import Tool
-from context_harness.tools.builtin import builtin_tools
-from context_harness.tools.script import HarnessContext, ScriptTool
+from context_harness.tools.base import Tool, ToolChanges
+from context_harness.tools.script import ScriptTool
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ToolChanges:
-    """What one ``reload()`` changed: new or re-registered tools, and removed names."""
-
-    added: list[Tool] = field(default_factory=list)
-    replaced: list[Tool] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.replaced or self.removed)
-
-    def summary(self) -> str:
-        parts = [f"{label} {', '.join(names)}" for label, names in (
-            ("added", [t.name for t in self.added]), ("reloaded", [t.name for t in self.replaced]),
-            ("removed", self.removed)) if names]
-        return "; ".join(parts) or "no changes"
 
 
 def _digest(path: Path | None) -> str | None:
@@ -62,7 +44,7 @@ def _attempt_key(entry: ScriptConfig, lua: LuaConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: Any) -> ScriptTool:
+def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: ScriptContext | None) -> ScriptTool:
     """One ``[tools.script.NAME]`` entry -> a ``ScriptTool`` (``ConfigError`` if it cannot load)."""
     return ScriptTool(LuaTool(name, entry, lua), context)
 
@@ -70,7 +52,7 @@ def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: An
 class ToolRegistry:
     """Tools by name. ``build`` fills it from a config; ``reload`` keeps the Lua tools current."""
 
-    def __init__(self, config: Config | None = None, context: Any = None) -> None:
+    def __init__(self, config: Config | None = None, context: ScriptContext | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._lock = threading.Lock()
         self.config = config
@@ -85,30 +67,6 @@ class ToolRegistry:
         self._failed: dict[str, str] = {}  # name -> attempt key that failed (not retried until it changes)
 
     # -- building ---------------------------------------------------------------------------
-
-    @classmethod
-    def build(cls, config: Config, harness: Any = None, *, agents: Any = None,
-              extra_tools: Iterable[Tool] = ()) -> "ToolRegistry":
-        """Built-ins bound to ``harness``, the agent tools (``agents``: an ``AgentRegistry``; offered
-        when ``[server] agent_tools`` is true and an agent exists), ``extra_tools`` (extensions)
-        and every ``[tools.script.NAME]`` of ``config``, in that order, all through ``add``.
-
-        Lua tools get a ``context`` over ``harness`` (none when ``harness`` is None: ``context.search``
-        then raises a clear script error). Raises ``ConfigError`` for a script that cannot load or a
-        name registered twice.
-        """
-        from context_harness.tools.agents import agent_tools, wanted
-
-        registry = cls(config, HarnessContext(harness) if harness is not None else None)
-        for tool in builtin_tools(harness):
-            registry.add(tool)
-        if wanted(agents, config.server.agent_tools):
-            for tool in agent_tools(agents, harness):
-                registry.add(tool)
-        for tool in extra_tools:
-            registry.add(tool)
-        registry.load_scripts()
-        return registry
 
     def load_scripts(self) -> None:
         """Register every Lua tool of the config (at start-up: errors propagate)."""
@@ -208,4 +166,4 @@ class ToolRegistry:
         return changes
 
 
-__all__ = ["ToolChanges", "ToolRegistry", "load_script_tool"]
+__all__ = ["ToolRegistry", "load_script_tool"]

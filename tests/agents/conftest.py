@@ -34,7 +34,6 @@ class AgentWorkspace:
 
     def registry(self, toml: str = "", **kwargs: Any) -> AgentRegistry:
         self.config_path.write_text(textwrap.dedent(toml), encoding="utf-8")
-        kwargs.setdefault("discover", False)
         return build_agent_registry(config_mod.load_file(self.config_path), **kwargs)
 
 

@@ -10,7 +10,8 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.agents import HarnessContext, build_agent_registry
+from context_harness.agents import build_agent_registry
+from context_harness.context import HarnessContext
 from context_harness.harness import Harness
 from context_harness.sample import DOCS
 
@@ -32,7 +33,7 @@ def shipped_config(tmp_path: Path) -> config_mod.Config:
 
 async def test_agents_shipped_examples_resolve_over_the_sample(tmp_path: Path) -> None:
     config = shipped_config(tmp_path)
-    registry = build_agent_registry(config, discover=False)
+    registry = build_agent_registry(config)
     assert {(i.name, i.source) for i in registry.list()} == {
         ("architect", "toml"), ("code-reviewer", "toml"), ("incident-responder", "lua"),
         ("onboarding", "markdown"), ("writer", "markdown")}

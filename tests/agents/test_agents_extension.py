@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from context_harness import config as config_mod
@@ -53,27 +54,31 @@ async def test_agents_extension_registered_in_code(tmp_path: Path, example: Any,
     assert isinstance(agent, Agent) and isinstance(tool, Tool) and isinstance(connector, Connector)
 
     setup = prepare_server(config, agents=[agent], tools=[tool], connectors=[connector], discover=False)
-    assert [(i.name, i.source) for i in setup.agents.list()] == [("release-notes", "python")]
     assert setup.extensions.tool_names() == ["word_count"]
-    prompt = setup.agents.resolve("release-notes", {"version": "1.2.0"}, fake_context)
-    assert prompt.system.startswith("You write release notes for version 1.2.0, for users.")
-    assert fake_context.requests == [{"query": "1.2.0 changes", "limit": 3}]
     assert await tool.call({"text": "two words"}) == {"words": 2, "characters": 9}
 
-    async with Harness.open(config, registry=setup.connector_registry) as harness:
+    async with Harness.open(config, setup.extensions) as harness:
+        assert [(i.name, i.source) for i in harness.agents()] == [("release-notes", "python")]
+        assert "word_count" in [t.name for t in harness.tools()]
+        prompt = harness.catalog.agent_registry.resolve("release-notes", {"version": "1.2.0"}, fake_context)
+        assert prompt.system.startswith("You write release notes for version 1.2.0, for users.")
+        assert fake_context.requests == [{"query": "1.2.0 changes", "limit": 3}]
         report = await harness.sync()
         assert [(s.source, s.added) for s in report.sources] == [("changelog:changes", 2)]
         hits = (await harness.search(SearchRequest(query="release-notes agent"))).results
         assert hits[0].title == "Changes in 1.2.0"
 
 
-def test_agents_extension_clashes_name_both_origins(tmp_path: Path, example: Any) -> None:
+@pytest.mark.anyio
+async def test_agents_extension_clashes_name_both_origins(tmp_path: Path, example: Any) -> None:
     with pytest.raises(ConfigError, match="tool 'word_count' is defined twice: code .* and code"):
         collect_extensions(tools=[example.WordCount(), example.WordCount()], discover=False)
     toml = tmp_path / "ctx.toml"
     toml.write_text('[agents.release-notes]\nsystem_prompt = "x"\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"'release-notes' is defined twice: \[agents.release-notes\] .* and code"):
-        prepare_server(config_mod.load_file(toml), agents=[example.ReleaseNotesAgent()], discover=False)
+    setup = prepare_server(config_mod.load_file(toml), agents=[example.ReleaseNotesAgent()], discover=False)
+    async with Harness.open(setup.config, setup.extensions) as harness:
+        with pytest.raises(ConfigError, match=r"'release-notes' is defined twice: \[agents.release-notes\] .* and code"):
+            harness.agents()
 
 
 @pytest.mark.slow
@@ -96,7 +101,19 @@ def test_agents_extension_installed_and_discovered(tmp_path: Path, monkeypatch: 
         ("ReleaseNotesAgent", "entry point 'release-notes' in context_harness.agents (ctxh-example-extension)")]
     ext = collect_extensions()
     assert ext.tool_names() == ["word_count"] and list(ext.connector_types) == ["changelog"]
-    config = _config(tmp_path)
-    setup = prepare_server(config)
-    assert setup.agents.find("release-notes").source == "python"
-    assert "changelog" in setup.connector_registry.types()
+    assert "changelog" in ext.connector_registry().types()
+
+    # A connector type from an entry point is configured like a built-in one: [connectors.changelog.NAME]
+    (tmp_path / "CHANGELOG.md").write_text(CHANGELOG, encoding="utf-8")
+    config = config_mod.from_dict({
+        "db": {"path": str(tmp_path / "ctx.sqlite")}, "embedding": {"provider": "disabled"},
+        "connectors": {"changelog": {"notes": {"path": str(tmp_path / "CHANGELOG.md")}}}}, None)
+
+    async def sync_and_search() -> tuple[list[tuple[str, int]], str | None, str]:
+        async with Harness.open(config, prepare_server(config).extensions) as harness:
+            report = await harness.sync()
+            hits = (await harness.search(SearchRequest(query="release-notes agent"))).results
+            return [(s.source, s.added) for s in report.sources], hits[0].title, harness.agents()[0].source
+
+    synced, title, agent_source = anyio.run(sync_and_search)
+    assert synced == [("changelog:notes", 2)] and title == "Changes in 1.2.0" and agent_source == "python"

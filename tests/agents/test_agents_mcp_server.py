@@ -19,7 +19,7 @@ from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from context_harness import config as config_mod
 from context_harness.harness import Harness
-from context_harness.mcp_server import build_server
+from context_harness.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]
@@ -266,7 +266,6 @@ def touch(path: Path, text: str) -> None:
 
 async def test_agents_mcp_list_changed_legacy(served, served_config) -> None:
     server = build_server(served)
-    server.reload_interval = 0.05
     kinds: set[str] = set()
     arrived = anyio.Event()
 
@@ -279,7 +278,7 @@ async def test_agents_mcp_list_changed_legacy(served, served_config) -> None:
             arrived.set()
 
     debugger = served_config.parent / "agents" / "debugger.md"
-    async with Client(server, mode="legacy", message_handler=on_message) as client:
+    async with served.serving(reload_interval=0.05), Client(server, mode="legacy", message_handler=on_message) as client:
         before = {p.name: p for p in (await client.list_prompts()).prompts}
         assert before["debugger"].description.startswith("Debugging specialist")
         touch(debugger, debugger.read_text().replace("Debugging specialist", "Bug hunter"))
@@ -293,8 +292,7 @@ async def test_agents_mcp_list_changed_legacy(served, served_config) -> None:
 
 async def test_agents_mcp_list_changed_modern_new_agent(served, served_config) -> None:
     server = build_server(served)
-    server.reload_interval = 0.05
-    async with Client(server) as client:
+    async with served.serving(reload_interval=0.05), Client(server) as client:
         async with client.listen(prompts_list_changed=True, resources_list_changed=True) as subscription:
             touch(served_config.parent / "agents" / "planner.md",
                   "---\nname: planner\ndescription: Plans work.\n---\nYou plan.\n")
@@ -337,7 +335,6 @@ def example(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 async def test_agents_mcp_extension_registered_in_code(served_config, example, mode) -> None:
     from context_harness.extensions import prepare_server
-    from context_harness.mcp_server import setup_registry
 
     config = config_mod.load_file(served_config)
     changelog = served_config.parent / "CHANGELOG.md"
@@ -345,9 +342,9 @@ async def test_agents_mcp_extension_registered_in_code(served_config, example, m
     setup = prepare_server(config, agents=[example.ReleaseNotesAgent()], tools=[example.WordCount()],
                            connectors=[example.ChangelogConnector("changes", {"path": str(changelog)}, config)],
                            discover=False)
-    async with Harness.open(config, registry=setup.connector_registry) as harness:
+    async with Harness.open(config, setup.extensions) as harness:
         await harness.sync()
-        async with Client(build_server(harness, registry=setup_registry(harness, setup)), mode=mode) as client:
+        async with Client(build_server(harness), mode=mode) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
             assert {"word_count", "agent_inject", "search"} <= tools
             counted = await client.call_tool("word_count", {"text": "three small words"})
@@ -362,6 +359,5 @@ async def test_agents_mcp_extension_registered_in_code(served_config, example, m
             completion = await client.complete(t.PromptReference(name="release-notes"),
                                                {"name": "audience", "value": "d"})
             assert completion.completion.values == ["developers"]
-        async with Client(build_server(harness, agent="release-notes",
-                                       registry=setup_registry(harness, setup))) as client:
+        async with Client(build_server(harness, agent="release-notes")) as client:
             assert sorted(tool.name for tool in (await client.list_tools()).tools) == ["get", "search", "word_count"]

@@ -20,7 +20,7 @@ sys.path.insert(0, {example!r})
 from ctxh_example import ChangelogConnector, ReleaseNotesAgent, WordCount
 from context_harness import config
 from context_harness.extensions import prepare_server
-from context_harness.mcp_server import run_server
+from context_harness.server import run_server
 
 cfg = config.load({config!r})
 setup = prepare_server(cfg, agents=[ReleaseNotesAgent()], tools=[WordCount()],

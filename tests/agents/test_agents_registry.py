@@ -270,7 +270,7 @@ def test_agents_default_paths_only_beside_a_config_file() -> None:
     from context_harness.agents import build_agent_registry
 
     config = config_mod.from_dict({}, None)  # built in code: no "beside the config" folders
-    assert build_agent_registry(config, discover=False).list() == []
+    assert build_agent_registry(config).list() == []
 
 
 def test_agents_refresh_keeps_old_definitions_when_a_file_breaks(ws: Any, caplog: Any) -> None:

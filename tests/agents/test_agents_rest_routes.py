@@ -9,8 +9,8 @@ import httpx2
 import pytest
 from mcp import Client
 
-from context_harness.http_app import build_app
-from context_harness.mcp_server import build_server
+from context_harness.server.http import build_app
+from context_harness.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -81,7 +81,7 @@ class ThreadedServer:
     def _run(self) -> None:
         import uvicorn
 
-        from context_harness.http_app import build_app
+        from context_harness.server.http import build_app
 
         async def main() -> None:
             async with Harness.open(self.config) as harness:

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from context_harness import config as config_mod
-from context_harness.http_app import parse_bind
+from context_harness.server.http import parse_bind
 
 
 

@@ -11,7 +11,10 @@ import pytest
 from mcp import Client, MCPError
 
 from context_harness.errors import NotFound
-from context_harness.mcp_server import PromptArgument, PromptSpec, ResourceSpec, ToolSpec, build_server
+from context_harness.extensions import collect_extensions
+from context_harness.harness import Harness
+from context_harness.server.mcp import build_server
+from context_harness.tools.base import FunctionTool
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]
@@ -151,16 +154,18 @@ async def test_unknown_tool_is_a_protocol_error(server, mode):
     assert "nope" in info.value.message
 
 
-async def test_unexpected_exception_is_logged_never_echoed(harness, mode, caplog):
-    server = build_server(harness)
+def function_tool(name: str, run) -> FunctionTool:
+    return FunctionTool(name=name, title=None, description=name, input_schema={"type": "object"}, run=run,
+                        annotations={}, builtin=False)
 
+
+async def test_unexpected_exception_is_logged_never_echoed(config, mode, caplog):
     async def explode(arguments):
         raise RuntimeError("secret database path /etc/shadow")
 
-    server.registry.add_tool(ToolSpec(name="explode", description="fails", input_schema={"type": "object"},
-                                      call=explode))
-    with caplog.at_level(logging.ERROR, logger="context_harness.mcp_server"):
-        async with Client(server, mode=mode) as client:
+    extensions = collect_extensions(tools=[function_tool("explode", explode)], discover=False)
+    with caplog.at_level(logging.ERROR, logger="context_harness.errors"):
+        async with Harness.open(config, extensions) as harness, Client(build_server(harness), mode=mode) as client:
             result = await client.call_tool("explode", {})
     assert result.is_error
     assert result.structured_content["error"]["code"] == "internal"
@@ -193,34 +198,35 @@ async def test_unknown_resources_are_protocol_errors(server, mode, uri):
     assert "Traceback" not in info.value.message
 
 
-async def test_prompts_and_resources_from_the_registry(harness, mode):
-    server = build_server(harness)
+class Reviewer:
+    """A Python agent with one required argument, registered in code."""
 
-    async def render(arguments):
-        return {"messages": [{"role": "user", "content": f"You are a reviewer. Topic: {arguments['topic']}"}]}
+    name = "reviewer"
+    description = "Reviews code"
+    arguments = [{"name": "topic", "description": "What to review", "required": True}]
 
-    async def read():
-        return '{"name": "reviewer"}'
+    def resolve(self, arguments, context):
+        return f"You are a reviewer. Topic: {arguments['topic']}"
 
-    server.registry.add_prompt(PromptSpec(name="reviewer", description="Reviews code", render=render,
-                                          arguments=[PromptArgument("topic", "What to review", required=True)]))
-    server.registry.add_resource(ResourceSpec(uri="agent://reviewer", name="reviewer", read=read,
-                                              mime_type="application/json"))
-    async with Client(server, mode=mode) as client:
+
+async def test_agents_are_prompts_and_resources(config, mode):
+    extensions = collect_extensions(agents=[Reviewer()], discover=False)
+    async with Harness.open(config, extensions) as harness, Client(build_server(harness), mode=mode) as client:
         [prompt] = (await client.list_prompts()).prompts
         assert prompt.name == "reviewer" and prompt.arguments[0].required
         got = await client.get_prompt("reviewer", {"topic": "lua"})
-        assert got.messages[0].content.text.endswith("Topic: lua")
+        assert "Topic: lua" in got.messages[0].content.text
         with pytest.raises(MCPError):
             await client.get_prompt("reviewer", {})
         with pytest.raises(MCPError):
             await client.get_prompt("nobody", {})
         [resource] = (await client.list_resources()).resources
         assert resource.uri == "agent://reviewer"
-        assert (await client.read_resource("agent://reviewer")).contents[0].text == '{"name": "reviewer"}'
+        definition = json.loads((await client.read_resource("agent://reviewer")).contents[0].text)
+        assert definition["name"] == "reviewer"
 
 
-async def test_registry_changes_notify_legacy_clients(server):
+async def test_core_changes_notify_legacy_clients(harness, config_path):
     seen: list[object] = []
     arrived = anyio.Event()
 
@@ -229,36 +235,35 @@ async def test_registry_changes_notify_legacy_clients(server):
             seen.append(message)
             arrived.set()
 
-    async def echo(arguments):
-        return {"result": arguments}
-
-    async with Client(server, mode="legacy", message_handler=on_message) as client:
+    (config_path.parent / "echo.lua").write_text(
+        'tool = {name = "echo", description = "Echo"}\n'
+        "function tool.execute(params, context) return params end\nreturn tool\n", encoding="utf-8")
+    async with harness.serving(reload_interval=0.05), Client(build_server(harness), mode="legacy",
+                                                             message_handler=on_message) as client:
         await client.list_tools()
-        server.registry.add_tool(ToolSpec(name="echo", description="Echo", input_schema={"type": "object"},
-                                          call=echo))
+        with config_path.open("a", encoding="utf-8") as out:
+            out.write('\n[tools.script.echo]\npath = "echo.lua"\n')
         with anyio.fail_after(5):
             await arrived.wait()
         names = [tool.name for tool in (await client.list_tools(cache_mode="refresh")).tools]
         assert "echo" in names
-        result = await client.call_tool("echo", {"a": 1})
-        assert result.structured_content == {"result": {"a": 1}}
+        result = await client.call_tool("echo", {})
+        assert result.is_error is not True
 
 
-async def test_agent_scope(harness):
-    server_registry = build_server(harness).registry
+async def test_agent_scope(config):
+    class Reader(Reviewer):
+        name = "reader"
+        tools = ["search"]
 
-    def scope(agent):
-        if agent != "reader":
-            raise NotFound(f"unknown agent {agent!r}")
-        return {"search"}
-
-    server_registry.agent_scope = scope
-    server = build_server(harness, agent="reader", registry=server_registry)
-    async with Client(server) as client:
-        assert [tool.name for tool in (await client.list_tools()).tools] == ["search"]
-        with pytest.raises(MCPError):
-            await client.call_tool("get", {"id": "x"})
-    with pytest.raises(NotFound):
-        build_server(harness, agent="writer", registry=server_registry)
-    with pytest.raises(NotFound):
-        build_server(harness, agent="reader")
+    extensions = collect_extensions(agents=[Reader()], discover=False)
+    async with Harness.open(config, extensions) as harness:
+        async with Client(build_server(harness, agent="reader")) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["search"]
+            with pytest.raises(MCPError):
+                await client.call_tool("get", {"id": "x"})
+        with pytest.raises(NotFound):
+            build_server(harness, agent="writer")
+    async with Harness.open(config) as harness:
+        with pytest.raises(NotFound):
+            build_server(harness, agent="reader")

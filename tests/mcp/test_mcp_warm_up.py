@@ -10,7 +10,7 @@ from mcp import Client
 from context_harness import config as config_mod
 from context_harness.embedding import fake
 from context_harness.harness import Harness
-from context_harness.mcp_server import build_server
+from context_harness.server.mcp import build_server
 
 from .conftest import write_workspace
 
@@ -38,7 +38,7 @@ async def test_listing_tools_warms_up_search_in_the_background(tmp_path) -> None
         await harness.sync()
         backend = harness.semantic()
         warmed = cold(backend)
-        async with Client(build_server(harness)) as client:
+        async with harness.serving(), Client(build_server(harness)) as client:
             assert warmed == []  # connecting alone starts nothing
             await client.list_tools()
             await warmed_up(warmed)
@@ -54,7 +54,7 @@ async def test_a_client_that_never_lists_tools_still_gets_a_warm_up(tmp_path) ->
         await harness.sync()
         backend = harness.semantic()
         warmed = cold(backend)
-        async with Client(build_server(harness)) as client:
+        async with harness.serving(), Client(build_server(harness)) as client:
             await client.list_resources()  # the first request is not tools/list
             await warmed_up(warmed)
             await client.list_prompts()

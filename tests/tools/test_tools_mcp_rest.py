@@ -12,8 +12,8 @@ from mcp import Client
 
 from context_harness import config as config_mod
 from context_harness.harness import Harness
-from context_harness.http_app import build_app
-from context_harness.mcp_server import build_server
+from context_harness.server.http import build_app
+from context_harness.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]

@@ -16,7 +16,8 @@ from mcp.client.subscriptions import ToolsListChanged
 
 from context_harness import config as config_mod
 from context_harness.errors import ConfigError
-from context_harness.mcp_server import build_server
+from context_harness.harness import Harness
+from context_harness.server.mcp import build_server
 from context_harness.tools.registry import ToolRegistry
 
 V1 = 'tool = {description = "v1"} function tool.execute() return "v1" end'
@@ -31,30 +32,43 @@ def touch(path: Path, text: str) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def test_builtins_and_lua_tools_register_the_same_way(config_path: Path) -> None:
-    registry = ToolRegistry.build(config_mod.load(config_path))
-    assert registry.names() == ["search", "get", "sources", "echo", "modes", "search_summary"]
-    assert [t.builtin for t in registry] == [True, True, True, False, False, False]
-    echo = registry.get("echo")
-    assert echo.annotations == {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
-    assert registry.get("search").annotations == {"readOnlyHint": True, "openWorldHint": False}
+@pytest.mark.anyio
+async def test_builtins_and_lua_tools_register_the_same_way(config_path: Path) -> None:
+    async with Harness.open(config_mod.load(config_path)) as harness:
+        registry = harness.catalog.tool_registry
+        assert registry.names() == ["search", "get", "sources", "echo", "modes", "search_summary"]
+        assert [t.builtin for t in registry] == [True, True, True, False, False, False]
+        assert registry.get("echo").annotations == {"readOnlyHint": True, "idempotentHint": True,
+                                                    "openWorldHint": False}
+        assert registry.get("search").annotations == {"readOnlyHint": True, "openWorldHint": False,
+                                                      "idempotentHint": True}
+        with pytest.raises(ConfigError, match="already registered"):
+            registry.add(registry.get("modes"))
     # no Harness attached: context.search is a clear script error, the rest works
-    assert echo.call_sync({"text": "a"}) == {"result": {"echo": "> a", "length": 1}}
-    with pytest.raises(ConfigError, match="already registered"):
-        registry.add(registry.get("modes"))
+    bare = ToolRegistry(config_mod.load(config_path))
+    bare.load_scripts()
+    assert bare.get("echo").call_sync({"text": "a"}) == {"result": {"echo": "> a", "length": 1}}
 
 
-def test_a_lua_tool_may_not_shadow_a_builtin(tmp_path: Path, make_workspace) -> None:
+@pytest.mark.anyio
+async def test_a_lua_tool_may_not_shadow_a_builtin(tmp_path: Path, make_workspace) -> None:
     config_path = make_workspace(tmp_path, '\n[tools.script.search]\npath = "tools/modes.lua"\n')
-    with pytest.raises(ConfigError, match="built-in tool"):
-        ToolRegistry.build(config_mod.load(config_path))
+    async with Harness.open(config_mod.load(config_path)) as harness:
+        with pytest.raises(ConfigError, match="built-in tool"):
+            harness.tools()
 
 
-def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_workspace, caplog) -> None:
+@pytest.mark.anyio
+async def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_workspace, caplog) -> None:
     script = tmp_path / "tools" / "live.lua"
     config_path = make_workspace(tmp_path, '\n[tools.script.live]\npath = "tools/live.lua"\n')
     script.write_text(V1)
-    registry = ToolRegistry.build(config_mod.load(config_path))
+    async with Harness.open(config_mod.load(config_path)) as harness:
+        registry = harness.catalog.tool_registry
+        check_reloads(registry, script, config_path, caplog)
+
+
+def check_reloads(registry: ToolRegistry, script: Path, config_path: Path, caplog) -> None:
     assert not registry.reload()
     assert registry.get("live").call_sync({}) == {"result": "v1"}
 
@@ -91,7 +105,6 @@ def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_workspace, capl
 @pytest.mark.anyio
 async def test_changed_script_notifies_legacy_clients(harness) -> None:
     server = build_server(harness)
-    server.reload_interval = 0.05
     script = harness.config.tools.script["modes"].path
     seen: list[object] = []
     arrived = anyio.Event()
@@ -101,7 +114,7 @@ async def test_changed_script_notifies_legacy_clients(harness) -> None:
             seen.append(message)
             arrived.set()
 
-    async with Client(server, mode="legacy", message_handler=on_message) as client:
+    async with harness.serving(reload_interval=0.05), Client(server, mode="legacy", message_handler=on_message) as client:
         before = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert before["modes"].description == "Modes for tests"
         touch(script, V2.replace("v2", "modes v2"))
@@ -117,9 +130,8 @@ async def test_changed_script_notifies_legacy_clients(harness) -> None:
 @pytest.mark.anyio
 async def test_changed_config_notifies_modern_clients(harness) -> None:
     server = build_server(harness)
-    server.reload_interval = 0.05
     config_path = harness.config.source_path
-    async with Client(server) as client:
+    async with harness.serving(reload_interval=0.05), Client(server) as client:
         assert "added" not in {tool.name for tool in (await client.list_tools()).tools}
         async with client.listen(tools_list_changed=True) as subscription:
             touch(config_path, config_path.read_text() + '\n[tools.script.added]\npath = "tools/modes.lua"\n')

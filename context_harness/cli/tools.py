@@ -1,8 +1,9 @@
 """``ctx tool ...`` and ``ctx connector ...``: list, try out and scaffold Lua tools and connectors.
 
-A CLI adapter (like ``cli.py``, the only other click importer): it parses options, calls the tool
-registry or a Lua connector, and renders the result. ``ctx tool test`` prints exactly the payload
-MCP ``tools/call`` (structured content) and REST ``POST /tools/{name}`` return. Errors print one
+Part of the CLI rim: it parses options, calls the Harness (or, for a bare ``.lua`` path, the Lua
+tool or connector itself) and renders the result. ``ctx tool list --json`` prints exactly the REST
+``GET /tools/list`` body; ``ctx tool test`` prints exactly the payload MCP ``tools/call``
+(structured content) and REST ``POST /tools/{name}`` return. Errors print one
 line on stderr and exit with the code from ``errors.outcome`` (1).
 """
 
@@ -10,15 +11,19 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import click
 
+from context_harness.cli.support import Group, config_option, load_config, print_json, run_with_harness
 from context_harness.config import Config, LuaConfig, ScriptConfig
-from context_harness.cli_support import Group, config_option, load_config, print_json
 from context_harness.errors import BadRequest, NotFound
+
+if TYPE_CHECKING:
+    from context_harness.harness import Harness
+    from context_harness.tools.base import Tool
 
 SHOW_ITEMS = 5
 
@@ -45,7 +50,7 @@ def _resolve(kind: str, target: str, config: Config | None) -> tuple[str, Script
     raise NotFound(f"no [{kind}.script.{name}] in the config and no file {target!r} (configured: {known})")
 
 
-def _write_new(path: Path, text: str) -> None:
+def write_new(path: Path, text: str) -> None:
     if path.exists():
         raise BadRequest(f"{path} already exists; not overwriting it (choose another NAME or --path)")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +58,7 @@ def _write_new(path: Path, text: str) -> None:
         out.write(text)
 
 
-def _snippet_path(path: Path, config: Config | None) -> str:
+def snippet_path(path: Path, config: Config | None) -> str:
     base = config.base_dir if config is not None and config.source_path else Path.cwd()
     absolute = path.resolve()
     try:
@@ -74,17 +79,17 @@ def tool() -> None:
 @config_option
 @click.pass_context
 def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
-    """List the tools MCP clients see: built-ins and [tools.script.NAME] Lua tools."""
+    """List the tools MCP clients see: built-ins, agent tools, extension tools and Lua tools."""
     from context_harness.tools.base import describe
-    from context_harness.tools.registry import ToolRegistry
 
-    config = load_config(ctx)
-    assert config is not None
-    registry = ToolRegistry.build(config)
+    async def tools(harness: Harness) -> list[Tool]:
+        return harness.tools()
+
+    listed = run_with_harness(ctx, tools)
     if as_json:
-        print_json({"tools": [describe(t) for t in registry]})
+        print_json({"tools": [describe(t) for t in listed]})
         return
-    for t in registry:
+    for t in listed:
         kind = "built-in" if t.builtin else f"lua ({getattr(t, 'path', '')})"
         hints = ", ".join(k for k, v in t.annotations.items() if v is True) or "no hints"
         click.echo(f"{t.name}  [{kind}; {hints}]")
@@ -109,25 +114,23 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
     NAME is a [tools.script.NAME] entry; PATH a .lua file (run with no config keys). With a config,
     context.search/get/sources reach its knowledge base.
     """
+    from context_harness.context import HarnessContext
     from context_harness.lua.tools import LuaTool
-    from context_harness.tools.script import HarnessContext, ScriptTool
+    from context_harness.tools.script import ScriptTool
 
     config = load_config(ctx, required=not Path(target).is_file())
     name, entry, lua = _resolve("tools", target, config)
-    script_tool = ScriptTool(LuaTool(name, entry, lua, max_instances=1))
-    arguments = script_tool.lua.parse_cli_params(list(params))
+    script = ScriptTool(LuaTool(name, entry, lua, max_instances=1))  # this script only, not the whole catalog
+    arguments = script.lua.parse_cli_params(list(params))
     if config is None:
-        payload = script_tool.call_sync(arguments)
-    else:
-        from context_harness.harness import Harness
+        print_json(script.call_sync(arguments))
+        return
 
-        async def main() -> dict[str, Any]:
-            async with Harness.open(config) as harness:
-                script_tool.context = HarnessContext(harness)
-                return await script_tool.call(arguments)
+    async def call(harness: Harness) -> dict[str, Any]:
+        script.context = HarnessContext(harness)
+        return await script.call(arguments)
 
-        payload = anyio.run(main)
-    print_json(payload)
+    print_json(run_with_harness(ctx, call, config))
 
 
 @tool.command("init")
@@ -144,14 +147,15 @@ def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
     _init_script(ctx, "tools", name, path, render_tool, f"ctx tool test {name} --param text=hello")
 
 
-def _init_script(ctx: click.Context, kind: str, name: str, path: str | None, render: Any, next_step: str) -> None:
+def _init_script(ctx: click.Context, kind: str, name: str, path: str | None, render: Callable[[str, str], str],
+                 next_step: str) -> None:
     """Write a starter script (never over an existing file) and print the config snippet to add."""
     from context_harness.lua.templates import config_snippet
 
     target = Path(path or os.path.join(kind, f"{name}.lua"))
     config = load_config(ctx, required=False)
-    shown = _snippet_path(target, config)
-    _write_new(target, render(name, shown))
+    shown = snippet_path(target, config)
+    write_new(target, render(name, shown))
     click.echo(f"created {target}")
     click.echo("add to your config:\n")
     click.echo(config_snippet(kind, name, shown))

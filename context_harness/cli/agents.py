@@ -1,24 +1,26 @@
 """``ctx agent ...``: list agents, resolve one against the knowledge base, scaffold a new one.
 
-A CLI adapter (with ``cli.py`` and ``cli_tools.py``, the only click importers). ``ctx agent list
---json`` prints exactly ``GET /agents/list``; ``ctx agent test`` resolves an agent the way
-``prompts/get`` and ``POST /agents/{name}/prompt`` do (a worker thread, a ``HarnessContext``) and
-reports the time taken and the searches and fetches it ran. Errors print one line on stderr and
-exit with the code from ``errors.outcome`` (1).
+Part of the CLI rim. ``ctx agent list --json`` prints exactly ``GET /agents/list``; ``ctx agent
+test`` resolves an agent through ``Harness.resolve_agent``, as ``prompts/get`` and ``POST
+/agents/{name}/prompt`` do, and reports the time taken and the searches and fetches it ran.
+Errors print one line on stderr and exit with the code from ``errors.outcome`` (1).
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import anyio
 import click
 
-from context_harness.cli_support import Group, config_option, load_config, print_json
-from context_harness.cli_tools import _snippet_path, _write_new
+from context_harness.cli.support import Group, config_option, load_config, print_json, run_with_harness
+from context_harness.cli.tools import snippet_path, write_new
 from context_harness.errors import BadRequest
+
+if TYPE_CHECKING:
+    from context_harness.agents.models import AgentInfo
+    from context_harness.catalog import AgentResolution
+    from context_harness.harness import Harness
 
 LUA_TEMPLATE = '''-- {name}: a Lua agent. Register it in ctx.toml:
 --   [agents.script.{name}]
@@ -69,22 +71,16 @@ def agent() -> None:
     """Agents: list them, resolve one against the knowledge base, or start a new one."""
 
 
-def _registry(ctx: click.Context) -> tuple[Any, Any]:
-    from context_harness.extensions import prepare_server
-
-    config = load_config(ctx)
-    assert config is not None
-    return config, prepare_server(config)
-
-
 @agent.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as REST GET /agents/list.")
 @config_option
 @click.pass_context
 def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the agents MCP clients see as prompts (TOML, Markdown, Lua and Python)."""
-    _, setup = _registry(ctx)
-    infos = setup.agents.list()
+    async def agents(harness: Harness) -> list[AgentInfo]:
+        return harness.agents()
+
+    infos = run_with_harness(ctx, agents)
     if as_json:
         print_json({"agents": [info.model_dump(mode="json") for info in infos]})
         return
@@ -119,37 +115,24 @@ def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bo
                root: str | None) -> None:
     """Resolve agent NAME once against the knowledge base and print what a client would receive:
     source, tools, system prompt, messages, the time to resolve and the searches and fetches run."""
-    from context_harness.agents import HarnessContext
-    from context_harness.harness import Harness
-
-    config, setup = _registry(ctx)
-    agents = setup.agents
-    info = agents.find(name)
-    if info is None:
-        agents.spec(name)  # raises NotFound with a suggestion
     arguments = _parse_args(args)
 
-    async def main() -> tuple[Any, float, HarnessContext]:
-        async with Harness.open(config, registry=setup.connector_registry) as harness:
-            context = HarnessContext(harness)
+    async def resolve(harness: Harness) -> tuple[AgentInfo, AgentResolution]:
+        info = harness.catalog.find_agent(name)
+        return info, await harness.resolve_agent(name, arguments)
 
-            def timed() -> tuple[Any, float]:
-                start = time.perf_counter()
-                prompt = agents.resolve(name, arguments, context)
-                return prompt, (time.perf_counter() - start) * 1000
-
-            prompt, ms = await anyio.to_thread.run_sync(timed)
-            return prompt, ms, context
-
-    prompt, ms, context = anyio.run(main)
+    info, resolution = run_with_harness(ctx, resolve)
+    prompt, ms = resolution.prompt, resolution.ms
     if as_json:
         print_json({"name": name, "source": info.source, **prompt.model_dump(mode="json"),
-                     "resolve_ms": round(ms, 3), "searches": context.searches, "fetches": context.fetches})
+                     "resolve_ms": round(ms, 3), "searches": resolution.searches,
+                    "fetches": resolution.fetches})
         return
     click.echo(f"agent: {name} ({info.source})")
     click.echo(f"tools: {', '.join(prompt.tools) or 'none'}")
-    click.echo(f"resolved in {ms:.1f} ms: {context.searches} search{'es' if context.searches != 1 else ''}, "
-               f"{context.fetches} fetch{'es' if context.fetches != 1 else ''}")
+    searches, fetches = resolution.searches, resolution.fetches
+    click.echo(f"resolved in {ms:.1f} ms: {searches} search{'es' if searches != 1 else ''}, "
+               f"{fetches} fetch{'es' if fetches != 1 else ''}")
     click.echo("\n--- system prompt ---")
     click.echo(prompt.system.rstrip())
     for i, message in enumerate(prompt.messages, 1):
@@ -176,15 +159,15 @@ def agent_init(ctx: click.Context, name: str, kind: str, path: str | None) -> No
         folder = config.base_dir / "agents"
     suffix = ".lua" if kind == "lua" else ".md"
     target = Path(path) if path else folder / f"{name}{suffix}"
-    shown = _snippet_path(target, config)
+    shown = snippet_path(target, config)
     if kind == "lua":
-        _write_new(target, LUA_TEMPLATE.format(name=name, path=shown))
+        write_new(target, LUA_TEMPLATE.format(name=name, path=shown))
         click.echo(f"created {target}")
         click.echo("add to your config:\n")
         click.echo(f'[agents.script.{name}]\npath = "{shown}"\ntimeout = 10\n')
         click.echo(f'then: ctx agent test {name} --arg topic="getting started"')
         return
-    _write_new(target, MARKDOWN_TEMPLATE.format(name=name))
+    write_new(target, MARKDOWN_TEMPLATE.format(name=name))
     click.echo(f"created {target}")
     click.echo("Markdown agents in [agents] paths (default: agents/ beside the config) are found automatically.")
     click.echo(f"then: ctx agent test {name}")

@@ -1,18 +1,25 @@
-"""Plumbing shared by the ``ctx`` command modules: error exits, JSON output, config options."""
+"""Plumbing shared by the ``ctx`` command modules: error exits, JSON output, config options, and
+``run_with_harness`` (open the Harness for the command's config, run one core call)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+import anyio
 import click
 
 from context_harness import config as config_mod
 from context_harness.config import Config
 from context_harness.errors import ConfigError, HarnessError, outcome
+
+if TYPE_CHECKING:
+    from context_harness.harness import Harness
+
+T = TypeVar("T")
 
 
 def fail(error: HarnessError) -> NoReturn:
@@ -25,7 +32,7 @@ def print_json(payload: Any) -> None:
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
-def config_option(fn: Callable) -> Callable:
+def config_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--config`` and ``--root`` on a command (they may also be given before the command)."""
     fn = click.option("--root", "root", type=click.Path(file_okay=False), default=None,
                       help="Index this folder without a config file (workspace kept in the user data dir).")(fn)
@@ -58,3 +65,30 @@ class Group(click.Group):
             return super().invoke(ctx)
         except HarnessError as error:
             fail(error)
+
+
+def required_config(ctx: click.Context) -> Config:
+    config = load_config(ctx)
+    assert config is not None
+    return config
+
+
+def run_with_harness(ctx: click.Context, body: Callable[[Harness], Awaitable[T]],
+                     config: Config | None = None) -> T:
+    """Open the Harness for the command's config (with the extensions of installed packages), run
+    ``body(harness)``, and turn a ``HarnessError`` into one line on stderr and its exit code."""
+    from context_harness.extensions import collect_extensions
+    from context_harness.harness import Harness
+
+    async def main() -> T:
+        chosen = config if config is not None else required_config(ctx)
+        async with Harness.open(chosen, collect_extensions()) as harness:
+            return await body(harness)
+
+    try:
+        return anyio.run(main)
+    except HarnessError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)

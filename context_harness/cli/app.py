@@ -1,4 +1,5 @@
-"""``ctx`` / ``context-harness``: a thin command line over ``Harness``.
+"""The ``ctx`` group and its knowledge-base commands: init, sync, embed, search, get, sources,
+stats, demo, serve. Each parses options, calls one ``Harness`` method and renders the result.
 
 Exit codes: 0 ok, 1 a user error (one line on stderr, no traceback), 2 usage.
 ``--json`` prints exactly the payload MCP and REST return for the same operation.
@@ -10,19 +11,18 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import click
 
 from context_harness import __version__
-from context_harness.config import Config
-from context_harness.cli_support import Group, config_option, fail, load_config, print_json
-from context_harness.errors import OUTCOMES, HarnessError, NotConfigured
+from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
+from context_harness.errors import HarnessError, outcome_of_code
+from context_harness.models import EmbedSummary, SearchResponse, SyncReport
 
-T = TypeVar("T")
 log = logging.getLogger("context_harness")
 
 
@@ -31,31 +31,6 @@ log = logging.getLogger("context_harness")
 def _setup_logging(verbose: bool) -> None:
     level = logging.DEBUG if verbose or os.environ.get("CTX_DEBUG") else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-
-
-def _load_config(ctx: click.Context) -> Config:
-    config = load_config(ctx)
-    assert config is not None
-    return config
-
-
-def _run(ctx: click.Context, body: Callable[[Any], Awaitable[T]]) -> T:
-    """Open the Harness for the command's config, run ``body(harness)``, map errors to exit codes."""
-    from context_harness.harness import Harness
-
-    async def main() -> T:
-        config = _load_config(ctx)
-        async with Harness.open(config) as harness:
-            return await body(harness)
-
-    try:
-        return anyio.run(main)
-    except HarnessError as error:
-        fail(error)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    raise AssertionError("unreachable")
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -93,11 +68,11 @@ def init(folder: str, docs: str) -> None:
     click.echo(f"next: edit {result.config}, then run `ctx sync`")
 
 
-def _progress_printer(mode: str) -> tuple[Callable[[dict], None] | None, Callable[[], None]]:
+def _progress_printer(mode: str) -> tuple[Callable[[dict[str, Any]], None] | None, Callable[[], None]]:
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "none"
     if mode == "json":
-        def emit(event: dict) -> None:
+        def emit(event: dict[str, Any]) -> None:
             sys.stderr.write(json.dumps(event) + "\n")
             sys.stderr.flush()
         return emit, lambda: None
@@ -110,7 +85,7 @@ def _progress_printer(mode: str) -> tuple[Callable[[dict], None] | None, Callabl
         tasks: dict[str, Any] = {}
         progress.start()
 
-        def emit(event: dict) -> None:
+        def emit(event: dict[str, Any]) -> None:
             source = event.get("source", "")
             if event["event"] == "start":
                 label = "embed chunks" if source == "embeddings" else f"sync {source}"
@@ -139,7 +114,7 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
     """Sync connectors: TARGET is all (default), a type (filesystem) or TYPE:NAME."""
     emit, stop = _progress_printer(progress_mode)
     try:
-        report = _run(ctx, lambda h: h.sync(target, full=full, dry_run=dry_run, limit=limit, progress=emit,
+        report = run_with_harness(ctx, lambda h: h.sync(target, full=full, dry_run=dry_run, limit=limit, progress=emit,
                                             embed=not no_embed))
     finally:
         stop()
@@ -150,10 +125,10 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
     if report.embedding_error:  # synced, but the chunks could not be embedded
         click.echo(f"error: {report.embedding_error['message']} "
                    "(the documents were synced: keyword search works meanwhile)", err=True)
-        sys.exit(OUTCOMES.get(report.embedding_error["code"], OUTCOMES["internal"]).exit_code)
+        sys.exit(outcome_of_code(report.embedding_error["code"]).exit_code)
 
 
-def _echo_sync(report: Any) -> None:
+def _echo_sync(report: SyncReport) -> None:
     for s in report.sources:
         line = (f"{s.source}: {s.added} added, {s.updated} updated, {s.deleted} deleted, "
                 f"{s.unchanged} unchanged, {s.skipped} skipped")
@@ -168,7 +143,7 @@ def _echo_sync(report: Any) -> None:
         _echo_embed(report.embedding)
 
 
-def _echo_embed(summary: Any) -> None:
+def _echo_embed(summary: EmbedSummary) -> None:
     click.echo(f"embeddings ({summary.embedder}): {summary.embedded} chunks embedded, {summary.pending} pending "
                f"in {summary.seconds:.2f}s")
 
@@ -183,7 +158,7 @@ def _embed_command(rebuild: bool):
                 config_path: str | None, root: str | None) -> None:
         emit, stop = _progress_printer(progress_mode)
         try:
-            summary = _run(ctx, lambda h: h.embed(limit=limit, batch_size=batch_size, rebuild=rebuild,
+            summary = run_with_harness(ctx, lambda h: h.embed(limit=limit, batch_size=batch_size, rebuild=rebuild,
                                                   progress=emit))
         finally:
             stop()
@@ -232,7 +207,7 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
                                  "until": until}.items() if v is not None}
     request = parse_search({"query": query, "mode": mode, "limit": limit, "explain": explain,
                             "filters": filters or None})
-    response = _run(ctx, lambda h: h.search(request))
+    response = run_with_harness(ctx, lambda h: h.search(request))
     if as_json:
         print_json(response.model_dump(mode="json"))
         return
@@ -254,7 +229,7 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
 @click.pass_context
 def get(ctx: click.Context, doc_id: str, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Print one document by id."""
-    doc = _run(ctx, lambda h: h.get(doc_id))
+    doc = run_with_harness(ctx, lambda h: h.get(doc_id))
     if as_json:
         print_json(doc.model_dump(mode="json"))
         return
@@ -274,7 +249,7 @@ def get(ctx: click.Context, doc_id: str, as_json: bool, config_path: str | None,
 @click.pass_context
 def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List sources with document counts and health."""
-    response = _run(ctx, lambda h: h.sources())
+    response = run_with_harness(ctx, lambda h: h.sources())
     if as_json:
         print_json(response.model_dump(mode="json"))
         return
@@ -289,7 +264,7 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
     click.echo(_embedder_line(embedding))
 
 
-def _embedder_line(embedding: dict) -> str:
+def _embedder_line(embedding: dict[str, Any]) -> str:
     if embedding.get("provider") == "disabled":
         return "embeddings: disabled in the config (keyword search only)"
     line = f"embeddings: {embedding.get('identity') or embedding.get('provider')}"
@@ -305,7 +280,7 @@ def _embedder_line(embedding: dict) -> str:
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Show index statistics."""
-    result = _run(ctx, lambda h: h.stats())
+    result = run_with_harness(ctx, lambda h: h.stats())
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
@@ -328,7 +303,7 @@ def demo(query: str, as_json: bool) -> None:
     from context_harness.harness import Harness
     from context_harness.models import SearchRequest
 
-    async def main():
+    async def main() -> tuple[SyncReport, SearchResponse]:
         async with Harness.open(config) as harness:
             report = await harness.sync()
             response = await harness.search(SearchRequest(query=query))
@@ -362,45 +337,16 @@ def demo(query: str, as_json: bool) -> None:
 def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, config_path: str | None,
           root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
-    config = _load_config(ctx)
-    try:
-        if http:
-            from context_harness.http_app import run_http as run
-        else:
-            from context_harness.mcp_server import run_stdio as run
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("context_harness"):
-            raise
-        raise NotConfigured("this build has no MCP server yet; use the `ctx` commands") from None
-    if http:
-        run(config, bind=bind, agent=agent)
-    else:
-        run(config, agent=agent)
+    from context_harness.extensions import prepare_server
+    from context_harness.server import run_server
+
+    run_server(prepare_server(required_config(ctx)), http=http, bind=bind, agent=agent)
 
 
-def _alias_serve_mcp(args: list[str]) -> list[str]:
+def alias_serve_mcp(args: list[str]) -> list[str]:
     """`serve mcp` is the original's name for the HTTP server."""
     if "serve" in args:
         i = args.index("serve")
         if args[i + 1:i + 2] == ["mcp"]:
             return [*args[:i], "serve", "--http", *args[i + 2:]]
     return args
-
-
-from context_harness.cli_tools import connector, tool  # noqa: E402  (ctx tool ..., ctx connector ...)
-
-cli.add_command(tool)
-cli.add_command(connector)
-
-from context_harness.cli_agents import agent  # noqa: E402  (ctx agent list|test|init)
-
-cli.add_command(agent)
-
-
-def main() -> None:
-    cli.main(args=_alias_serve_mcp(sys.argv[1:]), prog_name="ctx")
-
-
-def main_server() -> None:
-    """``context-harness``: like ``ctx``, but with no subcommand it serves MCP over stdio."""
-    cli.main(args=_alias_serve_mcp(sys.argv[1:]), prog_name="context-harness", obj={"serve_by_default": True})

@@ -1,0 +1,198 @@
+"""``Catalog``: the tools and agents a knowledge base offers, composed in one place.
+
+This is the composition root of the server side: one ``ToolRegistry`` holds every tool (the
+built-ins bound to the Harness, the agent tools, extension tools, then the Lua tools of
+``[tools.script.NAME]``), and one ``AgentRegistry`` holds every agent (config, files, extensions).
+Every rim reaches them through the Harness (``tools``, ``call_tool``, ``agents``,
+``resolve_agent``); agents resolve through one path (``AgentRegistry`` in a worker thread, with a
+fresh ``HarnessContext``).
+
+``reload()`` (run by the serving services) re-reads changed Lua tools, config and agent files and
+tells listeners what changed: ``"tools"``, ``"prompts"`` (agents are prompts) or ``"resources"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from context_harness.agents.models import AgentInfo, AgentPrompt
+from context_harness.agents.registry import AgentRegistry
+from context_harness.config import Config
+from context_harness.context import BlockingKnowledgeBase, HarnessContext
+from context_harness.errors import NotFound
+from context_harness.tools.agents import AGENT_TOOL_NAMES, agent_tool_changes, agent_tools, wanted
+from context_harness.tools.base import Tool, ToolChanges, render
+from context_harness.tools.builtin import KnowledgeBase, builtin_tools
+from context_harness.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+RunBlocking = Callable[..., Awaitable[Any]]
+Listener = Callable[[str], None]
+"""Called with ``"tools"``, ``"prompts"``, ``"resources"`` or ``"instructions"`` after a change."""
+
+
+class Host(KnowledgeBase, BlockingKnowledgeBase, Protocol):
+    """What the catalog needs of the Harness: the async and blocking knowledge-base calls."""
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+
+@dataclass
+class ToolResult:
+    """A tool's structured payload (MCP ``structuredContent``, the REST body) and its text block."""
+
+    tool: Tool
+    payload: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return render(self.tool, self.payload)
+
+
+@dataclass
+class AgentResolution:
+    """A resolved agent, with what resolving it cost (``ctx agent test`` shows these)."""
+
+    prompt: AgentPrompt
+    ms: float
+    searches: int
+    fetches: int
+
+
+class Catalog:
+    def __init__(self, config: Config, host: Host, *, agents: Iterable[Any] = (),
+                 tools: Iterable[Tool] = ()) -> None:
+        self.config = config
+        self.host = host
+        self.agent_registry = AgentRegistry(config, agents)
+        self.tool_registry = ToolRegistry(config, HarnessContext(host))
+        offered: list[Tool] = [*builtin_tools(host)]
+        if wanted(self.agent_registry, config.server.agent_tools):
+            offered.extend(agent_tools(self.agent_registry, self.compile_agent))
+        offered.extend(tools)
+        for tool in offered:
+            self.tool_registry.add(tool)
+        self.tool_registry.load_scripts()
+        self._listeners: list[Listener] = []
+
+    # -- listeners ----------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def changed(self, kind: str) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(kind)
+            except Exception:
+                log.exception("change listener failed")
+
+    # -- tools --------------------------------------------------------------------------------
+
+    def tools(self, agent: str | None = None) -> list[Tool]:
+        """Every tool, or only those agent ``agent`` may use (``NotFound`` for an unknown agent)."""
+        tools = self.tool_registry.tools()
+        if agent is None:
+            return tools
+        allowed = set(self.agent_scope(agent))
+        return [tool for tool in tools if tool.name in allowed]
+
+    def tool(self, name: str, agent: str | None = None) -> Tool:
+        tool = self.tool_registry.get(name)
+        if tool is None or (agent is not None and name not in self.agent_scope(agent)):
+            raise NotFound(f"unknown tool {name!r}; list the tools to see the available ones")
+        return tool
+
+    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
+        tool = self.tool(name, agent)
+        return ToolResult(tool, await tool.call(arguments if arguments is not None else {}))
+
+    def agent_scope(self, agent: str) -> list[str]:
+        if not self.agent_registry.names():
+            raise NotFound(f"unknown agent {agent!r}: no agents are configured")
+        return self.agent_registry.tools(agent)
+
+    # -- agents -------------------------------------------------------------------------------
+
+    def agents(self) -> list[AgentInfo]:
+        return self.agent_registry.list()
+
+    def find_agent(self, name: str) -> AgentInfo:
+        """The agent's info, or ``NotFound`` with a suggestion."""
+        info = self.agent_registry.find(name)
+        if info is None:
+            self.agent_registry.spec(name)  # raises NotFound, naming close matches
+            raise NotFound(f"unknown agent {name!r}")
+        return info
+
+    async def resolve_agent(self, name: str, arguments: dict[str, Any] | None = None) -> AgentResolution:
+        """Run agent ``name`` against the knowledge base (in a worker thread)."""
+        context = HarnessContext(self.host)
+
+        def timed() -> AgentResolution:
+            start = time.perf_counter()
+            prompt = self.agent_registry.resolve(name, arguments or {}, context)
+            return AgentResolution(prompt, (time.perf_counter() - start) * 1000, context.searches, context.fetches)
+
+        resolution: AgentResolution = await self.host.run_blocking(timed)
+        return resolution
+
+    async def compile_agent(self, name: str, arguments: dict[str, Any], format: str) -> str | dict[str, Any]:
+        """``agent_inject``: the agent resolved and compiled (``compiled`` text or ``structured``)."""
+        result: str | dict[str, Any] = await self.host.run_blocking(
+            self.agent_registry.compile, name, arguments, format, HarnessContext(self.host))
+        return result
+
+    def complete_agent_argument(self, agent: str, argument: str, prefix: str) -> list[str]:
+        return self.agent_registry.complete(agent, argument, prefix)
+
+    def agent_resources(self, cursor: str | None = None) -> dict[str, Any]:
+        """One page of ``agent://`` and ``skill://`` resources (``BadRequest`` for a bad cursor)."""
+        return self.agent_registry.list_resources(cursor)
+
+    def read_agent_resource(self, uri: str) -> str:
+        return self.agent_registry.read_resource(uri)
+
+    # -- reloading ----------------------------------------------------------------------------
+
+    async def reload(self) -> None:
+        """Re-read changed Lua tools, config and agent files; announce what changed. Never raises
+        for a bad file: the previous version keeps serving and the problem is logged."""
+        changes = ToolChanges()
+        try:
+            changes = await self.host.run_blocking(self.tool_registry.reload)
+        except Exception:
+            log.exception("reloading tools failed")
+        try:
+            if await self.host.run_blocking(self.agent_registry.refresh):
+                self._agents_reloaded(changes)
+        except Exception:
+            log.exception("reloading agents failed")
+        if changes:
+            self.changed("tools")
+
+    def _agents_reloaded(self, changes: ToolChanges) -> None:
+        agents = self.agent_registry
+        log.info("agents reloaded: %d agents, %d skills", len(agents.names()), len(agents.skills()))
+        self.changed("prompts")
+        self.changed("resources")
+        present = {name: self.tool_registry.get(name) for name in AGENT_TOOL_NAMES}
+        fresh = agent_tools(agents, self.compile_agent) if wanted(agents, self.config.server.agent_tools) else None
+        found = agent_tool_changes(present, fresh)
+        for name in found.removed:
+            self.tool_registry.remove(name)
+        for tool in [*found.added, *found.replaced]:
+            self.tool_registry.add(tool, replace=True)
+        changes.added.extend(found.added)
+        changes.replaced.extend(found.replaced)
+        changes.removed.extend(found.removed)
+
+
+__all__ = ["AgentResolution", "Catalog", "Listener", "ToolResult"]

@@ -1,0 +1,30 @@
+"""The command-line rim: ``ctx`` / ``context-harness``. Only this package imports click and rich.
+
+``app`` holds the group and the knowledge-base commands; ``tools`` (``ctx tool``, ``ctx
+connector``) and ``agents`` (``ctx agent``) add theirs here. Each command parses its options, calls
+one ``Harness`` method and renders the result.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from context_harness.cli.agents import agent
+from context_harness.cli.app import alias_serve_mcp, cli
+from context_harness.cli.tools import connector, tool
+
+cli.add_command(tool)
+cli.add_command(connector)
+cli.add_command(agent)
+
+
+def main() -> None:
+    cli.main(args=alias_serve_mcp(sys.argv[1:]), prog_name="ctx")
+
+
+def main_server() -> None:
+    """``context-harness``: like ``ctx``, but with no subcommand it serves MCP over stdio."""
+    cli.main(args=alias_serve_mcp(sys.argv[1:]), prog_name="context-harness", obj={"serve_by_default": True})
+
+
+__all__ = ["cli", "main", "main_server"]

@@ -1,0 +1,38 @@
+"""The server rim: MCP over stdio (``stdio``) and Streamable HTTP with the REST shim (``http``),
+both over the SDK adapter in ``mcp``. Only this package imports the MCP SDK's server side,
+Starlette and uvicorn.
+
+``run_server(setup)`` opens a ``Harness`` for a ``ServerSetup`` (config + extensions) and serves it;
+``ctx serve`` calls it with the extensions discovered from installed entry points.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import anyio
+
+from context_harness.extensions import ServerSetup
+from context_harness.harness import Harness
+
+
+async def serve(setup: ServerSetup, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:
+    """Open the Harness for ``setup`` and serve it over stdio, or HTTP with ``http=True``."""
+    async with Harness.open(setup.config, setup.extensions) as harness:
+        if http:
+            from context_harness.server.http import serve_http
+
+            await serve_http(harness, bind, agent)
+        else:
+            from context_harness.server.stdio import serve_stdio
+
+            await serve_stdio(harness, agent)
+
+
+def run_server(setup: ServerSetup, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:
+    """Serve a ``ServerSetup`` (``context_harness.extensions.prepare_server``: config, extension
+    agents, tools and connectors) over stdio, or Streamable HTTP + REST with ``http=True``. Blocks."""
+    anyio.run(partial(serve, setup, http=http, bind=bind, agent=agent))
+
+
+__all__ = ["run_server", "serve"]

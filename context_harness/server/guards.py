@@ -1,0 +1,169 @@
+"""The HTTP guards (pure ASGI), in the order every request meets them: Host/Origin (the
+DNS-rebinding defence), then the body size limit and the bearer token. CORS, when ``[server]
+cors_origins`` lists origins, sits between them (Starlette's middleware). Each refusal is a
+``HarnessError`` rendered through the error table."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from context_harness.config import ServerConfig
+from context_harness.errors import BodyTooLarge, Forbidden, HarnessError, MisdirectedHost, Unauthorized, outcome
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+WILDCARD_BINDS = ("0.0.0.0", "::", "[::]", "")
+
+
+def error_response(error: HarnessError, headers: dict[str, str] | None = None) -> JSONResponse:
+    """``{"error": {"code", "message"}}`` with the HTTP status from the error table."""
+    return JSONResponse(error.to_dict(), status_code=outcome(error).http_status, headers=headers)
+
+
+def split_host(value: str) -> tuple[str, str | None]:
+    """``host[:port]`` -> (host, port); IPv6 hosts keep their brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end == -1:
+            return value, None
+        host, rest = value[:end + 1], value[end + 1:]
+        return host, rest[1:] if rest.startswith(":") else None
+    host, sep, port = value.rpartition(":")
+    return (host, port) if sep else (value, None)
+
+
+class HostOriginGuard:
+    """Reject a foreign ``Host`` (421) or ``Origin`` (403): the DNS-rebinding defence.
+
+    Allowed hosts: loopback names on any port, the bind address when it is not a wildcard, and
+    ``[server] allowed_hosts`` (``"name"`` or ``"name:*"`` = any port, ``"name:port"`` exact, ``"*"`` = any).
+    Allowed origins: none sent, loopback origins, ``[server] allowed_origins`` and ``cors_origins``.
+    """
+
+    def __init__(self, app: ASGIApp, settings: ServerConfig, bind_host: str | None = None) -> None:
+        self.app = app
+        self.any_host = "*" in settings.allowed_hosts
+        self.host_names = {h for h in LOOPBACK_HOSTS}
+        self.host_exact: set[str] = set()
+        for entry in settings.allowed_hosts:
+            host, port = split_host(entry)
+            if port in (None, "*"):
+                self.host_names.add(host)
+            else:
+                self.host_exact.add(f"{host}:{port}")
+        if bind_host and bind_host not in WILDCARD_BINDS:
+            self.host_names.add(f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[") else bind_host)
+        self.any_origin = "*" in settings.allowed_origins
+        self.origins = {o.rstrip("/").lower() for o in [*settings.allowed_origins, *settings.cors_origins]}
+
+    def host_ok(self, value: str | None) -> bool:
+        if self.any_host:
+            return True
+        if not value:
+            return False
+        host, port = split_host(value)
+        return host in self.host_names or f"{host}:{port}" in self.host_exact
+
+    def origin_ok(self, value: str | None) -> bool:
+        if value is None or self.any_origin:
+            return True
+        origin = value.rstrip("/").lower()
+        if origin in self.origins:
+            return True
+        scheme, sep, rest = origin.partition("://")
+        if not sep or scheme not in ("http", "https"):
+            return False
+        host, _ = split_host(rest)
+        return host in LOOPBACK_HOSTS
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        if not self.host_ok(headers.get("host")):
+            log.warning("rejected a request for Host %r (not in [server] allowed_hosts)", headers.get("host"))
+            await error_response(MisdirectedHost("this Host is not allowed; add it to [server] allowed_hosts"))(
+                scope, receive, send)
+            return
+        if not self.origin_ok(headers.get("origin")):
+            log.warning("rejected a request from Origin %r (not in [server] allowed_origins)", headers.get("origin"))
+            await error_response(Forbidden("this Origin is not allowed; add it to [server] allowed_origins"))(
+                scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyLimitAndAuth:
+    """Enforce ``[server] max_body_bytes`` and, when ``auth_token`` is set, a bearer token on
+    every route except ``/health`` (and CORS preflights, which never carry credentials)."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int, token: str | None,
+                 open_paths: tuple[str, ...] = ("/health",)) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.token = token.encode() if token else None
+        self.open_paths = open_paths
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token or b"")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        if self.token is not None and scope["path"] not in self.open_paths and scope["method"] != "OPTIONS":
+            if not self._authorized(headers):
+                response = error_response(
+                    Unauthorized("missing or wrong bearer token (send Authorization: Bearer <[server] auth_token>)"),
+                    headers={"WWW-Authenticate": 'Bearer realm="context-harness"'})
+                await response(scope, receive, send)
+                return
+        too_large = error_response(BodyTooLarge(f"request body is larger than {self.max_body_bytes} bytes "
+                                                "([server] max_body_bytes)"))
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await too_large(scope, receive, send)
+            return
+        received = 0
+        response_started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise BodyLimitExceeded()
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyLimitExceeded:
+            if not response_started:
+                await too_large(scope, receive, send)
+
+
+class BodyLimitExceeded(Exception):
+    """Raised inside ``receive`` when a streamed body passes the limit (answered with 413)."""
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+__all__ = ["LOOPBACK_HOSTS", "BodyLimitAndAuth", "BodyLimitExceeded", "HostOriginGuard", "error_response", "split_host"]

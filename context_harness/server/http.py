@@ -1,0 +1,245 @@
+"""The HTTP adapter: Streamable HTTP MCP at ``/mcp`` plus the REST shim, over one ``Harness``.
+
+Routes (DESIGN §4):
+
+- ``/mcp``                        MCP Streamable HTTP (both protocol eras)
+- ``GET  /tools/list[?agent=A]``  ``{"tools": [{name, description, builtin, parameters}]}``
+- ``POST /tools/{name}``          a tool's structured payload (``search``, ``get``, Lua tools: ``{"result": ...}``)
+- ``GET|POST /tools/sources``     ``{"sources": [...]}``
+- ``GET  /agents/list``           ``{"agents": [{name, description, tools, source, arguments}]}``
+- ``POST /agents/{name}/prompt``  flat arguments (or ``{"arguments": {...}}``) -> ``{system, tools, messages}``
+- ``GET  /health``                ``{"status": "ok", "version": ...}`` (never needs the token)
+
+Each route parses the request, calls one ``Harness`` method and renders its result. Errors are
+mapped once, by the exception handlers registered on the app (the error table decides the
+status); every error body is ``{"error": {"code", "message"}}``. Guards: see ``server.guards``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from context_harness import __version__
+from context_harness.config import Config
+from context_harness.errors import (
+    BadRequest,
+    HarnessError,
+    MethodNotAllowed,
+    NotFound,
+    as_harness_error,
+)
+from context_harness.harness import Harness
+from context_harness.server.guards import (
+    BodyLimitAndAuth,
+    BodyLimitExceeded,
+    HostOriginGuard,
+    error_response,
+    split_host,
+)
+from context_harness.server.mcp import HarnessServer, build_server
+from context_harness.tools.base import describe
+
+log = logging.getLogger(__name__)
+
+LOCAL_BINDS = ("127.0.0.1", "localhost", "::1")
+
+
+class UnknownErrors:
+    """The last line of the error mapping: an exception that is not a ``HarnessError`` is logged
+    with its traceback and answered as ``internal`` (never echoed). Registered once, app-wide."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except BodyLimitExceeded:
+            raise
+        except Exception as exc:
+            if started:
+                raise
+            error = as_harness_error(exc, f"{scope.get('method')} {scope.get('path')}")
+            await error_response(error)(scope, receive, send)
+
+
+async def _harness_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HarnessError)
+    return error_response(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return error_response(MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"))
+    if exc.status_code == 404:
+        return error_response(NotFound(f"no route {request.url.path}"))
+    return JSONResponse({"error": {"code": "bad_request", "message": str(exc.detail)}}, status_code=exc.status_code)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest("the request body is not valid JSON") from None
+
+
+class RestShim:
+    """The REST routes over ``harness``; ``agent`` scopes the tools as ``ctx serve --agent`` does."""
+
+    def __init__(self, harness: Harness, agent: str | None) -> None:
+        self.harness = harness
+        self.agent = agent
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/health", self.health, methods=["GET"]),
+            Route("/tools/list", self.tools_list, methods=["GET"]),
+            Route("/tools/{name}", self.call_tool, methods=["GET", "POST"]),
+            Route("/agents/list", self.agents_list, methods=["GET"]),
+            Route("/agents/{name}/prompt", self.agent_prompt, methods=["POST"]),
+        ]
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    async def tools_list(self, request: Request) -> Response:
+        scope_agent = request.query_params.get("agent") or self.agent
+        if self.agent is not None and scope_agent != self.agent:
+            raise NotFound(f"unknown agent {scope_agent!r}: this server serves agent {self.agent!r} only")
+        return JSONResponse({"tools": [describe(tool) for tool in self.harness.tools(scope_agent)]})
+
+    async def call_tool(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in {tool.name for tool in self.harness.tools(self.agent)}:
+            raise NotFound(f"unknown tool {name!r}; GET /tools/list shows the available tools")
+        if request.method == "GET":
+            if name != "sources":
+                raise BadRequest(f"use POST /tools/{name} with a JSON body")
+            arguments: Any = {}
+        else:
+            arguments = await _json_body(request)
+        if not isinstance(arguments, dict):
+            raise BadRequest("the request body must be a JSON object")
+        return JSONResponse((await self.harness.call_tool(name, arguments, self.agent)).payload)
+
+    async def agents_list(self, request: Request) -> Response:
+        return JSONResponse({"agents": [info.model_dump(mode="json") for info in self.harness.agents()]})
+
+    async def agent_prompt(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        known = [info.name for info in self.harness.agents()]
+        if name not in known:
+            listed = ", ".join(known)
+            raise NotFound(f"unknown agent {name!r}; GET /agents/list shows the agents"
+                           + (f" ({listed})" if listed and len(listed) < 200 else ""))
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object of arguments")
+        if set(body) == {"arguments"} and isinstance(body["arguments"], dict):
+            body = body["arguments"]
+        resolution = await self.harness.resolve_agent(name, body)
+        return JSONResponse(resolution.prompt.model_dump(mode="json"))
+
+
+def build_app(harness: Harness, agent: str | None = None, bind_host: str | None = None) -> Starlette:
+    """The HTTP app over an open ``harness`` (``/mcp`` + REST shim + ``/health``), guards included.
+    The app's lifespan runs the MCP session manager; the caller runs ``harness.serving()``."""
+    settings = harness.config.server
+    server = build_server(harness, agent)
+    mcp_app, mcp_run = streamable_http(server, max_body_bytes=settings.max_body_bytes)
+    middleware = [Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
+    if settings.cors_origins:
+        middleware.append(Middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["*"], expose_headers=["Mcp-Session-Id", "Mcp-Protocol-Version"], max_age=600))
+    middleware.append(Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes,
+                                 token=settings.auth_token or None))
+    middleware.append(Middleware(UnknownErrors))
+    app = Starlette(routes=[*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)], middleware=middleware,
+                    lifespan=lambda _app: mcp_run(),
+                    exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
+    app.state.server = server
+    return app
+
+
+def streamable_http(server: HarnessServer, *, max_body_bytes: int) -> tuple[Any, Any]:
+    """The Streamable HTTP endpoint for ``server``: ``(asgi_app, run)``.
+
+    ``run()`` is the async context manager the HTTP app's lifespan must enter (it enters the server
+    lifespan once). Host/Origin checks, auth and CORS are the HTTP app's job, so the SDK's own
+    DNS-rebinding check is left off here; the SDK still enforces the JSON Content-Type and the
+    body limit. Sessions are kept (stateful) so 2025-era clients get list_changed notifications.
+    """
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+
+    manager = StreamableHTTPSessionManager(app=server, json_response=False, stateless=False,
+                                           max_request_body_size=max_body_bytes)
+    return StreamableHTTPASGIApp(manager), manager.run
+
+
+# -- running --------------------------------------------------------------------------------------
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """``host:port``, ``[v6]:port``, ``:port`` or ``port`` -> (host, port); the host defaults to 127.0.0.1."""
+    text = value.strip()
+    if text.isdigit():
+        return "127.0.0.1", int(text)
+    host, port = split_host(text)
+    if port is None or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise BadRequest(f"--bind {value!r}: expected HOST:PORT such as 127.0.0.1:7331")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def check_bind(config: Config, host: str) -> None:
+    """Warn about an empty token, and about a public address served without one."""
+    if config.server.auth_token == "":
+        log.warning("[server] auth_token is empty: no token is required")
+    if host not in LOCAL_BINDS and not config.server.auth_token:
+        log.warning("serving on %s without [server] auth_token: anyone who can reach it can read the index", host)
+
+
+async def serve_http(harness: Harness, bind: str | None = None, agent: str | None = None) -> None:
+    """Serve ``harness`` over HTTP until interrupted, with the core's services running."""
+    import uvicorn
+
+    host, port = parse_bind(bind or harness.config.server.bind)
+    check_bind(harness.config, host)
+    async with harness.serving():
+        app = build_app(harness, agent, bind_host=host)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                               lifespan="on", server_header=False))
+        shown = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"context-harness: serving MCP at http://{shown}:{port}/mcp and REST at "
+                         f"http://{shown}:{port}/tools/* (Ctrl-C to stop)\n")
+        sys.stderr.flush()
+        await server.serve()
+
+
+__all__ = ["RestShim", "UnknownErrors", "build_app", "parse_bind", "serve_http", "streamable_http"]

@@ -1,0 +1,352 @@
+"""The MCP adapter: the SDK's low-level ``Server`` over a ``Harness``.
+
+This module and its siblings in ``server/`` are the only importers of the MCP SDK's server side.
+Built on the low-level ``Server`` so that this module, not the SDK, decides argument validation
+(the tools validate exactly as REST does), ``isError`` results, ``listChanged`` capabilities and
+error mapping (``errors.outcome``).
+
+What is served comes from the core: tools (``Harness.tools``/``call_tool``), agents as prompts
+(``Harness.agents``/``resolve_agent``), the ``agent://``/``skill://`` resource catalog and the
+``ctx://documents/{id}`` template. Changes the core announces (``Harness.subscribe``) reach
+clients as ``notifications/*/list_changed`` on 2025-era sessions and ``subscriptions/listen``
+events on 2026-07-28 connections. The background services (sync on start, reloads, warm-up) are
+the core's (``Harness.serving``); this adapter only asks for the warm-up on a first request.
+
+``prompts/get`` delivers an agent's system prompt as the first **user** message, wrapped as
+``<instructions agent="NAME">…</instructions>`` plus a line asking the model to follow them (MCP
+prompt messages have no system role; see docs/agents.md), then the agent's own messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import anyio
+import mcp.types as t
+from mcp import MCPError
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from context_harness import __version__
+from context_harness.agents.models import AgentPrompt
+from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
+from context_harness.errors import HarnessError, NotFound, as_harness_error, outcome
+from context_harness.harness import Harness
+from context_harness.tools.base import hints
+from context_harness.tools.render import render_document
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "context-harness"
+PAGE_SIZE = 100
+DOCUMENT_TEMPLATE = "ctx://documents/{id}"
+DOCUMENT_PREFIX = "ctx://documents/"
+FOLLOW = "Follow these instructions for the rest of this conversation."
+EVENTS: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
+    "tools": ToolsListChanged, "prompts": PromptsListChanged, "resources": ResourcesListChanged}
+
+Item = TypeVar("Item")
+
+
+def protocol_error(error: HarnessError, data: Any = None) -> MCPError:
+    """A JSON-RPC error for ``error``, with the code from the error table."""
+    return MCPError(outcome(error).jsonrpc_code, error.message, data=data)
+
+
+def tool_error_result(error: HarnessError) -> t.CallToolResult:
+    payload = error.to_dict()
+    return t.CallToolResult(
+        content=[t.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload, is_error=True,
+    )
+
+
+def instructions_message(name: str, system: str) -> str:
+    """The first user message of ``prompts/get``: the system prompt wrapped as instructions."""
+    return f'<instructions agent="{name}">\n{system.strip()}\n</instructions>\n\n{FOLLOW}'
+
+
+def prompt_messages(name: str, prompt: AgentPrompt) -> list[t.PromptMessage]:
+    """``prompts/get`` messages for a resolved agent: instructions first, then its messages."""
+    pairs = [("user", instructions_message(name, prompt.system))]
+    pairs.extend((m.role, m.content) for m in prompt.messages)
+    return [t.PromptMessage(role=role, content=t.TextContent(type="text", text=text))  # type: ignore[arg-type]
+            for role, text in pairs]
+
+
+def document_id(uri: str) -> str | None:
+    """The id in a ``ctx://documents/{id}`` URI, or None when ``uri`` is not one."""
+    if not uri.startswith(DOCUMENT_PREFIX):
+        return None
+    doc_id = unquote(uri[len(DOCUMENT_PREFIX):])
+    if not doc_id or "/" in doc_id or len(doc_id) > 200:
+        return None
+    return doc_id
+
+
+def page(items: Sequence[Item], params: t.PaginatedRequestParams | None) -> tuple[list[Item], str | None]:
+    """Cursor pagination: the cursor is the offset of the next page, as a string."""
+    cursor = params.cursor if params is not None else None
+    start = 0
+    if cursor:
+        if not cursor.isdigit():
+            raise MCPError(t.INVALID_PARAMS, "invalid cursor")
+        start = int(cursor)
+    end = start + PAGE_SIZE
+    return list(items[start:end]), (str(end) if end < len(items) else None)
+
+
+class HarnessServer(Server[dict[str, Any]]):
+    """The low-level SDK server over a ``Harness``; announces the core's changes to clients."""
+
+    def __init__(self, harness: Harness, agent: str | None = None) -> None:
+        self.harness = harness
+        self.agent = agent
+        self.bus = InMemorySubscriptionBus()
+        self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._change_queues: set[Any] = set()  # one per running lifespan
+        super().__init__(
+            SERVER_NAME, version=__version__, title="Context Harness",
+            description="A local-first knowledge base: search, get and list sources.",
+            instructions=self.describe(), lifespan=_lifespan,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
+            on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+            on_completion=self._complete,
+        )
+        harness.subscribe(self._on_change)
+
+    def describe(self) -> str:
+        text = self.harness.describe()
+        if self.agent:
+            text += f" Serving agent {self.agent!r}: only its tools are listed."
+        return text
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                                      extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        # The core announces its changes, so say so to 2025-era clients too (the SDK default is false).
+        notification_options = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True)
+        return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+
+    # -- change notifications -----------------------------------------------------------------
+
+    def _on_change(self, kind: str) -> None:
+        if kind == "instructions":
+            self.instructions = self.describe()
+            return
+        for queue in list(self._change_queues):
+            try:
+                queue.send_nowait(kind)
+            except anyio.WouldBlock:
+                log.warning("dropping a %s list_changed notification: too many pending", kind)
+
+    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        """Called by every request handler: asks for the search warm-up (the core starts it once), and
+        keeps (weakly) each 2025-era connection, to send it list_changed notifications later.
+
+        ``ctx.session`` is a per-request proxy; the long-lived ``Connection`` behind it has no
+        public accessor in mcp 2.3.0, hence the private attribute (guarded: no-op if it moves).
+        """
+        self.harness.request_warm_up()
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            connection = getattr(ctx.session, "_connection", None)
+            if connection is not None and hasattr(connection, "send_tool_list_changed"):
+                self._legacy_sessions.add(connection)
+
+    async def announce_changes(self) -> None:
+        """Forward the core's changes to clients until cancelled (run inside the lifespan)."""
+        send, receive = anyio.create_memory_object_stream[str](64)
+        self._change_queues.add(send)
+        try:
+            with send, receive:
+                async for kind in receive:
+                    await self._announce(kind)
+        finally:
+            self._change_queues.discard(send)
+
+    async def _announce(self, kind: str) -> None:
+        await self.bus.publish(EVENTS[kind]())
+        for session in list(self._legacy_sessions):
+            try:
+                if kind == "tools":
+                    await session.send_tool_list_changed()
+                elif kind == "prompts":
+                    await session.send_prompt_list_changed()
+                else:
+                    await session.send_resource_list_changed()
+            except Exception:  # a closed session must not stop the others
+                self._legacy_sessions.discard(session)
+
+    # -- tools --------------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any],
+                          params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
+        self._remember(ctx)
+        tools = [
+            t.Tool(name=tool.name, title=tool.title, description=tool.description, input_schema=tool.input_schema,
+                   output_schema=tool.output_schema, annotations=t.ToolAnnotations.model_validate(hints(tool)))
+            for tool in self.harness.tools(self.agent)
+        ]
+        listed, cursor = page(tools, params)
+        return t.ListToolsResult(tools=listed, next_cursor=cursor)
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> t.CallToolResult:
+        self._remember(ctx)
+        try:
+            tool = self.harness.catalog.tool(params.name, self.agent)
+        except NotFound:
+            raise MCPError(t.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        try:
+            result = await self.harness.call_tool(tool.name, params.arguments or {}, self.agent)
+            text = result.text
+        except Exception as exc:
+            error = as_harness_error(exc, f"tool {tool.name!r}")
+            if not outcome(error).mcp_tool_error:
+                raise protocol_error(error) from None
+            return tool_error_result(error)
+        return t.CallToolResult(content=[t.TextContent(type="text", text=text)], structured_content=result.payload)
+
+    # -- prompts (agents) ---------------------------------------------------------------------
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any],
+                            params: t.PaginatedRequestParams | None) -> t.ListPromptsResult:
+        self._remember(ctx)
+        prompts = [
+            t.Prompt(name=info.name, description=info.description or None, arguments=[
+                t.PromptArgument(name=a.name, description=a.description or None, required=a.required)
+                for a in info.arguments])
+            for info in self.harness.agents()
+        ]
+        listed, cursor = page(prompts, params)
+        return t.ListPromptsResult(prompts=listed, next_cursor=cursor)
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams) -> t.GetPromptResult:
+        self._remember(ctx)
+        try:
+            info = self.harness.catalog.find_agent(params.name)
+        except NotFound:
+            raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.name}") from None
+        arguments = dict(params.arguments or {})
+        missing = [a.name for a in info.arguments if a.required and not arguments.get(a.name)]
+        if missing:
+            raise MCPError(t.INVALID_PARAMS, f"prompt {info.name!r}: missing required argument(s): "
+                           f"{', '.join(missing)}", data={"code": "bad_request", "missing": missing})
+        try:
+            resolution = await self.harness.resolve_agent(info.name, arguments)
+        except Exception as exc:
+            error = as_harness_error(exc, f"prompt {info.name!r}")
+            raise protocol_error(error, data=error.to_dict()["error"]) from None
+        return t.GetPromptResult(description=info.description or None,
+                                 messages=prompt_messages(info.name, resolution.prompt))
+
+    async def _complete(self, ctx: ServerRequestContext[Any], params: t.CompleteRequestParams) -> t.CompleteResult:
+        """Argument completion for prompts whose arguments have known values; nothing otherwise."""
+        values: list[str] = []
+        if isinstance(params.ref, t.PromptReference):
+            try:
+                info = self.harness.catalog.find_agent(params.ref.name)
+            except NotFound:
+                raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.ref.name}") from None
+            try:
+                values = self.harness.catalog.complete_agent_argument(info.name, params.argument.name,
+                                                                       params.argument.value)
+            except Exception as exc:
+                error = as_harness_error(exc, f"completion for prompt {info.name!r}")
+                raise MCPError(t.INVALID_PARAMS, error.message) from None
+        return t.CompleteResult(completion=t.Completion(values=values[:100], total=len(values), has_more=False))
+
+    # -- resources ----------------------------------------------------------------------------
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any],
+                              params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
+        self._remember(ctx)
+        cursor = params.cursor if params is not None else None
+        try:
+            listed = self.harness.catalog.agent_resources(cursor or None)
+        except Exception as exc:
+            raise MCPError(t.INVALID_PARAMS, as_harness_error(exc, "resources/list").message) from None
+        resources = [t.Resource(uri=r["uri"], name=r["name"], description=r.get("description"),
+                                mime_type=r.get("mimeType")) for r in listed["resources"]]
+        return t.ListResourcesResult(resources=resources, next_cursor=listed.get("nextCursor"))
+
+    async def _list_templates(self, ctx: ServerRequestContext[Any],
+                              params: t.PaginatedRequestParams | None) -> t.ListResourceTemplatesResult:
+        self._remember(ctx)
+        templates = [t.ResourceTemplate(
+            uri_template=DOCUMENT_TEMPLATE, name="document", title="A document in the knowledge base",
+            description="A document as Markdown (title, metadata, body); use an id returned by `search`.",
+            mime_type="text/markdown")]
+        listed, cursor = page(templates, params)
+        return t.ListResourceTemplatesResult(resource_templates=listed, next_cursor=cursor)
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any],
+                             params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+        self._remember(ctx)
+        uri = str(params.uri)
+        reader = self._reader(uri)
+        if reader is None:
+            raise MCPError(t.INVALID_PARAMS, f"Unknown resource: {uri}", data={"uri": uri})
+        read, mime_type = reader
+        try:
+            text = await read()
+        except Exception as exc:
+            error = as_harness_error(exc, f"resource {uri!r}")
+            raise protocol_error(error, data={"uri": uri, **error.to_dict()}) from None
+        return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
+
+    def _reader(self, uri: str) -> tuple[Callable[[], Any], str] | None:
+        """The reader and MIME type for ``uri``: the agent catalog, then the document template."""
+        if uri.startswith((AGENT_SCHEME, SKILL_SCHEME)):
+            async def read_agent() -> str:
+                return self.harness.catalog.read_agent_resource(uri)
+
+            return read_agent, "application/json"
+        doc_id = document_id(uri)
+        if doc_id is None:
+            return None
+
+        async def read_document() -> str:
+            return render_document((await self.harness.get(doc_id)).model_dump(mode="json"))
+
+        return read_document, "text/markdown"
+
+
+@asynccontextmanager
+async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    """Entered once per stdio process / HTTP app: forwards the core's change notifications."""
+    assert isinstance(server, HarnessServer)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.announce_changes)
+        try:
+            yield {}
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def build_server(harness: Harness, agent: str | None = None) -> HarnessServer:
+    """The MCP server for ``harness`` (stdio, HTTP and tests all use this). ``agent`` limits the
+    listed and callable tools to that agent's; an unknown agent fails here, at start-up."""
+    if agent is not None:
+        harness.tools(agent)
+    return HarnessServer(harness, agent)
+
+
+__all__ = ["DOCUMENT_TEMPLATE", "FOLLOW", "HarnessServer", "build_server", "instructions_message",
+           "prompt_messages", "tool_error_result"]

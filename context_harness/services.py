@@ -1,0 +1,95 @@
+"""The services that run while a knowledge base is served: sync on start, reloads and warm-up.
+
+``Harness.serving()`` enters them; stdio, HTTP and tests enter it the same way, and the rims only
+hear about their effects (``Catalog`` listeners: ``tools``, ``prompts``, ``resources``,
+``instructions``). Next to come here: the live index (watchers, interval syncs).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+import anyio
+import anyio.abc
+
+from context_harness.catalog import Catalog
+from context_harness.config import Config
+from context_harness.errors import HarnessError, NotConfigured
+from context_harness.models import SyncReport
+
+log = logging.getLogger(__name__)
+
+RELOAD_INTERVAL = 1.0  # seconds between checks of the config file, the Lua tool scripts and agent files
+
+
+class Served(Protocol):
+    """What the services need of the Harness."""
+
+    config: Config
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    async def sync(self, target: str = "all") -> SyncReport: ...
+
+    def warm_up(self) -> bool: ...
+
+
+class Services:
+    """Background work of one serving Harness, in one task group (cancelled when serving ends)."""
+
+    def __init__(self, harness: Served, task_group: anyio.abc.TaskGroup,
+                 reload_interval: float = RELOAD_INTERVAL) -> None:
+        self.harness = harness
+        self.task_group = task_group
+        self.reload_interval = reload_interval
+        self._warming = False
+
+    def start(self) -> None:
+        self.task_group.start_soon(self._reload_forever)
+        if self.harness.config.server.sync_on_start:
+            self.task_group.start_soon(self.sync_on_start)
+
+    async def _reload_forever(self) -> None:
+        """Reload changed tools, config and agents every ``reload_interval`` seconds."""
+        while True:
+            await anyio.sleep(self.reload_interval)
+            await self.harness.catalog.reload()
+
+    async def sync_on_start(self) -> None:
+        """``[server] sync_on_start``: bring stale sources up to date while serving; log to stderr."""
+        try:
+            report = await self.harness.sync("all")
+        except NotConfigured as exc:
+            log.info("sync on start skipped: %s", exc.message)
+            return
+        except HarnessError as exc:
+            log.warning("sync on start failed: %s", exc.message)
+            return
+        except Exception:
+            log.exception("sync on start failed")
+            return
+        changed = report.total("added") + report.total("updated") + report.total("deleted")
+        log.info("sync on start: %d documents changed", changed)
+        if report.embedding_error:
+            log.warning("sync on start: embedding failed (searchable by keyword meanwhile): %s",
+                        report.embedding_error["message"])
+        self.harness.catalog.changed("instructions")
+
+    def warm_up_soon(self) -> None:
+        """Start loading what a first search would wait for (~1.5 s with the bundled model), once.
+        The rims call this on a client's first request, so it does not slow the cold start."""
+        if not self._warming:
+            self._warming = True
+            self.task_group.start_soon(self._warm_up)
+
+    async def _warm_up(self) -> None:
+        try:
+            if await anyio.to_thread.run_sync(self.harness.warm_up, abandon_on_cancel=True):
+                log.info("search warmed up: vector index and embedding model loaded")
+        except Exception as exc:  # the first search will report it properly
+            log.info("search warm-up skipped: %s", exc)
+
+
+__all__ = ["RELOAD_INTERVAL", "Services"]

@@ -1,0 +1,62 @@
+"""The readable text of the built-in tools' results (the MCP text block beside the structured
+content) and of a document (the ``ctx://documents/{id}`` resource)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def render_search(payload: dict[str, Any]) -> str:
+    results = payload.get("results", [])
+    if not results:
+        return "No documents matched. Try other words, fewer filters, or `sources` to see what is indexed."
+    lines = [f"{len(results)} result{'s' if len(results) != 1 else ''}:"]
+    for i, r in enumerate(results, 1):
+        lines.append(f"{i}. {r.get('title') or r['source_id']}  [{r['source']} · {r['source_id']}]  "
+                     f"score {r['score']:.3f}")
+        lines.append(f"   id: {r['id']}")
+        if r.get("updated_at"):
+            lines.append(f"   updated: {r['updated_at']}")
+        if r.get("snippet"):
+            lines.append(f"   {' '.join(r['snippet'].split())}")
+    lines.append("Call `get` with an id for the full document.")
+    return "\n".join(lines)
+
+
+def render_document(doc: dict[str, Any]) -> str:
+    """A document as Markdown: title, a metadata list, then the body."""
+    lines = [f"# {doc.get('title') or doc['source_id']}", ""]
+    fields = [("id", doc["id"]), ("source", doc["source"]), ("source_id", doc["source_id"]),
+              ("url", doc.get("source_url")), ("author", doc.get("author")), ("created", doc.get("created_at")),
+              ("updated", doc.get("updated_at")), ("content_type", doc.get("content_type"))]
+    for key, value in (doc.get("metadata") or {}).items():
+        if value not in (None, "", [], {}):
+            fields.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+    lines.extend(f"- **{k}**: {v}" for k, v in fields if v)
+    lines.extend(["", "---", "", doc.get("body", "").rstrip(), ""])
+    return "\n".join(lines)
+
+
+def render_sources(payload: dict[str, Any]) -> str:
+    sources = payload.get("sources", [])
+    if not sources:
+        return "No sources are configured."
+    lines = []
+    for s in sources:
+        state = "healthy" if s["healthy"] else "unhealthy"
+        line = (f"- {s['name']}: {s['document_count']} documents, {s['chunk_count']} chunks, {state}, "
+                f"last sync {s['last_sync'] or 'never'}")
+        if s.get("notes"):
+            line += f" ({s['notes']})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def render_result(payload: dict[str, Any]) -> str:
+    """A Lua tool's ``{"result": ...}`` as text: a string as is, anything else as JSON."""
+    result = payload.get("result")
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2)
+
+
+__all__ = ["render_document", "render_result", "render_search", "render_sources"]

@@ -1,0 +1,177 @@
+"""The architecture, as a test: which package may import which, and no import cycles.
+
+Every import counts, including imports inside functions and under ``TYPE_CHECKING``:
+``from pkg import name`` imports ``pkg`` (its ``__init__`` runs) and, when ``name`` is a module,
+that module too. A cycle hidden inside a function is still a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "context_harness"
+ROOT = "context_harness"
+
+RIMS = {"cli", "server", "__main__"}
+# unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
+LOWER = {"errors", "config", "models", "validation", "timestamps"}
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "timestamps": set(),
+    "config": {"errors"},
+    "models": {"errors", "timestamps"},
+    "validation": {"errors", "models"},
+    "store": LOWER | {"embedding"},
+    "embedding": LOWER,
+    "ingest": LOWER | {"store", "connectors"},
+    "search": LOWER | {"store", "embedding"},
+    "lua": LOWER | {"connectors", "ingest"},
+    "connectors": LOWER | {"lua", "ingest"},
+    "agents": LOWER | {"lua", "ingest"},
+    "tools": LOWER | {"lua", "agents"},
+    "context": LOWER,
+    "catalog": LOWER | {"agents", "tools", "context"},
+    "services": LOWER | {"catalog"},
+    "extensions": LOWER | {"agents", "tools", "connectors"},
+    "harness": LOWER | {"store", "ingest", "search", "embedding", "connectors", "catalog", "services", "extensions",
+                        "tools", "agents"},
+    "workspace": set(),
+    "sample": LOWER,
+    "server": LOWER | {"harness", "extensions", "tools", "agents", "catalog"},
+    "cli": LOWER | {"harness", "extensions", "tools", "agents", "catalog", "context", "lua", "connectors",
+                    "server", "sample", "workspace"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+THIRD_PARTY_RIMS = {"mcp.server": "server", "starlette": "server", "uvicorn": "server", "click": "cli", "rich": "cli"}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Every module ``name`` imports (project modules by name; others by their top-level name)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in known)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_each_package_imports_only_what_its_layer_allows() -> None:
+    offenders = []
+    for module, imported in graph().items():
+        mine = unit(module)
+        allowed = ALLOWED[mine] | {mine}
+        for target in imported:
+            if target.startswith(ROOT + ".") and unit(target) not in allowed:
+                offenders.append(f"{module} imports {target}")
+            for prefix, rim in THIRD_PARTY_RIMS.items():
+                if (target == prefix or target.startswith(prefix + ".")) and mine != rim:
+                    offenders.append(f"{module} imports {target} (only {rim}/ may)")
+    assert offenders == []
+
+
+def test_every_unit_is_placed_in_a_layer() -> None:
+    assert sorted({unit(m) for m in modules()} - set(ALLOWED)) == []
+
+
+def test_no_import_cycles() -> None:
+    edges = {m: {t for t in targets if t in modules() and t != m} for m, targets in graph().items()}
+    cycles = strongly_connected(edges)
+    assert cycles == []
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: every strongly connected component of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_storage_imports_nothing_from_ingest_search_or_the_rims() -> None:
+    bad = {"ingest", "search", "cli", "server", "harness", "tools", "agents", "lua", "catalog"}
+    offenders = [f"{m} imports {t}" for m, targets in graph().items() if unit(m) == "store"
+                 for t in targets if t.startswith(ROOT + ".") and unit(t) in bad]
+    assert offenders == []
+
+
+def test_sql_schema_has_one_owner() -> None:
+    """CREATE TABLE / CREATE INDEX appear only in store/schema.py."""
+    owners = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                    if "CREATE TABLE" in p.read_text(encoding="utf-8") or "CREATE INDEX" in p.read_text(encoding="utf-8"))
+    assert owners == ["store/schema.py"]
+
+
+def test_no_function_is_over_80_lines_and_no_module_over_600() -> None:
+    long_functions, long_modules = [], []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 600:
+            long_modules.append(str(path.relative_to(PACKAGE)))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
+                if node.end_lineno - node.lineno + 1 > 80:
+                    long_functions.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
+    assert long_modules == [] and long_functions == []
+
+
