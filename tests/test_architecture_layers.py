@@ -158,7 +158,7 @@ def test_storage_imports_nothing_from_ingest_search_or_the_rims() -> None:
 def test_sql_schema_has_one_owner() -> None:
     """CREATE TABLE / CREATE INDEX appear only in store/schema.py."""
     owners = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                    if "CREATE TABLE" in p.read_text(encoding="utf-8") or "CREATE INDEX" in p.read_text(encoding="utf-8"))
+                    if any(ddl in p.read_text(encoding="utf-8") for ddl in ("CREATE TABLE", "CREATE INDEX")))
     assert owners == ["store/schema.py"]
 
 
