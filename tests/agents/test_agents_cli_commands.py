@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ from click.testing import CliRunner
 from context_harness.cli import cli
 from context_harness.sample import DOCS
 
-REPO = Path(__file__).resolve().parents[2]
+from support.cli import run_ctx
+from support.paths import REPO
 
 
 def run(*args: str, cwd: Path) -> tuple[int, str, str]:
@@ -30,11 +30,7 @@ def run(*args: str, cwd: Path) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def ctx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("CTX_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "context_harness", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+ctx = partial(run_ctx, timeout=120)
 
 
 def test_agents_cli_list(served_config: Path) -> None:

@@ -14,7 +14,8 @@ from context_harness.agents import HarnessContext, build_agent_registry
 from context_harness.harness import Harness
 from context_harness.sample import DOCS
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 pytestmark = pytest.mark.anyio
 
 

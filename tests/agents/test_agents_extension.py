@@ -24,7 +24,8 @@ from context_harness.extensions import (
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 EXAMPLE = REPO / "examples" / "python-extension"
 CHANGELOG = "# Changelog\n\n## 1.2.0\n\nAdded the release-notes agent.\n\n## 1.1.0\n\nFixed the sync summary.\n"
 
@@ -45,7 +46,7 @@ def _config(tmp_path: Path) -> config_mod.Config:
 
 
 @pytest.mark.anyio
-async def test_agents_extension_registered_in_code(tmp_path: Path, example: Any, fake_context: Any) -> None:
+async def test_agents_extension_registered_in_code(tmp_path: Path, example: Any, agent_context: Any) -> None:
     config = _config(tmp_path)
     (tmp_path / "CHANGELOG.md").write_text(CHANGELOG, encoding="utf-8")
     agent, tool = example.ReleaseNotesAgent(), example.WordCount()
@@ -55,9 +56,9 @@ async def test_agents_extension_registered_in_code(tmp_path: Path, example: Any,
     setup = prepare_server(config, agents=[agent], tools=[tool], connectors=[connector], discover=False)
     assert [(i.name, i.source) for i in setup.agents.list()] == [("release-notes", "python")]
     assert setup.extensions.tool_names() == ["word_count"]
-    prompt = setup.agents.resolve("release-notes", {"version": "1.2.0"}, fake_context)
+    prompt = setup.agents.resolve("release-notes", {"version": "1.2.0"}, agent_context)
     assert prompt.system.startswith("You write release notes for version 1.2.0, for users.")
-    assert fake_context.requests == [{"query": "1.2.0 changes", "limit": 3}]
+    assert agent_context.requests == [{"query": "1.2.0 changes", "limit": 3}]
     assert await tool.call({"text": "two words"}) == {"words": 2, "characters": 9}
 
     async with Harness.open(config, registry=setup.connector_registry) as harness:

@@ -40,28 +40,28 @@ def lua_registry(ws: Any, source: str, extra: str = "") -> Any:
     """)
 
 
-def test_agents_lua_resolve_runs_two_searches(ws: Any, fake_context: Any) -> None:
+def test_agents_lua_resolve_runs_two_searches(ws: Any, agent_context: Any) -> None:
     reg = lua_registry(ws, RESPONDER)
     info = reg.find("responder")
     assert info.model_dump() == {
         "name": "responder", "description": "Responds to incidents", "tools": ["search", "get"], "source": "lua",
         "arguments": [{"name": "service", "description": "Affected service", "required": True},
                       {"name": "severity", "description": "", "required": False}]}
-    prompt = reg.resolve("responder", {"service": "search"}, fake_context)
+    prompt = reg.resolve("responder", {"service": "search"}, agent_context)
     assert prompt.system == ("Service search (sev2): Runbook: search down / 2 policy hits / "
                              "## Severity levels\n- sev1: page")
     assert prompt.tools == ["search", "get"]  # defaults to agent.tools
     assert [m.model_dump() for m in prompt.messages] == [{"role": "user", "content": "Start with r1"}]
-    assert fake_context.requests == [
+    assert agent_context.requests == [
         {"query": "runbook search", "limit": 1},
         {"query": "severity sev2", "limit": 2, "filters": {"source": "filesystem:docs"}},
     ]
-    assert fake_context.fetched == ["r1"]
+    assert agent_context.fetched == ["r1"]
     assert reg.complete("responder", "severity", "sev") == ["sev1", "sev2"]
     assert reg.definition("responder")["arguments"][1] == {
         "name": "severity", "description": "", "required": False, "enum": ["sev1", "sev2"], "default": "sev2"}
     with pytest.raises(BadRequest, match="missing required argument 'service'"):
-        reg.resolve("responder", {"severity": "sev1"}, fake_context)
+        reg.resolve("responder", {"severity": "sev1"}, agent_context)
 
 
 def test_agents_lua_timeout(ws: Any) -> None:
@@ -103,7 +103,7 @@ def test_agents_lua_load_errors_are_config_errors(ws: Any) -> None:
         ws.registry('[agents.script.x]\npath = "missing.lua"\n')
 
 
-def test_agents_lua_script_change_is_noticed(ws: Any, fake_context: Any) -> None:
+def test_agents_lua_script_change_is_noticed(ws: Any, agent_context: Any) -> None:
     import os
 
     reg = lua_registry(ws, 'agent = {description = "one"}\nfunction agent.resolve() return {system = "1"} end\n')

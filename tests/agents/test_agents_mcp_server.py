@@ -21,9 +21,10 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.mcp_server import build_server
 
+from support.paths import REPO
+
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=MODES)

@@ -11,7 +11,8 @@ import mcp.types as t
 import pytest
 from mcp import Client, StdioServerParameters
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 pytestmark = pytest.mark.anyio
 
 SCRIPT = """

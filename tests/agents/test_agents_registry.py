@@ -67,7 +67,7 @@ def test_agents_markdown_claude_code_subagent_loads_unchanged(ws: Any) -> None:
     assert reg.find("writer").tools == ["search"]
 
 
-def test_agents_python_agents_registered_in_code(ws: Any, fake_context: Any) -> None:
+def test_agents_python_agents_registered_in_code(ws: Any, agent_context: Any) -> None:
     class Summariser:
         name = "summariser"
         description = "Summarises a topic"
@@ -87,7 +87,7 @@ def test_agents_python_agents_registered_in_code(ws: Any, fake_context: Any) -> 
 
     reg = ws.registry(extra_agents=[Summariser(), Broken()])
     assert reg.find("summariser").source == "python"
-    prompt = reg.resolve("summariser", {"topic": "lua"}, fake_context)
+    prompt = reg.resolve("summariser", {"topic": "lua"}, agent_context)
     assert prompt.system == "Summarise lua using r1." and prompt.tools == ["search"]
     with pytest.raises(Exception) as err:
         reg.resolve("broken")

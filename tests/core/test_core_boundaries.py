@@ -10,7 +10,9 @@ import click
 from context_harness.cli import cli
 from context_harness.config import Config
 
-PACKAGE = Path(__file__).resolve().parents[2] / "context_harness"
+from support.paths import REPO
+
+PACKAGE = REPO / "context_harness"
 README = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
 ADAPTERS = {"mcp_server.py", "server_registry.py", "mcp_agents.py", "http_app.py", "cli.py", "cli_support.py", "cli_tools.py", "cli_agents.py",
             "__main__.py"}

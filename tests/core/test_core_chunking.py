@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 
 from context_harness.config import ChunkingConfig
 from context_harness.ingest.chunking import chunk_markdown, estimate_tokens
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 CORPUS = REPO.parent / "shared" / "data" / "beir" / "scifact" / "corpus.jsonl"
 TOKENIZER = REPO / "context_harness" / "embedding" / "model" / "all-MiniLM-L6-v2" / "tokenizer.json"
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
 TOLERANCE = 0.01
 

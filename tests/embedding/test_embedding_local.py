@@ -20,7 +20,8 @@ from context_harness.embedding.base import Embedder, EmbedderIdentity
 from context_harness.embedding.local import LocalEmbedder
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -10,7 +10,7 @@ from context_harness.embedding.fake import FakeEmbedder
 from context_harness.store.documents import DocumentRow, DocumentStore, DocumentWrite, StoredChunk, chunk_id
 from context_harness.store.vectors import VectorStore
 
-from .support import content_hash
+from support.vectors import content_hash
 
 
 def _write(doc_id: str, texts: list[str]) -> DocumentWrite:

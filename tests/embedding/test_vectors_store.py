@@ -11,7 +11,7 @@ import pytest
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.vectors import EmbedderMismatch, VectorStore
 
-from .support import IDENTITY, add_chunks, content_hash, unit
+from support.vectors import IDENTITY, add_chunks, content_hash, unit
 
 
 def test_vectors_persist_across_reopen(db_path: Path) -> None:

@@ -15,7 +15,9 @@ from context_harness.lua.connector import LuaConnector
 from context_harness.lua.templates import config_snippet, render_connector, render_tool
 from context_harness.lua.tools import LuaTool
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "lua"
+from support.paths import REPO
+
+EXAMPLES = REPO / "examples" / "lua"
 
 
 def test_echo_example() -> None:

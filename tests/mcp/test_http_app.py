@@ -14,8 +14,8 @@ from context_harness.http_app import parse_bind
 
 
 @pytest.fixture
-def rest(http_server):
-    with httpx2.Client(base_url=http_server.url, timeout=30) as client:
+def rest(app_server):
+    with httpx2.Client(base_url=app_server.url, timeout=30) as client:
         yield client
 
 
@@ -88,8 +88,8 @@ def test_dns_rebinding_guard(rest, headers, status):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_mcp_over_streamable_http(http_server, mode):
-    async with Client(f"{http_server.url}/mcp", mode=mode) as client:
+async def test_mcp_over_streamable_http(app_server, mode):
+    async with Client(f"{app_server.url}/mcp", mode=mode) as client:
         assert "4 documents" in client.instructions
         assert [t.name for t in (await client.list_tools()).tools] == ["search", "get", "sources"]
         result = await client.call_tool("search", {"query": "claude desktop"})

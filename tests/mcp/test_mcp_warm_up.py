@@ -12,7 +12,7 @@ from context_harness.embedding import fake
 from context_harness.harness import Harness
 from context_harness.mcp_server import build_server
 
-from .conftest import write_workspace
+from support.workspace import write_knowledge_base
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ async def warmed_up(warmed: list[str]) -> None:
 
 async def test_listing_tools_warms_up_search_in_the_background(tmp_path) -> None:
     fake.register()
-    async with Harness.open(config_mod.load(write_workspace(tmp_path, embedding="fake"))) as harness:
+    async with Harness.open(config_mod.load(write_knowledge_base(tmp_path, embedding="fake"))) as harness:
         await harness.sync()
         backend = harness.semantic()
         warmed = cold(backend)
@@ -50,7 +50,7 @@ async def test_listing_tools_warms_up_search_in_the_background(tmp_path) -> None
 
 async def test_a_client_that_never_lists_tools_still_gets_a_warm_up(tmp_path) -> None:
     fake.register()
-    async with Harness.open(config_mod.load(write_workspace(tmp_path, embedding="fake"))) as harness:
+    async with Harness.open(config_mod.load(write_knowledge_base(tmp_path, embedding="fake"))) as harness:
         await harness.sync()
         backend = harness.semantic()
         warmed = cold(backend)
@@ -64,7 +64,7 @@ async def test_a_client_that_never_lists_tools_still_gets_a_warm_up(tmp_path) ->
 
 async def test_nothing_to_warm_when_searches_would_not_use_it(tmp_path) -> None:
     fake.register()
-    config_path = write_workspace(tmp_path, embedding="fake")
+    config_path = write_knowledge_base(tmp_path, embedding="fake")
     async with Harness.open(config_mod.load(config_path)) as harness:
         assert not harness.warm_up()  # no vectors yet
         await harness.sync()
@@ -72,6 +72,6 @@ async def test_nothing_to_warm_when_searches_would_not_use_it(tmp_path) -> None:
     config_path.write_text(config_path.read_text() + '\n[retrieval]\ndefault_mode = "keyword"\n')
     async with Harness.open(config_mod.load(config_path)) as harness:
         assert not harness.warm_up()
-    async with Harness.open(config_mod.load(write_workspace(tmp_path / "off"))) as harness:  # disabled
+    async with Harness.open(config_mod.load(write_knowledge_base(tmp_path / "off"))) as harness:  # disabled
         await harness.sync()
         assert not harness.warm_up()

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-
-def ctx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("CTX_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "context_harness", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+from support.cli import run_ctx as ctx
+from support.paths import REPO
 
 
 @pytest.mark.slow
-def test_tool_list_and_test(config_path: Path) -> None:
-    root = config_path.parent
+def test_tool_list_and_test(tools_config_path: Path) -> None:
+    root = tools_config_path.parent
     listed = ctx("tool", "list", "--json", cwd=root)
     assert listed.returncode == 0, listed.stderr
     tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
@@ -45,12 +38,12 @@ def test_tool_list_and_test(config_path: Path) -> None:
     (("modes", "--param", "mode=spin"), "timed out after 0.5 s"),
     (("nope",), "no [tools.script.nope]"),
 ])
-def test_tool_test_errors_are_one_line_exit_1(config_path: Path, args: tuple[str, ...], message: str) -> None:
+def test_tool_test_errors_are_one_line_exit_1(tools_config_path: Path, args: tuple[str, ...], message: str) -> None:
     from click.testing import CliRunner
 
     from context_harness.cli import cli
 
-    failed = CliRunner().invoke(cli, ["tool", "test", *args, "--config", str(config_path)])
+    failed = CliRunner().invoke(cli, ["tool", "test", *args, "--config", str(tools_config_path)])
     assert failed.exit_code == 1, (args, failed.output)
     assert failed.stdout == ""
     lines = failed.stderr.strip().splitlines()
@@ -81,13 +74,13 @@ def test_init_templates_run_as_generated(tmp_path: Path, api_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_connector_test_by_name(tmp_path: Path, make_workspace, api_url: str) -> None:
-    examples = Path(__file__).resolve().parents[2] / "examples" / "lua"
+def test_connector_test_by_name(tmp_path: Path, make_tools_workspace, api_url: str) -> None:
+    examples = REPO / "examples" / "lua"
     bad = tmp_path / "connectors" / "bad.lua"
     bad.parent.mkdir()
     bad.write_text('connector = {} function connector.scan() return { {source_id = "1", body = "ok"}, '
                    '{title = "no id"}, {source_id = "2"} } end')
-    config_path = make_workspace(tmp_path, f"""
+    config_path = make_tools_workspace(tmp_path, f"""
 [lua]
 http_allow = ["127.0.0.1"]
 

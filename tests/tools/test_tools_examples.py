@@ -12,13 +12,15 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.mcp_server import build_server
 
+from support.paths import REPO
+
 pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_examples_through_harness_and_mcp(tmp_path: Path, make_workspace, api_url: str, mode: str) -> None:
-    examples = Path(__file__).resolve().parents[2] / "examples" / "lua"
-    config_path = make_workspace(tmp_path, f"""
+async def test_examples_through_harness_and_mcp(tmp_path: Path, make_tools_workspace, api_url: str, mode: str) -> None:
+    examples = REPO / "examples" / "lua"
+    config_path = make_tools_workspace(tmp_path, f"""
 [lua]
 http_allow = ["127.0.0.1"]
 

@@ -57,12 +57,12 @@ CASES = [
 
 @pytest.mark.parametrize(("tool", "arguments", "expected", "status"), CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-async def test_same_outcome_through_mcp_and_rest(harness, mode, tool, arguments, expected, status):
-    async with Client(build_server(harness), mode=mode) as client:
+async def test_same_outcome_through_mcp_and_rest(tools_harness, mode, tool, arguments, expected, status):
+    async with Client(build_server(tools_harness), mode=mode) as client:
         started = time.monotonic()
         is_error, structured, text = await via_mcp(client, tool, arguments)
         elapsed = time.monotonic() - started
-    rest_status, body = await via_rest(harness, tool, arguments)
+    rest_status, body = await via_rest(tools_harness, tool, arguments)
 
     assert rest_status == status
     assert structured == body  # the MCP structured content IS the REST body
@@ -77,13 +77,13 @@ async def test_same_outcome_through_mcp_and_rest(harness, mode, tool, arguments,
             assert "timed out after 0.5 s" in message
             assert elapsed < TIMEOUT + 1.0
     # after any failure the tool keeps serving
-    async with Client(build_server(harness), mode=mode) as client:
+    async with Client(build_server(tools_harness), mode=mode) as client:
         ok = await client.call_tool("modes", {"mode": "ok"})
     assert ok.structured_content["result"]["mode"] == "ok"
 
 
-async def test_tools_list_schemas_annotations_and_rest_listing(harness, mode):
-    async with Client(build_server(harness), mode=mode) as client:
+async def test_tools_list_schemas_annotations_and_rest_listing(tools_harness, mode):
+    async with Client(build_server(tools_harness), mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == {"search", "get", "sources", "echo", "search_summary", "modes"}
     echo = tools["echo"]
@@ -96,7 +96,7 @@ async def test_tools_list_schemas_annotations_and_rest_listing(harness, mode):
     modes = tools["modes"].annotations
     assert modes.read_only_hint is False and modes.destructive_hint is True and modes.open_world_hint is True
 
-    app = build_app(harness)
+    app = build_app(tools_harness)
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as rest:
         listing = (await rest.get("/tools/list")).json()["tools"]
     by_name = {t["name"]: t for t in listing}
@@ -106,8 +106,8 @@ async def test_tools_list_schemas_annotations_and_rest_listing(harness, mode):
     assert by_name["modes"]["parameters"]["properties"]["n"] == {"type": "integer", "default": 2}
 
 
-async def test_text_block_is_the_result(harness):
-    async with Client(build_server(harness), mode="legacy") as client:
+async def test_text_block_is_the_result(tools_harness):
+    async with Client(build_server(tools_harness), mode="legacy") as client:
         result = await client.call_tool("search_summary", {"query": "lua sandbox", "limit": 1})
     assert not result.is_error
     summary = result.structured_content["result"]["summary"]
@@ -152,7 +152,7 @@ end
 """
 
 
-async def test_hostile_scripts_same_outcome_through_mcp_and_rest(tmp_path, api_url, make_workspace):
+async def test_hostile_scripts_same_outcome_through_mcp_and_rest(tmp_path, api_url, make_tools_workspace):
 
     extra = []
     for name, attack, _ in HOSTILE:
@@ -160,7 +160,7 @@ async def test_hostile_scripts_same_outcome_through_mcp_and_rest(tmp_path, api_u
         (tmp_path / "tools" / f"{name}.lua").write_text(HOSTILE_SCRIPT.format(attack=attack))
         extra.append(f'[tools.script.{name}]\npath = "tools/{name}.lua"\ntimeout = {TIMEOUT}\n'
                      f"memory_limit = {32 * 1024 * 1024}\n")
-    config_path = make_workspace(tmp_path, "\n" + "\n".join(extra))
+    config_path = make_tools_workspace(tmp_path, "\n" + "\n".join(extra))
     async with Harness.open(config_mod.load(config_path)) as harness:
         await harness.sync()
         app = build_app(harness)

@@ -31,8 +31,8 @@ def touch(path: Path, text: str) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def test_builtins_and_lua_tools_register_the_same_way(config_path: Path) -> None:
-    registry = ToolRegistry.build(config_mod.load(config_path))
+def test_builtins_and_lua_tools_register_the_same_way(tools_config_path: Path) -> None:
+    registry = ToolRegistry.build(config_mod.load(tools_config_path))
     assert registry.names() == ["search", "get", "sources", "echo", "modes", "search_summary"]
     assert [t.builtin for t in registry] == [True, True, True, False, False, False]
     echo = registry.get("echo")
@@ -44,15 +44,15 @@ def test_builtins_and_lua_tools_register_the_same_way(config_path: Path) -> None
         registry.add(registry.get("modes"))
 
 
-def test_a_lua_tool_may_not_shadow_a_builtin(tmp_path: Path, make_workspace) -> None:
-    config_path = make_workspace(tmp_path, '\n[tools.script.search]\npath = "tools/modes.lua"\n')
+def test_a_lua_tool_may_not_shadow_a_builtin(tmp_path: Path, make_tools_workspace) -> None:
+    config_path = make_tools_workspace(tmp_path, '\n[tools.script.search]\npath = "tools/modes.lua"\n')
     with pytest.raises(ConfigError, match="built-in tool"):
         ToolRegistry.build(config_mod.load(config_path))
 
 
-def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_workspace, caplog) -> None:
+def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_tools_workspace, caplog) -> None:
     script = tmp_path / "tools" / "live.lua"
-    config_path = make_workspace(tmp_path, '\n[tools.script.live]\npath = "tools/live.lua"\n')
+    config_path = make_tools_workspace(tmp_path, '\n[tools.script.live]\npath = "tools/live.lua"\n')
     script.write_text(V1)
     registry = ToolRegistry.build(config_mod.load(config_path))
     assert not registry.reload()
@@ -89,10 +89,10 @@ def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_workspace, capl
 
 
 @pytest.mark.anyio
-async def test_changed_script_notifies_legacy_clients(harness) -> None:
-    server = build_server(harness)
+async def test_changed_script_notifies_legacy_clients(tools_harness) -> None:
+    server = build_server(tools_harness)
     server.reload_interval = 0.05
-    script = harness.config.tools.script["modes"].path
+    script = tools_harness.config.tools.script["modes"].path
     seen: list[object] = []
     arrived = anyio.Event()
 
@@ -115,10 +115,10 @@ async def test_changed_script_notifies_legacy_clients(harness) -> None:
 
 
 @pytest.mark.anyio
-async def test_changed_config_notifies_modern_clients(harness) -> None:
-    server = build_server(harness)
+async def test_changed_config_notifies_modern_clients(tools_harness) -> None:
+    server = build_server(tools_harness)
     server.reload_interval = 0.05
-    config_path = harness.config.source_path
+    config_path = tools_harness.config.source_path
     async with Client(server) as client:
         assert "added" not in {tool.name for tool in (await client.list_tools()).tools}
         async with client.listen(tools_list_changed=True) as subscription:

@@ -1,4 +1,4 @@
-"""Helpers for the embedding, vector store and fusion tests."""
+"""Helpers for the vector store tests: a chunks table, content hashes, unit vectors."""
 
 from __future__ import annotations
 
