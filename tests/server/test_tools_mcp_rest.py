@@ -116,7 +116,7 @@ async def test_text_block_is_the_result(tools_harness):
     assert '"summary"' in result.content[0].text
 
 
-# A selection of the hostile battery (tests/lua/test_lua_sandbox_abuse.py), end to end.
+# A selection of the hostile battery (tests/lua/test_sandbox_abuse.py), end to end.
 HOSTILE = [
     ("io_open", 'return io.open("/etc/passwd"):read("a")', "tool_error"),
     ("os_execute", 'return os.execute("touch /tmp/pwned")', "tool_error"),
