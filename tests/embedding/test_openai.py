@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +16,8 @@ from context_harness.config import EmbeddingConfig
 from context_harness.embedding.fake import FakeEmbedder
 from context_harness.embedding.openai import OpenAIEmbedder, endpoint_url
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
+
+from support.http import serve_in_thread
 
 KEY = "sk-test-good"
 DIMS = 8
@@ -84,12 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
-    srv = FakeOpenAI()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serve_in_thread(FakeOpenAI(), poll_interval=0.02) as srv:
+        yield srv
 
 
 def _embedder(server: FakeOpenAI, **overrides: Any) -> OpenAIEmbedder:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from socketserver import BaseServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -26,8 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import httpx2
 
-BIN = Path(sys.executable).parent
-
+from support.paths import BIN
 
 def free_port() -> int:
     with socket.socket() as s:
