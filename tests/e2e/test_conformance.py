@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance"
+from support.paths import REPO
+
+CONFORMANCE = REPO / "tests" / "conformance"
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from support.paths import BIN
+
 pytestmark = pytest.mark.anyio
-BIN = Path(sys.executable).parent
 
 
 async def test_search_and_get_payloads_match(config_file, child_env, http_process):

@@ -10,9 +10,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from support.paths import BIN
+
 pytestmark = pytest.mark.anyio
 TEE = Path(__file__).resolve().parent / "stdout_tee.py"
-BIN = Path(sys.executable).parent
 
 
 def assert_pure_jsonrpc(capture: Path) -> int:

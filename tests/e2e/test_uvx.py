@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+from support.paths import REPO
+
 pytestmark = pytest.mark.anyio
-REPO = Path(__file__).resolve().parents[2]
 UVX = shutil.which("uvx") or str(Path(sys.executable).parent / "uvx")
 
 

@@ -1,0 +1,64 @@
+"""The vector store over the core DocumentStore's real database and connections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_harness.embedding.fake import FakeEmbedder
+from context_harness.store.documents import DocumentRow, DocumentStore, DocumentWrite, StoredChunk, chunk_id
+from context_harness.store.vectors import VectorStore
+
+from support.vectors import content_hash
+
+
+def _write(doc_id: str, texts: list[str]) -> DocumentWrite:
+    row = DocumentRow(
+        id=doc_id, source="filesystem:notes", source_id=f"{doc_id}.md", source_url=None, title=doc_id,
+        author=None, created_at=None, updated_at=None, content_type="text/markdown", body="\n\n".join(texts),
+        metadata={}, tags=[], content_hash=content_hash("".join(texts)), fingerprint=None,
+    )
+    chunks = [StoredChunk(chunk_id(doc_id, t), i, t, content_hash(t), "") for i, t in enumerate(texts)]
+    return DocumentWrite(row, chunks)
+
+
+@pytest.fixture
+def documents(tmp_path: Path):  # type: ignore[no-untyped-def]
+    store = DocumentStore(tmp_path / "ctx.sqlite")
+    yield store
+    store.close()
+
+
+def test_sync_embed_search_delete_cycle(documents: DocumentStore) -> None:
+    embedder = FakeEmbedder()
+    documents.apply("filesystem:notes", [_write("doc1", ["apple pie recipe", "tax law"]),
+                                         _write("doc2", ["apple crumble"])], [])
+    vectors = VectorStore(documents.connection())  # the core store's own (autocommit) connection
+    vectors.ensure_identity(embedder.identity)
+    pending = vectors.pending()
+    vectors.put_many(zip([h for h, _ in pending], embedder.embed_documents([t for _, t in pending]), strict=True))
+    assert vectors.stats().pending_chunks == 0
+
+    reader = VectorStore(documents.path)  # a second connection sees the committed vectors
+    index = reader.open_index()
+    hits = index.top_k(embedder.embed_query("apple pie"), 2)
+    assert hits[0][1] == "doc1" and hits[0][0] == chunk_id("doc1", "apple pie recipe")
+
+    documents.apply("filesystem:notes", [], ["doc1"])
+    assert index.refresh() == (0, 2)
+    assert [d for _, d, _ in index.top_k(embedder.embed_query("apple pie"), 5)] == ["doc2"]
+    assert vectors.delete_orphans() == 2
+    reader.close()
+
+
+def test_vectors_commit_or_roll_back_with_the_chunks(documents: DocumentStore) -> None:
+    embedder = FakeEmbedder()
+    with pytest.raises(RuntimeError), documents.transaction() as conn:
+        vectors = VectorStore(conn)
+        vectors.ensure_identity(embedder.identity)
+        vectors.put_many([(content_hash("x"), embedder.embed_query("x"))])
+        raise RuntimeError("crash before commit")
+    reopened = VectorStore(documents.path)
+    assert reopened.count() == 0 and reopened.identity() is None
+    reopened.close()
