@@ -34,7 +34,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scifact  # noqa: E402
+import scifact
 
 # benchmarks/mcp.py must not shadow the MCP SDK: drop this folder from the path (python puts it first),
 # and load its raw stdio peer by path.
@@ -142,7 +142,8 @@ def _stdio_round_trips(workspace: Path, queries: list[str], warm_up: list[str]) 
     config = workspace / "ctx-bench-hybrid.toml"
     config.write_text(f'[db]\npath = "{(workspace / "data" / "ctx.sqlite").as_posix()}"\n'
                       '[server]\nsync_on_start = false\n'
-                      f'[connectors.filesystem.scifact]\nroot = "{(workspace / "docs").as_posix()}"\n', encoding="utf-8")
+                      f'[connectors.filesystem.scifact]\nroot = "{(workspace / "docs").as_posix()}"\n',
+                      encoding="utf-8")
     peer = bench_mcp.StdioPeer(config, dict(os.environ))
     try:
         peer.handshake()

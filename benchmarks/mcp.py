@@ -19,6 +19,7 @@ Prints one JSON line. Targets (issue 3): cold start <= 1.5 s; stdio keyword sear
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import socket
@@ -28,8 +29,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import importlib.util
 
 import anyio
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scifact  # noqa: E402
+import scifact
 
 # benchmarks/mcp.py must not shadow the MCP SDK: drop this folder from the path (python puts it first).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]

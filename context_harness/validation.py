@@ -1,7 +1,12 @@
-"""Turn untrusted arguments into request models, the same way for MCP, REST and the CLI."""
+"""Turn untrusted arguments into validated ones, the same way for MCP, REST and the CLI: pydantic
+request models (``parse``) and arguments declared by scripts and agents (``check_declared``)."""
 
 from __future__ import annotations
 
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -51,3 +56,51 @@ def parse_search(data: Any) -> SearchRequest:
 
 def parse_get(data: Any) -> GetRequest:
     return parse(GetRequest, data)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """An argument declared by a script or an agent rather than by a pydantic model: a Lua tool's
+    parameter (``kind`` is its JSON type) or an agent's argument (``kind`` None: a string)."""
+
+    name: str
+    required: bool = False
+    default: Any = None
+    enum: Sequence[Any] | None = None
+    kind: str | None = None
+
+
+Coerce = Callable[[Declared, Any], Any]
+"""Checks one present value against its declaration (``BadRequest`` naming it) and returns it normalised."""
+
+
+def check_declared(owner: str, noun: str, arguments: Any, declared: Sequence[Declared], *,
+                   coerce: Coerce | None = None, blank_is_missing: bool = False) -> dict[str, Any]:
+    """Validate ``arguments`` against declarations: an object, no unknown names, required ones present,
+    defaults filled, enums respected. ``owner`` names who declared them (``tool 'x'``), ``noun`` what
+    they are called (``parameter``, ``argument``); every ``BadRequest`` names both."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise BadRequest(f"{owner}: arguments must be an object")
+    known = {d.name for d in declared}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        expected = ", ".join(sorted(known)) or f"no {noun}s"
+        raise BadRequest(f"{owner}: unknown {noun} '{unknown[0]}' (expected: {expected})")
+    out: dict[str, Any] = {}
+    for d in declared:
+        value = arguments.get(d.name)
+        if value is None or (blank_is_missing and value == ""):
+            if d.default is not None:
+                out[d.name] = copy.deepcopy(d.default)
+            elif d.required:
+                raise BadRequest(f"{owner}: missing required {noun} '{d.name}'" + (f" ({d.kind})" if d.kind else ""))
+            continue
+        if coerce is not None:
+            value = coerce(d, value)
+        if d.enum is not None and value not in d.enum and str(value) not in d.enum:
+            shown = ", ".join(json.dumps(v) if d.kind else str(v) for v in d.enum)
+            raise BadRequest(f"{owner}: {noun} '{d.name}' must be one of {shown} (got {json.dumps(value)})")
+        out[d.name] = value
+    return out

@@ -18,9 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from context_harness.agents.models import AgentArgument, AgentInfo, AgentPrompt
-from context_harness.errors import AgentError, BadRequest, ConfigError, HarnessError
+from context_harness.errors import AgentError, ConfigError, HarnessError
 from context_harness.lua.bridge import ScriptContext
-from context_harness.validation import describe
+from context_harness.validation import Declared, check_declared, describe
 
 log = logging.getLogger(__name__)
 
@@ -102,29 +102,8 @@ class AgentSpec:
 
     def check_arguments(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validated arguments: unknown names, missing required values and enum misses are ``BadRequest``."""
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, Mapping):
-            raise BadRequest(f"agent '{self.name}': arguments must be an object")
-        known = {a.name for a in self.arguments}
-        unknown = sorted(set(arguments) - known)
-        if unknown:
-            expected = ", ".join(sorted(known)) or "no arguments"
-            raise BadRequest(f"agent '{self.name}': unknown argument '{unknown[0]}' (expected: {expected})")
-        out: dict[str, Any] = {}
-        for arg in self.arguments:
-            value = arguments.get(arg.name)
-            if value is None or value == "":
-                if arg.default is not None:
-                    out[arg.name] = arg.default
-                elif arg.required:
-                    raise BadRequest(f"agent '{self.name}': missing required argument '{arg.name}'")
-                continue
-            if arg.enum is not None and str(value) not in arg.enum:
-                raise BadRequest(f"agent '{self.name}': argument '{arg.name}' must be one of "
-                                 f"{', '.join(arg.enum)} (got {str(value)!r})")
-            out[arg.name] = value
-        return out
+        declared = [Declared(a.name, a.required, a.default, a.enum) for a in self.arguments]
+        return check_declared(f"agent '{self.name}'", "argument", arguments, declared, blank_is_missing=True)
 
 
 def check_name(name: Any, where: str) -> str:

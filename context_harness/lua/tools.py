@@ -17,7 +17,6 @@ so two configs can load the same script under different names.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
@@ -29,6 +28,7 @@ from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.errors import BadRequest, ConfigError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.script import CONTEXT, LuaScript
+from context_harness.validation import Declared, check_declared
 
 log = logging.getLogger(__name__)
 
@@ -234,32 +234,14 @@ class LuaTool:
 
     def validate(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Check types, enums and required parameters; fill defaults. ``BadRequest`` names the parameter."""
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            raise BadRequest(f"tool '{self.name}': arguments must be an object")
-        known = {p.name for p in self.parameters}
-        unknown = sorted(set(arguments) - known)
-        if unknown:
-            expected = ", ".join(sorted(known)) or "no parameters"
-            raise BadRequest(f"tool '{self.name}': unknown parameter '{unknown[0]}' (expected: {expected})")
-        out: dict[str, Any] = {}
-        for p in self.parameters:
-            value = arguments.get(p.name)
-            if value is None:
-                if p.default is not None:
-                    out[p.name] = copy.deepcopy(p.default)
-                elif p.required:
-                    raise BadRequest(f"tool '{self.name}': missing required parameter '{p.name}' ({p.type})")
-                continue
-            if not type_ok(p.type, value):
-                raise BadRequest(f"tool '{self.name}': parameter '{p.name}' must be of type {p.type}")
-            value = _normalise(p.type, value)
-            if p.enum is not None and value not in p.enum:
-                allowed = ", ".join(json.dumps(v) for v in p.enum)
-                raise BadRequest(f"tool '{self.name}': parameter '{p.name}' must be one of {allowed}")
-            out[p.name] = value
-        return out
+        declared = [Declared(p.name, p.required, p.default, p.enum, p.type) for p in self.parameters]
+        return check_declared(f"tool '{self.name}'", "parameter", arguments, declared, coerce=self._coerce)
+
+    def _coerce(self, declared: Declared, value: Any) -> Any:
+        kind = declared.kind or "string"
+        if not type_ok(kind, value):
+            raise BadRequest(f"tool '{self.name}': parameter '{declared.name}' must be of type {kind}")
+        return _normalise(kind, value)
 
     def call(self, arguments: dict[str, Any] | None, context: ScriptContext | None = None) -> Any:
         """Validate ``arguments`` and run ``tool.execute(params, context)``; JSON-like result."""
