@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -29,9 +28,9 @@ from context_harness.store.documents import (
     DocumentStore,
     DocumentWrite,
     document_id,
-    iso,
 )
 from context_harness.store.keyword import IndexedDocument, KeywordIndex
+from context_harness.timestamps import from_iso, to_iso
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def chunking_signature(config: ChunkingConfig) -> str:
 
 def item_hash(item: SourceItem) -> str:
     payload = json.dumps([item.title, item.body, item.author, item.source_url, item.content_type,
-                          item.metadata, item.tags, iso(item.created_at)], sort_keys=True, ensure_ascii=False,
+                          item.metadata, item.tags, to_iso(item.created_at)], sort_keys=True, ensure_ascii=False,
                          default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -64,20 +63,14 @@ def item_hash(item: SourceItem) -> str:
 def document_row(source: str, item: SourceItem, fingerprint: str | None, content_hash: str) -> DocumentRow:
     return DocumentRow(
         id=document_id(source, item.source_id), source=source, source_id=item.source_id,
-        source_url=item.source_url, title=item.title, author=item.author, created_at=iso(item.created_at),
-        updated_at=iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
+        source_url=item.source_url, title=item.title, author=item.author, created_at=to_iso(item.created_at),
+        updated_at=to_iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
         metadata=item.metadata or {}, tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
     )
 
 
-def _parse_updated(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
 def indexed_document(row: DocumentRow) -> IndexedDocument:
-    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, _parse_updated(row.updated_at))
+    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at))
 
 
 def flush_index(store: DocumentStore, index: KeywordIndex) -> int:

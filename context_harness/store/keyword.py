@@ -138,7 +138,7 @@ class KeywordIndex:
             session.replace(doc_ids, documents)
 
     @contextmanager
-    def session(self) -> Iterator["IndexSession"]:
+    def session(self) -> Iterator[IndexSession]:
         """A writer that commits once on success and rolls back on failure (then releases the lock)."""
         with self._write_lock:
             writer = self._writer()

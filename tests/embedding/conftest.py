@@ -10,9 +10,10 @@ import pytest
 
 from context_harness.config import EmbeddingConfig
 from context_harness.embedding.local import LocalEmbedder
+from context_harness.store.schema import migrate
 from context_harness.store.vectors import VectorStore
 
-from .support import CHUNKS_DDL, IDENTITY
+from .support import IDENTITY
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def db_path(tmp_path: Path) -> Path:
     path = tmp_path / "ctx.sqlite"
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(CHUNKS_DDL)
+    migrate(conn)  # the real schema; tests write chunks rows without their documents (no foreign keys here)
     conn.close()
     return path
 

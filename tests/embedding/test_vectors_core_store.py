@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from context_harness.embedding.fake import FakeEmbedder
+from context_harness.ingest.chunking import embedding_text
 from context_harness.store.documents import DocumentRow, DocumentStore, DocumentWrite, StoredChunk, chunk_id
 from context_harness.store.vectors import VectorStore
 
@@ -37,7 +38,8 @@ def test_sync_embed_search_delete_cycle(documents: DocumentStore) -> None:
     vectors = VectorStore(documents.connection())  # the core store's own (autocommit) connection
     vectors.ensure_identity(embedder.identity)
     pending = vectors.pending()
-    vectors.put_many(zip([h for h, _ in pending], embedder.embed_documents([t for _, t in pending]), strict=True))
+    texts = [embedding_text(c.title, c.heading, c.text) for c in pending]
+    vectors.put_many(zip([c.content_hash for c in pending], embedder.embed_documents(texts), strict=True))
     assert vectors.stats().pending_chunks == 0
 
     reader = VectorStore(documents.path)  # a second connection sees the committed vectors
