@@ -41,6 +41,26 @@ def test_core_never_imports_an_adapter() -> None:
     assert offenders == []
 
 
+STORE_MAY_IMPORT = ("context_harness.store", "context_harness.errors", "context_harness.embedding.base",
+                    "context_harness.timestamps")
+
+
+def test_storage_imports_only_storage_errors_identity_and_timestamps() -> None:
+    # One core, thin rims: the store is the bottom layer (no ingest, search, or adapter imports), and
+    # only store/ runs SQL against the schema that store/schema.py owns.
+    offenders = []
+    for path in (PACKAGE / "store").glob("*.py"):
+        for module in imported_modules(path):
+            if module.startswith("context_harness") and module != "context_harness" and not any(
+                    module == m or module.startswith(m + ".") for m in STORE_MAY_IMPORT):
+                offenders.append(f"store/{path.name} imports {module}")
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name != "store" and any(word in path.read_text(encoding="utf-8")
+                                                 for word in ("CREATE TABLE", "FROM chunks", "FROM documents")):
+            offenders.append(f"{path.relative_to(PACKAGE)} runs SQL against the store's schema")
+    assert not offenders, offenders
+
+
 def config_keys(model: type, prefix: str = "") -> list[str]:
     keys = []
     for name, field in model.model_fields.items():
