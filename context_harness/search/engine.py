@@ -101,6 +101,7 @@ class SearchEngine:
     def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
                        meanwhile: Callable[[], object] | None = None):
         backend = self._backend(required=True)
+        assert backend is not None  # required: raised otherwise
         allowed = self.allowed_documents(filters) if filters else None
         if allowed is not None and not allowed:
             return backend, []

@@ -210,7 +210,7 @@ class KeywordIndex:
         phrases = [p for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
         rest = _PHRASE.sub(" ", text).replace('"', " ")
         for phrase in phrases:
-            words = list(self.analyzer.analyze(phrase))
+            words: list[str | tuple[int, str]] = list(self.analyzer.analyze(phrase))
             if not words:
                 continue
             per_field = []
