@@ -25,9 +25,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from context_harness.embedding.base import EmbedderIdentity  # noqa: E402
-from context_harness.store.documents import DocumentStore  # noqa: E402
-from context_harness.store.vectors import VectorStore  # noqa: E402
+from context_harness.embedding.base import EmbedderIdentity
+from context_harness.store.documents import DocumentStore
+from context_harness.store.vectors import VectorStore
 
 CHUNKS_PER_DOC = 10
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from context_harness.embedding.fake import FakeEmbedder
 from context_harness.ingest.chunking import embedding_text
-from context_harness.store.documents import DocumentRow, DocumentStore, DocumentWrite, StoredChunk, chunk_id
+from context_harness.store.documents import (
+    DocumentRow,
+    DocumentStore,
+    DocumentWrite,
+    StoredChunk,
+    chunk_id,
+)
+from context_harness.store.schema import SCHEMA_VERSION
 from context_harness.store.vectors import VectorStore
 
 from .support import content_hash
@@ -64,3 +72,22 @@ def test_vectors_commit_or_roll_back_with_the_chunks(documents: DocumentStore) -
     reopened = VectorStore(documents.path)
     assert reopened.count() == 0 and reopened.identity() is None
     reopened.close()
+
+
+def test_either_store_creates_the_same_schema(tmp_path: Path) -> None:
+    # store/schema.py owns every table: whichever store opens a new file first, the file is the same.
+    def tables(path: Path) -> list[tuple[str, str]]:
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+        finally:
+            conn.close()
+
+    VectorStore(tmp_path / "a.sqlite").close()
+    first = DocumentStore(tmp_path / "a.sqlite")
+    assert first.schema_version == SCHEMA_VERSION
+    first.close()
+    DocumentStore(tmp_path / "b.sqlite").close()
+    VectorStore(tmp_path / "b.sqlite").close()
+    assert tables(tmp_path / "a.sqlite") == tables(tmp_path / "b.sqlite")
+    assert {"documents", "chunks", "embeddings", "embedding_meta"} <= {name for name, _ in tables(tmp_path / "a.sqlite")}
