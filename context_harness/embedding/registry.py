@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 EmbedderFactory = Callable[["EmbeddingConfig"], Embedder]
 
 
-
 class EmbedderRegistry:
     """Maps a provider name to its factory."""
 
