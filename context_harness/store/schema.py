@@ -82,7 +82,10 @@ class StoreVersionError(ConfigError):
 
 
 def migrate(conn: sqlite3.Connection, name: str = "the database") -> None:
-    """Bring the schema of ``conn``'s database up to ``SCHEMA_VERSION`` (all or nothing)."""
+    """Bring the schema of ``conn``'s database up to ``SCHEMA_VERSION`` (all or nothing). A current
+    file is only read: opening a store never waits for another process's write transaction."""
+    if not conn.in_transaction and _is_current(conn):
+        return
     with _transaction(conn):
         _execute(conn, "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         version = schema_version(conn)
@@ -100,6 +103,17 @@ def migrate(conn: sqlite3.Connection, name: str = "the database") -> None:
 def schema_version(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     return int(row[0]) if row else 0
+
+
+def _is_current(conn: sqlite3.Connection) -> bool:
+    try:
+        version, vector_tables = conn.execute(
+            "SELECT (SELECT value FROM meta WHERE key='schema_version'), (SELECT COUNT(*) FROM sqlite_master "
+            "WHERE type='table' AND name IN ('embeddings', 'embedding_meta'))"
+        ).fetchone()
+    except sqlite3.OperationalError:  # no meta table yet: a new file
+        return False
+    return version == str(SCHEMA_VERSION) and vector_tables == 2
 
 
 def _execute(conn: sqlite3.Connection, script: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,22 @@ def test_either_store_creates_the_same_schema(tmp_path: Path) -> None:
     VectorStore(tmp_path / "b.sqlite").close()
     assert tables(tmp_path / "a.sqlite") == tables(tmp_path / "b.sqlite")
     assert {"documents", "chunks", "embeddings", "embedding_meta"} <= {name for name, _ in tables(tmp_path / "a.sqlite")}
+
+
+def test_opening_a_current_file_never_waits_for_a_writer(tmp_path: Path) -> None:
+    # Another process in a long write transaction (a sync) must not block a reader's open.
+    path = tmp_path / "ctx.sqlite"
+    DocumentStore(path).close()
+    VectorStore(path).close()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.perf_counter()
+        documents, vectors = DocumentStore(path), VectorStore(path)
+        assert time.perf_counter() - started < 5  # the busy timeout is 30 s
+        assert documents.schema_version == SCHEMA_VERSION and vectors.count() == 0
+        documents.close()
+        vectors.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
