@@ -1,8 +1,8 @@
-"""The SQL that reads the document tables together with the vector tables (see ``schema.py``).
+"""The vector store's reads of the document tables, alone or joined with the vector tables.
 
-``VectorStore`` runs these on its own connection, so a load reads chunks and vectors from one
-snapshot; it writes no SQL of its own against ``documents`` or ``chunks``. Each function takes
-an open connection and returns plain data.
+The tables are defined in ``schema.py``. ``VectorStore`` runs these on its own connection, so a
+load reads chunks and vectors from one snapshot; it writes no SQL of its own against ``documents``
+or ``chunks``. Each function takes an open connection and returns plain data.
 """
 
 from __future__ import annotations
