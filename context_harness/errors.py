@@ -44,6 +44,15 @@ class EmbeddingsDisabled(HarnessError):
     code = "embeddings_disabled"
 
 
+def embeddings_disabled() -> EmbeddingsDisabled:
+    """The one error (and wording) for a request that needs embeddings when they are disabled."""
+    return EmbeddingsDisabled(
+        "semantic and hybrid search need embeddings, which are disabled in this config "
+        '([embedding] provider = "disabled"); set [embedding] provider = "local" (the bundled offline model) '
+        'or "openai", run `ctx sync` (or `ctx embed pending`), or search with mode = "keyword"'
+    )
+
+
 class EmbeddingsUnavailable(HarnessError):
     code = "embeddings_unavailable"
 

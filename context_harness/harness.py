@@ -360,7 +360,7 @@ class Harness:
 
     def _embed_blocking(self, limit: int | None, batch_size: int | None, progress: ProgressFn | None,
                         rebuild: bool) -> EmbedSummary:
-        from context_harness.embedding.pipeline import embed_pending
+        from context_harness.ingest.embed import embed_pending
 
         assert self.vectors is not None
         backend = self.semantic()

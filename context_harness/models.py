@@ -6,34 +6,13 @@ output schemas, the REST bodies and the ``--json`` CLI output, so the three cann
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from context_harness import timestamps
+
 SearchMode = Literal["keyword", "semantic", "hybrid"]
-
-
-def parse_timestamp(value: str) -> dt.datetime:
-    """Parse an ISO 8601 date or date-time; naive values are taken as UTC."""
-    text = value.strip()
-    if text.endswith("Z") or text.endswith("z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"expected an ISO 8601 date or date-time such as 2026-01-31 or 2026-01-31T12:00:00Z, got {value!r}"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
-    return parsed.astimezone(dt.timezone.utc)
-
-
-def format_timestamp(value: dt.datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 class SearchFilters(BaseModel):
@@ -58,7 +37,7 @@ class SearchFilters(BaseModel):
     @classmethod
     def _check_time(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_timestamp(value)
+            timestamps.parse(value)
         return value
 
     @field_validator("tags", mode="before")
@@ -93,7 +72,7 @@ class SearchRequest(BaseModel):
     explain: bool = Field(default=False, description="Add per-result scoring details.")
 
     @model_validator(mode="after")
-    def _merge_source(self) -> "SearchRequest":
+    def _merge_source(self) -> SearchRequest:
         if self.source is not None:
             filters = self.filters or SearchFilters()
             if filters.source is None:

@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 
+from context_harness.store.schema import migrate
+
 from support.contexts import FakeContext, agent_context as new_agent_context, script_context
 from support.http import (
     LUA_ARTICLES, TOOL_ARTICLES, AppServer, JsonApi, LocalServer, free_port, serve_in_thread, spawn_http,
     stop_process,
 )
-from support.vectors import CHUNKS_DDL, IDENTITY
+from support.vectors import IDENTITY
 from support.workspace import (
     E2E_DOCS, AgentWorkspace, Workspace, config_toml, write_files, write_knowledge_base, write_sample_docs,
     write_served, write_tools_workspace,
@@ -255,11 +257,11 @@ def make_connector(write_script: Callable[..., Path]) -> Callable[..., Any]:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    """A SQLite file in WAL mode with the chunks table the vector store reads."""
+    """A SQLite file in WAL mode with the real schema (tests write chunks rows without documents)."""
     path = tmp_path / "ctx.sqlite"
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(CHUNKS_DDL)
+    migrate(conn)
     conn.close()
     return path
 

@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "validation": {"errors", "models"},
     "store": LOWER | {"embedding"},
     "embedding": LOWER,
-    "ingest": LOWER | {"store", "connectors"},
+    "ingest": LOWER | {"store", "connectors", "embedding"},
     "search": LOWER | {"store", "embedding"},
     "lua": LOWER | {"connectors", "ingest"},
     "connectors": LOWER | {"lua", "ingest"},

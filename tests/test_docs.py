@@ -29,7 +29,11 @@ def config_keys(model: type, prefix: str = "") -> list[str]:
 
 
 def test_every_config_key_is_documented() -> None:
-    from context_harness.config import FilesystemConnectorConfig, GitConnectorConfig, ScriptConfig
+    from context_harness.config import (
+        FilesystemConnectorConfig,
+        GitConnectorConfig,
+        ScriptConfig,
+    )
 
     keys = [k for k in config_keys(Config) if not k.startswith("connectors.") and not k.startswith("tools.")]
     keys += [f"connectors.filesystem.NAME.{k}" for k in FilesystemConnectorConfig.model_fields]

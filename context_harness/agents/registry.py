@@ -9,8 +9,8 @@ Built once from the config (``build_agent_registry``). Definitions are cached; t
 from __future__ import annotations
 
 import base64
-import builtins
 import binascii
+import builtins
 import hashlib
 import json
 import logging

@@ -6,13 +6,13 @@ Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pathspec
 
+from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.ingest.markdown import (
@@ -152,7 +152,7 @@ class FilesystemConnector:
         if not title:
             title = path.stem
         author = meta.get("author")
-        file_time = dt.datetime.fromtimestamp(mtime, tz=dt.timezone.utc)
+        file_time = timestamps.from_unix(mtime)
         return SourceItem(
             source_id=rel_path,
             body=body,

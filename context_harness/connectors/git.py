@@ -13,11 +13,11 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from context_harness.config import FilesystemConnectorConfig, GitConnectorConfig
-from context_harness.connectors.base import Candidate, ScanReport
+from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import FilesystemConnector
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,8 @@ def _web_base(url: str, branch: str) -> str | None:
     return f"https://{host}/{repo}/{middle}/{branch}/"
 
 
-def _with_url(load, web: str | None, path: str):  # type: ignore[no-untyped-def]
-    def loader():  # type: ignore[no-untyped-def]
+def _with_url(load: Callable[[], SourceItem | None], web: str | None, path: str) -> Callable[[], SourceItem | None]:
+    def loader() -> SourceItem | None:
         item = load()
         if item is not None and web:
             item.source_url = web + path

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,7 +63,7 @@ def register(registry: EmbedderRegistry | None = None) -> None:
     target.register(PROVIDER, _factory, replace=True)
 
 
-def fake_config(**overrides: object) -> EmbeddingConfig:
+def fake_config(**overrides: Any) -> EmbeddingConfig:
     """An ``EmbeddingConfig`` selecting the fake provider (bypasses the ``provider`` literal check)."""
     from context_harness.config import EmbeddingConfig
 

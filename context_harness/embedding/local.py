@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+import context_harness.embedding.bundled as bundled
 from context_harness.config import EmbeddingConfig
-from context_harness.embedding import bundled
 from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
 
@@ -91,8 +91,8 @@ class LocalEmbedder(BaseEmbedder):
         if self.spec.dims is not None:
             self._identity = EmbedderIdentity(PROVIDER, self.spec.identity_model, self.spec.dims)
 
-    @property
-    def identity(self) -> EmbedderIdentity:
+    @property  # known only after the first call; BaseEmbedder lets simple embedders set it as an attribute
+    def identity(self) -> EmbedderIdentity:  # type: ignore[override]
         if self._identity is None:
             dims = _fastembed_dims(self.spec.fastembed_name)
             self._identity = EmbedderIdentity(PROVIDER, self.spec.identity_model, dims)
@@ -346,11 +346,11 @@ def _no_spinning() -> Iterator[None]:
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         return options
 
-    ort.SessionOptions = quiet_options  # type: ignore[misc]
+    ort.SessionOptions = quiet_options
     try:
         yield
     finally:
-        ort.SessionOptions = original  # type: ignore[misc]
+        ort.SessionOptions = original
 
 
 def _load_failure(spec: ModelSpec, exc: Exception, download_dir: str | None) -> str:

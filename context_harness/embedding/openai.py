@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 import urllib.error
 import urllib.parse
@@ -66,8 +65,8 @@ class OpenAIEmbedder(BaseEmbedder):
         if config.dims is not None:
             self._identity = EmbedderIdentity(PROVIDER, self.model, config.dims)
 
-    @property
-    def identity(self) -> EmbedderIdentity:
+    @property  # known only after the first call; BaseEmbedder lets simple embedders set it as an attribute
+    def identity(self) -> EmbedderIdentity:  # type: ignore[override]
         if self._identity is None:  # dims not configured: ask the server once
             dims = self._request(["dimension probe"]).shape[1]
             self._identity = EmbedderIdentity(PROVIDER, self.model, dims)
@@ -104,7 +103,7 @@ class OpenAIEmbedder(BaseEmbedder):
                     raise EmbeddingsUnavailable(self._http_message(exc.code, detail, attempt)) from None
                 delay = self._delay(attempt, exc.headers.get("Retry-After") if exc.headers else None)
                 log.warning("embeddings endpoint %s: HTTP %s, retrying in %.2fs", self.url, exc.code, delay)
-            except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, ConnectionRefusedError):  # nothing listens there: retrying only waits
                     raise EmbeddingsUnavailable(

@@ -13,18 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from context_harness.embedding.base import Embedder
-from context_harness.errors import ConfigError, EmbeddingsDisabled
+from context_harness.errors import ConfigError, embeddings_disabled
 
 if TYPE_CHECKING:
     from context_harness.config import EmbeddingConfig
 
 EmbedderFactory = Callable[["EmbeddingConfig"], Embedder]
-
-DISABLED_MESSAGE = (
-    "semantic and hybrid search need embeddings, which are disabled in this config; "
-    'set [embedding] provider = "local" (the bundled offline model) or "openai", '
-    "run `ctx sync` (or `ctx embed pending`), or search with mode = \"keyword\""
-)
 
 
 class EmbedderRegistry:
@@ -87,7 +81,7 @@ def _openai(config: EmbeddingConfig) -> Embedder:
 
 
 def _disabled(config: EmbeddingConfig) -> Embedder:
-    raise EmbeddingsDisabled(DISABLED_MESSAGE)
+    raise embeddings_disabled()
 
 
 #: The process-wide registry that ``build_embedder`` uses; extensions register here.

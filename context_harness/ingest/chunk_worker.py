@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
-from typing import BinaryIO
+from typing import IO, Any
 
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
 from context_harness.store.documents import StoredChunk, chunk_id
@@ -58,14 +58,14 @@ def available_cores() -> int:
 
 # -- the wire: 8-byte little-endian length, then a pickle -----------------------------------------
 
-def _send(stream: BinaryIO, obj: object) -> None:
+def _send(stream: IO[bytes], obj: object) -> None:
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(len(payload).to_bytes(8, "little"))
     stream.write(payload)
     stream.flush()
 
 
-def _receive(stream: BinaryIO) -> object:
+def _receive(stream: IO[bytes]) -> Any:
     header = stream.read(8)
     if len(header) < 8:
         raise EOFError("the chunking helper closed its pipe")
@@ -101,7 +101,7 @@ class _Helper:
             try:
                 _send(self.process.stdin, request)
                 future.set_result(_receive(self.process.stdout))
-            except BaseException as exc:  # the helper died: fail this job, leave the rest to others
+            except BaseException as exc:
                 future.set_exception(exc)
                 return
 
@@ -205,7 +205,7 @@ class Chunker:
 
 # -- the helper side -----------------------------------------------------------------------------
 
-def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     while True:
         try:
             max_tokens, overlap_tokens, docs = _receive(stdin)

@@ -122,7 +122,8 @@ def _blocks(body: str) -> list[_Block]:
         if fence is not None:
             buf.append(line)
             match = _FENCE.match(line)
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) and not line.strip()[len(match.group(1)):].strip():
+            marker = match.group(1) if match else ""
+            if match and marker[0] == fence[0] and len(marker) >= len(fence) and not line.strip()[len(marker):].strip():
                 fence = None
                 flush("code")
             continue
@@ -183,7 +184,7 @@ def _split_oversized(block: _Block, max_tokens: int, group: int) -> list[_Block]
 
 def _join(parts: list[_Block]) -> str:
     text = parts[0].text
-    for previous, block in zip(parts, parts[1:]):
+    for previous, block in zip(parts, parts[1:], strict=False):
         same = block.group is not None and block.group == previous.group
         text += (block.joiner if same else "\n\n") + block.text
     return text

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from context_harness import timestamps
+
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _SETEXT_H1 = re.compile(r"^(\S[^\n]*)\n=+[ \t]*$", re.MULTILINE)
@@ -67,15 +69,14 @@ def front_matter_time(meta: dict[str, Any], *keys: str) -> dt.datetime | None:
     for key in keys:
         value = meta.get(key)
         if isinstance(value, dt.datetime):
-            return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+            return timestamps.as_utc(value)
         if isinstance(value, dt.date):
-            return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+            return dt.datetime(value.year, value.month, value.day, tzinfo=timestamps.UTC)
         if isinstance(value, str):
             try:
-                parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+                return timestamps.parse(value)
             except ValueError:
                 continue
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
     return None
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_harness.config import ChunkingConfig
-from context_harness.connectors.base import Connector, ScanReport, SourceItem
+from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
 from context_harness.ingest.chunk_worker import Chunker, DocumentText
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SyncSummary
@@ -29,9 +28,9 @@ from context_harness.store.documents import (
     DocumentStore,
     DocumentWrite,
     document_id,
-    iso,
 )
-from context_harness.store.keyword import IndexedDocument, KeywordIndex
+from context_harness.store.keyword import IndexedDocument, IndexSession, KeywordIndex
+from context_harness.timestamps import from_iso, to_iso
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def chunking_signature(config: ChunkingConfig) -> str:
 
 def item_hash(item: SourceItem) -> str:
     payload = json.dumps([item.title, item.body, item.author, item.source_url, item.content_type,
-                          item.metadata, item.tags, iso(item.created_at)], sort_keys=True, ensure_ascii=False,
+                          item.metadata, item.tags, to_iso(item.created_at)], sort_keys=True, ensure_ascii=False,
                          default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -64,20 +63,14 @@ def item_hash(item: SourceItem) -> str:
 def document_row(source: str, item: SourceItem, fingerprint: str | None, content_hash: str) -> DocumentRow:
     return DocumentRow(
         id=document_id(source, item.source_id), source=source, source_id=item.source_id,
-        source_url=item.source_url, title=item.title, author=item.author, created_at=iso(item.created_at),
-        updated_at=iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
+        source_url=item.source_url, title=item.title, author=item.author, created_at=to_iso(item.created_at),
+        updated_at=to_iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
         metadata=item.metadata or {}, tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
     )
 
 
-def _parse_updated(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
 def indexed_document(row: DocumentRow) -> IndexedDocument:
-    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, _parse_updated(row.updated_at))
+    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at))
 
 
 def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
@@ -107,140 +100,212 @@ class Syncer:
              budget: list[int] | None = None) -> SyncSummary:
         """Sync one connector. ``budget`` is a shared one-element list holding the remaining ``limit``."""
         with contextlib.ExitStack() as stack:
-            return self._sync(connector, options, progress, budget, stack)
+            return _SyncRun(self, connector, options, progress, _Budget(budget), stack).run()
 
-    def _sync(self, connector: Connector, options: SyncOptions, progress: ProgressFn | None,
-              budget: list[int] | None, stack: contextlib.ExitStack) -> SyncSummary:
+
+class _Budget:
+    """The remaining ``limit`` of changes, shared by the sources of one sync (None: no limit)."""
+
+    def __init__(self, cell: list[int] | None) -> None:
+        self.cell = cell
+
+    def left(self) -> bool:
+        return self.cell is None or self.cell[0] > 0
+
+    def spend(self) -> None:
+        if self.cell is not None:
+            self.cell[0] -= 1
+
+    def cap(self, wanted: int) -> int:
+        return wanted if self.cell is None else min(wanted, self.cell[0])
+
+
+class _Writer:
+    """Chunks changed documents (in helper processes when there are many), stores them in batches and
+    feeds the keyword index session, which indexes in its own threads while the sync reads on and
+    commits once at the end; until then SQLite's ``index_queue`` covers a crash. Without a session
+    (a dry run) nothing is written."""
+
+    def __init__(self, store: DocumentStore, label: str, session: IndexSession | None, chunker: Chunker) -> None:
+        self.store = store
+        self.label = label
+        self.session = session
+        self.chunker = chunker
+        self.fed: list[str] = []  # documents the session holds: dequeued once it has committed
+        self._rows: list[DocumentRow] = []  # waiting to be chunked
+        self._jobs: collections.deque[tuple[Future, list[DocumentText], list[DocumentRow]]] = collections.deque()
+        self._writes: list[DocumentWrite] = []
+        self._touches: list[tuple[str, str | None]] = []  # (doc id, new fingerprint) of unchanged content
+
+    def add(self, row: DocumentRow) -> None:
+        self._rows.append(row)
+        if len(self._rows) >= CHUNK_BATCH:
+            self._submit()
+            self._collect(wait=False)
+
+    def touch(self, doc_id: str, fingerprint: str | None) -> None:
+        self._touches.append((doc_id, fingerprint))
+        if len(self._touches) >= WRITE_BATCH:
+            self._flush()
+
+    def finish(self) -> None:
+        """Chunk and store everything added so far."""
+        self._submit()
+        self._collect(wait=True)
+        self._flush()
+
+    def delete(self, doc_ids: list[str]) -> None:
+        if doc_ids and self.session is not None:
+            self.store.apply(self.label, [], doc_ids)
+            self._feed(doc_ids, [])
+
+    def _submit(self) -> None:
+        if self._rows:
+            docs = [(row.id, row.title, row.body) for row in self._rows]
+            self._jobs.append((self.chunker.submit(docs), docs, list(self._rows)))
+            self._rows.clear()
+
+    def _collect(self, wait: bool) -> None:
+        while self._jobs and (wait or len(self._jobs) > MAX_JOBS or self._jobs[0][0].done()):
+            future, docs, rows = self._jobs.popleft()
+            for row, chunks in zip(rows, self.chunker.result(future, docs), strict=True):
+                self._writes.append(DocumentWrite(row, chunks))
+            if len(self._writes) >= WRITE_BATCH:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self.session is not None and (self._writes or self._touches):
+            self.store.apply(self.label, self._writes, [], self._touches)
+            self._feed([w.row.id for w in self._writes], self._writes)
+        self._writes.clear()
+        self._touches.clear()
+
+    def _feed(self, doc_ids: list[str], written: list[DocumentWrite]) -> None:
+        assert self.session is not None
+        self.session.replace(doc_ids, [indexed_document(w.row) for w in written])
+        self.fed.extend(doc_ids)
+
+
+class _SyncRun:
+    """One connector's sync: scan, store what changed, delete what disappeared, commit the index."""
+
+    def __init__(self, syncer: Syncer, connector: Connector, options: SyncOptions, progress: ProgressFn | None,
+                 budget: _Budget, stack: contextlib.ExitStack) -> None:
+        self.syncer = syncer
+        self.store = syncer.store
+        self.connector = connector
+        self.label = connector.label
+        self.options = options
+        self.emit: ProgressFn = progress or (lambda event: None)
+        self.budget = budget
+        self.stack = stack
+        self.summary = SyncSummary(source=self.label, dry_run=options.dry_run)
+        self.report = ScanReport()
+        self.stored: dict[str, tuple[str, str | None, str]] = {}  # source_id -> (doc id, fingerprint, hash)
+        self.full = options.full
+        self.seen: set[str] = set()
+
+    def run(self) -> SyncSummary:
         started = time.perf_counter()
-        label = connector.label
-        emit = progress or (lambda event: None)
-        summary = SyncSummary(source=label, dry_run=options.dry_run)
-        report = ScanReport()
-        emit({"event": "scan", "source": label})
-        candidates = sorted(connector.scan(report), key=lambda c: c.source_id)
-        stored = self.store.fingerprints(label)
-        full = options.full or self.chunking_changed(label)
-        seen: set[str] = set()
-        writes: list[DocumentWrite] = []
-        touches: list[tuple[str, str | None]] = []
+        candidates = self._scan()
+        writer = self._writer(candidates)
         total = len(candidates)
-        emit({"event": "start", "source": label, "total": total})
-
-        def budget_left() -> bool:
-            return budget is None or budget[0] > 0
-
-        def spend() -> None:
-            if budget is not None:
-                budget[0] -= 1
-
-        session = None if options.dry_run else stack.enter_context(self.index.session())
-        fed: list[str] = []
-
-        def feed(doc_ids: list[str], written: list[DocumentWrite]) -> None:
-            assert session is not None
-            session.replace(doc_ids, [indexed_document(w.row) for w in written])
-            fed.extend(doc_ids)
-
-        def flush_writes() -> None:
-            if writes or touches:
-                if session is not None:
-                    self.store.apply(label, writes, [], touches)
-                    # Feed the keyword index now (it indexes in its own threads while we read on);
-                    # it commits once at the end. Until then SQLite's queue covers a crash.
-                    feed([w.row.id for w in writes], writes)
-                writes.clear()
-                touches.clear()
-
-        chunker = Chunker(self.chunking.max_tokens, self.chunking.overlap_tokens)
-        stack.callback(chunker.close)  # before the index commits (the stack unwinds in reverse)
-        if not options.dry_run:
-            to_read = sum(1 for c in candidates if full or c.fingerprint is None
-                          or stored.get(c.source_id, ("", None, ""))[1] != c.fingerprint)
-            chunker.expect(to_read if budget is None else min(to_read, budget[0]))
-        pending: list[DocumentRow] = []
-        jobs: collections.deque[tuple[Future, list[DocumentText], list[DocumentRow]]] = collections.deque()
-
-        def submit() -> None:
-            if pending:
-                docs = [(row.id, row.title, row.body) for row in pending]
-                jobs.append((chunker.submit(docs), docs, list(pending)))
-                pending.clear()
-
-        def collect(wait: bool) -> None:
-            while jobs and (wait or len(jobs) > MAX_JOBS or jobs[0][0].done()):
-                future, docs, rows = jobs.popleft()
-                for row, chunks in zip(rows, chunker.result(future, docs), strict=True):
-                    writes.append(DocumentWrite(row, chunks))
-                if len(writes) >= WRITE_BATCH:
-                    flush_writes()
-
-        for done, cand in enumerate(candidates, 1):
-            if cand.source_id in seen:
-                report.skip("duplicate_id", cand.source_id)
-                continue
-            seen.add(cand.source_id)
-            prev = stored.get(cand.source_id)
-            if prev and not full and cand.fingerprint is not None and prev[1] == cand.fingerprint:
-                summary.unchanged += 1
-            elif not budget_left():
-                summary.limited = True
-            else:
-                item = cand.load()
-                if item is None:
-                    seen.discard(cand.source_id)  # unreadable now: a stored copy is removed below
-                else:
-                    content_hash = item_hash(item)
-                    if prev and not full and prev[2] == content_hash:
-                        summary.unchanged += 1
-                        touches.append((prev[0], cand.fingerprint))
-                    else:
-                        if not options.dry_run:
-                            pending.append(document_row(label, item, cand.fingerprint, content_hash))
-                        if prev:
-                            summary.updated += 1
-                        else:
-                            summary.added += 1
-                        spend()
-            if len(pending) >= CHUNK_BATCH:
-                submit()
-                collect(wait=False)
-            if len(touches) >= WRITE_BATCH:
-                flush_writes()
+        self.emit({"event": "start", "source": self.label, "total": total})
+        for done, candidate in enumerate(candidates, 1):
+            if not self._visit(candidate, writer):
+                continue  # a duplicate id
             if done % 200 == 0 or done == total:
-                emit({"event": "progress", "source": label, "done": done, "total": total})
-        submit()
-        collect(wait=True)
-        flush_writes()
+                self.emit({"event": "progress", "source": self.label, "done": done, "total": total})
+        writer.finish()
+        writer.delete(self._missing())
+        self.stack.close()  # closes the chunker, then commits the keyword index
+        if writer.fed:
+            self.store.dequeue(writer.fed)
+        self._finish(started)
+        return self.summary
 
+    def _scan(self) -> list[Candidate]:
+        self.emit({"event": "scan", "source": self.label})
+        candidates = sorted(self.connector.scan(self.report), key=lambda c: c.source_id)
+        self.stored = self.store.fingerprints(self.label)
+        self.full = self.options.full or self.syncer.chunking_changed(self.label)
+        return candidates
+
+    def _writer(self, candidates: list[Candidate]) -> _Writer:
+        session = None if self.options.dry_run else self.stack.enter_context(self.syncer.index.session())
+        chunking = self.syncer.chunking
+        chunker = Chunker(chunking.max_tokens, chunking.overlap_tokens)
+        self.stack.callback(chunker.close)  # before the index commits (the stack unwinds in reverse)
+        if not self.options.dry_run:
+            to_read = sum(1 for c in candidates if self._may_have_changed(c))
+            chunker.expect(self.budget.cap(to_read))
+        return _Writer(self.store, self.label, session, chunker)
+
+    def _may_have_changed(self, candidate: Candidate) -> bool:
+        """False when the fingerprint says the stored copy is current (the item is not even read)."""
+        previous = self.stored.get(candidate.source_id)
+        return (self.full or candidate.fingerprint is None or previous is None
+                or previous[1] != candidate.fingerprint)
+
+    def _visit(self, candidate: Candidate, writer: _Writer) -> bool:
+        """Classify one candidate and hand a change to the writer; False for a duplicate id."""
+        summary = self.summary
+        if candidate.source_id in self.seen:
+            self.report.skip("duplicate_id", candidate.source_id)
+            return False
+        self.seen.add(candidate.source_id)
+        previous = self.stored.get(candidate.source_id)
+        if previous and not self._may_have_changed(candidate):
+            summary.unchanged += 1
+            return True
+        if not self.budget.left():
+            summary.limited = True
+            return True
+        item = candidate.load()
+        if item is None:
+            self.seen.discard(candidate.source_id)  # unreadable now: a stored copy is removed below
+            return True
+        content_hash = item_hash(item)
+        if previous and not self.full and previous[2] == content_hash:
+            summary.unchanged += 1
+            writer.touch(previous[0], candidate.fingerprint)
+            return True
+        if not self.options.dry_run:
+            writer.add(document_row(self.label, item, candidate.fingerprint, content_hash))
+        if previous:
+            summary.updated += 1
+        else:
+            summary.added += 1
+        self.budget.spend()
+        return True
+
+    def _missing(self) -> list[str]:
+        """Stored documents no longer listed by the connector (within the budget), to delete."""
         deletes = []
-        for source_id, (doc_id, _, _) in sorted(stored.items()):
-            if source_id in seen:
+        for source_id, (doc_id, _, _) in sorted(self.stored.items()):
+            if source_id in self.seen:
                 continue
-            if not budget_left():
-                summary.limited = True
+            if not self.budget.left():
+                self.summary.limited = True
                 break
             deletes.append(doc_id)
-            spend()
-        summary.deleted = len(deletes)
-        if deletes and session is not None:
-            self.store.apply(label, [], deletes)
-            feed(deletes, [])
-        stack.close()  # commits the keyword index
-        if fed:
-            self.store.dequeue(fed)
+            self.budget.spend()
+        self.summary.deleted = len(deletes)
+        return deletes
 
-        summary.skipped = sum(report.skipped.values())
-        summary.skipped_reasons = dict(sorted(report.skipped.items()))
-        for warning in report.warnings[:20]:
-            log.info("%s: skipped %s", label, warning)
-        if not options.dry_run:
-            flush_index(self.store, self.index)
+    def _finish(self, started: float) -> None:
+        summary = self.summary
+        summary.skipped = sum(self.report.skipped.values())
+        summary.skipped_reasons = dict(sorted(self.report.skipped.items()))
+        for warning in self.report.warnings[:20]:
+            log.info("%s: skipped %s", self.label, warning)
+        if not self.options.dry_run:
+            flush_index(self.store, self.syncer.index)
             notes = None
             if summary.skipped:
                 notes = "skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped_reasons.items())
-            self.store.record_sync(label, notes)
+            self.store.record_sync(self.label, notes)
             if not summary.limited:
-                self.store.set_meta(f"chunking:{label}", chunking_signature(self.chunking))
+                self.store.set_meta(f"chunking:{self.label}", chunking_signature(self.syncer.chunking))
         summary.seconds = round(time.perf_counter() - started, 3)
-        emit({"event": "done", "source": label, **summary.model_dump(exclude={"source"})})
-        return summary
+        self.emit({"event": "done", "source": self.label, **summary.model_dump(exclude={"source"})})

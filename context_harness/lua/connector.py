@@ -23,6 +23,7 @@ from typing import Any
 
 from lupa.lua54 import lua_type
 
+from context_harness import timestamps
 from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.errors import ToolError
@@ -50,7 +51,7 @@ def parse_timestamp(value: Any, field: str) -> dt.datetime | None:
         if not math.isfinite(value):
             raise InvalidItem(f"{field} must be a finite number")
         try:
-            return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+            return timestamps.from_unix(value)
         except (OverflowError, OSError, ValueError):
             raise InvalidItem(f"{field}: {value} is out of range for unix seconds") from None
     if isinstance(value, str):
@@ -62,8 +63,8 @@ def parse_timestamp(value: Any, field: str) -> dt.datetime | None:
         except ValueError:
             raise InvalidItem(f"{field}: {value[:40]!r} is not an RFC 3339 timestamp") from None
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=dt.timezone.utc)
-        return parsed.astimezone(dt.timezone.utc)
+            parsed = parsed.replace(tzinfo=timestamps.UTC)
+        return timestamps.as_utc(parsed)
     raise InvalidItem(f"{field} must be an RFC 3339 string or unix seconds")
 
 
@@ -181,7 +182,8 @@ class LuaConnector:
                 self._skip(report, "invalid_item", f"item {index}: {exc}")
                 continue
             if item.source_id in seen:
-                self._skip(report, "duplicate_id", f"item {index}: source_id '{item.source_id[:80]}' repeats an earlier item")
+                self._skip(report, "duplicate_id",
+                           f"item {index}: source_id '{item.source_id[:80]}' repeats an earlier item")
                 continue
             seen.add(item.source_id)
             items.append(item)

@@ -107,7 +107,7 @@ def _cpu() -> int:
     global _GETCPU
     if _GETCPU is False:
         _GETCPU = _find_getcpu()
-    return _GETCPU() if _GETCPU is not None else -1
+    return _GETCPU() if callable(_GETCPU) else -1
 
 
 def _find_getcpu() -> Callable[[], int] | None:

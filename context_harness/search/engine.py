@@ -9,23 +9,26 @@ snippets of its best hits, on a helper thread while the query embeds (``alongsid
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from context_harness import timestamps
 from context_harness.config import Config
 from context_harness.embedding.base import BaseEmbedder
-from context_harness.errors import BadRequest, EmbeddingsDisabled
-from context_harness.models import SearchExplain, SearchRequest, SearchResponse, SearchResult, parse_timestamp
+from context_harness.errors import BadRequest, embeddings_disabled
+from context_harness.models import (
+    SearchExplain,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+)
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
-
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
 SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
@@ -52,7 +55,7 @@ class SearchEngine:
     """Stateless per request; holds the stores and a lazily opened vector index."""
 
     def __init__(self, config: Config, store: DocumentStore, index: KeywordIndex,
-                 semantic: Callable[[], "SemanticBackend"] | None) -> None:
+                 semantic: Callable[[], SemanticBackend] | None) -> None:
         self.config = config
         self.store = store
         self.index = index
@@ -98,6 +101,7 @@ class SearchEngine:
     def _semantic_hits(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
                        meanwhile: Callable[[], object] | None = None):
         backend = self._backend(required=True)
+        assert backend is not None  # required: raised otherwise
         allowed = self.allowed_documents(filters) if filters else None
         if allowed is not None and not allowed:
             return backend, []
@@ -175,7 +179,7 @@ class SearchEngine:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _backend(self, required: bool) -> "SemanticBackend | None":
+    def _backend(self, required: bool) -> SemanticBackend | None:
         if self._semantic_factory is None:
             if required:
                 raise embeddings_disabled()
@@ -184,22 +188,7 @@ class SearchEngine:
 
     def allowed_documents(self, filters: KeywordFilters) -> set[str]:
         """Document ids passing the filters, computed in SQLite (for the vector top-k)."""
-        clauses, params = [], []
-        if filters.source:
-            clauses.append("(source = ? OR source LIKE ?)")
-            params += [filters.source, filters.source + ":%"]
-        if filters.since:
-            clauses.append("updated_at >= ?")
-            params.append(_iso(filters.since))
-        if filters.until:
-            clauses.append("updated_at <= ?")
-            params.append(_iso(filters.until))
-        sql = "SELECT id, tags FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        rows = self.store.connection().execute(sql, params)
-        if not filters.tags:
-            return {r[0] for r in rows}
-        wanted = {t.lower() for t in filters.tags}
-        return {r[0] for r in rows if wanted & {t.lower() for t in json.loads(r[1])}}
+        return self.store.document_ids_matching(filters.source, filters.tags, filters.since, filters.until)
 
     def _render(self, candidates: list[_Candidate], request: SearchRequest, mode: str,
                 prepared: _Prepared | None = None) -> SearchResponse:
@@ -254,24 +243,13 @@ class SearchEngine:
         return chunks[0].idx if chunks else None
 
 
-def embeddings_disabled() -> EmbeddingsDisabled:
-    return EmbeddingsDisabled(
-        "semantic and hybrid search need embeddings, which are disabled in this config "
-        "([embedding] provider = \"disabled\"); use mode \"keyword\" or set provider = \"local\""
-    )
-
-
-def _iso(value: dt.datetime) -> str:
-    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 def filters_of(request: SearchRequest) -> KeywordFilters | None:
     f = request.filters
     if f is None:
         return None
     try:
-        since = parse_timestamp(f.since) if f.since else None
-        until = parse_timestamp(f.until) if f.until else None
+        since = timestamps.parse(f.since) if f.since else None
+        until = timestamps.parse(f.until) if f.until else None
     except ValueError as exc:
         raise BadRequest(f"filters: {exc}") from None
     if since and until and since > until:
@@ -309,7 +287,7 @@ class SemanticBackend:
             return self._index
 
     def has_vectors(self) -> bool:
-        return self.vectors.count() > 0
+        return self.vectors.has_vectors()  # cached in the store until the vectors change
 
     def embedded_documents(self) -> frozenset[str]:
         return self.index().doc_ids()

@@ -1,4 +1,4 @@
-"""SQLite store for documents, chunks and sync state (WAL mode, versioned schema).
+"""SQLite store for documents, chunks and sync state (WAL mode; the schema is in ``schema.py``).
 
 SQLite is the source of truth. The keyword index is derived from it: every write that changes a
 document also records the document in ``index_queue`` in the same transaction, and the queue is
@@ -20,53 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from context_harness.errors import ConfigError
-
-SCHEMA_VERSION = 1
-
-_MIGRATIONS: dict[int, str] = {
-    1: """
-    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS documents(
-        id TEXT PRIMARY KEY,
-        source TEXT NOT NULL,
-        source_id TEXT NOT NULL,
-        source_url TEXT,
-        title TEXT,
-        author TEXT,
-        created_at TEXT,
-        updated_at TEXT,
-        content_type TEXT NOT NULL,
-        body TEXT NOT NULL,
-        metadata TEXT NOT NULL DEFAULT '{}',
-        tags TEXT NOT NULL DEFAULT '[]',
-        content_hash TEXT NOT NULL,
-        fingerprint TEXT,
-        synced_at TEXT NOT NULL,
-        UNIQUE(source, source_id)
-    );
-    CREATE TABLE IF NOT EXISTS chunks(
-        id TEXT PRIMARY KEY,
-        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        text TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        heading TEXT NOT NULL DEFAULT ''
-    );
-    CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, idx);
-    CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
-    CREATE TABLE IF NOT EXISTS sources(
-        name TEXT PRIMARY KEY,
-        last_sync TEXT,
-        notes TEXT
-    );
-    CREATE TABLE IF NOT EXISTS index_queue(doc_id TEXT PRIMARY KEY);
-    """,
-}
-
-
-class StoreVersionError(ConfigError):
-    """The database was written by a newer version."""
+from context_harness.store.schema import migrate
+from context_harness.timestamps import now_iso, since_text, until_text
 
 
 def document_id(source: str, source_id: str) -> str:
@@ -77,16 +32,6 @@ def document_id(source: str, source_id: str) -> str:
 def chunk_id(doc_id: str, text: str, occurrence: int = 0) -> str:
     """Content-addressed chunk id: the same text in the same document keeps its id."""
     return hashlib.sha256(f"{doc_id}\x00{occurrence}\x00{text}".encode()).hexdigest()[:32]
-
-
-def iso(value: dt.datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def now_iso() -> str:
-    return iso(dt.datetime.now(dt.timezone.utc)) or ""
 
 
 @dataclass
@@ -185,21 +130,7 @@ class DocumentStore:
 
     def _migrate(self) -> None:
         with self._write_lock:
-            conn = self.connection()
-            conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise StoreVersionError(
-                    f"{self.path} was written by a newer context-harness (schema {version}; this version "
-                    f"understands up to {SCHEMA_VERSION}); upgrade context-harness"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                # executescript runs the whole migration and its version bump as one transaction.
-                conn.executescript(
-                    "BEGIN IMMEDIATE;" + _MIGRATIONS[target]
-                    + f"INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '{target}'); COMMIT;"
-                )
+            migrate(self.connection(), str(self.path))
 
     # -- meta --------------------------------------------------------------------------------
 
@@ -236,7 +167,8 @@ class DocumentStore:
                 r = write.row
                 conn.execute("DELETE FROM chunks WHERE doc_id=?", (r.id,))
                 conn.execute(
-                    f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at) "
+                    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (r.id, r.source, r.source_id, r.source_url, r.title, r.author, r.created_at, r.updated_at,
                      r.content_type, r.body, json.dumps(r.metadata, ensure_ascii=False),
                      json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint, synced),
@@ -257,7 +189,8 @@ class DocumentStore:
     # -- index queue -------------------------------------------------------------------------
 
     def queued(self, limit: int = 5000) -> list[str]:
-        return [r[0] for r in self.connection().execute("SELECT doc_id FROM index_queue ORDER BY doc_id LIMIT ?", (limit,))]
+        rows = self.connection().execute("SELECT doc_id FROM index_queue ORDER BY doc_id LIMIT ?", (limit,))
+        return [r[0] for r in rows]
 
     def dequeue(self, doc_ids: list[str]) -> None:
         with self.transaction() as conn:
@@ -291,7 +224,8 @@ class DocumentStore:
         return {r[0]: r[1:] for r in rows}
 
     def first_chunk_id(self, doc_id: str) -> str | None:
-        row = self.connection().execute("SELECT id FROM chunks WHERE doc_id=? ORDER BY idx LIMIT 1", (doc_id,)).fetchone()
+        row = self.connection().execute("SELECT id FROM chunks WHERE doc_id=? ORDER BY idx LIMIT 1",
+                                        (doc_id,)).fetchone()
         return row[0] if row else None
 
     def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
@@ -332,6 +266,28 @@ class DocumentStore:
         conn = self.connection()
         return (conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
                 conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    def document_ids_matching(self, source: str | None = None, tags: Iterable[str] | None = None,
+                              since: dt.datetime | None = None, until: dt.datetime | None = None) -> set[str]:
+        """Ids of the documents passing the search filters: ``source`` is a full label or a connector
+        type (``filesystem`` matches ``filesystem:docs``); any of ``tags`` (case-insensitive);
+        ``updated_at`` within [``since``, ``until``], compared as instants."""
+        clauses, params = [], []
+        if source:
+            clauses.append("(source = ? OR source LIKE ?)")
+            params += [source, source + ":%"]
+        if since:
+            clauses.append("updated_at >= ?")
+            params.append(since_text(since))
+        if until:
+            clauses.append("updated_at <= ?")
+            params.append(until_text(until))
+        sql = "SELECT id, tags FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        rows = self.connection().execute(sql, params)
+        if not tags:
+            return {r[0] for r in rows}
+        wanted = {t.lower() for t in tags}
+        return {r[0] for r in rows if wanted & {t.lower() for t in json.loads(r[1])}}
 
     def all_chunk_ids(self) -> set[str]:
         return {r[0] for r in self.connection().execute("SELECT id FROM chunks")}

@@ -138,7 +138,7 @@ class KeywordIndex:
             session.replace(doc_ids, documents)
 
     @contextmanager
-    def session(self) -> Iterator["IndexSession"]:
+    def session(self) -> Iterator[IndexSession]:
         """A writer that commits once on success and rolls back on failure (then releases the lock)."""
         with self._write_lock:
             writer = self._writer()
@@ -210,7 +210,7 @@ class KeywordIndex:
         phrases = [p for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
         rest = _PHRASE.sub(" ", text).replace('"', " ")
         for phrase in phrases:
-            words = list(self.analyzer.analyze(phrase))
+            words: list[str | tuple[int, str]] = list(self.analyzer.analyze(phrase))
             if not words:
                 continue
             per_field = []

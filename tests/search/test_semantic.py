@@ -9,6 +9,7 @@ from context_harness.embedding import fake
 from context_harness.errors import EmbeddingsDisabled, EmbeddingsUnavailable
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
+from context_harness.store.vectors import VectorStore
 
 pytestmark = pytest.mark.anyio
 
@@ -214,3 +215,49 @@ async def test_searches_keep_working_while_chunks_embed(sample_docs) -> None:
             assert any("not embedded yet" in n for n in results[0].explain.notes)
             release.set()
         assert (await h.stats()).embedding["pending_chunks"] == 0
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+async def test_time_filters_compare_instants_in_every_mode(workspace, mode: str) -> None:
+    # Stored timestamps have whole seconds; a bound with a fraction, an offset or "Z" must still
+    # compare as an instant (the semantic filter once compared "…00Z" with "…00.500000Z" as text).
+    workspace.write("edge.md", "---\nupdated: 2026-03-01T10:00:00Z\n---\n# Edge\n\nsandbox notes\n")
+    workspace.write("later.md", "---\nupdated: 2026-03-02T00:00:00Z\n---\n# Later\n\nsandbox notes too\n")
+    use_provider(workspace, "fake")
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+
+        async def titles(**filters: str) -> list[str]:
+            return sorted(r.title for r in await search(h, "sandbox notes", mode=mode, filters=filters))
+
+        assert await titles(until="2026-03-01T10:00:00Z") == ["Edge"]
+        assert await titles(until="2026-03-01T10:00:00.500Z") == ["Edge"]
+        assert await titles(until="2026-03-01T11:00:00.5+01:00") == ["Edge"]
+        assert await titles(until="2026-03-01T09:59:59.999Z") == []
+        assert await titles(since="2026-03-01T10:00:00+00:00") == ["Edge", "Later"]
+        assert await titles(since="2026-03-01T10:00:00.000001Z") == ["Later"]
+        assert await titles(since="2026-03-01T09:59:59.5Z", until="2026-03-01T10:00:00.5Z") == ["Edge"]
+
+
+async def test_auto_mode_counts_the_vectors_once_until_they_change(sample_docs) -> None:
+    # COUNT(*) over the vectors costs ~4 ms at 100k rows: every auto-mode search used to pay it.
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        assert (await search(h, "sandbox", explain=True))[0].explain.notes[0].startswith("mode=hybrid")
+        statements: list[str] = []
+        h.vectors.conn.set_trace_callback(statements.append)
+        for _ in range(3):
+            assert (await search(h, "sandbox", explain=True))[0].explain.notes[0].startswith("mode=hybrid")
+        assert not [s for s in statements if "COUNT(" in s.upper()]
+
+        await h.embed(rebuild=True)  # clear() and put_many() on this connection: counted again, once
+        statements.clear()
+        for _ in range(2):
+            assert (await search(h, "sandbox", explain=True))[0].explain.notes[0].startswith("mode=hybrid")
+        assert len([s for s in statements if "COUNT(" in s.upper()]) <= 1
+
+        other = VectorStore(h.store.path)  # another connection (another process, say) clears the vectors
+        other.clear()
+        other.close()
+        assert (await search(h, "sandbox", explain=True))[0].explain.notes[0].startswith("mode=keyword")

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from context_harness.embedding.fake import FakeEmbedder
-from context_harness.store.documents import DocumentRow, DocumentStore, DocumentWrite, StoredChunk, chunk_id
+from context_harness.ingest.chunking import embedding_text
+from context_harness.store.documents import (
+    DocumentRow,
+    DocumentStore,
+    DocumentWrite,
+    StoredChunk,
+    chunk_id,
+)
+from context_harness.store.schema import SCHEMA_VERSION
 from context_harness.store.vectors import VectorStore
 
 from support.vectors import content_hash
@@ -37,7 +47,8 @@ def test_sync_embed_search_delete_cycle(documents: DocumentStore) -> None:
     vectors = VectorStore(documents.connection())  # the core store's own (autocommit) connection
     vectors.ensure_identity(embedder.identity)
     pending = vectors.pending()
-    vectors.put_many(zip([h for h, _ in pending], embedder.embed_documents([t for _, t in pending]), strict=True))
+    texts = [embedding_text(c.title, c.heading, c.text) for c in pending]
+    vectors.put_many(zip([c.content_hash for c in pending], embedder.embed_documents(texts), strict=True))
     assert vectors.stats().pending_chunks == 0
 
     reader = VectorStore(documents.path)  # a second connection sees the committed vectors
@@ -62,3 +73,41 @@ def test_vectors_commit_or_roll_back_with_the_chunks(documents: DocumentStore) -
     reopened = VectorStore(documents.path)
     assert reopened.count() == 0 and reopened.identity() is None
     reopened.close()
+
+
+def test_either_store_creates_the_same_schema(tmp_path: Path) -> None:
+    # store/schema.py owns every table: whichever store opens a new file first, the file is the same.
+    def tables(path: Path) -> list[tuple[str, str]]:
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+        finally:
+            conn.close()
+
+    VectorStore(tmp_path / "a.sqlite").close()
+    first = DocumentStore(tmp_path / "a.sqlite")
+    assert first.schema_version == SCHEMA_VERSION
+    first.close()
+    DocumentStore(tmp_path / "b.sqlite").close()
+    VectorStore(tmp_path / "b.sqlite").close()
+    assert tables(tmp_path / "a.sqlite") == tables(tmp_path / "b.sqlite")
+    assert {"documents", "chunks", "embeddings", "embedding_meta"} <= {name for name, _ in tables(tmp_path / "a.sqlite")}
+
+
+def test_opening_a_current_file_never_waits_for_a_writer(tmp_path: Path) -> None:
+    # Another process in a long write transaction (a sync) must not block a reader's open.
+    path = tmp_path / "ctx.sqlite"
+    DocumentStore(path).close()
+    VectorStore(path).close()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.perf_counter()
+        documents, vectors = DocumentStore(path), VectorStore(path)
+        assert time.perf_counter() - started < 5  # the busy timeout is 30 s
+        assert documents.schema_version == SCHEMA_VERSION and vectors.count() == 0
+        documents.close()
+        vectors.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

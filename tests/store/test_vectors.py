@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from context_harness.embedding.base import EmbedderIdentity
-from context_harness.store.vectors import EmbedderMismatch, VectorStore
+from context_harness.store.vectors import EmbedderMismatch, PendingChunk, VectorStore
 
 from support.vectors import IDENTITY, add_chunks, content_hash, unit
 
@@ -72,8 +72,8 @@ def test_missing_and_pending_are_content_addressed(store: VectorStore, conn: sql
     add_chunks(conn, "d2", ["beta", "gamma"])
     ha, hb, hg = content_hash("alpha"), content_hash("beta"), content_hash("gamma")
     assert store.missing([ha, hb, ha, hg]) == [ha, hb, hg]
-    assert store.pending() == [(ha, "alpha"), (hb, "beta"), (hg, "gamma")]
-    assert store.pending(limit=1) == [(ha, "alpha")]
+    assert [(c.content_hash, c.text) for c in store.pending()] == [(ha, "alpha"), (hb, "beta"), (hg, "gamma")]
+    assert store.pending(limit=1) == [PendingChunk(ha, None, "", "alpha")]  # no document row: no title
 
     store.put_many([(hb, unit(0, 1, 0, 0))])
     assert store.missing([ha, hb, hg]) == [ha, hg]
@@ -83,7 +83,8 @@ def test_missing_and_pending_are_content_addressed(store: VectorStore, conn: sql
 
 
 def test_put_many_joins_an_open_transaction(store: VectorStore, conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO chunks VALUES ('x#0', 'x', 0, 'text', ?)", (content_hash("text"),))
+    conn.execute("INSERT INTO chunks(id, doc_id, idx, text, content_hash) VALUES ('x#0', 'x', 0, 'text', ?)",
+                 (content_hash("text"),))
     assert conn.in_transaction
     store.put_many([(content_hash("text"), unit(1, 1, 0, 0))])
     conn.rollback()  # the caller's rollback undoes both writes: crash-consistent together

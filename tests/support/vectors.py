@@ -9,11 +9,6 @@ import numpy as np
 
 from context_harness.embedding.base import EmbedderIdentity
 
-# Until the core store owns it, the tests create the chunks table with exactly its columns.
-CHUNKS_DDL = (
-    "CREATE TABLE IF NOT EXISTS chunks(id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
-    "idx INTEGER NOT NULL, text TEXT NOT NULL, content_hash TEXT NOT NULL)"
-)
 IDENTITY = EmbedderIdentity("test", "unit-4", 4)
 
 

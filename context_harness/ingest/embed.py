@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_harness.embedding.base import Embedder
+from context_harness.ingest.chunking import embedding_text
 from context_harness.store.vectors import VectorStore
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -40,8 +41,9 @@ def embed_pending(vectors: VectorStore, embedder: Embedder, *, batch_size: int =
             break
         for start in range(0, len(pending), batch_size * 8):
             part = pending[start:start + batch_size * 8]
-            matrix = embedder.embed_documents([text for _, text in part])
-            vectors.put_many(zip([h for h, _ in part], matrix, strict=True))
+            # The text each content hash was computed from: title and headings lead the chunk.
+            matrix = embedder.embed_documents([embedding_text(c.title, c.heading, c.text) for c in part])
+            vectors.put_many(zip([c.content_hash for c in part], matrix, strict=True))
             done += len(part)
             emit({"event": "progress", "source": "embeddings", "done": done, "total": total})
     left = vectors.stats().pending_chunks

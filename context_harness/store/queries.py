@@ -1,0 +1,76 @@
+"""The vector store's reads of the document tables, alone or joined with the vector tables.
+
+The tables are defined in ``schema.py``. ``VectorStore`` runs these on its own connection, so a
+load reads chunks and vectors from one snapshot; it writes no SQL of its own against ``documents``
+or ``chunks``. Each function takes an open connection and returns plain data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+FETCH = 4096  # rows per fetchmany while streaming a table
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    """A chunk text without a vector, with what leads it in the embedded text (see ``embedding_text``)."""
+
+    content_hash: str
+    title: str | None
+    heading: str
+    text: str
+
+
+def pending_chunks(conn: sqlite3.Connection, limit: int | None = None) -> list[PendingChunk]:
+    """Chunks whose content hash has no vector, one per distinct hash, oldest first."""
+    sql = (
+        "SELECT c.content_hash, MIN(c.rowid), c.text, d.title, c.heading FROM chunks c "
+        "LEFT JOIN documents d ON d.id = c.doc_id "
+        "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
+        "GROUP BY c.content_hash ORDER BY MIN(c.rowid)"
+    )
+    params: tuple[int, ...] = ()
+    if limit is not None:
+        sql += " LIMIT ?"
+        params = (max(0, limit),)
+    rows = conn.execute(sql, params).fetchall()
+    return [PendingChunk(h, title, heading or "", text) for h, _, text, title, heading in rows]
+
+
+def embedded_chunk_counts(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(chunks with a vector, chunks in all)."""
+    embedded, total = conn.execute(
+        "SELECT COUNT(e.content_hash), COUNT(*) FROM chunks c "
+        "LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
+    ).fetchone()
+    return int(embedded), int(total)
+
+
+def embedded_chunk_counts_by_source(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """source -> (chunks with a vector, chunks without)."""
+    rows = conn.execute(
+        "SELECT d.source, COUNT(e.content_hash), COUNT(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+        "LEFT JOIN embeddings e ON e.content_hash = c.content_hash GROUP BY d.source"
+    ).fetchall()
+    return {source: (int(embedded), int(total) - int(embedded)) for source, embedded, total in rows}
+
+
+def delete_unreferenced_vectors(conn: sqlite3.Connection) -> int:
+    """Delete the vectors whose content hash no chunk has; returns how many."""
+    cursor = conn.execute("DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)")
+    return cursor.rowcount
+
+
+def chunk_batches(conn: sqlite3.Connection) -> Iterator[list[tuple[str, str, str]]]:
+    """Every chunk's ``(id, doc_id, content_hash)``, streamed in batches."""
+    cursor = conn.execute("SELECT id, doc_id, content_hash FROM chunks")
+    while rows := cursor.fetchmany(FETCH):
+        yield rows
+
+
+def chunk_map(conn: sqlite3.Connection) -> dict[str, tuple[str, str]]:
+    """chunk id -> (doc_id, content_hash) for every chunk."""
+    return {cid: (doc, h) for cid, doc, h in conn.execute("SELECT id, doc_id, content_hash FROM chunks")}
