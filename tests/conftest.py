@@ -24,16 +24,30 @@ from typing import Any
 import pytest
 
 from context_harness.store.schema import migrate
-
-from support.contexts import FakeContext, agent_context as new_agent_context, script_context
+from support.contexts import FakeContext, script_context
+from support.contexts import agent_context as new_agent_context
 from support.http import (
-    LUA_ARTICLES, TOOL_ARTICLES, AppServer, JsonApi, LocalServer, free_port, serve_in_thread, spawn_http,
+    LUA_ARTICLES,
+    TOOL_ARTICLES,
+    AppServer,
+    JsonApi,
+    LocalServer,
+    free_port,
+    serve_in_thread,
+    spawn_http,
     stop_process,
 )
 from support.vectors import IDENTITY
 from support.workspace import (
-    E2E_DOCS, AgentWorkspace, Workspace, config_toml, write_files, write_knowledge_base, write_sample_docs,
-    write_served, write_tools_workspace,
+    E2E_DOCS,
+    AgentWorkspace,
+    Workspace,
+    config_toml,
+    write_files,
+    write_knowledge_base,
+    write_sample_docs,
+    write_served,
+    write_tools_workspace,
 )
 
 

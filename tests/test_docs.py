@@ -3,13 +3,10 @@ test_architecture.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from context_harness.cli import cli
 from context_harness.config import Config
-
 from support.paths import REPO
 
 PACKAGE = REPO / "context_harness"

@@ -14,7 +14,6 @@ from context_harness.agents import build_agent_registry
 from context_harness.context import HarnessContext
 from context_harness.harness import Harness
 from context_harness.sample import DOCS
-
 from support.paths import REPO
 
 pytestmark = pytest.mark.anyio

@@ -24,7 +24,6 @@ from context_harness.extensions import (
 )
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
-
 from support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "python-extension"

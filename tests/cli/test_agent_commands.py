@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from context_harness.cli import cli
 from context_harness.sample import DOCS
-
 from support.cli import run_ctx
 from support.paths import REPO
 

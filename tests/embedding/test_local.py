@@ -19,9 +19,7 @@ from context_harness.embedding import local as local_mod
 from context_harness.embedding.base import Embedder, EmbedderIdentity
 from context_harness.embedding.local import LocalEmbedder
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
-
 from support.paths import REPO
-
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -16,7 +16,6 @@ from context_harness.config import EmbeddingConfig
 from context_harness.embedding.fake import FakeEmbedder
 from context_harness.embedding.openai import OpenAIEmbedder, endpoint_url
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
-
 from support.http import serve_in_thread
 
 KEY = "sk-test-good"

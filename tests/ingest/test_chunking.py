@@ -10,7 +10,6 @@ import pytest
 
 from context_harness.config import ChunkingConfig
 from context_harness.ingest.chunking import chunk_markdown, estimate_tokens
-
 from support.paths import REPO
 
 CORPUS = REPO.parent / "shared" / "data" / "beir" / "scifact" / "corpus.jsonl"

@@ -13,7 +13,7 @@ from context_harness.connectors.base import Connector, ScanReport
 from context_harness.errors import Timeout, ToolError
 from context_harness.lua.connector import parse_timestamp
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 GOOD = """
 connector = {}

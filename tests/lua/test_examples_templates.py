@@ -14,7 +14,6 @@ from context_harness.errors import BadRequest, ToolError
 from context_harness.lua.connector import LuaConnector
 from context_harness.lua.templates import config_snippet, render_connector, render_tool
 from context_harness.lua.tools import LuaTool
-
 from support.paths import REPO
 
 EXAMPLES = REPO / "examples" / "lua"
@@ -57,8 +56,8 @@ def test_json_api_connector_example(http_server: Any) -> None:
     first = items[0]
     assert first.title == "Article 0" and first.author == "ann" and first.source_url == "https://example.test/a/0"
     assert first.tags == ["news", "t0"] and first.metadata == {"api_page": 1}
-    assert first.updated_at == dt.datetime(2026, 1, 1, 10, tzinfo=dt.timezone.utc)
-    assert first.created_at == dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    assert first.updated_at == dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC)
+    assert first.created_at == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     assert len([r for r in http_server.requests if r["path"] == "/articles"]) == 3
     assert report.skipped == {}
 

@@ -20,7 +20,6 @@ from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged
 from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
-
 from support.paths import REPO
 
 pytestmark = pytest.mark.anyio

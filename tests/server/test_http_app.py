@@ -12,7 +12,6 @@ from context_harness import config as config_mod
 from context_harness.server.http import parse_bind
 
 
-
 @pytest.fixture
 def rest(app_server):
     with httpx2.Client(base_url=app_server.url, timeout=30) as client:

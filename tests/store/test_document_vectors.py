@@ -19,7 +19,6 @@ from context_harness.store.documents import (
 )
 from context_harness.store.schema import SCHEMA_VERSION
 from context_harness.store.vectors import VectorStore
-
 from support.vectors import content_hash
 
 

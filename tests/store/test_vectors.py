@@ -10,7 +10,6 @@ import pytest
 
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.vectors import EmbedderMismatch, PendingChunk, VectorStore
-
 from support.vectors import IDENTITY, add_chunks, content_hash, unit
 
 

@@ -26,6 +26,7 @@ import httpx2
 
 from support.paths import BIN
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,7 +64,7 @@ TOOL_ARTICLES = [
 
 
 class JsonApiHandler(BaseHTTPRequestHandler):
-    server: "JsonApi"
+    server: JsonApi
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
@@ -209,7 +210,7 @@ class AppServer:
         except BaseException as exc:  # surfaced by start()
             self.error = exc
 
-    def start(self) -> "AppServer":
+    def start(self) -> AppServer:
         self.thread.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

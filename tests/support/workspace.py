@@ -12,7 +12,6 @@ from typing import Any
 
 from context_harness import config as config_mod
 from context_harness.config import Config
-
 from support.paths import EXAMPLES
 
 
