@@ -27,7 +27,7 @@ from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
-from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound
+from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
 from context_harness.ingest.sync import ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
@@ -42,7 +42,7 @@ from context_harness.models import (
     SyncReport,
     SyncSummary,
 )
-from context_harness.search.engine import SearchEngine, SemanticBackend, embeddings_disabled
+from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import KeywordIndex

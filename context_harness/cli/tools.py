@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from context_harness import timestamps
 from context_harness.cli.support import Group, config_option, load_config, print_json, run_with_harness
 from context_harness.config import Config, LuaConfig, ScriptConfig
 from context_harness.errors import BadRequest, NotFound
@@ -173,8 +174,8 @@ def _item_json(item: Any) -> dict[str, Any]:
     return {
         "source_id": item.source_id, "title": item.title, "author": item.author, "source_url": item.source_url,
         "content_type": item.content_type, "tags": item.tags, "metadata": item.metadata,
-        "created_at": item.created_at.isoformat() if item.created_at else None,
-        "updated_at": item.updated_at.isoformat() if item.updated_at else None,
+        "created_at": timestamps.to_iso(item.created_at),
+        "updated_at": timestamps.to_iso(item.updated_at),
         "body": item.body,
     }
 

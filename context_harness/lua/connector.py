@@ -55,16 +55,10 @@ def parse_timestamp(value: Any, field: str) -> dt.datetime | None:
         except (OverflowError, OSError, ValueError):
             raise InvalidItem(f"{field}: {value} is out of range for unix seconds") from None
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
         try:
-            parsed = dt.datetime.fromisoformat(text)
+            return timestamps.parse(value)
         except ValueError:
             raise InvalidItem(f"{field}: {value[:40]!r} is not an RFC 3339 timestamp") from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timestamps.UTC)
-        return timestamps.as_utc(parsed)
     raise InvalidItem(f"{field} must be an RFC 3339 string or unix seconds")
 
 
