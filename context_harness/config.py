@@ -129,7 +129,8 @@ class ConnectorsConfig(_Section):
     def _extension_tables(self) -> ConnectorsConfig:
         for type_name, entries in (self.model_extra or {}).items():
             if not isinstance(entries, dict) or not all(isinstance(v, dict) for v in entries.values()):
-                raise ValueError(f"{type_name}: expected tables [connectors.{type_name}.NAME]")
+                raise ValueError(f"{type_name}: expected tables [connectors.{type_name}.NAME] (a connector type "
+                                 "from an installed extension)")
         return self
 
     def extension_tables(self) -> dict[str, dict[str, dict[str, Any]]]:
@@ -265,7 +266,7 @@ def describe_validation_error(exc: ValidationError) -> str:
         else:
             got = err.get("input")
             shown = f" (got {got!r})" if isinstance(got, (str, int, float, bool)) else ""
-            parts.append(f"{key}: {err['msg']}{shown}")
+            parts.append(f"{key}: {err['msg'].removeprefix('Value error, ')}{shown}")
     more = len(exc.errors()) - 5
     if more > 0:
         parts.append(f"... and {more} more")
