@@ -136,8 +136,10 @@ class RestShim:
 
     async def call_tool(self, request: Request) -> Response:
         name = request.path_params["name"]
-        if name not in {tool.name for tool in self.harness.tools(self.agent)}:
-            raise NotFound(f"unknown tool {name!r}; GET /tools/list shows the available tools")
+        try:
+            self.harness.catalog.tool(name, self.agent)
+        except NotFound:
+            raise NotFound(f"unknown tool {name!r}; GET /tools/list shows the available tools") from None
         if request.method == "GET":
             if name != "sources":
                 raise BadRequest(f"use POST /tools/{name} with a JSON body")

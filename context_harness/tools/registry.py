@@ -106,14 +106,7 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def script_tools(self) -> list[ScriptTool]:
-        return [t for t in self._tools.values() if isinstance(t, ScriptTool)]
-
     # -- reloading --------------------------------------------------------------------------
-
-    def watching(self) -> bool:
-        """True when there is anything to reload (a config file or Lua tools)."""
-        return self.config_path is not None or bool(self._loaded)
 
     def reload(self) -> ToolChanges:
         """Re-read a changed config file and changed tool scripts; re-register what differs.
