@@ -79,6 +79,7 @@ class ServerConfig(_Section):
     auth_token: str | None = None
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     agent_tools: bool = True
+    get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)
 
 
 class FilesystemConnectorConfig(_Section):

@@ -34,6 +34,7 @@ from context_harness.models import (
     ChunkOut,
     DocumentOut,
     EmbedSummary,
+    GetRequest,
     SearchRequest,
     SearchResponse,
     SourceOut,
@@ -41,7 +42,9 @@ from context_harness.models import (
     StatsOut,
     SyncReport,
     SyncSummary,
+    TextRange,
 )
+from context_harness.search import passages
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
@@ -206,22 +209,57 @@ class Harness:
 
     # -- documents ---------------------------------------------------------------------------
 
-    async def get(self, doc_id: str) -> DocumentOut:
-        return await self.run_blocking(self.get_sync, doc_id)
+    async def get(self, request: GetRequest | str) -> DocumentOut:
+        """A document, or the window of it ``request`` asks for (a bare id: the default window)."""
+        if isinstance(request, str):
+            request = GetRequest(id=request)
+        return await self.run_blocking(self.get_sync, request.id, request)
 
-    def get_sync(self, doc_id: str) -> DocumentOut:
+    def get_sync(self, doc_id: str, request: GetRequest | None = None) -> DocumentOut:
+        """Without ``request`` (Lua's and agents' ``context.get``: scripts) the whole document. With one,
+        the window it names: ``chunk`` and its neighbours, or the text from ``offset``, at most
+        ``max_chars`` characters (default ``[server] get_max_chars``; 0: the whole document)."""
         assert self.store is not None
         doc_id = doc_id.strip().lower()
         row = self.store.document(doc_id)
         if row is None:
             raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
         chunks = self.store.chunks(doc_id)
+        body, total = row.body, len(row.body)
+        spans = passages.chunk_spans(body, [c.text for c in chunks])
+        max_chars = self.config.server.get_max_chars
+        if request is not None and request.max_chars is not None:
+            max_chars = request.max_chars
+        start, end = (0, total) if request is None else self._window(body, spans, request, max_chars)
+        whole = start == 0 and end == total
+        # The chunks whose spans overlap the window (an empty span counts as its one position); a
+        # window's chunks carry no text, as the body already holds it.
+        shown = [ChunkOut(index=c.idx, text=c.text if whole else "", heading=c.heading or None, start=s, end=e)
+                 for c, (s, e) in zip(chunks, spans, strict=True) if whole or (s < end and max(e, s + 1) > start)]
         return DocumentOut(
             id=row.id, source=row.source, source_id=row.source_id, source_url=row.source_url, title=row.title,
             author=row.author, created_at=row.created_at, updated_at=row.updated_at,
-            content_type=row.content_type, body=row.body, metadata=row.metadata,
-            chunks=[ChunkOut(index=c.idx, text=c.text) for c in chunks],
+            content_type=row.content_type, body=body[start:end], metadata=row.metadata, chunks=shown,
+            truncated=not whole, range=TextRange(start=start, end=end), total_chars=total,
+            next_offset=end if end < total else None,
         )
+
+    @staticmethod
+    def _window(body: str, spans: list[tuple[int, int]], request: GetRequest, max_chars: int) -> tuple[int, int]:
+        """``[start, end)`` of the body that ``request`` asks for (``max_chars`` 0: no limit)."""
+        total = len(body)
+        budget = max_chars or total
+        if request.chunk is not None:
+            if request.chunk >= len(spans):
+                raise BadRequest(f"chunk {request.chunk} is out of range: this document has {len(spans)} "
+                                 f"chunks (0-{len(spans) - 1})" if spans else "this document has no chunks")
+            if not max_chars:
+                return 0, total
+            return passages.section_window(body, spans, request.chunk, budget)
+        offset = request.offset or 0
+        if offset > total:
+            raise BadRequest(f"offset {offset} is past the end of the document ({total} characters)")
+        return offset, passages.window_end(body, offset, budget) if max_chars else total
 
     # -- sources and stats -------------------------------------------------------------------
 

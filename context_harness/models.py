@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from context_harness import timestamps
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
+MAX_GET_CHARS = 1_000_000  # the largest window `get` returns on request; max_chars = 0 returns everything
 
 
 class SearchFilters(BaseModel):
@@ -94,7 +95,7 @@ class SearchExplain(BaseModel):
 
 
 class SearchResult(BaseModel):
-    id: str = Field(description="Document id; pass it to 'get' for the full text.")
+    id: str = Field(description="Document id; pass it to 'get' (with 'chunk') to read the document.")
     score: float
     title: str | None
     source: str
@@ -102,6 +103,11 @@ class SearchResult(BaseModel):
     updated_at: str | None
     snippet: str
     source_url: str | None
+    chunk: int | None = Field(
+        default=None, description="Index of the chunk (section) the snippet comes from; pass it to 'get' as "
+        "'chunk' to read that section.")
+    heading: str | None = Field(
+        default=None, description="Heading path of that chunk, joined with ' > ' (null when it has none).")
     explain: SearchExplain | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
@@ -110,11 +116,42 @@ class SearchResponse(BaseModel):
 
 
 class GetRequest(BaseModel):
+    """Arguments of the ``get`` tool, the body of ``POST /tools/get`` and ``ctx get``."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: Annotated[str, Field(min_length=1, max_length=200)] = Field(
         description="A document id returned by 'search'."
     )
+    chunk: int | None = Field(
+        default=None, description="Return this chunk (a search result's 'chunk') with its neighbouring "
+        "chunks, up to max_chars. Not together with 'offset'.")
+    offset: int | None = Field(
+        default=None, description="Return the text from this character offset of the body (a previous "
+        "response's 'next_offset'). Default 0.")
+    max_chars: int | None = Field(
+        default=None, description=f"Most characters of body to return (at most {MAX_GET_CHARS:,}); 0 returns "
+        "the whole document. Omit for the server's default (about 20,000).")
+
+    @field_validator("chunk", "offset")
+    @classmethod
+    def _not_negative(cls, value: int | None, info: Any) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError(f"{info.field_name} must be 0 or more")
+        return value
+
+    @field_validator("max_chars")
+    @classmethod
+    def _budget(cls, value: int | None) -> int | None:
+        if value is not None and not 0 <= value <= MAX_GET_CHARS:
+            raise ValueError(f"max_chars must be between 0 (the whole document) and {MAX_GET_CHARS}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_position(self) -> GetRequest:
+        if self.chunk is not None and self.offset is not None:
+            raise ValueError("give either 'chunk' or 'offset', not both")
+        return self
 
 
 class NoArguments(BaseModel):
@@ -125,7 +162,16 @@ class NoArguments(BaseModel):
 
 class ChunkOut(BaseModel):
     index: int
-    text: str
+    text: str = Field(description="The chunk's text; empty when the response is a window (the window's "
+                      "text is 'body', and start/end say where the chunk lies in the document).")
+    heading: str | None = Field(default=None, description="The chunk's heading path, joined with ' > '.")
+    start: int | None = Field(default=None, description="Where the chunk begins in the full body (characters).")
+    end: int | None = Field(default=None, description="Where the chunk ends in the full body (exclusive).")
+
+
+class TextRange(BaseModel):
+    start: int
+    end: int
 
 
 class DocumentOut(BaseModel):
@@ -138,9 +184,15 @@ class DocumentOut(BaseModel):
     created_at: str | None
     updated_at: str | None
     content_type: str
-    body: str
+    body: str = Field(description="The document's text, or the window of it that 'range' names.")
     metadata: dict[str, Any]
-    chunks: list[ChunkOut]
+    chunks: list[ChunkOut] = Field(description="The chunks overlapping the returned text.")
+    truncated: bool = Field(default=False, description="True when 'body' is not the whole document.")
+    range: TextRange | None = Field(
+        default=None, description="The character offsets of 'body' in the full body (end exclusive).")
+    total_chars: int | None = Field(default=None, description="Length of the full body, in characters.")
+    next_offset: int | None = Field(
+        default=None, description="Pass as 'offset' to read on; null when the text reaches the end.")
 
 
 class SourceOut(BaseModel):

@@ -224,12 +224,20 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
 
 @cli.command()
 @click.argument("doc_id")
+@click.option("--chunk", type=int, default=None, help="Print this chunk (a search result's) and its neighbours.")
+@click.option("--offset", type=int, default=None, help="Print from this character offset (a `next_offset`).")
+@click.option("--max-chars", "max_chars", type=int, default=None,
+              help="At most this many characters (default [server] get_max_chars; 0: the whole document).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @config_option
 @click.pass_context
-def get(ctx: click.Context, doc_id: str, as_json: bool, config_path: str | None, root: str | None) -> None:
-    """Print one document by id."""
-    doc = run_with_harness(ctx, lambda h: h.get(doc_id))
+def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, max_chars: int | None,
+        as_json: bool, config_path: str | None, root: str | None) -> None:
+    """Print one document by id (a window of a long one)."""
+    from context_harness.validation import parse_get
+
+    request = parse_get({"id": doc_id, "chunk": chunk, "offset": offset, "max_chars": max_chars})
+    doc = run_with_harness(ctx, lambda h: h.get(request))
     if as_json:
         print_json(doc.model_dump(mode="json"))
         return
@@ -241,6 +249,9 @@ def get(ctx: click.Context, doc_id: str, as_json: bool, config_path: str | None,
         click.echo(f"updated: {doc.updated_at}")
     click.echo("")
     click.echo(doc.body)
+    if doc.truncated and doc.range is not None:
+        more = f"; next: ctx get {doc.id} --offset {doc.next_offset}" if doc.next_offset is not None else ""
+        click.echo(f"\n[characters {doc.range.start}-{doc.range.end} of {doc.total_chars}{more}]", err=True)
 
 
 @cli.command()

@@ -26,8 +26,9 @@ from context_harness.models import (
 )
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
+from context_harness.search.passages import chunk_at
 from context_harness.search.snippets import Snippet, make_snippet, salient
-from context_harness.store.documents import DocumentStore
+from context_harness.store.documents import DocumentStore, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
@@ -207,40 +208,34 @@ class SearchEngine:
                 snippet = cut.get(c.doc_id)
                 shown[c.doc_id] = (snippet if snippet is not None
                                    else make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
-        wanted = [c.chunk_id for c in present
-                  if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]
-        chunks = self.store.chunk_texts(wanted) if wanted else {}
+        # The chunks of the results: the semantic best chunk's text, and the chunk each snippet lies in.
+        chunks = self.store.chunks_of([c.doc_id for c in present])
         results = []
         for c in present:
             title, source, source_id, updated_at, source_url, body = rows[c.doc_id]
-            chunk_text = chunks.get(c.chunk_id or "")
-            if chunk_text is not None:
-                shown[c.doc_id] = (make_snippet(chunk_text, weights, stem, chars), True)
+            best = next((k for k in chunks[c.doc_id] if k.id == c.chunk_id), None) if c.chunk_id else None
+            if best is not None and (c.doc_id not in shown or not shown[c.doc_id][0].matched):
+                shown[c.doc_id] = (make_snippet(best.text, weights, stem, chars), True)
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
                 shown[c.doc_id] = (make_snippet(body, weights, stem, chars), False)
             snippet, from_chunk = shown[c.doc_id]
+            located = best if from_chunk else self._chunk_holding(chunks[c.doc_id], body, snippet.start)
             if c.explain is not None:
-                c.explain.chunk_index = self._chunk_index(c.doc_id, c.chunk_id if from_chunk else None,
-                                                          body, snippet.start)
+                c.explain.chunk_index = located.idx if located else None
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
                                         source_id=source_id, updated_at=updated_at, snippet=snippet.text,
-                                        source_url=source_url, explain=c.explain))
+                                        source_url=source_url, explain=c.explain,
+                                        chunk=located.idx if located else None,
+                                        heading=(located.heading or None) if located else None))
         return SearchResponse(results=results)
 
-    def _chunk_index(self, doc_id: str, chunk_id: str | None, body: str, offset: int) -> int | None:
-        """For ``explain``: the position of the chunk the snippet shows: ``chunk_id``, else the chunk
-        holding the body's text around ``offset`` (widest context first, as chunks re-join blocks)."""
-        chunks = self.store.chunks(doc_id)
-        if chunk_id:
-            return next((c.idx for c in chunks if c.id == chunk_id), None)
-        texts = [(c.idx, " ".join(c.text.split())) for c in chunks]
-        word_end = offset + len((body[offset:offset + 80].split() or [""])[0])
-        for before, after in ((60, 60), (60, 0), (0, 60), (20, 0), (0, 0)):
-            probe = " ".join(body[max(offset - before, 0):word_end + after].split())
-            found = [idx for idx, text in texts if probe and probe in text]
-            if found:
-                return found[0]
-        return chunks[0].idx if chunks else None
+    @staticmethod
+    def _chunk_holding(chunks: list[StoredChunk], body: str, offset: int) -> StoredChunk | None:
+        """The chunk whose span in ``body`` holds ``offset`` (see ``passages``); a lone chunk at once."""
+        if len(chunks) <= 1:
+            return chunks[0] if chunks else None
+        at = chunk_at(body, [k.text for k in chunks], offset)
+        return chunks[at] if at is not None else None
 
 
 def filters_of(request: SearchRequest) -> KeywordFilters | None:

@@ -25,7 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 import anyio
 import mcp.types as t
@@ -48,6 +48,7 @@ from context_harness.errors import HarnessError, NotFound, as_harness_error, out
 from context_harness.harness import Harness
 from context_harness.tools.base import hints
 from context_harness.tools.render import render_document
+from context_harness.validation import parse_get
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +89,16 @@ def prompt_messages(name: str, prompt: AgentPrompt) -> list[t.PromptMessage]:
             for role, text in pairs]
 
 
-def document_id(uri: str) -> str | None:
-    """The id in a ``ctx://documents/{id}`` URI, or None when ``uri`` is not one."""
+def document_arguments(uri: str) -> dict[str, str] | None:
+    """The ``get`` arguments of a ``ctx://documents/{id}`` URI (its query may add ``chunk``, ``offset``
+    and ``max_chars``: ``ctx://documents/ID?chunk=3``), or None when ``uri`` is not one."""
     if not uri.startswith(DOCUMENT_PREFIX):
         return None
-    doc_id = unquote(uri[len(DOCUMENT_PREFIX):])
+    path, _, query = uri[len(DOCUMENT_PREFIX):].partition("?")
+    doc_id = unquote(path)
     if not doc_id or "/" in doc_id or len(doc_id) > 200:
         return None
-    return doc_id
+    return {**dict(parse_qsl(query, keep_blank_values=True)), "id": doc_id}
 
 
 def page(items: Sequence[Item], params: t.PaginatedRequestParams | None) -> tuple[list[Item], str | None]:
@@ -291,7 +294,9 @@ class HarnessServer(Server[dict[str, Any]]):
         self._remember(ctx)
         templates = [t.ResourceTemplate(
             uri_template=DOCUMENT_TEMPLATE, name="document", title="A document in the knowledge base",
-            description="A document as Markdown (title, metadata, body); use an id returned by `search`.",
+            description="A document as Markdown (title, metadata, body); use an id returned by `search`. Like "
+            "`get`, it holds one window of a long document: add `?chunk=K` for a search hit's section, "
+            "`?offset=N` to read on, `&max_chars=M` to size the window (0: the whole document).",
             mime_type="text/markdown")]
         listed, cursor = page(templates, params)
         return t.ListResourceTemplatesResult(resource_templates=listed, next_cursor=cursor)
@@ -318,12 +323,14 @@ class HarnessServer(Server[dict[str, Any]]):
                 return self.harness.catalog.read_agent_resource(uri)
 
             return read_agent, "application/json"
-        doc_id = document_id(uri)
-        if doc_id is None:
+        arguments = document_arguments(uri)
+        if arguments is None:
             return None
 
         async def read_document() -> str:
-            return render_document((await self.harness.get(doc_id)).model_dump(mode="json"))
+            doc = (await self.harness.get(parse_get(arguments))).model_dump(mode="json")
+            read_on = f"read `{DOCUMENT_PREFIX}{doc['id']}?offset={doc['next_offset']}`"
+            return render_document(doc, read_on)
 
         return read_document, "text/markdown"
 

@@ -77,7 +77,7 @@ class KnowledgeBase(Protocol):
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 
-    async def get(self, doc_id: str) -> DocumentOut: ...
+    async def get(self, request: GetRequest) -> DocumentOut: ...
 
     async def sources(self) -> SourcesResponse: ...
 
@@ -89,7 +89,7 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
         return (await harness.search(parse_search(arguments))).model_dump(mode="json")
 
     async def get(arguments: dict[str, Any]) -> dict[str, Any]:
-        return (await harness.get(parse_get(arguments).id)).model_dump(mode="json")
+        return (await harness.get(parse_get(arguments))).model_dump(mode="json")
 
     async def sources(arguments: dict[str, Any]) -> dict[str, Any]:
         parse(NoArguments, arguments)
@@ -98,14 +98,19 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
     return [
         FunctionTool(
             name="search", title="Search the knowledge base",
-            description="Search the local knowledge base and return the best-matching documents with snippets. "
-            "Use plain words or quoted phrases; filter by source, tags or dates. Each result has an `id` to pass "
-            "to `get` for the full text.",
+            description="Search the local knowledge base and return the best-matching documents with short "
+            "snippets. Use plain words or quoted phrases; filter by source, tags or dates. Each result has an "
+            "`id` and the `chunk` (section, under `heading`) its snippet comes from: call `get` with both "
+            "(`{id, chunk}`) to read that section rather than the whole document.",
             input_schema=schema_of(SearchRequest), output_schema=schema_of(SearchResponse, "serialization"),
             run=search, render=render_search),
         FunctionTool(
             name="get", title="Get a document",
-            description="Fetch one document by the id a search result gave: its full text, metadata and chunks.",
+            description="Read a document by the id a search result gave, one window at a time: pass the "
+            "result's `chunk` to get that section with its neighbours, or `offset` to read from a character "
+            "offset. The answer holds at most `max_chars` characters of `body` (about 20,000 by default), its "
+            "metadata and the chunks in the window; when `truncated` is true and `next_offset` is not null, call "
+            "again with `offset: next_offset` to read on. `max_chars: 0` returns the whole document.",
             input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"), run=get,
             render=render_document),
         FunctionTool(

@@ -15,17 +15,19 @@ def render_search(payload: dict[str, Any]) -> str:
     for i, r in enumerate(results, 1):
         lines.append(f"{i}. {r.get('title') or r['source_id']}  [{r['source']} · {r['source_id']}]  "
                      f"score {r['score']:.3f}")
-        lines.append(f"   id: {r['id']}")
+        lines.append(f"   id: {r['id']}" + (f"  chunk: {r['chunk']}" if r.get("chunk") is not None else "")
+                     + (f"  ({r['heading']})" if r.get("heading") else ""))
         if r.get("updated_at"):
             lines.append(f"   updated: {r['updated_at']}")
         if r.get("snippet"):
             lines.append(f"   {' '.join(r['snippet'].split())}")
-    lines.append("Call `get` with an id for the full document.")
+    lines.append("Call `get` with a result's id and chunk to read that section; page on with `next_offset`.")
     return "\n".join(lines)
 
 
-def render_document(doc: dict[str, Any]) -> str:
-    """A document as Markdown: title, a metadata list, then the body."""
+def render_document(doc: dict[str, Any], read_on: str | None = None) -> str:
+    """A document as Markdown: title, a metadata list, then the body (a window of it: then a last line
+    saying which characters it holds and, ``read_on``, how to read the next part)."""
     lines = [f"# {doc.get('title') or doc['source_id']}", ""]
     fields = [("id", doc["id"]), ("source", doc["source"]), ("source_id", doc["source_id"]),
               ("url", doc.get("source_url")), ("author", doc.get("author")), ("created", doc.get("created_at")),
@@ -35,6 +37,12 @@ def render_document(doc: dict[str, Any]) -> str:
             fields.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
     lines.extend(f"- **{k}**: {v}" for k, v in fields if v)
     lines.extend(["", "---", "", doc.get("body", "").rstrip(), ""])
+    window = doc.get("range")
+    if doc.get("truncated") and window:
+        note = f"[characters {window['start']}-{window['end']} of {doc.get('total_chars')}"
+        if doc.get("next_offset") is not None:
+            note += "; to read on, " + (read_on or f"call `get` with offset {doc['next_offset']}")
+        lines.extend([note + "]", ""])
     return "\n".join(lines)
 
 

@@ -69,8 +69,10 @@ async def test_snippet_contains_matched_terms(harness) -> None:
 
 async def test_result_shape(harness) -> None:
     payload = (await harness.search(SearchRequest(query="sandbox"))).model_dump(mode="json")
+    # the seed's keys, plus where the snippet lies: the chunk index and its heading path
     assert set(payload["results"][0]) == {"id", "score", "title", "source", "source_id", "updated_at", "snippet",
-                                          "source_url"}
+                                          "source_url", "chunk", "heading"}
+    assert payload["results"][0]["chunk"] == 0 and isinstance(payload["results"][0]["heading"], str)
     assert payload["results"][0]["id"] == payload["results"][0]["id"].lower()
 
 
