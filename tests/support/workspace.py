@@ -6,6 +6,7 @@ because the tests' assertions name their titles and texts.
 
 from __future__ import annotations
 
+import random
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,56 @@ def write_served(root: Path, server: str = "") -> Path:
     config_path.write_text(config_toml(server=f"sync_on_start = false\n{server}", extra=SERVED_AGENTS_TOML),
                            encoding="utf-8")
     return config_path
+
+
+# -- a long document (paged `get`) ----------------------------------------------------------------
+
+_WORDS = ("stream buffer callback promise error event handle file descriptor path mode flag option "
+          "directory link watcher permission encoding offset length position signal timeout").split()
+
+
+def marker(n: int) -> str:
+    """A made-up word found only in section ``n`` of ``long_markdown`` (letters only, so it stems to itself)."""
+    letters = ""
+    while True:
+        n, digit = divmod(n, 26)
+        letters += "abcdefghijklmnopqrstuvwxyz"[digit]
+        if n == 0:
+            return "zq" + letters + "x"
+
+
+def long_markdown(target_chars: int = 262_000) -> str:
+    """A Markdown manual of about ``target_chars`` characters: nested headings, paragraphs, lists, fenced
+    code and non-ASCII text; section ``n`` holds ``marker(n)`` once, in a sentence of its own."""
+    rng = random.Random(20)
+    parts = ["# File system manual\n\nA generated manual, long like a real API reference. Ünïcödé, 日本語 and 🙂 "
+             "appear throughout, so offsets count characters, not bytes.\n"]
+    size, n = len(parts[0]), 0
+    while size < target_chars:
+        lines = [f"\n## Section {n}: {rng.choice(_WORDS)} {rng.choice(_WORDS)}\n"]
+        if n % 3 == 0:
+            lines.append(f"\n### Details of section {n}\n")
+        for paragraph in range(rng.randint(2, 5)):
+            words = [rng.choice(_WORDS) for _ in range(rng.randint(30, 140))]
+            text = " ".join(words).capitalize() + "."
+            if paragraph == 1:
+                text += f" The {marker(n)} setting controls section {n} — naïve café."
+            lines.append("\n" + "\n".join(textwrap.wrap(text, 90)) + "\n")
+        if n % 4 == 0:
+            lines.append(f"\n```js\nconst fd = open('file-{n}.txt', 'r');\n\nread(fd, buffer);\n```\n")
+        if n % 5 == 0:
+            lines.append("\n" + "".join(f"- {rng.choice(_WORDS)} {rng.choice(_WORDS)}\n" for _ in range(4)))
+        section = "".join(lines)
+        parts.append(section)
+        size += len(section)
+        n += 1
+    return "".join(parts)
+
+
+def write_long_document(root: Path, server: str = "sync_on_start = false", chunking: str = "") -> Path:
+    """``KB_DOCS`` plus ``manual.md`` (``long_markdown()``) in ``root/docs``; returns the config path."""
+    write_files(root / "docs", {**KB_DOCS, "manual.md": long_markdown()})
+    cfg = root / "ctx.toml"
+    cfg.write_text(config_toml(server=server, extra=f"\n[chunking]\n{chunking}\n" if chunking else ""),
+                   encoding="utf-8")
+    return cfg
