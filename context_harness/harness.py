@@ -226,7 +226,7 @@ class Harness:
             raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
         chunks = self.store.chunks(doc_id)
         body, total = row.body, len(row.body)
-        spans = passages.chunk_spans(body, [c.text for c in chunks])
+        spans = passages.chunk_spans(body, [c.text for c in chunks], self.config.chunking.overlap_tokens)
         max_chars = self.config.server.get_max_chars
         if request is not None and request.max_chars is not None:
             max_chars = request.max_chars

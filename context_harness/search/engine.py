@@ -210,6 +210,7 @@ class SearchEngine:
                                    else make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
         # The chunks of the results: the semantic best chunk's text, and the chunk each snippet lies in.
         chunks = self.store.chunks_of([c.doc_id for c in present])
+        overlap = self.config.chunking.overlap_tokens
         results = []
         for c in present:
             title, source, source_id, updated_at, source_url, body = rows[c.doc_id]
@@ -219,7 +220,7 @@ class SearchEngine:
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
                 shown[c.doc_id] = (make_snippet(body, weights, stem, chars), False)
             snippet, from_chunk = shown[c.doc_id]
-            located = best if from_chunk else self._chunk_holding(chunks[c.doc_id], body, snippet.start)
+            located = best if from_chunk else self._chunk_holding(chunks[c.doc_id], body, snippet.start, overlap)
             if c.explain is not None:
                 c.explain.chunk_index = located.idx if located else None
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
@@ -230,11 +231,11 @@ class SearchEngine:
         return SearchResponse(results=results)
 
     @staticmethod
-    def _chunk_holding(chunks: list[StoredChunk], body: str, offset: int) -> StoredChunk | None:
+    def _chunk_holding(chunks: list[StoredChunk], body: str, offset: int, overlap: int) -> StoredChunk | None:
         """The chunk whose span in ``body`` holds ``offset`` (see ``passages``); a lone chunk at once."""
         if len(chunks) <= 1:
             return chunks[0] if chunks else None
-        at = chunk_at(body, [k.text for k in chunks], offset)
+        at = chunk_at(body, [k.text for k in chunks], offset, overlap)
         return chunks[at] if at is not None else None
 
 

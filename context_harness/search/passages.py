@@ -6,7 +6,10 @@ It only ever changes whitespace, though, so every word of a chunk is a word of t
 A chunk's *span* is therefore found from its words:
 
 - it begins where its own first words (those after any overlap carried from the previous chunk)
-  appear in the body, at or after the end of the previous chunk's words; chunk 0 begins at 0;
+  appear in the body, at or after the end of the previous chunk's words; chunk 0 begins at 0. The
+  overlap is the longest run of the previous chunk's last words that the chunk starts with, at most
+  ``overlap`` words (``chunking.overlap_tokens``: a word is at least one token), so repetitive text
+  is not mistaken for one when the chunks were made without;
 - it ends where the next chunk begins (the last one at the end of the body).
 
 The spans are contiguous, never overlap and cover the whole body, so "the chunks in a window" are
@@ -30,11 +33,11 @@ BOUNDARY_REACH = 4  # a window may end up to 1/4 of its budget early, to end on 
 _SPACE = re.compile(r"\s+")
 
 
-def _overlap(previous: list[str], words: list[str]) -> int:
-    """How many leading ``words`` repeat the tail of ``previous`` (the chunker's overlap)."""
-    if len(words) < 2:
+def _overlap(previous: list[str], words: list[str], most: int) -> int:
+    """How many leading ``words`` (at most ``most``) repeat the tail of ``previous`` (the chunker's overlap)."""
+    if len(words) < 2 or most <= 0:
         return 0
-    first, i = words[0], max(len(previous) - len(words) + 1, 0)
+    first, i = words[0], max(len(previous) - len(words) + 1, len(previous) - most, 0)
     while True:
         try:
             i = previous.index(first, i)
@@ -71,7 +74,7 @@ def _find(body: str, words: list[str], start: int, stop: int) -> int:
     return -1
 
 
-def chunk_starts(body: str, texts: Sequence[str], until: int | None = None) -> list[int]:
+def chunk_starts(body: str, texts: Sequence[str], overlap: int = 0, until: int | None = None) -> list[int]:
     """The start offset in ``body`` of each chunk (texts in index order); see the module docstring.
     With ``until``, stops after the first chunk starting past that offset."""
     starts: list[int] = []
@@ -79,7 +82,7 @@ def chunk_starts(body: str, texts: Sequence[str], until: int | None = None) -> l
     floor = 0  # where the previous chunk's own words end, at the earliest
     for text in texts:
         words = text.split()
-        own = words[_overlap(previous, words):] if starts else words
+        own = words[_overlap(previous, words, overlap):] if starts else words
         last = starts[-1] if starts else 0
         anchor = -1
         if own:
@@ -95,15 +98,15 @@ def chunk_starts(body: str, texts: Sequence[str], until: int | None = None) -> l
     return starts
 
 
-def chunk_spans(body: str, texts: Sequence[str]) -> list[tuple[int, int]]:
+def chunk_spans(body: str, texts: Sequence[str], overlap: int = 0) -> list[tuple[int, int]]:
     """``(start, end)`` of every chunk in ``body``: contiguous, covering the whole body."""
-    starts = chunk_starts(body, texts)
+    starts = chunk_starts(body, texts, overlap)
     return list(zip(starts, [*starts[1:], len(body)], strict=True))
 
 
-def chunk_at(body: str, texts: Sequence[str], offset: int) -> int | None:
+def chunk_at(body: str, texts: Sequence[str], offset: int, overlap: int = 0) -> int | None:
     """The position (in ``texts``) of the chunk whose span holds ``offset``; None without chunks."""
-    starts = chunk_starts(body, texts, until=offset)
+    starts = chunk_starts(body, texts, overlap, until=offset)
     holding = [i for i, start in enumerate(starts) if start <= offset]
     return holding[-1] if holding else None
 
