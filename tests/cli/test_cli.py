@@ -11,7 +11,8 @@ import anyio
 
 from context_harness import config as config_mod
 from context_harness.harness import Harness
-from context_harness.models import SearchRequest
+from context_harness.models import GetRequest, SearchRequest
+from support.workspace import long_markdown, marker, write_long_document
 
 
 def ctx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -80,6 +81,33 @@ def test_user_errors_exit_1_with_one_line(sample_docs, tmp_path: Path) -> None:
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_get_window_options(tmp_path: Path) -> None:
+    cfg = write_long_document(tmp_path)
+    assert ctx("sync", "--config", str(cfg)).returncode == 0
+    hit = json.loads(ctx("search", marker(20), "--limit", "1", "--config", str(cfg), "--json").stdout)["results"][0]
+
+    def get(*options: str) -> dict:
+        result = ctx("get", hit["id"], *options, "--config", str(cfg), "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    async def direct(request: GetRequest) -> dict:
+        async with Harness.open(config_mod.load_file(cfg)) as h:
+            return (await h.get(request)).model_dump(mode="json")
+
+    section = get("--chunk", str(hit["chunk"]))
+    assert section == anyio.run(direct, GetRequest(id=hit["id"], chunk=hit["chunk"]))  # the payload MCP and REST give
+    assert marker(20) in section["body"] and section["truncated"]
+    page = get("--offset", "5000", "--max-chars", "2000")
+    assert page["range"]["start"] == 5000 and page["body"] == long_markdown()[5000:page["range"]["end"]]
+    assert get("--max-chars", "0")["body"] == long_markdown()
+    human = ctx("get", hit["id"], "--config", str(cfg))
+    assert human.stdout.startswith("# File system manual") and len(human.stdout) < 21_000
+    assert f"next: ctx get {hit['id']} --offset " in human.stderr
+    bad = ctx("get", hit["id"], "--chunk", "1", "--offset", "2", "--config", str(cfg))
+    assert bad.returncode == 1 and bad.stderr.strip() == "error: arguments: give either 'chunk' or 'offset', not both"
 
 
 def test_bad_config_is_a_one_line_error(tmp_path: Path) -> None:
