@@ -162,8 +162,10 @@ def config_file(tmp_path: Path, docs: Path) -> Path:
 
 @pytest.fixture
 def child_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for spawned servers: isolated XDG dirs, nothing else from the test process."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "SYSTEMROOT", "TMPDIR")}
+    """Environment for spawned servers: isolated XDG dirs, nothing else from the test process but
+    ``PYTHONPATH`` (so a checkout run with it, a git worktree say, spawns its own code)."""
+    kept = ("PATH", "HOME", "LANG", "SYSTEMROOT", "TMPDIR", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k in kept}
     env.update(XDG_DATA_HOME=str(tmp_path / "xdg-data"), XDG_CONFIG_HOME=str(tmp_path / "xdg-config"),
                XDG_CACHE_HOME=str(tmp_path / "xdg-cache"), HF_HUB_OFFLINE="1")
     return env
