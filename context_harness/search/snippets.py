@@ -3,7 +3,9 @@
 The words of the query are found by their indexed form (lowercased and stemmed, as the keyword index
 sees them), so "collectors" in a document matches the query word "collector". Each query word
 weighs its IDF: the window shown is the one holding the rarest query words, not the one where a
-common word repeats most. A text without any query word gets its opening instead.
+common word repeats most. A text without any query word gets its opening instead. A word found ``MAX_MATCHES`` times is
+everywhere in the text (a long manual's own name, say): it says nothing about where the passage is,
+so the window is placed by the other query words when the text has any.
 
 Finding words costs one ``str.find`` scan per query word and a cached stem per candidate word, so
 snippets of a dozen results take well under a millisecond even for long documents.
@@ -12,6 +14,7 @@ snippets of a dozen results take well under a millisecond even for long document
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -115,6 +118,10 @@ def make_snippet(text: str, weights: dict[str, float], stem: Callable[[str], str
     matches = _matches(text, weights, stem) if weights and text else []
     if not matches:
         return Snippet(lead(text, chars), 0, False)
+    counts = Counter(term for _, _, term in matches)
+    placing = [m for m in matches if counts[m[2]] < MAX_MATCHES]
+    if placing and len(placing) < len(matches):
+        matches = placing
     i, j = _best_window(matches, weights, chars)
     first, last = matches[i][0], matches[j - 1][1]
     # Spend what the matches leave of the budget on context: a little before, the rest after.

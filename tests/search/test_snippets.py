@@ -36,6 +36,18 @@ def test_the_window_with_the_rarest_words_wins(index: KeywordIndex) -> None:
     assert "pelican" in snippet.text
 
 
+def test_a_word_everywhere_in_a_long_text_does_not_place_the_window(index: KeywordIndex) -> None:
+    # "crypto" is as rare as "zebulon" across documents, but this manual names it in every section
+    sections = [f"The option {n} of crypto is set here. " + "filler " * 40 for n in range(60)]
+    sections[45] = "The zebulon option of crypto is set here. " + "filler " * 40
+    text = "".join(sections)
+    weights = weights_for(index, "zebulon crypto", {"zebulon": 1.0, "crypto": 1.0})
+    snippet = make_snippet(text, weights, index.stem, 120)
+    assert "zebulon" in snippet.text and text[snippet.start:].startswith("zebulon")
+    only = make_snippet(text, weights_for(index, "crypto"), index.stem, 120)  # nothing else to place it by
+    assert only.matched and "crypto" in only.text
+
+
 def test_common_words_are_not_looked_for() -> None:
     assert salient({"a": 0.05, "pelican": 6.0, "migrat": 3.0}) == {"pelican": 6.0, "migrat": 3.0}
     assert salient({}) == {}
