@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from context_harness import timestamps
@@ -208,19 +208,20 @@ class SearchEngine:
                 snippet = cut.get(c.doc_id)
                 shown[c.doc_id] = (snippet if snippet is not None
                                    else make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
-        # The chunks of the results: the semantic best chunk's text, and the chunk each snippet lies in.
-        chunks = self.store.chunks_of([c.doc_id for c in present])
-        overlap = self.config.chunking.overlap_tokens
+        # The semantic best chunks (their text, read only where needed), then the chunk each snippet lies in.
+        wanted = [c.chunk_id for c in present
+                  if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]
+        best_chunks = self.store.chunks_by_id(wanted)
         results = []
         for c in present:
             title, source, source_id, updated_at, source_url, body = rows[c.doc_id]
-            best = next((k for k in chunks[c.doc_id] if k.id == c.chunk_id), None) if c.chunk_id else None
-            if best is not None and (c.doc_id not in shown or not shown[c.doc_id][0].matched):
+            best = best_chunks.get(c.chunk_id or "")
+            if best is not None:
                 shown[c.doc_id] = (make_snippet(best.text, weights, stem, chars), True)
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
                 shown[c.doc_id] = (make_snippet(body, weights, stem, chars), False)
             snippet, from_chunk = shown[c.doc_id]
-            located = best if from_chunk else self._chunk_holding(chunks[c.doc_id], body, snippet.start, overlap)
+            located = best if from_chunk else self._chunk_holding(c.doc_id, body, snippet.start)
             if c.explain is not None:
                 c.explain.chunk_index = located.idx if located else None
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
@@ -230,13 +231,34 @@ class SearchEngine:
                                         heading=(located.heading or None) if located else None))
         return SearchResponse(results=results)
 
-    @staticmethod
-    def _chunk_holding(chunks: list[StoredChunk], body: str, offset: int, overlap: int) -> StoredChunk | None:
-        """The chunk whose span in ``body`` holds ``offset`` (see ``passages``); a lone chunk at once."""
-        if len(chunks) <= 1:
-            return chunks[0] if chunks else None
-        at = chunk_at(body, [k.text for k in chunks], offset, overlap)
-        return chunks[at] if at is not None else None
+    def _chunk_holding(self, doc_id: str, body: str, offset: int) -> StoredChunk | None:
+        """The chunk holding the body's text at ``offset`` (a snippet's first matched word): the first
+        chunk whose text holds the words from there (eight, else three, else one; SQLite picks the
+        chunks holding the first word), else the chunk whose span holds ``offset`` (``passages``),
+        reading the document's chunks only up to it."""
+        head = body[offset:offset + 400]
+        words = head.split()
+        if len(head) == 400 and len(words) > 1:
+            words.pop()  # perhaps cut
+        if offset and words:
+            candidates = self.store.chunks_containing(doc_id, words[0])
+            flat = [" ".join(chunk.text.split()) for chunk in candidates]
+            for n in (8, 3, 1):
+                probe = " ".join(words[:n])
+                found = next((chunk for chunk, text in zip(candidates, flat, strict=True) if probe in text), None)
+                if found is not None:
+                    return found
+        read: list[StoredChunk] = []
+
+        def texts() -> Iterator[str]:
+            for chunk in self.store.iter_chunks(doc_id):
+                read.append(chunk)
+                yield chunk.text
+                if offset == 0:
+                    return
+
+        at = chunk_at(body, texts(), offset, self.config.chunking.overlap_tokens)
+        return read[at] if at is not None else None
 
 
 def filters_of(request: SearchRequest) -> KeywordFilters | None:

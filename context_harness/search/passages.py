@@ -24,13 +24,11 @@ concatenating the windows reproduces the body.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 ANCHOR_WORDS = 12  # words of a chunk that must match, in order, to place it
 SEARCH_REACH = 4096  # characters past the expected start searched first (whitespace and dropped headings)
 BOUNDARY_REACH = 4  # a window may end up to 1/4 of its budget early, to end on a break
-_SPACE = re.compile(r"\s+")
 
 
 def _overlap(previous: list[str], words: list[str], most: int) -> int:
@@ -48,35 +46,29 @@ def _overlap(previous: list[str], words: list[str], most: int) -> int:
         i += 1
 
 
-def _matches_at(body: str, words: list[str], pos: int) -> bool:
-    """Whether ``words`` are the whitespace-separated words of ``body`` starting at ``pos``."""
+def _matches_at(body: str, anchor: str, pos: int) -> bool:
+    """Whether the words of ``anchor`` (single-spaced) are those of ``body`` at ``pos``, whatever
+    whitespace separates them there."""
     if pos > 0 and not body[pos - 1].isspace():
         return False
-    for i, word in enumerate(words):
-        if i:
-            space = _SPACE.match(body, pos)
-            if space is None:
-                return False
-            pos = space.end()
-        if not body.startswith(word, pos):
-            return False
-        pos += len(word)
-    return pos == len(body) or body[pos].isspace()
+    flat = " ".join(body[pos:pos + 2 * len(anchor) + 64].split())
+    return flat.startswith(anchor) and (len(flat) == len(anchor) or flat[len(anchor)] == " ")
 
 
 def _find(body: str, words: list[str], start: int, stop: int) -> int:
     """The first offset in ``[start, stop)`` where ``words`` begin, or -1."""
+    anchor = " ".join(words)
     pos = body.find(words[0], start, stop)
     while pos != -1:
-        if _matches_at(body, words, pos):
+        if _matches_at(body, anchor, pos):
             return pos
         pos = body.find(words[0], pos + 1, stop)
     return -1
 
 
-def chunk_starts(body: str, texts: Sequence[str], overlap: int = 0, until: int | None = None) -> list[int]:
+def chunk_starts(body: str, texts: Iterable[str], overlap: int = 0, until: int | None = None) -> list[int]:
     """The start offset in ``body`` of each chunk (texts in index order); see the module docstring.
-    With ``until``, stops after the first chunk starting past that offset."""
+    With ``until``, stops after the first chunk starting past that offset (reading no further text)."""
     starts: list[int] = []
     previous: list[str] = []
     floor = 0  # where the previous chunk's own words end, at the earliest
@@ -91,7 +83,7 @@ def chunk_starts(body: str, texts: Sequence[str], overlap: int = 0, until: int |
                 anchor = _find(body, own[:ANCHOR_WORDS], last, len(body))
         starts.append(0 if not starts else anchor if anchor != -1 else last)
         if anchor != -1:
-            floor = anchor + len(" ".join(own))
+            floor = anchor + sum(map(len, own)) + len(own) - 1  # the length of the words, single-spaced
         previous = words
         if until is not None and starts[-1] > until:
             break
@@ -104,7 +96,7 @@ def chunk_spans(body: str, texts: Sequence[str], overlap: int = 0) -> list[tuple
     return list(zip(starts, [*starts[1:], len(body)], strict=True))
 
 
-def chunk_at(body: str, texts: Sequence[str], offset: int, overlap: int = 0) -> int | None:
+def chunk_at(body: str, texts: Iterable[str], offset: int, overlap: int = 0) -> int | None:
     """The position (in ``texts``) of the chunk whose span holds ``offset``; None without chunks."""
     starts = chunk_starts(body, texts, overlap, until=offset)
     holding = [i for i, start in enumerate(starts) if start <= offset]

@@ -104,12 +104,15 @@ def _cut(text: str, start: int, end: int) -> str:
 
 
 def lead(text: str, chars: int) -> str:
-    """The opening of ``text``: about ``chars`` characters, cut at a word boundary."""
-    text = " ".join(text.split())
-    if len(text) <= chars:
-        return text
-    cut = text.rfind(" ", 0, chars)
-    return text[: cut if cut > chars // 2 else chars] + " …"
+    """The opening of ``text``: about ``chars`` characters, cut at a word boundary (collapsing the
+    spaces of its head only, not of a whole long document)."""
+    short = " ".join(text[:chars * 4].split())
+    if len(short) <= chars:  # a short text, or a head of mostly whitespace
+        short = " ".join(text.split())
+        if len(short) <= chars:
+            return short
+    cut = short.rfind(" ", 0, chars)
+    return short[: cut if cut > chars // 2 else chars] + " …"
 
 
 def make_snippet(text: str, weights: dict[str, float], stem: Callable[[str], str | None], chars: int) -> Snippet:

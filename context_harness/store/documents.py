@@ -239,6 +239,31 @@ class DocumentStore:
             "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
         return [StoredChunk(*r) for r in rows]
 
+    def iter_chunks(self, doc_id: str) -> Iterator[StoredChunk]:
+        """A document's chunks in order, read from SQLite as they are consumed (stop early to read fewer)."""
+        cursor = self.connection().execute(
+            "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
+        try:
+            for r in cursor:
+                yield StoredChunk(*r)
+        finally:
+            cursor.close()
+
+    def chunks_containing(self, doc_id: str, text: str) -> list[StoredChunk]:
+        """A document's chunks whose text contains ``text`` (case-sensitive), in order."""
+        rows = self.connection().execute(
+            "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? AND instr(text, ?) > 0 "
+            "ORDER BY idx", (doc_id, text))
+        return [StoredChunk(*r) for r in rows]
+
+    def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, StoredChunk]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.connection().execute(
+            f"SELECT id, idx, text, content_hash, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
+        return {r[0]: StoredChunk(*r) for r in rows}
+
     def chunks_of(self, doc_ids: list[str]) -> dict[str, list[StoredChunk]]:
         out: dict[str, list[StoredChunk]] = {d: [] for d in doc_ids}
         for start in range(0, len(doc_ids), 500):

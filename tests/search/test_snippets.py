@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from context_harness.search.snippets import make_snippet, salient
+from context_harness.search.snippets import lead, make_snippet, salient
 from context_harness.store.keyword import KeywordIndex
 
 
@@ -46,6 +46,14 @@ def test_a_word_everywhere_in_a_long_text_does_not_place_the_window(index: Keywo
     assert "zebulon" in snippet.text and text[snippet.start:].startswith("zebulon")
     only = make_snippet(text, weights_for(index, "crypto"), index.stem, 120)  # nothing else to place it by
     assert only.matched and "crypto" in only.text
+
+
+@pytest.mark.parametrize("text", ["short", "word " * 500, " " * 2000 + "late words " * 50, "x" * 3000,
+                                  "a\n\n" * 700, "ab " * 133 + "z"])
+def test_lead_collapses_only_the_head_yet_cuts_as_before(text: str) -> None:
+    full = " ".join(text.split())
+    cut = full.rfind(" ", 0, 100)
+    assert lead(text, 100) == (full if len(full) <= 100 else full[: cut if cut > 50 else 100] + " …")
 
 
 def test_common_words_are_not_looked_for() -> None:
