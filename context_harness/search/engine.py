@@ -212,50 +212,63 @@ class SearchEngine:
         wanted = [c.chunk_id for c in present
                   if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]
         best_chunks = self.store.chunks_by_id(wanted)
-        results = []
         for c in present:
-            title, source, source_id, updated_at, source_url, body = rows[c.doc_id]
             best = best_chunks.get(c.chunk_id or "")
             if best is not None:
                 shown[c.doc_id] = (make_snippet(best.text, weights, stem, chars), True)
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
-                shown[c.doc_id] = (make_snippet(body, weights, stem, chars), False)
+                shown[c.doc_id] = (make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
+        located = self._locate({c.doc_id: (rows[c.doc_id][5], shown[c.doc_id][0].start) for c in present
+                                if not shown[c.doc_id][1]})
+        results = []
+        for c in present:
+            title, source, source_id, updated_at, source_url, _ = rows[c.doc_id]
             snippet, from_chunk = shown[c.doc_id]
-            located = best if from_chunk else self._chunk_holding(c.doc_id, body, snippet.start)
+            chunk = best_chunks.get(c.chunk_id or "") if from_chunk else located.get(c.doc_id)
             if c.explain is not None:
-                c.explain.chunk_index = located.idx if located else None
+                c.explain.chunk_index = chunk.idx if chunk else None
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
                                         source_id=source_id, updated_at=updated_at, snippet=snippet.text,
                                         source_url=source_url, explain=c.explain,
-                                        chunk=located.idx if located else None,
-                                        heading=(located.heading or None) if located else None))
+                                        chunk=chunk.idx if chunk else None,
+                                        heading=(chunk.heading or None) if chunk else None))
         return SearchResponse(results=results)
 
-    def _chunk_holding(self, doc_id: str, body: str, offset: int) -> StoredChunk | None:
-        """The chunk holding the body's text at ``offset`` (a snippet's first matched word): the first
-        chunk whose text holds the words from there (eight, else three, else one; SQLite picks the
-        chunks holding the first word), else the chunk whose span holds ``offset`` (``passages``),
-        reading the document's chunks only up to it."""
-        head = body[offset:offset + 400]
-        words = head.split()
-        if len(head) == 400 and len(words) > 1:
-            words.pop()  # perhaps cut
-        if offset and words:
-            candidates = self.store.chunks_containing(doc_id, words[0])
-            flat = [" ".join(chunk.text.split()) for chunk in candidates]
-            for n in (8, 3, 1):
-                probe = " ".join(words[:n])
-                found = next((chunk for chunk, text in zip(candidates, flat, strict=True) if probe in text), None)
-                if found is not None:
-                    return found
+    def _locate(self, snippets: dict[str, tuple[str, int]]) -> dict[str, StoredChunk | None]:
+        """doc id -> the chunk holding the body's text at the offset of its snippet (``(body, offset)``):
+        the first chunk whose text holds the words from there (eight, else three, else one), found among
+        the chunks SQLite finds holding the first word (one query for all; when one chunk does, that
+        one); the first chunk for an offset of 0; else the chunk whose span holds the offset (``passages``)."""
+        words: dict[str, list[str]] = {}
+        for doc_id, (body, offset) in snippets.items():
+            head = body[offset:offset + 400]
+            words[doc_id] = head.split(None, 8)[:8] if offset else []
+            if len(head) == 400 and len(words[doc_id]) > 1 and len(head.split(None, 8)) <= 8:
+                words[doc_id].pop()  # perhaps cut
+        holding = self.store.chunks_holding([(doc_id, words[doc_id][0] if offset and words[doc_id] else None)
+                                             for doc_id, (_, offset) in snippets.items()])
+        out: dict[str, StoredChunk | None] = {}
+        for doc_id, (body, offset) in snippets.items():
+            candidates = holding[doc_id]
+            found = candidates[0] if len(candidates) == 1 or (candidates and not offset) else None
+            if found is None and candidates:
+                flat = [" ".join(chunk.text.split()) for chunk in candidates]
+                for n in (8, 3, 1):
+                    probe = " ".join(words[doc_id][:n])
+                    found = next((k for k, text in zip(candidates, flat, strict=True) if probe in text), None)
+                    if found is not None:
+                        break
+            out[doc_id] = found if found is not None or not offset else self._chunk_by_span(doc_id, body, offset)
+        return out
+
+    def _chunk_by_span(self, doc_id: str, body: str, offset: int) -> StoredChunk | None:
+        """The chunk whose span holds ``offset``, reading the document's chunks only up to it."""
         read: list[StoredChunk] = []
 
         def texts() -> Iterator[str]:
             for chunk in self.store.iter_chunks(doc_id):
                 read.append(chunk)
                 yield chunk.text
-                if offset == 0:
-                    return
 
         at = chunk_at(body, texts(), offset, self.config.chunking.overlap_tokens)
         return read[at] if at is not None else None

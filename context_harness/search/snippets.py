@@ -121,10 +121,11 @@ def make_snippet(text: str, weights: dict[str, float], stem: Callable[[str], str
     matches = _matches(text, weights, stem) if weights and text else []
     if not matches:
         return Snippet(lead(text, chars), 0, False)
-    counts = Counter(term for _, _, term in matches)
-    placing = [m for m in matches if counts[m[2]] < MAX_MATCHES]
-    if placing and len(placing) < len(matches):
-        matches = placing
+    if len(matches) > MAX_MATCHES:  # else no word can have been found MAX_MATCHES times
+        counts = Counter(term for _, _, term in matches)
+        placing = [m for m in matches if counts[m[2]] < MAX_MATCHES]
+        if placing and len(placing) < len(matches):
+            matches = placing
     i, j = _best_window(matches, weights, chars)
     first, last = matches[i][0], matches[j - 1][1]
     # Spend what the matches leave of the budget on context: a little before, the rest after.

@@ -249,12 +249,25 @@ class DocumentStore:
         finally:
             cursor.close()
 
-    def chunks_containing(self, doc_id: str, text: str) -> list[StoredChunk]:
-        """A document's chunks whose text contains ``text`` (case-sensitive), in order."""
-        rows = self.connection().execute(
-            "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? AND instr(text, ?) > 0 "
-            "ORDER BY idx", (doc_id, text))
-        return [StoredChunk(*r) for r in rows]
+    def chunks_holding(self, wanted: list[tuple[str, str | None]]) -> dict[str, list[StoredChunk]]:
+        """For each ``(doc id, text)``: the document's chunks whose text contains ``text`` (case-sensitive),
+        in order; ``text`` None: its first chunk. One query per 400 documents."""
+        out: dict[str, list[StoredChunk]] = {doc_id: [] for doc_id, _ in wanted}
+        for start in range(0, len(wanted), 400):
+            terms, params = [], []
+            for doc_id, text in wanted[start:start + 400]:
+                if text is None:
+                    terms.append("(doc_id=? AND idx=0)")
+                    params.append(doc_id)
+                else:
+                    terms.append("(doc_id=? AND instr(text, ?) > 0)")
+                    params.extend((doc_id, text))
+            rows = self.connection().execute(
+                "SELECT doc_id, id, idx, text, content_hash, heading FROM chunks WHERE "
+                + " OR ".join(terms) + " ORDER BY doc_id, idx", params)
+            for r in rows:
+                out[r[0]].append(StoredChunk(*r[1:]))
+        return out
 
     def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, StoredChunk]:
         if not chunk_ids:
