@@ -351,8 +351,9 @@ class Harness:
             stats = self.vectors.stats()
             modes = (f"keyword, semantic and hybrid search; {stats.embedded_chunks} chunks embedded, "
                      f"{stats.pending_chunks} pending")
-        parts.append(f". Use `search` to find documents ({modes}), then `get` with a result id for the full "
-                     "text. `sources` lists where documents come from.")
+        parts.append(f". Use `search` to find documents ({modes}), then `get` with a result's id and chunk to "
+                     "read that section; long documents come a window at a time (page on with `next_offset`). "
+                     "`sources` lists where documents come from.")
         return "".join(parts)
 
     # -- sync --------------------------------------------------------------------------------
