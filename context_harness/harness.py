@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from context_harness import __version__
+from context_harness import __version__, passages
 from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
@@ -44,7 +44,6 @@ from context_harness.models import (
     SyncSummary,
     TextRange,
 )
-from context_harness.search import passages
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
@@ -226,7 +225,9 @@ class Harness:
             raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
         chunks = self.store.chunks(doc_id)
         body, total = row.body, len(row.body)
-        spans = passages.chunk_spans(body, [c.text for c in chunks], self.config.chunking.overlap_tokens)
+        starts = [c.start for c in chunks if c.start is not None]
+        spans = (passages.spans_of(starts, total) if len(starts) == len(chunks)
+                 else passages.chunk_spans(body, [c.text for c in chunks], self.config.chunking.overlap_tokens))
         max_chars = self.config.server.get_max_chars
         if request is not None and request.max_chars is not None:
             max_chars = request.max_chars

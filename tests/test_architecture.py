@@ -15,10 +15,11 @@ ROOT = "context_harness"
 
 RIMS = {"cli", "server", "__main__"}
 # unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
-LOWER = {"errors", "config", "models", "validation", "timestamps"}
+LOWER = {"errors", "config", "models", "validation", "timestamps", "passages"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "timestamps": set(),
+    "passages": set(),
     "config": {"errors"},
     "models": {"errors", "timestamps"},
     "validation": {"errors", "models"},

@@ -173,3 +173,29 @@ async def test_windows_outside_the_document_are_bad_requests(kb) -> None:
         await kb.get(GetRequest(id=doc_id, chunk=count))
     end = await kb.get(GetRequest(id=doc_id, offset=len(BODY)))
     assert end.body == "" and end.next_offset is None and end.chunks == []
+
+
+async def test_stored_chunk_starts_are_the_spans_found_from_the_texts(kb) -> None:
+    from context_harness.passages import chunk_spans
+
+    doc_id = await manual_id(kb)
+    chunks = kb.store.chunks(doc_id)
+    stored = [(c.start, end) for c, end in zip(chunks, [*(c.start for c in chunks[1:]), len(BODY)], strict=True)]
+    assert stored == chunk_spans(BODY, [c.text for c in chunks], kb.config.chunking.overlap_tokens)
+
+
+async def test_chunks_stored_without_starts_are_placed_from_their_texts(kb) -> None:
+    """A workspace synced before chunk starts were stored (schema 1) places hits and windows the same way
+    until its next sync re-chunks it."""
+    doc_id = await manual_id(kb)
+    before = [(await kb.search(SearchRequest(query=marker(s), mode="keyword", limit=1))).results[0]
+              for s in (3, 77)]
+    window = await kb.get(GetRequest(id=doc_id, chunk=before[1].chunk))
+    with kb.store.transaction() as conn:
+        conn.execute("UPDATE chunks SET start=NULL")
+    after = [(await kb.search(SearchRequest(query=marker(s), mode="keyword", limit=1))).results[0]
+             for s in (3, 77)]
+    assert [(h.chunk, h.heading) for h in after] == [(h.chunk, h.heading) for h in before]
+    assert await kb.get(GetRequest(id=doc_id, chunk=before[1].chunk)) == window
+    await kb.sync(full=True)
+    assert None not in [c.start for c in kb.store.chunks(doc_id)]

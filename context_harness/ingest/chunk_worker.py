@@ -21,6 +21,7 @@ from concurrent.futures import Future
 from typing import IO, Any
 
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
+from context_harness.passages import chunk_starts
 from context_harness.store.documents import StoredChunk, chunk_id
 
 log = logging.getLogger(__name__)
@@ -29,19 +30,22 @@ PROCESS_THRESHOLD = 512  # documents queued for chunking before helper processes
 MAX_HELPERS = 4
 
 DocumentText = tuple[str, str | None, str]  # (doc_id, title, body)
-ChunkRow = tuple[str, int, str, str, str]  # StoredChunk fields
+ChunkRow = tuple[str, int, str, str, str, int]  # StoredChunk fields
 
 
 def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overlap_tokens: int) -> list[ChunkRow]:
-    """A document's chunks as stored: content-addressed id, position, text, embedding hash, heading."""
+    """A document's chunks as stored: content-addressed id, position, text, embedding hash, heading
+    and where its span begins in the body."""
     rows = []
     seen: dict[str, int] = {}
-    for chunk in chunk_markdown(body, max_tokens, overlap_tokens):
+    chunks = chunk_markdown(body, max_tokens, overlap_tokens)
+    starts = chunk_starts(body, [chunk.text for chunk in chunks], overlap_tokens)
+    for chunk, start in zip(chunks, starts, strict=True):
         occurrence = seen.get(chunk.text, 0)
         seen[chunk.text] = occurrence + 1
         heading = " > ".join(chunk.heading_path)
         rows.append((chunk_id(doc_id, chunk.text, occurrence), chunk.index, chunk.text,
-                     content_hash(embedding_text(title, heading, chunk.text)), heading))
+                     content_hash(embedding_text(title, heading, chunk.text)), heading, start))
     return rows
 
 

@@ -16,7 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = 3
+CHUNKER_VERSION = 4  # 4: chunks carry where their span begins in the body
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")

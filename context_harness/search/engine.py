@@ -24,11 +24,11 @@ from context_harness.models import (
     SearchResponse,
     SearchResult,
 )
+from context_harness.passages import chunk_at
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
-from context_harness.search.passages import chunk_at
 from context_harness.search.snippets import Snippet, make_snippet, salient
-from context_harness.store.documents import DocumentStore, StoredChunk
+from context_harness.store.documents import ChunkPlace, DocumentStore, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
@@ -224,7 +224,8 @@ class SearchEngine:
         for c in present:
             title, source, source_id, updated_at, source_url, _ = rows[c.doc_id]
             snippet, from_chunk = shown[c.doc_id]
-            chunk = best_chunks.get(c.chunk_id or "") if from_chunk else located.get(c.doc_id)
+            best = best_chunks.get(c.chunk_id or "")
+            chunk = (ChunkPlace(best.idx, best.heading) if best else None) if from_chunk else located.get(c.doc_id)
             if c.explain is not None:
                 c.explain.chunk_index = chunk.idx if chunk else None
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
@@ -234,34 +235,18 @@ class SearchEngine:
                                         heading=(chunk.heading or None) if chunk else None))
         return SearchResponse(results=results)
 
-    def _locate(self, snippets: dict[str, tuple[str, int]]) -> dict[str, StoredChunk | None]:
-        """doc id -> the chunk holding the body's text at the offset of its snippet (``(body, offset)``):
-        the first chunk whose text holds the words from there (eight, else three, else one), found among
-        the chunks SQLite finds holding the first word (one query for all; when one chunk does, that
-        one); the first chunk for an offset of 0; else the chunk whose span holds the offset (``passages``)."""
-        words: dict[str, list[str]] = {}
+    def _locate(self, snippets: dict[str, tuple[str, int]]) -> dict[str, ChunkPlace | None]:
+        """doc id -> the chunk whose span holds the offset of its snippet (``(body, offset)``): one query
+        for all, from the chunks' stored starts; chunks synced before starts were stored (until the next
+        sync re-chunks them) are placed from their texts (``passages``)."""
+        found: dict[str, ChunkPlace | None] = dict(
+            self.store.chunks_at([(doc_id, offset) for doc_id, (_, offset) in snippets.items()]))
         for doc_id, (body, offset) in snippets.items():
-            head = body[offset:offset + 400]
-            words[doc_id] = head.split(None, 8)[:8] if offset else []
-            if len(head) == 400 and len(words[doc_id]) > 1 and len(head.split(None, 8)) <= 8:
-                words[doc_id].pop()  # perhaps cut
-        holding = self.store.chunks_holding([(doc_id, words[doc_id][0] if offset and words[doc_id] else None)
-                                             for doc_id, (_, offset) in snippets.items()])
-        out: dict[str, StoredChunk | None] = {}
-        for doc_id, (body, offset) in snippets.items():
-            candidates = holding[doc_id]
-            found = candidates[0] if len(candidates) == 1 or (candidates and not offset) else None
-            if found is None and candidates:
-                flat = [" ".join(chunk.text.split()) for chunk in candidates]
-                for n in (8, 3, 1):
-                    probe = " ".join(words[doc_id][:n])
-                    found = next((k for k, text in zip(candidates, flat, strict=True) if probe in text), None)
-                    if found is not None:
-                        break
-            out[doc_id] = found if found is not None or not offset else self._chunk_by_span(doc_id, body, offset)
-        return out
+            if doc_id not in found:
+                found[doc_id] = self._chunk_by_span(doc_id, body, offset)
+        return found
 
-    def _chunk_by_span(self, doc_id: str, body: str, offset: int) -> StoredChunk | None:
+    def _chunk_by_span(self, doc_id: str, body: str, offset: int) -> ChunkPlace | None:
         """The chunk whose span holds ``offset``, reading the document's chunks only up to it."""
         read: list[StoredChunk] = []
 
@@ -271,7 +256,7 @@ class SearchEngine:
                 yield chunk.text
 
         at = chunk_at(body, texts(), offset, self.config.chunking.overlap_tokens)
-        return read[at] if at is not None else None
+        return ChunkPlace(read[at].idx, read[at].heading) if at is not None else None
 
 
 def filters_of(request: SearchRequest) -> KeywordFilters | None:

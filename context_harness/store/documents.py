@@ -41,6 +41,15 @@ class StoredChunk:
     text: str
     content_hash: str
     heading: str
+    start: int | None = None  # where the chunk's span begins in the body (``passages``); None: not stored
+
+
+@dataclass(frozen=True)
+class ChunkPlace:
+    """Which chunk of a document holds a place in its body: position and heading path."""
+
+    idx: int
+    heading: str
 
 
 @dataclass
@@ -174,8 +183,8 @@ class DocumentStore:
                      json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint, synced),
                 )
                 conn.executemany(
-                    "INSERT INTO chunks(id, doc_id, idx, text, content_hash, heading) VALUES(?,?,?,?,?,?)",
-                    [(c.id, r.id, c.idx, c.text, c.content_hash, c.heading) for c in write.chunks],
+                    "INSERT INTO chunks(id, doc_id, idx, text, content_hash, heading, start) VALUES(?,?,?,?,?,?,?)",
+                    [(c.id, r.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in write.chunks],
                 )
                 conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (r.id,))
             conn.executemany("UPDATE documents SET fingerprint=? WHERE id=?",
@@ -236,37 +245,30 @@ class DocumentStore:
 
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         rows = self.connection().execute(
-            "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
+            "SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
         return [StoredChunk(*r) for r in rows]
 
     def iter_chunks(self, doc_id: str) -> Iterator[StoredChunk]:
         """A document's chunks in order, read from SQLite as they are consumed (stop early to read fewer)."""
         cursor = self.connection().execute(
-            "SELECT id, idx, text, content_hash, heading FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
+            "SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
         try:
             for r in cursor:
                 yield StoredChunk(*r)
         finally:
             cursor.close()
 
-    def chunks_holding(self, wanted: list[tuple[str, str | None]]) -> dict[str, list[StoredChunk]]:
-        """For each ``(doc id, text)``: the document's chunks whose text contains ``text`` (case-sensitive),
-        in order; ``text`` None: its first chunk. One query per 400 documents."""
-        out: dict[str, list[StoredChunk]] = {doc_id: [] for doc_id, _ in wanted}
-        for start in range(0, len(wanted), 400):
-            terms, params = [], []
-            for doc_id, text in wanted[start:start + 400]:
-                if text is None:
-                    terms.append("(doc_id=? AND idx=0)")
-                    params.append(doc_id)
-                else:
-                    terms.append("(doc_id=? AND instr(text, ?) > 0)")
-                    params.extend((doc_id, text))
-            rows = self.connection().execute(
-                "SELECT doc_id, id, idx, text, content_hash, heading FROM chunks WHERE "
-                + " OR ".join(terms) + " ORDER BY doc_id, idx", params)
-            for r in rows:
-                out[r[0]].append(StoredChunk(*r[1:]))
+    def chunks_at(self, wanted: list[tuple[str, int]]) -> dict[str, ChunkPlace]:
+        """For each ``(doc id, offset)``: the chunk whose span holds that offset of the body (the last one
+        starting at or before it). Documents whose chunks have no stored start are left out."""
+        out: dict[str, ChunkPlace] = {}
+        for first in range(0, len(wanted), 200):
+            part = wanted[first:first + 200]
+            query = " UNION ALL ".join(
+                ["SELECT * FROM (SELECT doc_id, idx, heading FROM chunks "
+                 "WHERE doc_id=? AND start<=? ORDER BY idx DESC LIMIT 1)"] * len(part))
+            for doc_id, idx, heading in self.connection().execute(query, [v for pair in part for v in pair]):
+                out[doc_id] = ChunkPlace(idx, heading)
         return out
 
     def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, StoredChunk]:
@@ -274,7 +276,7 @@ class DocumentStore:
             return {}
         marks = ",".join("?" * len(chunk_ids))
         rows = self.connection().execute(
-            f"SELECT id, idx, text, content_hash, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
+            f"SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE id IN ({marks})", chunk_ids)
         return {r[0]: StoredChunk(*r) for r in rows}
 
     def chunks_of(self, doc_ids: list[str]) -> dict[str, list[StoredChunk]]:
@@ -283,7 +285,7 @@ class DocumentStore:
             part = doc_ids[start:start + 500]
             marks = ",".join("?" * len(part))
             rows = self.connection().execute(
-                f"SELECT doc_id, id, idx, text, content_hash, heading FROM chunks WHERE doc_id IN ({marks}) "
+                f"SELECT doc_id, id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id IN ({marks}) "
                 "ORDER BY doc_id, idx", part)
             for r in rows:
                 out[r[0]].append(StoredChunk(*r[1:]))

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from context_harness.errors import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -62,6 +62,12 @@ _MIGRATIONS: dict[int, str] = {
         notes TEXT
     );
     CREATE TABLE IF NOT EXISTS index_queue(doc_id TEXT PRIMARY KEY);
+    """,
+    # 2: where each chunk's span begins in its document's body (``passages.chunk_starts``), so search
+    # and ``get`` place chunks without re-reading them. NULL until the next sync re-chunks the source
+    # (the chunker version changed with it).
+    2: """
+    ALTER TABLE chunks ADD COLUMN start INTEGER
     """,
 }
 

@@ -18,7 +18,7 @@ def inline(docs):
 
 
 def as_rows(chunks):
-    return [[(c.id, c.idx, c.text, c.content_hash, c.heading) for c in doc] for doc in chunks]
+    return [[(c.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in doc] for doc in chunks]
 
 
 def test_helpers_give_the_same_chunks_as_inline_chunking() -> None:
@@ -70,7 +70,7 @@ def test_a_large_sync_stores_the_same_chunks_as_chunking_inline(sample_docs) -> 
                 "SELECT d.id, d.title, d.body FROM documents d WHERE d.source_id LIKE 'bulk/%'").fetchall()
             assert len(rows) == 700
             for doc_id, title, body in rows[::50]:
-                stored = [(c.id, c.idx, c.text, c.content_hash, c.heading) for c in h.store.chunks(doc_id)]
+                stored = [(c.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in h.store.chunks(doc_id)]
                 expected = chunk_rows(doc_id, title, body, cfg.chunking.max_tokens, cfg.chunking.overlap_tokens)
                 assert stored == [tuple(r) for r in expected]
             hits = (await h.search(SearchRequest(query="bulk 123", limit=3))).results

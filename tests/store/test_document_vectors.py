@@ -110,3 +110,28 @@ def test_opening_a_current_file_never_waits_for_a_writer(tmp_path: Path) -> None
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_a_schema_1_file_migrates_keeping_its_chunks(tmp_path: Path) -> None:
+    # A workspace written before chunks stored their start (schema 1) opens with its rows intact and
+    # the new column empty; the next sync re-chunks it (the chunker version changed too).
+    from context_harness.store import schema
+
+    path = tmp_path / "ctx.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in schema._MIGRATIONS[1].split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', '1')")
+    conn.execute("INSERT INTO documents(id, source, source_id, content_type, body, content_hash, synced_at) "
+                 "VALUES('d1', 'filesystem:x', 'a.md', 'text/markdown', 'hello world', 'h', '2026-01-01T00:00:00Z')")
+    conn.execute("INSERT INTO chunks(id, doc_id, idx, text, content_hash) VALUES('c1', 'd1', 0, 'hello world', 'h')")
+    conn.close()
+    store = DocumentStore(path)
+    try:
+        assert store.schema_version == SCHEMA_VERSION
+        [chunk] = store.chunks("d1")
+        assert (chunk.id, chunk.text, chunk.start) == ("c1", "hello world", None)
+        assert store.chunks_at([("d1", 3)]) == {}  # placed from the texts until the next sync
+    finally:
+        store.close()

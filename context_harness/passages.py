@@ -92,8 +92,12 @@ def chunk_starts(body: str, texts: Iterable[str], overlap: int = 0, until: int |
 
 def chunk_spans(body: str, texts: Sequence[str], overlap: int = 0) -> list[tuple[int, int]]:
     """``(start, end)`` of every chunk in ``body``: contiguous, covering the whole body."""
-    starts = chunk_starts(body, texts, overlap)
-    return list(zip(starts, [*starts[1:], len(body)], strict=True))
+    return spans_of(chunk_starts(body, texts, overlap), len(body))
+
+
+def spans_of(starts: Sequence[int], length: int) -> list[tuple[int, int]]:
+    """The spans of chunks starting at ``starts`` (as ``chunk_starts`` found them) in a body of ``length``."""
+    return list(zip(starts, [*starts[1:], length], strict=True))
 
 
 def chunk_at(body: str, texts: Iterable[str], offset: int, overlap: int = 0) -> int | None:
@@ -139,4 +143,4 @@ def section_window(body: str, spans: Sequence[tuple[int, int]], k: int, max_char
     return start, end
 
 
-__all__ = ["chunk_at", "chunk_spans", "chunk_starts", "section_window", "window_end"]
+__all__ = ["chunk_at", "chunk_spans", "chunk_starts", "section_window", "spans_of", "window_end"]
