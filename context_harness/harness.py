@@ -32,6 +32,8 @@ from context_harness.extensions import Extensions
 from context_harness.ingest.sync import ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
     ChunkOut,
+    DocumentEntry,
+    DocumentListing,
     DocumentOut,
     EmbedSummary,
     GetRequest,
@@ -261,6 +263,19 @@ class Harness:
         if offset > total:
             raise BadRequest(f"offset {offset} is past the end of the document ({total} characters)")
         return offset, passages.window_end(body, offset, budget) if max_chars else total
+
+    async def document_listing(self, cursor: str | None = None, limit: int = 100) -> DocumentListing:
+        return await self.run_blocking(self.document_listing_sync, cursor, limit)
+
+    def document_listing_sync(self, cursor: str | None = None, limit: int = 100) -> DocumentListing:
+        """One page of the documents, ordered by id (what MCP ``resources/list`` shows after the agent
+        catalog); ``cursor`` is the ``next_cursor`` of the previous page."""
+        assert self.store is not None
+        if limit < 1:
+            raise BadRequest("limit must be at least 1")
+        rows = self.store.listing(cursor, limit + 1)
+        entries = [DocumentEntry(id=r[0], title=r[1], source=r[2], updated_at=r[3]) for r in rows[:limit]]
+        return DocumentListing(documents=entries, next_cursor=entries[-1].id if len(rows) > limit else None)
 
     # -- sources and stats -------------------------------------------------------------------
 

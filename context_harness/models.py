@@ -195,6 +195,18 @@ class DocumentOut(BaseModel):
         default=None, description="Pass as 'offset' to read on; null when the text reaches the end.")
 
 
+class DocumentEntry(BaseModel):
+    id: str
+    title: str | None
+    source: str
+    updated_at: str | None
+
+
+class DocumentListing(BaseModel):
+    documents: list[DocumentEntry]
+    next_cursor: str | None = Field(default=None, description="Pass as 'cursor' for the next page; null at the end.")
+
+
 class SourceOut(BaseModel):
     name: str
     configured: bool

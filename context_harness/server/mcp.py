@@ -56,6 +56,7 @@ SERVER_NAME = "context-harness"
 PAGE_SIZE = 100
 DOCUMENT_TEMPLATE = "ctx://documents/{id}"
 DOCUMENT_PREFIX = "ctx://documents/"
+DOCUMENTS_CURSOR = "documents:"  # resources/list cursors past the agent catalog: the last document id listed
 FOLLOW = "Follow these instructions for the rest of this conversation."
 EVENTS: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
     "tools": ToolsListChanged, "prompts": PromptsListChanged, "resources": ResourcesListChanged}
@@ -279,15 +280,34 @@ class HarnessServer(Server[dict[str, Any]]):
 
     async def _list_resources(self, ctx: ServerRequestContext[Any],
                               params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
+        """The ``agent://``/``skill://`` catalog, then every document (``ctx://documents/{id}``, by id),
+        in pages of at most ``PAGE_SIZE``; the documents fill up the catalog's last page."""
         self._remember(ctx)
-        cursor = params.cursor if params is not None else None
+        cursor = (params.cursor if params is not None else None) or None
+        if cursor is not None and cursor.startswith(DOCUMENTS_CURSOR):
+            documents, following = await self._documents(cursor[len(DOCUMENTS_CURSOR):] or None, PAGE_SIZE)
+            return t.ListResourcesResult(resources=documents, next_cursor=following)
         try:
-            listed = self.harness.catalog.agent_resources(cursor or None)
+            listed = self.harness.catalog.agent_resources(cursor)
         except Exception as exc:
             raise MCPError(t.INVALID_PARAMS, as_harness_error(exc, "resources/list").message) from None
         resources = [t.Resource(uri=r["uri"], name=r["name"], description=r.get("description"),
                                 mime_type=r.get("mimeType")) for r in listed["resources"]]
-        return t.ListResourcesResult(resources=resources, next_cursor=listed.get("nextCursor"))
+        following = listed.get("nextCursor")
+        if following is None:
+            room = PAGE_SIZE - len(resources)
+            documents, following = await self._documents(None, room) if room > 0 else ([], None)
+            resources += documents
+            if room <= 0 and (await self.harness.document_listing(None, 1)).documents:
+                following = DOCUMENTS_CURSOR
+        return t.ListResourcesResult(resources=resources, next_cursor=following)
+
+    async def _documents(self, after: str | None, limit: int) -> tuple[list[t.Resource], str | None]:
+        """Up to ``limit`` documents after id ``after`` as resources, and the cursor of the rest."""
+        listing = await self.harness.document_listing(after, limit)
+        documents = [t.Resource(uri=DOCUMENT_PREFIX + d.id, name=d.title or d.id, description=d.source,
+                                mime_type="text/markdown") for d in listing.documents]
+        return documents, listing.next_cursor and DOCUMENTS_CURSOR + listing.next_cursor
 
     async def _list_templates(self, ctx: ServerRequestContext[Any],
                               params: t.PaginatedRequestParams | None) -> t.ListResourceTemplatesResult:

@@ -232,6 +232,12 @@ class DocumentStore:
             f"FROM documents WHERE id IN ({marks})", doc_ids)
         return {r[0]: r[1:] for r in rows}
 
+    def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
+        """Up to ``limit`` documents by id after ``after``: (id, title, source, updated_at)."""
+        return self.connection().execute(
+            "SELECT id, title, source, updated_at FROM documents WHERE id > ? ORDER BY id LIMIT ?",
+            (after or "", limit)).fetchall()
+
     def first_chunk_id(self, doc_id: str) -> str | None:
         row = self.connection().execute("SELECT id FROM chunks WHERE doc_id=? ORDER BY idx LIMIT 1",
                                         (doc_id,)).fetchone()

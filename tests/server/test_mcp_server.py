@@ -179,8 +179,12 @@ async def test_document_template_reads_markdown(server, mode):
     async with Client(server, mode=mode) as client:
         templates = (await client.list_resource_templates()).resource_templates
         assert [tpl.uri_template for tpl in templates] == ["ctx://documents/{id}"]
-        assert (await client.list_resources()).resources == []
         doc_id = await first_id(client, "lua sandbox")
+        listed = (await client.list_resources()).resources  # no agents here: the documents, by id
+        assert f"ctx://documents/{doc_id}" in [r.uri for r in listed]
+        assert [r.uri for r in listed] == sorted(r.uri for r in listed)
+        assert {r.mime_type for r in listed} == {"text/markdown"}
+        assert next(r for r in listed if r.uri.endswith(doc_id)).name == "Lua sandbox"
         result = await client.read_resource(f"ctx://documents/{doc_id}")
     [content] = result.contents
     assert content.mime_type == "text/markdown"
