@@ -33,6 +33,7 @@ from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIn
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
 SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
+VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
 
 
 @dataclass
@@ -291,7 +292,9 @@ def filters_of(request: SearchRequest) -> KeywordFilters | None:
 
 
 class SemanticBackend:
-    """The embedder and the in-memory vector index, loaded on first use and refreshed after writes."""
+    """The embedder and the in-memory vector index, loaded on first use and refreshed after writes:
+    this process's (``mark_stale``) and, checked at most every ``VECTOR_CHECK_SECONDS`` by one read of
+    the store's ``version()``, another process's."""
 
     def __init__(self, vectors, embedder) -> None:
         self.vectors = vectors
@@ -299,6 +302,8 @@ class SemanticBackend:
         self._index = None
         self._lock = threading.Lock()
         self._stale = True
+        self._version = -1  # the store's version() when the index last loaded or refreshed
+        self._next_check = 0.0
 
     def identity_key(self) -> str:
         return self.embedder.identity.key
@@ -310,12 +315,21 @@ class SemanticBackend:
         with self._lock:
             if self._index is None:
                 self.vectors.check_identity(self.embedder.identity)
+                self._version = self.vectors.version()
                 self._index = self.vectors.open_index()
                 self._stale = False
-            elif self._stale:
+            elif self._stale or self._written_elsewhere():
+                self._version = self.vectors.version()  # read first: a write during the refresh shows next time
                 self._index.refresh()
                 self._stale = False
             return self._index
+
+    def _written_elsewhere(self) -> bool:
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + VECTOR_CHECK_SECONDS
+        return self.vectors.version() != self._version
 
     def has_vectors(self) -> bool:
         return self.vectors.has_vectors()  # cached in the store until the vectors change
