@@ -54,7 +54,7 @@ class WriterLock:
             return False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held until release)
+            handle = open(self.path, "a+", encoding="utf-8")  # held until release()
         except BaseException:
             self._thread_lock.release()
             raise
@@ -133,8 +133,10 @@ class WriterLock:
 def _command() -> str:
     """This process's command line, short: ``ctx sync``, ``context-harness --config ...``."""
     argv = [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]]
-    if argv[0] in ("__main__.py", "-m", "-c"):
+    if argv[0] == "__main__.py":  # python -m context_harness
         argv[0] = "ctx"
+    elif argv[0] == "-c":
+        argv[0] = "python -c"
     text = " ".join(argv)
     return text if len(text) <= 120 else text[:117] + "..."
 
