@@ -7,7 +7,9 @@ blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run
 Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``. Tools and agents (the
 ``Catalog``, built on first use): ``tools``, ``call_tool``, ``agents``, ``resolve_agent``. While
 serving: ``async with harness.serving()`` runs the background services (sync on start, reloads,
-warm-up) and ``subscribe`` tells a rim what changed.
+warm-up) and ``subscribe`` tells a rim what changed. Writes take turns with other threads and
+processes on the same workspace: ``async with harness.writing(operation)`` (``index_lock``,
+``embed_lock``; see ``store/writer_lock.py``).
 """
 
 from __future__ import annotations
