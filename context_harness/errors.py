@@ -80,7 +80,7 @@ class ConfigError(HarnessError):
 
 
 class StoreBusy(HarnessError):
-    """Another process holds the index writer."""
+    """Another process kept writing the workspace (or holding its keyword index writer) for too long."""
 
     code = "store_busy"
 

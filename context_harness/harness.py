@@ -7,7 +7,9 @@ blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run
 Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``. Tools and agents (the
 ``Catalog``, built on first use): ``tools``, ``call_tool``, ``agents``, ``resolve_agent``. While
 serving: ``async with harness.serving()`` runs the background services (sync on start, reloads,
-warm-up) and ``subscribe`` tells a rim what changed.
+warm-up) and ``subscribe`` tells a rim what changed. Writes take turns with other threads and
+processes on the same workspace: ``async with harness.writing(operation)`` (``index_lock``,
+``embed_lock``; see ``store/writer_lock.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import KeywordIndex
+from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 from context_harness.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -78,6 +81,12 @@ class Harness:
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
         self._services: Services | None = None
+        # One writer per workspace across processes (see store/writer_lock.py): syncs and other writes
+        # of documents and the keyword index take ``index_lock``; embedding runs take ``embed_lock``, so
+        # a long embed never holds up a sync.
+        data = config.db.path.parent
+        self.index_lock = WriterLock(data / "writer.lock", "the documents and keyword index")
+        self.embed_lock = WriterLock(data / "embedder.lock", "the embeddings")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -107,6 +116,21 @@ class Harness:
                 self._services = None
                 tg.cancel_scope.cancel()
 
+    @asynccontextmanager
+    async def writing(self, operation: str, *, embeddings: bool = False,
+                      wait: float = WAIT_SECONDS) -> AsyncIterator[None]:
+        """Hold the workspace's writer lock for the block: ``index_lock``, or ``embed_lock`` for
+        ``embeddings``. Waits (cancellably) while another thread or process writes, logging once whom
+        for; ``StoreBusy`` after ``wait`` seconds. Not reentrant: take it once around a whole write.
+        Blocking code holds the same locks with ``harness.index_lock.hold(operation)``."""
+        lock = self.embed_lock if embeddings else self.index_lock
+        for pause in lock.attempts(operation, wait):
+            await anyio.sleep(pause)
+        try:
+            yield
+        finally:
+            lock.release()
+
     def request_warm_up(self) -> None:
         """Ask the serving services to load the vector index and the model soon (once); a no-op
         when not serving. The rims call it on a client's first request."""
@@ -124,8 +148,16 @@ class Harness:
         if self.index.rebuilt:
             self.store.enqueue_all()
         if self.store.queued(1):
-            log.info("bringing the keyword index up to date after an interrupted write")
-            flush_index(self.store, self.index)
+            # Queued documents are a write in progress elsewhere (that writer flushes them when it
+            # commits) or one interrupted here: flush only when no other writer is at work.
+            if self.index_lock.try_acquire("flush the keyword index"):
+                try:
+                    log.info("bringing the keyword index up to date after an interrupted write")
+                    flush_index(self.store, self.index)
+                finally:
+                    self.index_lock.release()
+            else:
+                log.info("the keyword index is being written by %s", self.index_lock.holder())
         semantic = None
         if self.config.embedding.provider != "disabled":
             from context_harness.store.vectors import VectorStore
@@ -395,10 +427,18 @@ class Harness:
             raise BadRequest("--limit must be a positive number")
         connectors = self.select(target)
         async with self._sync_lock:
-            report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit, progress)
+            if dry_run:  # writes nothing
+                report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit,
+                                                 progress)
+            else:
+                async with self.writing(f"sync {target}"):
+                    report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run,
+                                                     limit, progress)
             if embed and not dry_run and self.vectors is not None:
                 try:
-                    report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress, False)
+                    async with self.writing("embed pending", embeddings=True):
+                        report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress,
+                                                                   False)
                 except HarnessError as exc:  # the sync itself stands: say what failed, keep the summary
                     report.embedding_error = exc.to_dict()["error"]
             return report
@@ -410,7 +450,7 @@ class Harness:
             raise embeddings_disabled()
         if limit is not None and limit < 1:
             raise BadRequest("--limit must be a positive number")
-        async with self._sync_lock:
+        async with self._sync_lock, self.writing("embed rebuild" if rebuild else "embed pending", embeddings=True):
             return await self.run_blocking(self._embed_blocking, limit, batch_size, progress, rebuild)
 
     def _embed_blocking(self, limit: int | None, batch_size: int | None, progress: ProgressFn | None,

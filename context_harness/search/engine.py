@@ -33,6 +33,8 @@ from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIn
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
 SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
+VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
+REFRESH_BACKOFF = 4  # ...and after a refresh taking t seconds, not again for REFRESH_BACKOFF * t
 
 
 @dataclass
@@ -276,7 +278,9 @@ def filters_of(request: SearchRequest) -> KeywordFilters | None:
 
 
 class SemanticBackend:
-    """The embedder and the in-memory vector index, loaded on first use and refreshed after writes."""
+    """The embedder and the in-memory vector index, loaded on first use and refreshed after writes:
+    this process's (``mark_stale``) and, checked at most every ``VECTOR_CHECK_SECONDS`` (or four times
+    as long as the last refresh took) by one read of the store's ``version()``, another process's."""
 
     def __init__(self, vectors, embedder) -> None:
         self.vectors = vectors
@@ -284,6 +288,8 @@ class SemanticBackend:
         self._index = None
         self._lock = threading.Lock()
         self._stale = True
+        self._version = -1  # the store's version() when the index last loaded or refreshed
+        self._next_check = 0.0
 
     def identity_key(self) -> str:
         return self.embedder.identity.key
@@ -295,12 +301,26 @@ class SemanticBackend:
         with self._lock:
             if self._index is None:
                 self.vectors.check_identity(self.embedder.identity)
+                self._version = self.vectors.version()
                 self._index = self.vectors.open_index()
                 self._stale = False
-            elif self._stale:
+            elif self._stale or self._written_elsewhere():
+                self._version = self.vectors.version()  # read first: a write during the refresh shows next time
+                started = time.monotonic()
                 self._index.refresh()
                 self._stale = False
+                # A refresh reads every chunk id (~0.06 s per 20k chunks): while another process keeps
+                # writing vectors, refresh for at most a fifth of the time.
+                spent = time.monotonic() - started
+                self._next_check = time.monotonic() + max(VECTOR_CHECK_SECONDS, REFRESH_BACKOFF * spent)
             return self._index
+
+    def _written_elsewhere(self) -> bool:
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + VECTOR_CHECK_SECONDS
+        return self.vectors.version() != self._version
 
     def has_vectors(self) -> bool:
         return self.vectors.has_vectors()  # cached in the store until the vectors change

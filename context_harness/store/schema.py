@@ -9,7 +9,8 @@ One file holds everything (WAL mode):
 - ``embeddings(content_hash, vector)``: one little-endian float32 unit vector per distinct chunk
   text (``VectorStore``);
 - ``embedding_meta(key, value)``: the embedder identity (``provider``, ``model``, ``dims``,
-  ``identity``) that made every stored vector, and the ``generation`` bumped by a clear.
+  ``identity``) that made every stored vector, the ``generation`` bumped by a clear, and the
+  ``version`` bumped by every write of vectors (how other processes notice them).
 
 The versioned tables migrate in order; the vector tables are created on demand (``IF NOT EXISTS``)
 and so need no version of their own. ``migrate`` joins the connection's open transaction, if any.

@@ -47,6 +47,9 @@ class VectorStore:
     worker threads) or the path of the database file (opened here in WAL mode). Opening brings the
     file's schema up to date (``schema.migrate``).
 
+    Every write of vectors bumps ``version()`` in the same transaction, so the in-memory index of any
+    process can tell, with one cheap read, that another process embedded or deleted vectors.
+
     ``count()`` is cached: a search in ``auto`` mode asks whether there are vectors every time, and
     ``COUNT(*)`` scans them all. This store's own writes drop the cache; another connection's commit
     (another process syncing, say) changes ``PRAGMA data_version``, which is checked instead.
@@ -174,6 +177,7 @@ class VectorStore:
             with self.transaction() as conn:
                 self._written()
                 conn.executemany("INSERT OR REPLACE INTO embeddings(content_hash, vector) VALUES (?, ?)", rows)
+                _bump_version(conn)
         return len(rows)
 
     def get(self, content_hash: str) -> np.ndarray | None:
@@ -185,7 +189,10 @@ class VectorStore:
         """Delete vectors whose content hash no chunk references; returns how many."""
         with self.transaction() as conn:
             self._written()
-            return queries.delete_unreferenced_vectors(conn)
+            deleted = queries.delete_unreferenced_vectors(conn)
+            if deleted:
+                _bump_version(conn)
+            return deleted
 
     def clear(self) -> None:
         """Forget every vector and the identity (``ctx embed rebuild`` starts here)."""
@@ -193,13 +200,20 @@ class VectorStore:
             self._written()
             generation = self.generation() + 1
             conn.execute("DELETE FROM embeddings")
-            conn.execute("DELETE FROM embedding_meta")
+            conn.execute("DELETE FROM embedding_meta WHERE key != 'version'")
             conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('generation', ?)", (str(generation),))
+            _bump_version(conn)
 
     def generation(self) -> int:
         """Bumped by ``clear()``, so an open index knows to reload everything."""
         with self.lock:
             row = self.conn.execute("SELECT value FROM embedding_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def version(self) -> int:
+        """Changes with every committed write of vectors, by any process (0 before the first)."""
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM embedding_meta WHERE key = 'version'").fetchone()
         return int(row[0]) if row else 0
 
     # -- chunks awaiting vectors --------------------------------------------------------------
@@ -267,6 +281,12 @@ class VectorStats:
     pending_chunks: int
     vectors: int
     identity: EmbedderIdentity | None
+
+
+def _bump_version(conn: sqlite3.Connection) -> None:
+    """Advance ``version()`` inside the caller's write transaction."""
+    conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('version', '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
 
 
 def _to_blob(vector: np.ndarray, dims: int) -> bytes:
