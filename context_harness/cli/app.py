@@ -22,6 +22,7 @@ from context_harness import __version__
 from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
 from context_harness.errors import HarnessError, outcome_of_code
 from context_harness.models import EmbedSummary, SearchResponse, SyncReport
+from context_harness.tools.render import live_state
 
 log = logging.getLogger("context_harness")
 
@@ -271,7 +272,8 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         state = "ok" if s.healthy else "unhealthy"
         embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""
         click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
-                   f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else ""))
+                   f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else "")
+                   + live_state(s.model_dump()))
     click.echo(_embedder_line(embedding))
 
 
