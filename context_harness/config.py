@@ -107,6 +107,7 @@ class RetrievalConfig(_Section):
 
 class ServerConfig(_Section):
     sync_on_start: bool = True
+    watch: bool = True
     bind: str = "127.0.0.1:7331"
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
