@@ -99,8 +99,8 @@ class Harness:
 
     @asynccontextmanager
     async def serving(self, reload_interval: float = RELOAD_INTERVAL) -> AsyncIterator[Services]:
-        """Run the services of a serving knowledge base (sync on start, reloads of tools, config and
-        agents, warm-up on request) until the block ends. Builds the catalog first, so a Lua tool
+        """Run the services of a serving knowledge base (sync on start, the live index, reloads of
+        tools, config and agents, warm-up on request) until the block ends. Builds the catalog first, so a Lua tool
         or agent that cannot load fails here, at start, with its ``ConfigError``."""
         await self.run_blocking(lambda: self.catalog)
         async with anyio.create_task_group() as tg:
@@ -111,6 +111,7 @@ class Harness:
                 yield services
             finally:
                 self._services = None
+                services.stop()
                 tg.cancel_scope.cancel()
 
     def request_warm_up(self) -> None:

@@ -101,6 +101,7 @@ class LiveIndex:
         self.notify = notify
         self.watch = watch
         self._embed_wanted = anyio.Event()
+        self._stop = _StopEvent()  # shared by every watcher of this live index
         self._told: dict[str, str] = {}  # label -> the fallback reason already logged
         self._data_dir = os.path.realpath(harness.config.data_dir)
 
@@ -117,6 +118,11 @@ class LiveIndex:
                 self.harness.activity.set_watch(connector.label, INTERVAL if interval else OFF)
             if interval:
                 self.task_group.start_soon(self._every, connector, interval)
+
+    def stop(self) -> None:
+        """Make every watcher thread return within ``STEP_MS`` (before the task group is cancelled,
+        which waits for them)."""
+        self._stop.flag = True
 
     # -- embeddings --------------------------------------------------------------------------
 
@@ -219,7 +225,7 @@ class LiveIndex:
         root = str(connector.root)
         identity = _identity(root)
         watcher = self.notify([root])
-        stop = _StopEvent()
+        stop = self._stop
         try:
             self.harness.activity.set_watch(connector.label, WATCHED)
             if self._told.pop(connector.label, None) is not None:
@@ -232,6 +238,8 @@ class LiveIndex:
                 except BaseException:
                     stop.flag = True
                     raise
+                if raw == "stop":
+                    return
                 if isinstance(raw, set) and raw:
                     await self._apply(connector, root, raw)
                 if _identity(root) != identity:

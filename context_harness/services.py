@@ -55,6 +55,10 @@ class Services:
         if self.harness.config.server.sync_on_start:
             self.task_group.start_soon(self.sync_on_start)
 
+    def stop(self) -> None:
+        """Serving ends: let the watcher threads return now (the task group then cancels the rest)."""
+        self.live.stop()
+
     async def _reload_forever(self) -> None:
         """Reload changed tools, config and agents every ``reload_interval`` seconds."""
         while True:

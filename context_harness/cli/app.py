@@ -356,6 +356,31 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, c
     run_server(prepare_server(required_config(ctx)), http=http, bind=bind, agent=agent)
 
 
+@cli.command()
+@config_option
+@click.pass_context
+def watch(ctx: click.Context, config_path: str | None, root: str | None) -> None:
+    """Keep the index fresh without serving: watch folders, run interval syncs, embed new chunks.
+    Logs to stderr; Ctrl-C (or SIGTERM) stops."""
+    import signal
+
+    from context_harness.harness import Harness
+
+    if not log.isEnabledFor(logging.INFO):
+        log.setLevel(logging.INFO)
+
+    async def body(harness: Harness) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with harness.serving():
+                labels = ", ".join(c.label for c in harness.connectors) or "no sources"
+                log.info("watching %s (Ctrl-C stops)", labels)
+                async for signum in signals:
+                    log.info("stopping (%s)", signal.Signals(signum).name)
+                    break
+
+    run_with_harness(ctx, body)
+
+
 def alias_serve_mcp(args: list[str]) -> list[str]:
     """`serve mcp` is the original's name for the HTTP server."""
     if "serve" in args:
