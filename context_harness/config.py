@@ -21,6 +21,41 @@ from context_harness.errors import ConfigError
 CONFIG_ENV = "CTX_CONFIG"
 DEFAULT_INCLUDE_GLOBS = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+MIN_SYNC_INTERVAL = 1.0
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in a duration such as ``"30s"``, ``"15m"``, ``"1h"`` or ``"1h30m"``; None for ``"off"``.
+    ``ValueError`` (naming the accepted forms) for anything else."""
+    compact = text.strip().lower().replace(" ", "")
+    if compact in ("off", "never", "0", ""):
+        return None
+    parts = _DURATION_PART.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise ValueError('expected a duration such as "30s", "15m", "1h" or "1h30m", or "off"')
+    seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    if seconds < MIN_SYNC_INTERVAL:
+        raise ValueError(f"must be at least {MIN_SYNC_INTERVAL:g}s (or \"off\")")
+    return seconds
+
+
+class _Interval(BaseModel):
+    """``sync_interval``: how often a serving process re-syncs the connector (``"off"``: never)."""
+
+    sync_interval: str | None = None
+
+    @field_validator("sync_interval")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @property
+    def sync_seconds(self) -> float | None:
+        return parse_duration(self.sync_interval) if self.sync_interval else None
 
 
 class _Section(BaseModel):
@@ -72,6 +107,7 @@ class RetrievalConfig(_Section):
 
 class ServerConfig(_Section):
     sync_on_start: bool = True
+    watch: bool = True
     bind: str = "127.0.0.1:7331"
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
@@ -82,7 +118,7 @@ class ServerConfig(_Section):
     get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)
 
 
-class FilesystemConnectorConfig(_Section):
+class FilesystemConnectorConfig(_Section, _Interval):
     root: Path
     include_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE_GLOBS))
     exclude_globs: list[str] = Field(default_factory=list)
@@ -91,7 +127,8 @@ class FilesystemConnectorConfig(_Section):
     max_file_size: int = Field(default=2_000_000, ge=1)
 
 
-class GitConnectorConfig(_Section):
+class GitConnectorConfig(_Section, _Interval):
+    sync_interval: str | None = "10m"
     url: str
     branch: str | None = None
     root: str = "."
@@ -116,6 +153,10 @@ class ScriptConfig(BaseModel):
         return dict(self.model_extra or {})
 
 
+class ScriptConnectorConfig(ScriptConfig, _Interval):
+    """A ``[connectors.script.NAME]`` entry: a Lua script, plus how often a server re-syncs it."""
+
+
 class ConnectorsConfig(_Section):
     """The built-in connector types, plus ``[connectors.<type>.NAME]`` tables of extension types
     (kept as given; the connector registry names a type no installed package provides)."""
@@ -124,7 +165,7 @@ class ConnectorsConfig(_Section):
 
     filesystem: dict[str, FilesystemConnectorConfig] = Field(default_factory=dict)
     git: dict[str, GitConnectorConfig] = Field(default_factory=dict)
-    script: dict[str, ScriptConfig] = Field(default_factory=dict)
+    script: dict[str, ScriptConnectorConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _extension_tables(self) -> ConnectorsConfig:

@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from context_harness import __version__, passages
+from context_harness.activity import Activity
 from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
-from context_harness.ingest.sync import ProgressFn, Syncer, SyncOptions, flush_index
+from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
     ChunkOut,
     DocumentEntry,
@@ -63,6 +64,8 @@ log = logging.getLogger(__name__)
 REBUILD_PROBE = "context-harness checks that the embedder works before a rebuild"
 
 T = TypeVar("T")
+DocumentListener = Callable[[DocumentChanges], None]
+"""Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
 class Harness:
@@ -87,6 +90,10 @@ class Harness:
         data = config.db.path.parent
         self.index_lock = WriterLock(data / "writer.lock", "the documents and keyword index")
         self.embed_lock = WriterLock(data / "embedder.lock", "the embeddings")
+        self._embed_lock = anyio.Lock()
+        self._embed_failure: str | None = None
+        self._document_listeners: list[DocumentListener] = []
+        self.activity = Activity()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -102,8 +109,8 @@ class Harness:
 
     @asynccontextmanager
     async def serving(self, reload_interval: float = RELOAD_INTERVAL) -> AsyncIterator[Services]:
-        """Run the services of a serving knowledge base (sync on start, reloads of tools, config and
-        agents, warm-up on request) until the block ends. Builds the catalog first, so a Lua tool
+        """Run the services of a serving knowledge base (sync on start, the live index, reloads of
+        tools, config and agents, warm-up on request) until the block ends. Builds the catalog first, so a Lua tool
         or agent that cannot load fails here, at start, with its ``ConfigError``."""
         await self.run_blocking(lambda: self.catalog)
         async with anyio.create_task_group() as tg:
@@ -114,6 +121,7 @@ class Harness:
                 yield services
             finally:
                 self._services = None
+                services.stop()
                 tg.cancel_scope.cancel()
 
     @asynccontextmanager
@@ -218,6 +226,21 @@ class Harness:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(kind)`` when tools, prompts, resources or the instructions change."""
         return self.catalog.subscribe(listener)
+
+    def subscribe_documents(self, listener: DocumentListener) -> Callable[[], None]:
+        """Call ``listener(changes)`` after every committed sync in this process that changed documents
+        (live updates, interval syncs, sync on start, ``sync``); returns the unsubscribe function."""
+        self._document_listeners.append(listener)
+        return lambda: self._document_listeners.remove(listener) if listener in self._document_listeners else None
+
+    def _documents_changed(self, changes: DocumentChanges) -> None:
+        if not changes:
+            return
+        for listener in list(self._document_listeners):
+            try:
+                listener(changes)
+            except Exception:
+                log.exception("document listener failed")
 
     def tools(self, agent: str | None = None) -> list[Tool]:
         return self.catalog.tools(agent)
@@ -339,9 +362,15 @@ class Harness:
             if pending:
                 waiting = f"{pending} chunks awaiting embeddings (`ctx embed pending`)"
                 notes = f"{notes}; {waiting}" if notes else waiting
+            activity = self.activity.known(label)
+            live: dict[str, Any] = {}
+            if activity is not None:
+                live = {"watch": activity.watch, "watch_note": activity.watch_note, "syncing": activity.running > 0,
+                        "last_outcome": activity.last_outcome, "last_error": activity.last_error,
+                        "sync_passes": activity.passes}
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
-                                 embedded_chunks=embedded, pending_chunks=pending))
+                                 embedded_chunks=embedded, pending_chunks=pending, **live))
         return SourcesResponse(sources=out, embedding=self.embedding_status())
 
     async def stats(self) -> StatsOut:
@@ -427,13 +456,17 @@ class Harness:
             raise BadRequest("--limit must be a positive number")
         connectors = self.select(target)
         async with self._sync_lock:
-            if dry_run:  # writes nothing
-                report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit,
-                                                 progress)
-            else:
-                async with self.writing(f"sync {target}"):
-                    report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run,
-                                                     limit, progress)
+            changes = DocumentChanges()
+            try:
+                if dry_run:  # writes nothing
+                    report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run, limit,
+                                                     progress, changes)
+                else:
+                    async with self.writing(f"sync {target}"):
+                        report = await self.run_blocking(self._sync_blocking, connectors, target, full, dry_run,
+                                                         limit, progress, changes)
+            finally:
+                self._documents_changed(changes)
             if embed and not dry_run and self.vectors is not None:
                 try:
                     async with self.writing("embed pending", embeddings=True):
@@ -473,29 +506,76 @@ class Harness:
         return EmbedSummary(embedded=report.embedded, pending=report.pending, seconds=report.seconds,
                             embedder=report.identity)
 
+    async def sync_paths(self, label: str, rel_paths: list[str]) -> SyncSummary:
+        """Sync only what changed at or under ``rel_paths`` of source ``label`` (the live index's
+        write): re-read those paths by the connector's rules, delete what is gone, commit once.
+        Embeds nothing (the live index embeds in the background afterwards)."""
+        connector = next((c for c in self.connectors if c.label == label), None)
+        if connector is None:
+            raise BadRequest(f"unknown source {label!r}")
+        async with self._sync_lock:
+            changes = DocumentChanges()
+            try:
+                async with self.writing(f"sync {label} (live)"):
+                    return await self.run_blocking(self._sync_paths_blocking, connector, rel_paths, changes)
+            finally:
+                self._documents_changed(changes)
+
+    def _sync_paths_blocking(self, connector: Connector, rel_paths: list[str], changes: DocumentChanges) -> SyncSummary:
+        assert self.store is not None and self.index is not None
+        syncer = Syncer(self.store, self.index, self.config.chunking)
+        with self.activity.syncing(connector.label):
+            try:
+                return syncer.sync_paths(connector, rel_paths, changes)
+            except FileNotFoundError as exc:
+                raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
+
+    async def embed_new(self) -> EmbedSummary | None:
+        """Embed pending chunks in the background of a serving knowledge base: not under the sync
+        lock (keyword updates never wait for it), one run at a time. None when embeddings are
+        disabled or it failed (logged once per distinct failure; the chunks stay pending)."""
+        if self.vectors is None:
+            return None
+        async with self._embed_lock:
+            try:
+                async with self.writing("embed new chunks", embeddings=True):
+                    summary = await self.run_blocking(self._embed_blocking, None, None, None, False)
+            except Exception as exc:
+                message = exc.message if isinstance(exc, HarnessError) else f"{exc.__class__.__name__}: {exc}"
+                if message != self._embed_failure:
+                    self._embed_failure = message
+                    log.warning("embedding new chunks failed; they stay pending (`ctx embed pending`): %s", message)
+                return None
+            self._embed_failure = None
+            return summary
+
     def _sync_blocking(self, connectors: list[Connector], target: str, full: bool, dry_run: bool,
-                       limit: int | None, progress: ProgressFn | None) -> SyncReport:
+                       limit: int | None, progress: ProgressFn | None,
+                       changes: DocumentChanges | None = None) -> SyncReport:
         assert self.store is not None and self.index is not None
         syncer = Syncer(self.store, self.index, self.config.chunking)
         options = SyncOptions(full=full, dry_run=dry_run, limit=limit)
         budget = [limit] if limit is not None else None
         summaries = []
         for connector in connectors:
-            try:
-                summaries.append(syncer.sync(connector, options, progress, budget))
-            except FileNotFoundError as exc:
-                raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
+            with self.activity.syncing(connector.label):
+                try:
+                    summaries.append(syncer.sync(connector, options, progress, budget, changes))
+                except FileNotFoundError as exc:
+                    raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
         if target == "all" and not dry_run:
-            summaries.extend(self._prune_unconfigured())
+            summaries.extend(self._prune_unconfigured(changes))
         return SyncReport(sources=summaries)
 
-    def _prune_unconfigured(self) -> list[SyncSummary]:
+    def _prune_unconfigured(self, changes: DocumentChanges | None = None) -> list[SyncSummary]:
         assert self.store is not None and self.index is not None
         configured = {c.label for c in self.connectors}
         out = []
         for label in sorted(set(self.store.source_counts()) - configured):
             doc_ids = [doc_id for doc_id, _, _ in self.store.fingerprints(label).values()]
             self.store.apply(label, [], doc_ids)
+            if changes is not None:
+                changes.deleted.update(doc_ids)
             out.append(SyncSummary(source=label, deleted=len(doc_ids)))
         if out:
             flush_index(self.store, self.index)

@@ -216,7 +216,18 @@ class SourceOut(BaseModel):
     chunk_count: int
     last_sync: str | None
     embedded_chunks: int = 0
-    pending_chunks: int = 0
+    pending_chunks: int = Field(default=0, description="Chunks of this source not embedded yet.")
+    watch: Literal["watched", "polled", "interval", "off"] | None = Field(
+        default=None, description="How a serving process keeps this source fresh: 'watched' (file-system "
+        "events), 'polled' (periodic scans, because watching failed: see watch_note), 'interval' (a sync "
+        "every sync_interval) or 'off'; null when this process is not serving.")
+    watch_note: str | None = Field(default=None, description="Why the source is polled instead of watched.")
+    syncing: bool = Field(default=False, description="A sync of this source is running in this process.")
+    last_outcome: Literal["ok", "error"] | None = Field(
+        default=None, description="How this process's last sync of the source ended (null: none yet).")
+    last_error: str | None = Field(default=None, description="What went wrong, when last_outcome is 'error'.")
+    sync_passes: int = Field(default=0, description="Syncs of this source committed by this process "
+                             "(whole-source and live path syncs).")
 
 
 class SourcesResponse(BaseModel):

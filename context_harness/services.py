@@ -1,8 +1,9 @@
-"""The services that run while a knowledge base is served: sync on start, reloads and warm-up.
+"""The services that run while a knowledge base is served: sync on start, the live index (watchers,
+interval syncs, background embedding: ``live``), reloads and warm-up.
 
-``Harness.serving()`` enters them; stdio, HTTP and tests enter it the same way, and the rims only
-hear about their effects (``Catalog`` listeners: ``tools``, ``prompts``, ``resources``,
-``instructions``). Next to come here: the live index (watchers, interval syncs).
+``Harness.serving()`` enters them; stdio, HTTP, ``ctx watch`` and tests enter it the same way, and
+the rims only hear about their effects (``Catalog`` listeners: ``tools``, ``prompts``, ``resources``,
+``instructions``; ``Harness.subscribe_documents``: the documents a sync changed).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import anyio.abc
 from context_harness.catalog import Catalog
 from context_harness.config import Config
 from context_harness.errors import HarnessError, NotConfigured
+from context_harness.live import LiveHost, LiveIndex
 from context_harness.models import SyncReport
 
 log = logging.getLogger(__name__)
@@ -23,7 +25,7 @@ log = logging.getLogger(__name__)
 RELOAD_INTERVAL = 1.0  # seconds between checks of the config file, the Lua tool scripts and agent files
 
 
-class Served(Protocol):
+class Served(LiveHost, Protocol):
     """What the services need of the Harness."""
 
     config: Config
@@ -31,7 +33,7 @@ class Served(Protocol):
     @property
     def catalog(self) -> Catalog: ...
 
-    async def sync(self, target: str = "all") -> SyncReport: ...
+    async def sync(self, target: str = "all", *, embed: bool = True) -> SyncReport: ...
 
     def warm_up(self) -> bool: ...
 
@@ -45,11 +47,17 @@ class Services:
         self.task_group = task_group
         self.reload_interval = reload_interval
         self._warming = False
+        self.live = LiveIndex(harness, task_group, watch=harness.config.server.watch)
 
     def start(self) -> None:
         self.task_group.start_soon(self._reload_forever)
+        self.live.start()  # watchers first: what changes during the sync on start is seen too
         if self.harness.config.server.sync_on_start:
             self.task_group.start_soon(self.sync_on_start)
+
+    def stop(self) -> None:
+        """Serving ends: let the watcher threads return now (the task group then cancels the rest)."""
+        self.live.stop()
 
     async def _reload_forever(self) -> None:
         """Reload changed tools, config and agents every ``reload_interval`` seconds."""
@@ -58,9 +66,10 @@ class Services:
             await self.harness.catalog.reload()
 
     async def sync_on_start(self) -> None:
-        """``[server] sync_on_start``: bring stale sources up to date while serving; log to stderr."""
+        """``[server] sync_on_start``: bring stale sources up to date while serving, then embed their
+        new chunks in the background; log to stderr."""
         try:
-            report = await self.harness.sync("all")
+            report = await self.harness.sync("all", embed=False)
         except NotConfigured as exc:
             log.info("sync on start skipped: %s", exc.message)
             return
@@ -72,9 +81,7 @@ class Services:
             return
         changed = report.total("added") + report.total("updated") + report.total("deleted")
         log.info("sync on start: %d documents changed", changed)
-        if report.embedding_error:
-            log.warning("sync on start: embedding failed (searchable by keyword meanwhile): %s",
-                        report.embedding_error["message"])
+        self.live.embed_soon()
         self.harness.catalog.changed("instructions")
 
     def warm_up_soon(self) -> None:

@@ -108,3 +108,30 @@ def test_connector_tables_of_extension_types_are_kept_and_unknown_types_named() 
         default_registry().build(config)
     with pytest.raises(ConfigError, match=r"connectors: changelog: expected tables \[connectors.changelog.NAME\]"):
         config_mod.from_dict({"connectors": {"changelog": 3}}, None)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("30s", 30.0), ("15m", 900.0), ("1h", 3600.0), ("1h30m", 5400.0), ("2d", 172800.0), ("1500ms", 1.5),
+    (" 10 M ", 600.0), ("off", None), ("0", None),
+])
+def test_sync_interval_durations(text: str, seconds: float | None) -> None:
+    cfg = config_mod.from_dict({"connectors": {"filesystem": {"n": {"root": ".", "sync_interval": text}}}}, None)
+    assert cfg.connectors.filesystem["n"].sync_seconds == seconds
+
+
+@pytest.mark.parametrize("text", ["10", "ten minutes", "5x", "-1m", "1m-", "500ms"])
+def test_a_bad_sync_interval_names_the_key(text: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_mod.from_dict({"connectors": {"git": {"up": {"url": "u", "sync_interval": text}}}}, None)
+    assert "connectors.git.up.sync_interval" in err.value.message
+    assert '"15m"' in err.value.message or "at least 1s" in err.value.message
+
+
+def test_sync_interval_defaults() -> None:
+    cfg = config_mod.from_dict({"connectors": {
+        "git": {"up": {"url": "u"}}, "filesystem": {"d": {"root": "."}},
+        "script": {"s": {"path": "s.lua", "sync_interval": "15m", "page_size": 5}}}}, None)
+    assert cfg.connectors.git["up"].sync_seconds == 600.0
+    assert cfg.connectors.filesystem["d"].sync_seconds is None
+    script = cfg.connectors.script["s"]
+    assert script.sync_seconds == 900.0 and script.extra == {"page_size": 5}  # not passed to the script

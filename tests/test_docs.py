@@ -29,12 +29,12 @@ def test_every_config_key_is_documented() -> None:
     from context_harness.config import (
         FilesystemConnectorConfig,
         GitConnectorConfig,
-        ScriptConfig,
+        ScriptConnectorConfig,
     )
 
     keys = [k for k in config_keys(Config) if not k.startswith("connectors.") and not k.startswith("tools.")]
     keys += [f"connectors.filesystem.NAME.{k}" for k in FilesystemConnectorConfig.model_fields]
-    keys += [f"connectors.script.NAME.{k}" for k in ScriptConfig.model_fields]
+    keys += [f"connectors.script.NAME.{k}" for k in ScriptConnectorConfig.model_fields]
     missing = [k for k in keys if f"`{k}`" not in README]
     git_keys = [k for k in GitConnectorConfig.model_fields if k not in README]
     assert missing == [] and git_keys == []

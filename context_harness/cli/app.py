@@ -22,6 +22,7 @@ from context_harness import __version__
 from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
 from context_harness.errors import HarnessError, outcome_of_code
 from context_harness.models import EmbedSummary, SearchResponse, SyncReport
+from context_harness.tools.render import live_state
 
 log = logging.getLogger("context_harness")
 
@@ -271,7 +272,8 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         state = "ok" if s.healthy else "unhealthy"
         embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""
         click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
-                   f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else ""))
+                   f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else "")
+                   + live_state(s.model_dump()))
     click.echo(_embedder_line(embedding))
 
 
@@ -352,6 +354,31 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, c
     from context_harness.server import run_server
 
     run_server(prepare_server(required_config(ctx)), http=http, bind=bind, agent=agent)
+
+
+@cli.command()
+@config_option
+@click.pass_context
+def watch(ctx: click.Context, config_path: str | None, root: str | None) -> None:
+    """Keep the index fresh without serving: watch folders, run interval syncs, embed new chunks.
+    Logs to stderr; Ctrl-C (or SIGTERM) stops."""
+    import signal
+
+    from context_harness.harness import Harness
+
+    if not log.isEnabledFor(logging.INFO):
+        log.setLevel(logging.INFO)
+
+    async def body(harness: Harness) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with harness.serving():
+                labels = ", ".join(c.label for c in harness.connectors) or "no sources"
+                log.info("watching %s (Ctrl-C stops)", labels)
+                async for signum in signals:
+                    log.info("stopping (%s)", signal.Signals(signum).name)
+                    break
+
+    run_with_harness(ctx, body)
 
 
 def alias_serve_mcp(args: list[str]) -> list[str]:

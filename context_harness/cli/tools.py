@@ -39,7 +39,7 @@ def _resolve(kind: str, target: str, config: Config | None) -> tuple[str, Script
     """``NAME`` of a ``[KIND.script.NAME]`` entry, or a path to a ``.lua`` file."""
     entries: dict[str, ScriptConfig] = {}
     if config is not None:
-        entries = config.tools.script if kind == "tools" else config.connectors.script
+        entries = dict(config.tools.script) if kind == "tools" else dict(config.connectors.script)
     lua = config.lua if config is not None else LuaConfig()
     name = target.removeprefix("script:") if kind == "connectors" else target
     if name in entries:

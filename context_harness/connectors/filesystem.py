@@ -7,8 +7,11 @@ Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import stat as stat_mod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pathspec
 
@@ -32,6 +35,65 @@ def _spec(patterns: list[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec.from_lines("gitignore", patterns)
 
 
+class _Entry(Protocol):
+    """What the scan's rules read of a folder entry (an ``os.DirEntry`` or a ``_PathEntry``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    def is_symlink(self) -> bool: ...
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool: ...
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result: ...
+
+
+class _PathEntry:
+    """One path looked at the way ``os.scandir`` shows it (raises ``OSError`` when it is gone)."""
+
+    def __init__(self, path: Path) -> None:
+        self.name = path.name
+        self.path = str(path)
+        self._lstat = os.lstat(path)
+
+    def is_symlink(self) -> bool:
+        return stat_mod.S_ISLNK(self._lstat.st_mode)
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        if not follow_symlinks or not self.is_symlink():
+            return stat_mod.S_ISDIR(self._lstat.st_mode)
+        try:
+            return stat_mod.S_ISDIR(os.stat(self.path).st_mode)
+        except OSError:
+            return False
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return os.stat(self.path) if follow_symlinks and self.is_symlink() else self._lstat
+
+
+@dataclass
+class PathScan:
+    """The result of ``FilesystemConnector.scan_paths``."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    covered: list[str] = field(default_factory=list)
+    full: bool = False
+
+
+def _outermost(rel_paths: Iterable[str]) -> list[str]:
+    """The distinct paths, without those inside another one of them (a folder is scanned whole)."""
+    paths = {p.strip("/") for p in rel_paths if p.strip("/") not in ("", ".")}
+    out = []
+    for path in sorted(paths):
+        parts = path.split("/")
+        if not any("/".join(parts[:i]) in paths for i in range(1, len(parts))):
+            out.append(path)
+    return out
+
+
 class FilesystemConnector:
     type = "filesystem"
 
@@ -41,6 +103,7 @@ class FilesystemConnector:
         self.root = Path(config.root)
         self._include = _spec(config.include_globs)
         self._exclude = _spec(config.exclude_globs)
+        self.linked_dirs = False  # the last scan followed a folder symlink
 
     @property
     def label(self) -> str:
@@ -54,8 +117,75 @@ class FilesystemConnector:
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
         if not self.root.is_dir():
             raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
+        self.linked_dirs = False
         real_root = os.path.realpath(self.root)
         yield from self._walk(self.root, real_root, "", [], set(), report)
+
+    def scan_paths(self, rel_paths: Iterable[str], report: ScanReport) -> PathScan:
+        """What a full scan would list at or under each of ``rel_paths`` (files or folders, relative
+        to the root, ``/``-separated), by the same rules: the folders on the way must be walked by
+        a scan (not skipped, excluded or gitignored), their ``.gitignore`` files apply, and a folder
+        is re-scanned whole. ``covered`` holds the paths whose stored documents not listed are gone.
+        ``full`` is True when only a full scan can tell (a folder on the way is a symlink, or the last
+        scan followed folder symlinks, which makes the listed path of a file depend on walk order)."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
+        real_root = os.path.realpath(self.root)
+        out = PathScan()
+        for rel_path in _outermost(rel_paths):
+            if self.linked_dirs:
+                out.full = True
+                return out
+            out.covered.append(rel_path)
+            if not self._path_candidates(rel_path, real_root, report, out):
+                return out
+        return out
+
+    def _path_candidates(self, rel_path: str, real_root: str, report: ScanReport, out: PathScan) -> bool:
+        """Add the candidates at or under ``rel_path`` to ``out``; False when a full scan is needed."""
+        parts = rel_path.split("/")
+        ignores = self._gitignores(self.root, "", [], report)
+        folder = self.root
+        for depth, name in enumerate(parts[:-1]):
+            rel = "/".join(parts[:depth + 1])
+            folder = folder / name
+            try:
+                if folder.is_symlink():
+                    out.full = True
+                    return False
+                if not folder.is_dir():
+                    return True
+            except OSError:
+                return True
+            if name in ALWAYS_SKIPPED_DIRS or self._ignored(rel, True, ignores):
+                return True
+            ignores = self._gitignores(folder, rel, ignores, report)
+        path = folder / parts[-1]
+        try:
+            entry = _PathEntry(path)
+            if entry.is_symlink() and entry.is_dir():
+                out.full = True
+                return False
+        except OSError:
+            return True  # gone: its stored documents leave
+        found = self._entry(entry, rel_path, real_root, ignores, report)
+        if found == "dir":
+            out.candidates.extend(self._walk(path, real_root, rel_path, ignores, set(), report))
+        elif isinstance(found, Candidate):
+            out.candidates.append(found)
+        return True
+
+    def _gitignores(self, folder: Path, rel: str, ignores: list[tuple[str, pathspec.PathSpec]],
+                    report: ScanReport) -> list[tuple[str, pathspec.PathSpec]]:
+        if self.config.respect_gitignore:
+            gitignore = folder / ".gitignore"
+            if gitignore.is_file():
+                try:
+                    lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+                    return ignores + [(rel, pathspec.GitIgnoreSpec.from_lines(lines))]
+                except OSError:
+                    report.skip("unreadable", f"{rel}/.gitignore")
+        return ignores
 
     def _walk(self, folder: Path, real_root: str, rel: str, ignores: list[tuple[str, pathspec.PathSpec]],
               visited: set[str], report: ScanReport) -> Iterator[Candidate]:
@@ -63,14 +193,7 @@ class FilesystemConnector:
         if real_folder in visited:
             return
         visited.add(real_folder)
-        if self.config.respect_gitignore:
-            gitignore = folder / ".gitignore"
-            if gitignore.is_file():
-                try:
-                    lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-                    ignores = ignores + [(rel, pathspec.GitIgnoreSpec.from_lines(lines))]
-                except OSError:
-                    report.skip("unreadable", f"{rel}/.gitignore")
+        ignores = self._gitignores(folder, rel, ignores, report)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
@@ -78,42 +201,52 @@ class FilesystemConnector:
             return
         for entry in entries:
             rel_path = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError:
-                report.skip("unreadable", rel_path)
-                continue
-            if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
-                continue
-            if self._ignored(rel_path, is_dir, ignores):
-                continue
-            if is_link:
-                if not self.config.follow_symlinks:
-                    report.skip("symlink", rel_path)
-                    continue
-                target = os.path.realpath(entry.path)
-                if target != real_root and not target.startswith(real_root + os.sep):
-                    report.skip("symlink_escape", f"{rel_path} -> outside root")
-                    continue
-            if is_dir:
+            found = self._entry(entry, rel_path, real_root, ignores, report)
+            if found == "dir":
+                if entry.is_symlink():
+                    self.linked_dirs = True
                 yield from self._walk(Path(entry.path), real_root, rel_path, ignores, visited, report)
-                continue
-            if not self._include.match_file(rel_path) or self._exclude.match_file(rel_path):
-                continue
-            try:
-                stat = entry.stat(follow_symlinks=True)
-            except OSError:
-                report.skip("unreadable", rel_path)
-                continue
-            if stat.st_size > self.config.max_file_size:
-                report.skip("too_large", f"{rel_path} ({stat.st_size} bytes > max_file_size)")
-                continue
-            yield Candidate(
-                source_id=rel_path,
-                fingerprint=f"{stat.st_mtime_ns}:{stat.st_size}",
-                load=self._loader(Path(entry.path), rel_path, stat.st_mtime, report),
-            )
+            elif isinstance(found, Candidate):
+                yield found
+
+    def _entry(self, entry: _Entry, rel_path: str, real_root: str, ignores: list[tuple[str, pathspec.PathSpec]],
+               report: ScanReport) -> Candidate | str | None:
+        """The scan's rules for one entry: its ``Candidate``, ``"dir"`` for a folder to walk, or None."""
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=True)
+        except OSError:
+            report.skip("unreadable", rel_path)
+            return None
+        if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
+            return None
+        if self._ignored(rel_path, is_dir, ignores):
+            return None
+        if is_link:
+            if not self.config.follow_symlinks:
+                report.skip("symlink", rel_path)
+                return None
+            target = os.path.realpath(entry.path)
+            if target != real_root and not target.startswith(real_root + os.sep):
+                report.skip("symlink_escape", f"{rel_path} -> outside root")
+                return None
+        if is_dir:
+            return "dir"
+        if not self._include.match_file(rel_path) or self._exclude.match_file(rel_path):
+            return None
+        try:
+            stat = entry.stat(follow_symlinks=True)
+        except OSError:
+            report.skip("unreadable", rel_path)
+            return None
+        if stat.st_size > self.config.max_file_size:
+            report.skip("too_large", f"{rel_path} ({stat.st_size} bytes > max_file_size)")
+            return None
+        return Candidate(
+            source_id=rel_path,
+            fingerprint=f"{stat.st_mtime_ns}:{stat.st_size}",
+            load=self._loader(Path(entry.path), rel_path, stat.st_mtime, report),
+        )
 
     def _ignored(self, rel_path: str, is_dir: bool, ignores: list[tuple[str, pathspec.PathSpec]]) -> bool:
         if self._exclude.match_file(rel_path + ("/" if is_dir else "")):

@@ -13,9 +13,9 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from context_harness.config import ChunkingConfig
@@ -39,6 +39,23 @@ WRITE_BATCH = 500
 INDEX_BATCH = 5000
 CHUNK_BATCH = 128  # documents per chunking job
 MAX_JOBS = 8  # chunking jobs in flight before the sync waits for the oldest
+
+
+@dataclass
+class DocumentChanges:
+    """The ids of the documents a committed sync added, updated and deleted (what listeners hear)."""
+
+    added: set[str] = field(default_factory=set)
+    updated: set[str] = field(default_factory=set)
+    deleted: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.updated or self.deleted)
+
+    def merge(self, other: DocumentChanges) -> None:
+        self.added |= other.added
+        self.updated |= other.updated
+        self.deleted |= other.deleted
 
 
 @dataclass
@@ -97,10 +114,29 @@ class Syncer:
         return stored is not None and stored != chunking_signature(self.chunking)
 
     def sync(self, connector: Connector, options: SyncOptions, progress: ProgressFn | None = None,
-             budget: list[int] | None = None) -> SyncSummary:
-        """Sync one connector. ``budget`` is a shared one-element list holding the remaining ``limit``."""
+             budget: list[int] | None = None, changes: DocumentChanges | None = None) -> SyncSummary:
+        """Sync one connector. ``budget`` is a shared one-element list holding the remaining ``limit``;
+        ``changes`` collects the ids of the documents changed."""
         with contextlib.ExitStack() as stack:
-            return _SyncRun(self, connector, options, progress, _Budget(budget), stack).run()
+            run = _SyncRun(self, connector, options, progress, _Budget(budget), stack)
+            summary = run.run()
+        if changes is not None:
+            changes.merge(run.changes)
+        return summary
+
+    def sync_paths(self, connector: Connector, rel_paths: Iterable[str],
+                   changes: DocumentChanges | None = None) -> SyncSummary:
+        """Sync only what lies at or under ``rel_paths`` (files or folders, relative to the connector's
+        root), deciding each by the connector's own scan rules (``scan_paths``), and commit the
+        keyword index once. A connector that cannot scan paths (or a tree that only a full scan can
+        judge) gets a full incremental sync instead."""
+        with contextlib.ExitStack() as stack:
+            run = _PathSyncRun(self, connector, SyncOptions(), None, _Budget(None), stack)
+            run.paths = list(rel_paths)
+            summary = run.run()
+        if changes is not None:
+            changes.merge(run.changes)
+        return summary
 
 
 class _Budget:
@@ -204,6 +240,8 @@ class _SyncRun:
         self.stored: dict[str, tuple[str, str | None, str]] = {}  # source_id -> (doc id, fingerprint, hash)
         self.full = options.full
         self.seen: set[str] = set()
+        self.changes = DocumentChanges()
+        self.partial = False  # a path sync: the rest of the source was not looked at
 
     def run(self) -> SyncSummary:
         started = time.perf_counter()
@@ -274,8 +312,10 @@ class _SyncRun:
             writer.add(document_row(self.label, item, candidate.fingerprint, content_hash))
         if previous:
             summary.updated += 1
+            self.changes.updated.add(previous[0])
         else:
             summary.added += 1
+            self.changes.added.add(document_id(self.label, candidate.source_id))
         self.budget.spend()
         return True
 
@@ -291,6 +331,7 @@ class _SyncRun:
             deletes.append(doc_id)
             self.budget.spend()
         self.summary.deleted = len(deletes)
+        self.changes.deleted.update(deletes)
         return deletes
 
     def _finish(self, started: float) -> None:
@@ -304,8 +345,26 @@ class _SyncRun:
             notes = None
             if summary.skipped:
                 notes = "skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped_reasons.items())
-            self.store.record_sync(self.label, notes)
-            if not summary.limited:
+            self.store.record_sync(self.label, notes, keep_notes=self.partial)
+            if not summary.limited and not self.partial:
                 self.store.set_meta(f"chunking:{self.label}", chunking_signature(self.syncer.chunking))
+        if self.options.dry_run:
+            self.changes = DocumentChanges()
         summary.seconds = round(time.perf_counter() - started, 3)
         self.emit({"event": "done", "source": self.label, **summary.model_dump(exclude={"source"})})
+
+
+class _PathSyncRun(_SyncRun):
+    """A sync of some paths of a source: the candidates at or under them, the stored documents there."""
+
+    paths: list[str]
+
+    def _scan(self) -> list[Candidate]:
+        scan_paths = getattr(self.connector, "scan_paths", None)
+        scan = scan_paths(self.paths, self.report) if scan_paths is not None else None
+        if scan is None or scan.full:
+            return super()._scan()
+        self.partial = True
+        self.stored = self.store.fingerprints(self.label, under=scan.covered)
+        self.full = self.syncer.chunking_changed(self.label)
+        return sorted(scan.candidates, key=lambda c: c.source_id)

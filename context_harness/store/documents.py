@@ -157,12 +157,25 @@ class DocumentStore:
 
     # -- sync state --------------------------------------------------------------------------
 
-    def fingerprints(self, source: str) -> dict[str, tuple[str, str | None, str]]:
-        """source_id -> (doc_id, fingerprint, content_hash) for every stored document of a source."""
-        rows = self.connection().execute(
-            "SELECT source_id, id, fingerprint, content_hash FROM documents WHERE source=?", (source,)
-        )
-        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    def fingerprints(self, source: str, under: list[str] | None = None) -> dict[str, tuple[str, str | None, str]]:
+        """source_id -> (doc_id, fingerprint, content_hash) for every stored document of a source, or
+        (``under``) only those whose source_id is one of these paths or lies inside one of them."""
+        if under is None:
+            rows = self.connection().execute(
+                "SELECT source_id, id, fingerprint, content_hash FROM documents WHERE source=?", (source,))
+            return {r[0]: (r[1], r[2], r[3]) for r in rows}
+        out = {}
+        for start in range(0, len(under), 200):
+            part = under[start:start + 200]
+            terms = " OR ".join(["source_id = ? OR substr(source_id, 1, ?) = ?"] * len(part))
+            params: list[Any] = [source]
+            for path in part:
+                params += [path, len(path) + 1, path + "/"]
+            rows = self.connection().execute(
+                f"SELECT source_id, id, fingerprint, content_hash FROM documents WHERE source=? AND ({terms})",
+                params)
+            out.update({r[0]: (r[1], r[2], r[3]) for r in rows})
+        return out
 
     def apply(self, source: str, writes: Iterable[DocumentWrite], deletes: Iterable[str],
               touches: Iterable[tuple[str, str | None]] = ()) -> None:
@@ -190,10 +203,15 @@ class DocumentStore:
             conn.executemany("UPDATE documents SET fingerprint=? WHERE id=?",
                              [(fp, doc_id) for doc_id, fp in touches])
 
-    def record_sync(self, source: str, notes: str | None) -> None:
+    def record_sync(self, source: str, notes: str | None, keep_notes: bool = False) -> None:
+        """The time of a source's last sync, and its notes (``keep_notes``: the previous ones)."""
         with self.transaction() as conn:
-            conn.execute("INSERT OR REPLACE INTO sources(name, last_sync, notes) VALUES(?,?,?)",
-                         (source, now_iso(), notes))
+            if keep_notes:
+                conn.execute("INSERT INTO sources(name, last_sync, notes) VALUES(?,?,NULL) "
+                             "ON CONFLICT(name) DO UPDATE SET last_sync=excluded.last_sync", (source, now_iso()))
+            else:
+                conn.execute("INSERT OR REPLACE INTO sources(name, last_sync, notes) VALUES(?,?,?)",
+                             (source, now_iso(), notes))
 
     # -- index queue -------------------------------------------------------------------------
 

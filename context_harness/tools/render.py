@@ -57,8 +57,21 @@ def render_sources(payload: dict[str, Any]) -> str:
                 f"last sync {s['last_sync'] or 'never'}")
         if s.get("notes"):
             line += f" ({s['notes']})"
+        line += live_state(s)
         lines.append(line)
     return "\n".join(lines)
+
+
+def live_state(source: dict[str, Any]) -> str:
+    """How a serving process keeps the source fresh, and its last sync there ("" when not serving)."""
+    parts = []
+    if source.get("watch"):
+        parts.append(source["watch"] + (f": {source['watch_note']}" if source.get("watch_note") else ""))
+    if source.get("syncing"):
+        parts.append("syncing now")
+    if source.get("last_outcome") == "error":
+        parts.append(f"last sync failed: {source.get('last_error')}")
+    return f"; {'; '.join(parts)}" if parts else ""
 
 
 def render_result(payload: dict[str, Any]) -> str:
@@ -67,4 +80,4 @@ def render_result(payload: dict[str, Any]) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2)
 
 
-__all__ = ["render_document", "render_result", "render_search", "render_sources"]
+__all__ = ["live_state", "render_document", "render_result", "render_search", "render_sources"]

@@ -1,0 +1,285 @@
+"""The live index: keeps a serving knowledge base fresh without restarts.
+
+- Each filesystem connector's root is **watched** (``watchfiles``' Rust ``notify`` backend: inotify,
+  FSEvents, ReadDirectoryChanges). Events are gathered until the tree is quiet for ``STEP_MS`` (at
+  most ``DEBOUNCE_MS``), so an editor's atomic save or a ``git checkout`` of thousands of files
+  arrives as one batch; the batch's paths are re-read by the connector's own rules
+  (``Harness.sync_paths``: globs, excludes, nested ``.gitignore``, symlinks, size), a folder is
+  re-scanned whole, and what is gone leaves the index. A changed ``.gitignore`` re-syncs the source.
+- When a watcher cannot run (the OS watch limit is exhausted, the root is gone), that is logged once
+  and shown in ``sources``; the source is **polled** instead (a full incremental sync every
+  ``POLL_SECONDS``: unchanged fingerprints cost a ``stat``) and watched again once possible.
+- Connectors with a ``sync_interval`` (git: 10 minutes by default) are synced on that interval.
+- Chunks changed by any of these are **embedded in the background** right after the keyword update
+  (``Harness.embed_new``), which never waits for them.
+
+Every write goes through one Harness method (``sync_paths``, ``sync``), under its sync lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+
+from context_harness.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
+from context_harness.config import Config
+from context_harness.connectors.base import Connector
+from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, FilesystemConnector
+from context_harness.errors import HarnessError
+from context_harness.models import EmbedSummary, SyncReport, SyncSummary
+
+log = logging.getLogger(__name__)
+
+STEP_MS = 100  # a batch ends after this long without a new event ...
+DEBOUNCE_MS = 1_500  # ... or after this long in all
+CHECK_MS = 2_000  # how often an idle watcher checks that its root is still there
+POLL_SECONDS = 10.0  # a polled source's full incremental sync, when it has no sync_interval
+ROOT_WAIT_SECONDS = 1.0  # how often a missing root is looked for
+RETRY_WATCH_SECONDS = 60.0  # how long a source stays polled before watching is tried again
+
+NotifyFactory = Callable[[list[str]], Any]
+"""Makes a watcher of these paths (``watchfiles.RustNotify``-like: ``watch(...)``, ``close()``)."""
+
+
+class LiveHost(Protocol):
+    """What the live index needs of the Harness."""
+
+    config: Config
+    connectors: list[Connector]
+    activity: Activity
+
+    async def sync(self, target: str = "all", *, embed: bool = True) -> SyncReport: ...
+
+    async def sync_paths(self, label: str, rel_paths: list[str]) -> SyncSummary: ...
+
+    async def embed_new(self) -> EmbedSummary | None: ...
+
+
+def rust_notify(paths: list[str]) -> Any:
+    from watchfiles._rust_notify import RustNotify
+
+    return RustNotify(paths, False, False, 300, True, True)
+
+
+def sync_seconds(connector: Connector) -> float | None:
+    """The connector's ``sync_interval`` in seconds (None: off or not configurable)."""
+    config = getattr(connector, "config", None)
+    seconds = getattr(config, "sync_seconds", None)
+    return seconds if isinstance(seconds, float) else None
+
+
+def changed(summary: SyncSummary | SyncReport) -> int:
+    if isinstance(summary, SyncReport):
+        return summary.total("added") + summary.total("updated") + summary.total("deleted")
+    return summary.added + summary.updated + summary.deleted
+
+
+class _StopEvent:
+    """What ``RustNotify.watch`` polls to stop early (set when the watching task is cancelled)."""
+
+    def __init__(self) -> None:
+        self.flag = False
+
+    def is_set(self) -> bool:
+        return self.flag
+
+
+class LiveIndex:
+    """The live index of one serving Harness, in the serving task group."""
+
+    def __init__(self, harness: LiveHost, task_group: anyio.abc.TaskGroup, *,
+                 notify: NotifyFactory = rust_notify, watch: bool = True) -> None:
+        self.harness = harness
+        self.task_group = task_group
+        self.notify = notify
+        self.watch = watch
+        self._embed_wanted = anyio.Event()
+        self._stop = _StopEvent()  # shared by every watcher of this live index
+        self._told: dict[str, str] = {}  # label -> the fallback reason already logged
+        self._data_dir = os.path.realpath(harness.config.data_dir)
+
+    def start(self) -> None:
+        if self.harness.config.embedding.provider != "disabled":
+            self.task_group.start_soon(self._embed_follow)
+        for connector in self.harness.connectors:
+            interval = sync_seconds(connector)
+            watched = self.watch and isinstance(connector, FilesystemConnector)
+            if watched:
+                assert isinstance(connector, FilesystemConnector)
+                self.task_group.start_soon(self._keep_watched, connector)
+            else:
+                self.harness.activity.set_watch(connector.label, INTERVAL if interval else OFF)
+            if interval:
+                self.task_group.start_soon(self._every, connector, interval)
+
+    def stop(self) -> None:
+        """Make every watcher thread return within ``STEP_MS`` (before the task group is cancelled,
+        which waits for them)."""
+        self._stop.flag = True
+
+    # -- embeddings --------------------------------------------------------------------------
+
+    def embed_soon(self) -> None:
+        """Embed the chunks the last update left pending, in the background (coalesced)."""
+        self._embed_wanted.set()
+
+    async def _embed_follow(self) -> None:
+        while True:
+            await self._embed_wanted.wait()
+            self._embed_wanted = anyio.Event()
+            summary = await self.harness.embed_new()
+            if summary is not None and summary.embedded:
+                log.info("live: embedded %d chunks in %.2fs", summary.embedded, summary.seconds)
+
+    # -- syncs -------------------------------------------------------------------------------
+
+    async def sync_source(self, connector: Connector, why: str) -> None:
+        """A full incremental sync of one source (no embedding: that follows in the background)."""
+        try:
+            report = await self.harness.sync(connector.label, embed=False)
+        except HarnessError as exc:
+            log.warning("%s: %s sync failed: %s", connector.label, why, exc.message)
+            return
+        except Exception:
+            log.exception("%s: %s sync failed", connector.label, why)
+            return
+        if changed(report):
+            log.info("%s: %s sync: %d documents changed", connector.label, why, changed(report))
+            self.embed_soon()
+
+    async def sync_paths(self, connector: Connector, rel_paths: list[str]) -> None:
+        started = time.perf_counter()
+        try:
+            summary = await self.harness.sync_paths(connector.label, rel_paths)
+        except HarnessError as exc:
+            log.warning("%s: live update failed: %s", connector.label, exc.message)
+            return
+        except Exception:
+            log.exception("%s: live update failed", connector.label)
+            return
+        log.info("%s: live update of %d paths: %d added, %d updated, %d deleted in %.3fs (pass %d)",
+                 connector.label, len(rel_paths), summary.added, summary.updated, summary.deleted,
+                 time.perf_counter() - started, self.harness.activity.of(connector.label).passes)
+        if changed(summary):
+            self.embed_soon()
+
+    async def _every(self, connector: Connector, seconds: float) -> None:
+        """``sync_interval``: a full incremental sync of the source every ``seconds``."""
+        while True:
+            await anyio.sleep(seconds)
+            await self.sync_source(connector, "interval")
+
+    # -- watching ----------------------------------------------------------------------------
+
+    async def _keep_watched(self, connector: FilesystemConnector) -> None:
+        """Watch the root; when that is impossible, poll it and try watching again later."""
+        label = connector.label
+        resync = False
+        while True:
+            if not connector.root.is_dir():
+                self._fall_back(label, f"root folder {connector.root} does not exist; waiting for it")
+                while not connector.root.is_dir():
+                    await anyio.sleep(ROOT_WAIT_SECONDS)
+                resync = True
+            try:
+                await self._watch(connector, resync)
+            except OSError as exc:
+                self._fall_back(label, self._reason(exc))
+                await self._poll(connector, RETRY_WATCH_SECONDS)
+            resync = True
+
+    def _fall_back(self, label: str, reason: str) -> None:
+        self.harness.activity.set_watch(label, POLLED, reason)
+        if self._told.get(label) != reason:
+            self._told[label] = reason
+            log.warning("%s: not watched (%s); polling it instead", label, reason)
+
+    @staticmethod
+    def _reason(exc: OSError) -> str:
+        text = str(exc) or exc.__class__.__name__
+        if exc.errno == errno.ENOSPC or "limit" in text.lower():
+            return (f"the OS limit of file watches is reached ({text}); raise it, e.g. "
+                    "`sysctl fs.inotify.max_user_watches=524288`")
+        return f"cannot watch: {text}"
+
+    async def _poll(self, connector: FilesystemConnector, duration: float) -> None:
+        """Full incremental syncs every poll interval for ``duration`` s, or until the root is gone."""
+        every = sync_seconds(connector) or POLL_SECONDS
+        until = time.monotonic() + duration
+        while time.monotonic() < until:
+            await anyio.sleep(min(every, max(until - time.monotonic(), 0.0)))
+            if not connector.root.is_dir():
+                return
+            await self.sync_source(connector, "poll")
+
+    async def _watch(self, connector: FilesystemConnector, resync: bool) -> None:
+        """Watch the root until it disappears (or is replaced); ``OSError`` when it cannot be watched.
+        ``resync``: sync the whole source once the watcher runs (changes made while unwatched)."""
+        root = str(connector.root)
+        identity = _identity(root)
+        watcher = self.notify([root])
+        stop = self._stop
+        try:
+            self.harness.activity.set_watch(connector.label, WATCHED)
+            if self._told.pop(connector.label, None) is not None:
+                log.warning("%s: watched again", connector.label)
+            if resync:
+                await self.sync_source(connector, "catch-up")
+            while True:
+                try:
+                    raw = await anyio.to_thread.run_sync(watcher.watch, DEBOUNCE_MS, STEP_MS, CHECK_MS, stop)
+                except BaseException:
+                    stop.flag = True
+                    raise
+                if raw == "stop":
+                    return
+                if isinstance(raw, set) and raw:
+                    await self._apply(connector, root, raw)
+                if _identity(root) != identity:
+                    return
+        finally:
+            watcher.close()
+
+    async def _apply(self, connector: FilesystemConnector, root: str, raw: Iterable[tuple[int, str]]) -> None:
+        rel_paths, full = self.relevant(root, (path for _, path in raw))
+        if full:
+            await self.sync_source(connector, "gitignore")
+        elif rel_paths:
+            await self.sync_paths(connector, sorted(rel_paths))
+
+    def relevant(self, root: str, paths: Iterable[str]) -> tuple[set[str], bool]:
+        """The changed paths relative to ``root`` that a scan could list (not inside ``.git`` and the
+        like, nor the workspace's own data folder), and whether a ``.gitignore`` changed."""
+        prefix = root.rstrip(os.sep) + os.sep
+        data = os.path.relpath(self._data_dir, os.path.realpath(root)).replace(os.sep, "/")
+        out: set[str] = set()
+        full = False
+        for path in paths:
+            if not path.startswith(prefix):
+                continue
+            parts = path[len(prefix):].split(os.sep)
+            rel = "/".join(parts)
+            if rel == data or rel.startswith(data + "/") or any(part in ALWAYS_SKIPPED_DIRS for part in parts):
+                continue
+            if parts[-1] == ".gitignore":
+                full = True
+            out.add(rel)
+        return out, full
+
+
+def _identity(root: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+__all__ = ["LiveIndex", "rust_notify", "sync_seconds"]
