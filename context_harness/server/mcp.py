@@ -37,6 +37,7 @@ from mcp.server.subscriptions import (
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
+    ResourceUpdated,
     ToolsListChanged,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -45,7 +46,7 @@ from context_harness import __version__
 from context_harness.agents.models import AgentPrompt
 from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.errors import HarnessError, NotFound, as_harness_error, outcome
-from context_harness.harness import Harness
+from context_harness.harness import DocumentChanges, Harness
 from context_harness.tools.base import hints
 from context_harness.tools.render import render_document
 from context_harness.validation import parse_get
@@ -56,6 +57,7 @@ SERVER_NAME = "context-harness"
 PAGE_SIZE = 100
 DOCUMENT_TEMPLATE = "ctx://documents/{id}"
 DOCUMENT_PREFIX = "ctx://documents/"
+MAX_SUBSCRIPTIONS = 10_000  # resources/subscribe URIs per connection
 DOCUMENTS_CURSOR = "documents:"  # resources/list cursors past the agent catalog: the last document id listed
 FOLLOW = "Follow these instructions for the rest of this conversation."
 EVENTS: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
@@ -123,6 +125,8 @@ class HarnessServer(Server[dict[str, Any]]):
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._change_queues: set[Any] = set()  # one per running lifespan
+        # 2025-era connections -> {document id: the URIs it subscribed to (``resources/subscribe``)}
+        self._subscriptions: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
         super().__init__(
             SERVER_NAME, version=__version__, title="Context Harness",
             description="A local-first knowledge base: search, get and list sources.",
@@ -131,9 +135,11 @@ class HarnessServer(Server[dict[str, Any]]):
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
             on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
             on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+            on_subscribe_resource=self._subscribe, on_unsubscribe_resource=self._unsubscribe,
             on_completion=self._complete,
         )
         harness.subscribe(self._on_change)
+        harness.subscribe_documents(self._on_documents)
 
     def describe(self) -> str:
         text = self.harness.describe()
@@ -155,33 +161,48 @@ class HarnessServer(Server[dict[str, Any]]):
         if kind == "instructions":
             self.instructions = self.describe()
             return
+        self._enqueue(kind)
+
+    def _on_documents(self, changes: DocumentChanges) -> None:
+        self._enqueue(changes)
+
+    def _enqueue(self, change: str | DocumentChanges) -> None:
         for queue in list(self._change_queues):
             try:
-                queue.send_nowait(kind)
+                queue.send_nowait(change)
             except anyio.WouldBlock:
-                log.warning("dropping a %s list_changed notification: too many pending", kind)
+                log.warning("dropping a change notification (%s): too many pending",
+                            change if isinstance(change, str) else "documents")
+
+    @staticmethod
+    def _connection(ctx: ServerRequestContext[Any]) -> Any:
+        """The 2025-era connection behind a request, or None (a 2026-07-28 connection, or an SDK that
+        moved it). ``ctx.session`` is a per-request proxy; the long-lived ``Connection`` behind it has
+        no public accessor in mcp 2.3.0, hence the private attribute (guarded)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        connection = getattr(ctx.session, "_connection", None)
+        return connection if connection is not None and hasattr(connection, "send_tool_list_changed") else None
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
         """Called by every request handler: asks for the search warm-up (the core starts it once), and
-        keeps (weakly) each 2025-era connection, to send it list_changed notifications later.
-
-        ``ctx.session`` is a per-request proxy; the long-lived ``Connection`` behind it has no
-        public accessor in mcp 2.3.0, hence the private attribute (guarded: no-op if it moves).
-        """
+        keeps (weakly) each 2025-era connection, to send it list_changed notifications later."""
         self.harness.request_warm_up()
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            connection = getattr(ctx.session, "_connection", None)
-            if connection is not None and hasattr(connection, "send_tool_list_changed"):
-                self._legacy_sessions.add(connection)
+        connection = self._connection(ctx)
+        if connection is not None:
+            self._legacy_sessions.add(connection)
 
     async def announce_changes(self) -> None:
         """Forward the core's changes to clients until cancelled (run inside the lifespan)."""
-        send, receive = anyio.create_memory_object_stream[str](64)
+        send, receive = anyio.create_memory_object_stream[str | DocumentChanges](256)
         self._change_queues.add(send)
         try:
             with send, receive:
-                async for kind in receive:
-                    await self._announce(kind)
+                async for change in receive:
+                    if isinstance(change, DocumentChanges):
+                        await self._announce_documents(change)
+                    else:
+                        await self._announce(change)
         finally:
             self._change_queues.discard(send)
 
@@ -197,6 +218,54 @@ class HarnessServer(Server[dict[str, Any]]):
                     await session.send_resource_list_changed()
             except Exception:  # a closed session must not stop the others
                 self._legacy_sessions.discard(session)
+
+    async def _announce_documents(self, changes: DocumentChanges) -> None:
+        """``resources/updated`` for each changed document a client subscribed to (2025-era sessions:
+        ``resources/subscribe``; 2026-07-28: listen streams, which filter by their URIs), and
+        ``resources/list_changed`` when documents came or went."""
+        touched = changes.added | changes.updated | changes.deleted
+        for doc_id in sorted(touched):
+            await self.bus.publish(ResourceUpdated(uri=DOCUMENT_PREFIX + doc_id))
+        for session, subscribed in list(self._subscriptions.items()):
+            try:
+                for doc_id in sorted(touched & subscribed.keys()):
+                    for uri in sorted(subscribed[doc_id]):
+                        await session.send_resource_updated(uri)
+            except Exception:  # a closed session must not stop the others
+                self._subscriptions.pop(session, None)
+        if changes.added or changes.deleted:
+            await self._announce("resources")
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any], params: t.SubscribeRequestParams) -> t.EmptyResult:
+        """``resources/subscribe`` (2025-era sessions) to a document: ``resources/updated`` follows each
+        change of it, whatever window the URI names."""
+        self._remember(ctx)
+        uri = str(params.uri)
+        arguments = document_arguments(uri)
+        if arguments is None:
+            raise MCPError(t.INVALID_PARAMS, f"cannot subscribe to {uri!r}: only documents "
+                           f"({DOCUMENT_TEMPLATE}) announce updates", data={"uri": uri})
+        connection = self._connection(ctx)
+        if connection is None:
+            raise MCPError(t.INTERNAL_ERROR, "this connection cannot receive resources/updated")
+        subscribed = self._subscriptions.setdefault(connection, {})
+        if sum(map(len, subscribed.values())) >= MAX_SUBSCRIPTIONS:
+            raise MCPError(t.INVALID_PARAMS, f"at most {MAX_SUBSCRIPTIONS} subscriptions per connection; "
+                           "unsubscribe from some first")
+        subscribed.setdefault(arguments["id"].strip().lower(), set()).add(uri)
+        return t.EmptyResult()
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any], params: t.UnsubscribeRequestParams) -> t.EmptyResult:
+        uri = str(params.uri)
+        arguments = document_arguments(uri)
+        connection = self._connection(ctx)
+        subscribed = self._subscriptions.get(connection) if connection is not None else None
+        if arguments is not None and subscribed is not None:
+            doc_id = arguments["id"].strip().lower()
+            subscribed.get(doc_id, set()).discard(uri)
+            if not subscribed.get(doc_id, True):
+                del subscribed[doc_id]
+        return t.EmptyResult()
 
     # -- tools --------------------------------------------------------------------------------
 
