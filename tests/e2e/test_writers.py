@@ -42,9 +42,10 @@ def ctx(*args: str) -> list[str]:
     return [sys.executable, "-m", "context_harness", *args]
 
 
-def workspace(root: Path, *, embedding: str = "disabled", server: str = "sync_on_start = false",
+def workspace(root: Path, *, embedding: str = "disabled", server: str = "sync_on_start = false\nwatch = false",
               slow: float | None = None) -> Path:
-    """DOCS in ``root/docs`` and a ctx.toml (plus a Lua connector whose scan sleeps ``slow`` s)."""
+    """DOCS in ``root/docs`` and a ctx.toml (plus a Lua connector whose scan sleeps ``slow`` s). Servers
+    do not watch the folder: what they see must come from the other process's commits."""
     write_files(root / "docs", DOCS)
     extra = ""
     if slow is not None:
@@ -187,3 +188,26 @@ async def test_a_second_server_starts_and_serves_while_the_first_syncs(tmp_path,
     assert_quiet(one_err.read_text())
     assert "waiting for sync all (pid " in two_err.read_text()
     assert_quiet(two_err.read_text())
+
+
+async def test_ctx_sync_beside_a_watching_server(tmp_path, env) -> None:
+    """A serving process that watches the folder and a `ctx sync` in a shell write the same workspace
+    at the same moment: both succeed (one waits for the other), nothing is indexed twice."""
+    cfg = workspace(tmp_path, server="sync_on_start = false\nwatch = true")
+    first = await anyio.run_process(ctx("sync", "--progress", "none", "--config", str(cfg)), env=env, check=False)
+    assert first.returncode == 0, first.stderr.decode()
+    async with server(cfg, env, "server") as (client, _, err):
+        await search(client, "tantivy rust")
+        await anyio.sleep(0.5)  # the watcher is up
+        for i in range(20):
+            (tmp_path / "docs" / f"burst{i:02d}.md").write_text(f"# Burst {i}\n\nquokka number {i}\n", encoding="utf-8")
+        synced = await anyio.run_process(ctx("sync", "--json", "--progress", "none", "--config", str(cfg)),
+                                         env=env, check=False)
+        with anyio.fail_after(10):
+            while len(await search(client, "quokka", mode="keyword", limit=50)) < 20:
+                await anyio.sleep(0.05)
+    assert synced.returncode == 0, synced.stderr.decode()
+    assert_quiet(synced.stderr)
+    assert_quiet(err.read_text())
+    stats = await anyio.run_process(ctx("stats", "--json", "--config", str(cfg)), env=env)
+    assert json.loads(stats.stdout)["documents"] == len(DOCS) + 20
