@@ -435,6 +435,21 @@ class Harness:
 
     # -- sync --------------------------------------------------------------------------------
 
+    def reconfigured_connectors(self, config: Config) -> list[Connector]:
+        """Take the settings of ``config`` (a changed config file) for the configured connectors
+        whose settings differ; returns those connectors, made anew. Connectors added to or removed
+        from the file are left as they are (a restart takes them), and logged."""
+        fresh = {c.label: c for c in self.extensions.connector_registry().build(config)}
+        current = {c.label: c for c in self.connectors}
+        if set(fresh) != set(current):
+            log.warning("the config adds or removes sources (%s); restart to serve them",
+                        ", ".join(sorted(set(fresh) ^ set(current))))
+        changed = [c for label, c in fresh.items()
+                   if label in current and getattr(c, "config", None) != getattr(current[label], "config", None)]
+        by_label = {c.label: c for c in changed}
+        self.connectors = [by_label.get(c.label, c) for c in self.connectors]
+        return changed
+
     def select(self, target: str) -> list[Connector]:
         target = (target or "all").strip()
         if not self.connectors:

@@ -23,11 +23,13 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import anyio.abc
 
+from context_harness import config as config_mod
 from context_harness.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
@@ -61,6 +63,8 @@ class LiveHost(Protocol):
 
     async def embed_new(self) -> EmbedSummary | None: ...
 
+    def reconfigured_connectors(self, config: Config) -> list[Connector]: ...
+
 
 def rust_notify(paths: list[str]) -> Any:
     from watchfiles._rust_notify import RustNotify
@@ -79,6 +83,14 @@ def changed(summary: SyncSummary | SyncReport) -> int:
     if isinstance(summary, SyncReport):
         return summary.total("added") + summary.total("updated") + summary.total("deleted")
     return summary.added + summary.updated + summary.deleted
+
+
+def _config_stamp(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st is not None else None
 
 
 class _StopEvent:
@@ -103,21 +115,24 @@ class LiveIndex:
         self._embed_wanted = anyio.Event()
         self._stop = _StopEvent()  # shared by every watcher of this live index
         self._told: dict[str, str] = {}  # label -> the fallback reason already logged
+        self._generation: dict[str, int] = {}  # label -> bumped when the config changes the connector
+        self._config_stamp = _config_stamp(harness.config.source_path)
         self._data_dir = os.path.realpath(harness.config.data_dir)
 
     def start(self) -> None:
         if self.harness.config.embedding.provider != "disabled":
             self.task_group.start_soon(self._embed_follow)
+        if self.harness.config.source_path is not None:
+            self.task_group.start_soon(self._follow_config)
         for connector in self.harness.connectors:
-            interval = sync_seconds(connector)
-            watched = self.watch and isinstance(connector, FilesystemConnector)
-            if watched:
-                assert isinstance(connector, FilesystemConnector)
-                self.task_group.start_soon(self._keep_watched, connector)
+            if self.watch and isinstance(connector, FilesystemConnector):
+                self.task_group.start_soon(self._keep_watched, connector.label)
             else:
-                self.harness.activity.set_watch(connector.label, INTERVAL if interval else OFF)
-            if interval:
-                self.task_group.start_soon(self._every, connector, interval)
+                self.harness.activity.set_watch(connector.label, INTERVAL if sync_seconds(connector) else OFF)
+            self.task_group.start_soon(self._every, connector.label)
+
+    def current(self, label: str) -> Connector | None:
+        return next((c for c in self.harness.connectors if c.label == label), None)
 
     def stop(self) -> None:
         """Make every watcher thread return within ``STEP_MS`` (before the task group is cancelled,
@@ -170,27 +185,59 @@ class LiveIndex:
         if changed(summary):
             self.embed_soon()
 
-    async def _every(self, connector: Connector, seconds: float) -> None:
-        """``sync_interval``: a full incremental sync of the source every ``seconds``."""
+    async def _every(self, label: str) -> None:
+        """``sync_interval``: a full incremental sync of the source every interval (as configured now)."""
         while True:
+            connector = self.current(label)
+            seconds = sync_seconds(connector) if connector is not None else None
+            if connector is None or seconds is None:
+                await anyio.sleep(CHECK_MS / 1000)
+                continue
             await anyio.sleep(seconds)
             await self.sync_source(connector, "interval")
 
+    async def _follow_config(self) -> None:
+        """A changed config file that changes a connector's settings: re-sync that source with them
+        (a watched one is watched anew). Sources added or removed need a restart."""
+        path = self.harness.config.source_path
+        assert path is not None
+        while True:
+            await anyio.sleep(CHECK_MS / 1000)
+            stamp = _config_stamp(path)
+            if stamp is None or stamp == self._config_stamp:
+                continue
+            self._config_stamp = stamp
+            try:
+                fresh = await anyio.to_thread.run_sync(config_mod.load_file, path)
+                changed = self.harness.reconfigured_connectors(fresh)
+            except HarnessError as exc:
+                log.warning("config changed but cannot be loaded; sources keep their settings: %s", exc.message)
+                continue
+            for connector in changed:
+                log.info("%s: settings changed in the config; syncing it again", connector.label)
+                self._generation[connector.label] = self._generation.get(connector.label, 0) + 1
+                if not (self.watch and isinstance(connector, FilesystemConnector)):
+                    self.harness.activity.set_watch(connector.label, INTERVAL if sync_seconds(connector) else OFF)
+                    await self.sync_source(connector, "config")
+
     # -- watching ----------------------------------------------------------------------------
 
-    async def _keep_watched(self, connector: FilesystemConnector) -> None:
+    async def _keep_watched(self, label: str) -> None:
         """Watch the root; when that is impossible, poll it and try watching again later."""
-        label = connector.label
         resync = False
         while True:
+            connector = self.current(label)
+            if not isinstance(connector, FilesystemConnector):
+                return
             if not connector.root.is_dir():
                 self._fall_back(label, f"root folder {connector.root} does not exist; waiting for it")
-                while not connector.root.is_dir():
+                while not connector.root.is_dir() and self.current(label) is connector:
                     await anyio.sleep(ROOT_WAIT_SECONDS)
                 resync = True
+                continue
             try:
                 await self._watch(connector, resync)
-            except OSError as exc:
+            except Exception as exc:  # the OS watch limit, permissions, a watcher error
                 self._fall_back(label, self._reason(exc))
                 await self._poll(connector, RETRY_WATCH_SECONDS)
             resync = True
@@ -202,9 +249,9 @@ class LiveIndex:
             log.warning("%s: not watched (%s); polling it instead", label, reason)
 
     @staticmethod
-    def _reason(exc: OSError) -> str:
+    def _reason(exc: Exception) -> str:
         text = str(exc) or exc.__class__.__name__
-        if exc.errno == errno.ENOSPC or "limit" in text.lower():
+        if getattr(exc, "errno", None) == errno.ENOSPC or "limit" in text.lower():
             return (f"the OS limit of file watches is reached ({text}); raise it, e.g. "
                     "`sysctl fs.inotify.max_user_watches=524288`")
         return f"cannot watch: {text}"
@@ -215,7 +262,7 @@ class LiveIndex:
         until = time.monotonic() + duration
         while time.monotonic() < until:
             await anyio.sleep(min(every, max(until - time.monotonic(), 0.0)))
-            if not connector.root.is_dir():
+            if not connector.root.is_dir() or self.current(connector.label) is not connector:
                 return
             await self.sync_source(connector, "poll")
 
@@ -224,6 +271,7 @@ class LiveIndex:
         ``resync``: sync the whole source once the watcher runs (changes made while unwatched)."""
         root = str(connector.root)
         identity = _identity(root)
+        generation = self._generation.get(connector.label, 0)
         watcher = self.notify([root])
         stop = self._stop
         try:
@@ -242,7 +290,7 @@ class LiveIndex:
                     return
                 if isinstance(raw, set) and raw:
                     await self._apply(connector, root, raw)
-                if _identity(root) != identity:
+                if _identity(root) != identity or self._generation.get(connector.label, 0) != generation:
                     return
         finally:
             watcher.close()

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from context_harness.errors import NotConfigured
 from context_harness.harness import Harness
 from context_harness.ingest.sync import DocumentChanges
 from context_harness.live import LiveIndex
@@ -211,7 +212,7 @@ async def test_sources_reports_a_failed_sync_and_a_running_one(workspace) -> Non
         state = await status(h)
         assert (state.last_outcome, state.syncing, state.sync_passes) == ("ok", False, 1)
         shutil.rmtree(workspace.docs)
-        with pytest.raises(Exception, match="does not exist"):
+        with pytest.raises(NotConfigured, match="does not exist"):
             await h.sync()
         state = await status(h)
         assert state.last_outcome == "error" and "does not exist" in (state.last_error or "")
@@ -258,3 +259,15 @@ async def test_embeddings_follow_a_live_update(workspace) -> None:
         await wait_for(found, "semantic search finds the new note", 30)
         state = await status(h)
         assert state.pending_chunks == 0 and state.embedded_chunks == 2
+
+
+async def test_a_changed_connector_config_resyncs_that_source(workspace) -> None:
+    workspace.write("keep.md", "# Keep\n\njerboa kept\n")
+    workspace.write("drafts/d.md", "# Draft\n\njerboa draft\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "jerboa", ["drafts/d.md", "keep.md"])
+        workspace.write_config('exclude_globs = ["drafts/"]\n')
+        await shows(h, "jerboa", ["keep.md"])
+        workspace.write("drafts/e.md", "# Draft 2\n\njerboa again\n")  # still watched, by the new rules
+        workspace.write("more.md", "# More\n\njerboa more\n")
+        await shows(h, "jerboa", ["keep.md", "more.md"])
