@@ -28,7 +28,7 @@ from context_harness.ingest.markdown import (
 )
 
 log = logging.getLogger(__name__)
-DOCUMENT_COST = 32  # a document to convert, as work, against a text file (Candidate.cost)
+DOCUMENT_COST = 32  # a document to convert, as work, against a text file (Candidate.cost), plus 1 per 64 kB
 ALWAYS_SKIPPED_DIRS = frozenset({".git", "node_modules", ".hg", ".svn", "__pycache__", ".ctx"})
 _CONTENT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
                   ".rst": "text/x-rst", ".txt": "text/plain"}
@@ -127,10 +127,13 @@ class FilesystemConnector:
         if fmt is not None and not self._can_convert(fmt):
             report.skip("needs_documents_extra", f"{rel_path} (a {fmt.name} file; {EXTRA_HINT})", item=rel_path)
             return None
-        load = (self._loader(path, rel_path, stat.st_mtime, report) if fmt is None
-                else self._document_loader(path, rel_path, stat.st_mtime, fmt, report))
-        return Candidate(source_id=rel_path, fingerprint=f"{stat.st_mtime_ns}:{stat.st_size}", load=load,
-                         cost=1 if fmt is None else DOCUMENT_COST)
+        fingerprint = f"{stat.st_mtime_ns}:{stat.st_size}"
+        if fmt is None:
+            return Candidate(rel_path, fingerprint, self._loader(path, rel_path, stat.st_mtime, report))
+        # The converter's version is part of the fingerprint: a better converter re-reads unchanged files.
+        return Candidate(rel_path, f"{fingerprint}:c{documents.CONVERTER_VERSION}",
+                         self._document_loader(path, rel_path, stat.st_mtime, fmt, report),
+                         cost=DOCUMENT_COST + stat.st_size // 65_536)
 
     def _can_convert(self, fmt: DocumentFormat) -> bool:
         """Whether ``fmt``'s converter is installed; says once per scan how to install it if not."""

@@ -83,11 +83,16 @@ def convert(raw: bytes, content_type: str) -> Converted:
     if not text:
         raise ConversionFailed("no_text")
     title = " ".join((converted.title or "").split()) or None
+    if title and _PLACEHOLDER_TITLE.match(title):
+        title = None
     return Converted(title, text + "\n")
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\ufffe\uffff]")
 _SPACE = re.compile(r"\s+")
+# Titles that name nothing: what word processors write into a PDF's /Title by default.
+_PLACEHOLDER_TITLE = re.compile(
+    r"(?i)^(untitled(-\d+)?|microsoft \w+ - .*|[^\s/\\]+\.(docx?|pdf|pptx?|xlsx?|odt|rtf|txt|tex|dvi|indd))$")
 
 
 # -- PDF (pypdfium2) ------------------------------------------------------------------------------

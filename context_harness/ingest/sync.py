@@ -22,9 +22,9 @@ from typing import Any
 
 from context_harness.config import ChunkingConfig
 from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
+from context_harness.ingest import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
-from context_harness.ingest.documents import CONVERTER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
 from context_harness.store.documents import (
     DocumentRow,
@@ -62,7 +62,7 @@ def item_hash(item: SourceItem) -> str:
     fields: list[Any] = [item.title, item.body, item.author, item.source_url, item.content_type, item.metadata,
                          item.tags, to_iso(item.created_at)]
     if item.raw is not None:
-        fields += [hashlib.sha256(item.raw).hexdigest(), CONVERTER_VERSION]
+        fields += [hashlib.sha256(item.raw).hexdigest(), documents.CONVERTER_VERSION]
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from context_harness.harness import Harness
-from context_harness.ingest import chunk_worker
+from context_harness.ingest import chunk_worker, documents
 from context_harness.models import GetRequest, SearchRequest, SyncSummary
 from support.documents import docx_bytes, pdf_bytes
 from support.workspace import Workspace
@@ -79,6 +79,18 @@ async def test_unchanged_documents_are_not_converted_again_and_edits_are(workspa
         assert edited.sources[0].updated == 1
         assert (await h.search(SearchRequest(query="walrus", mode="keyword"))).results == []
         assert (await first_hit(h, "narwhals")).title == "Lighthouse Report"
+
+
+async def test_a_new_converter_version_converts_unchanged_documents_again(
+        workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_documents(workspace)
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+        monkeypatch.setattr(documents, "CONVERTER_VERSION", documents.CONVERTER_VERSION + 1)
+        again = (await h.sync()).sources[0]
+        assert (again.updated, again.unchanged) == (3, 1)  # the three documents; notes.md is untouched
+        assert (await first_hit(h, "walrus")).title == "Lighthouse Report"
+        assert (await h.sync()).sources[0].unchanged == 4
 
 
 async def test_failures_are_skipped_counted_named_and_never_fatal(workspace: Workspace) -> None:

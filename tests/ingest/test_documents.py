@@ -34,6 +34,13 @@ def test_pdf_without_a_title_has_none() -> None:
     assert convert(pdf_bytes(["Just text."]), "application/pdf").title is None
 
 
+@pytest.mark.parametrize(("title", "kept"), [
+    ("Microsoft Word - minutes.docx", False), ("untitled", False), ("Untitled-2", False), ("scan_0042.pdf", False),
+    ("Annual Report 2025", True), ("Notes on report.pdf files", True)])
+def test_pdf_titles_that_name_nothing_are_dropped(title: str, kept: bool) -> None:
+    assert convert(pdf_bytes(["Text."], title=title), "application/pdf").title == (title if kept else None)
+
+
 def test_pdf_failures_are_named() -> None:
     assert failure(pdf_bytes(["Secret plans."], user_password="pw"), "application/pdf") == "encrypted"
     assert failure(os.urandom(4096), "application/pdf") == "corrupt"
