@@ -2,12 +2,13 @@
 
 The converters come from the optional extra ``context-harness[documents]``: ``pypdfium2`` (PDF),
 ``python-docx`` (DOCX) and ``lxml`` (HTML), imported only when a document is converted. Headings
-become Markdown ``#`` headings (HTML ``<h1>``-``<h6>``, DOCX "Heading N" and "Title" styles) so the
-chunker's heading paths work. Titles come from the document's metadata (PDF ``/Title``, DOCX core
-properties, HTML ``<title>``), else its first heading, else None (the caller falls back to the file
-name). A document that cannot be converted raises ``ConversionFailed`` with a short reason:
-``encrypted``, ``corrupt``, ``no_text`` (a scan without a text layer, an empty page) or
-``needs_documents_extra``. Conversion runs in the sync, in the chunk helper processes on large syncs.
+become Markdown ``#`` headings (HTML ``<h1>``-``<h6>``, DOCX "Heading N" and "Title" styles, PDF
+bookmarks at the top of their page) so the chunker's heading paths work. Titles come from the
+document's metadata (PDF ``/Title``, DOCX core properties, HTML ``<title>``), else its first heading
+(DOCX, HTML), else None (the caller falls back to the file name). A document that cannot be
+converted raises ``ConversionFailed`` with a short reason: ``encrypted``, ``corrupt``, ``no_text``
+(a scan without a text layer, an empty page) or ``needs_documents_extra``. Conversion runs in the
+sync, in the chunk helper processes on large syncs.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ _PLACEHOLDER_TITLE = re.compile(
 
 # -- PDF (pypdfium2) ------------------------------------------------------------------------------
 
+MAX_BOOKMARKS = 5000
 _PDFIUM = threading.Lock()  # PDFium is not thread-safe; one document at a time per process
 
 
@@ -112,16 +114,35 @@ def _pdf(raw: bytes) -> Converted:
             raise ConversionFailed("encrypted" if locked else "corrupt") from None
         try:
             title = doc.get_metadata_dict().get("Title") or None
+            headings = _pdf_bookmarks(doc)
             pages = []
             for i in range(len(doc)):
                 page = doc[i]
                 textpage = page.get_textpage()
-                pages.append(textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n").strip())
+                text = textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n").strip()
                 textpage.close()
                 page.close()
+                if text:
+                    pages.extend(headings.get(i, []))
+                    pages.append(text)
         finally:
             doc.close()
-    return Converted(title, "\n\n".join(p for p in pages if p))
+    return Converted(title, "\n\n".join(pages))
+
+
+def _pdf_bookmarks(doc: Any) -> dict[int, list[str]]:
+    """The outline (bookmarks) as ``#`` headings placed before the page each one points to: a
+    page-granular heading path (a section starting mid-page is placed at its page's top)."""
+    headings: dict[int, list[str]] = {}
+    for count, bookmark in enumerate(doc.get_toc(max_depth=6)):
+        if count >= MAX_BOOKMARKS:
+            break
+        dest = bookmark.get_dest()
+        text = " ".join((bookmark.get_title() or "").split())
+        page = dest.get_index() if dest is not None else None
+        if text and page is not None:
+            headings.setdefault(page, []).append("#" * (bookmark.level + 1) + " " + text)
+    return headings
 
 
 # -- DOCX (python-docx) ---------------------------------------------------------------------------

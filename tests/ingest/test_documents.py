@@ -30,6 +30,14 @@ def test_pdf_text_of_every_page_and_the_metadata_title() -> None:
     assert "\r" not in converted.text
 
 
+def test_pdf_bookmarks_become_headings_at_the_top_of_their_page() -> None:
+    raw = pdf_bytes(["Intro text.", "Install steps.", "More steps.", "Port settings."],
+                    bookmarks={0: [(0, "Introduction")], 1: [(0, "Setup"), (1, "Install")], 3: [(1, "Ports")]})
+    text = convert(raw, "application/pdf").text
+    assert text == ("# Introduction\n\nIntro text.\n\n# Setup\n\n## Install\n\nInstall steps.\n\nMore steps.\n\n"
+                    "## Ports\n\nPort settings.\n")
+
+
 def test_pdf_without_a_title_has_none() -> None:
     assert convert(pdf_bytes(["Just text."]), "application/pdf").title is None
 

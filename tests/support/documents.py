@@ -9,17 +9,22 @@ import docx
 from fpdf import FPDF
 
 
-def pdf_bytes(pages: list[str], *, title: str | None = None, user_password: str | None = None) -> bytes:
-    """A PDF with one page per text (an empty text makes a page without a text layer, like a scan)."""
+def pdf_bytes(pages: list[str], *, title: str | None = None, user_password: str | None = None,
+              bookmarks: dict[int, list[tuple[int, str]]] | None = None) -> bytes:
+    """A PDF with one page per text (an empty text makes a page without a text layer, like a scan);
+    ``bookmarks`` maps a page's index to its outline entries (level from 0, title)."""
     pdf = FPDF()
     if title:
         pdf.set_title(title)
     if user_password:
         pdf.set_encryption(owner_password="owner-" + user_password, user_password=user_password)
     pdf.set_font("Helvetica", size=11)
-    for text in pages:
+    for i, text in enumerate(pages):
         pdf.add_page()
+        for level, name in (bookmarks or {}).get(i, []):
+            pdf.start_section(name, level=level)
         if text:
+            pdf.set_x(pdf.l_margin)
             pdf.multi_cell(0, 6, text)
     return bytes(pdf.output())
 
