@@ -3,7 +3,7 @@
     python benchmarks/documents.py [--pdfs 50] [--pages 20] [--docx 50] [--html 50]
 
 Needs the `test` extra (the documents extra, and fpdf2 to write the PDFs). Makes its files itself:
-``--pdfs`` PDFs of ``--pages`` pages (about 350 words a page, a /Title), DOCX files of 20 headed
+``--pdfs`` PDFs of ``--pages`` pages (about 350 words and a bookmark a page, a /Title), DOCX files of 20 headed
 sections, HTML pages of 20 headed sections with navigation, scripts and lists; plus one corrupt,
 one encrypted and one empty (no text layer) PDF. Measures, in this process:
 1. extraction alone (``ingest/documents.convert`` over every file): PDF pages/s, DOCX and HTML
@@ -55,6 +55,7 @@ def _pdf(rng: random.Random, pages: int, title: str, *, password: str | None = N
         pdf.add_page()
         if not text:
             continue
+        pdf.start_section(f"Part {page + 1}")  # a bookmark per page: a heading in the converted text
         pdf.set_font("Helvetica", "B", 15)
         pdf.cell(0, 10, f"{title}, part {page + 1}", new_x="LMARGIN", new_y="NEXT")
         pdf.set_font("Helvetica", size=10)
