@@ -8,6 +8,7 @@ against the config file's folder. Every error names the file, the key path and w
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import tomllib
@@ -20,6 +21,10 @@ from context_harness.errors import ConfigError
 
 CONFIG_ENV = "CTX_CONFIG"
 DEFAULT_INCLUDE_GLOBS = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
+# PDF, DOCX and HTML join the default globs when the extra `context-harness[documents]` is installed:
+# these are the modules it brings (ingest/documents.py converts with them).
+DOCUMENT_INCLUDE_GLOBS = ["**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm"]
+DOCUMENTS_EXTRA_MODULES = ("pypdfium2", "docx", "lxml")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -56,6 +61,15 @@ class _Interval(BaseModel):
     @property
     def sync_seconds(self) -> float | None:
         return parse_duration(self.sync_interval) if self.sync_interval else None
+
+
+def default_include_globs() -> list[str]:
+    """Markdown, text and rst; PDF, DOCX and HTML too when the documents extra is installed."""
+    try:
+        extra = all(importlib.util.find_spec(m) is not None for m in DOCUMENTS_EXTRA_MODULES)
+    except (ImportError, ValueError):
+        extra = False
+    return DEFAULT_INCLUDE_GLOBS + (DOCUMENT_INCLUDE_GLOBS if extra else [])
 
 
 class _Section(BaseModel):
@@ -120,7 +134,7 @@ class ServerConfig(_Section):
 
 class FilesystemConnectorConfig(_Section, _Interval):
     root: Path
-    include_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE_GLOBS))
+    include_globs: list[str] = Field(default_factory=default_include_globs)
     exclude_globs: list[str] = Field(default_factory=list)
     respect_gitignore: bool = True
     follow_symlinks: bool = True
@@ -132,7 +146,7 @@ class GitConnectorConfig(_Section, _Interval):
     url: str
     branch: str | None = None
     root: str = "."
-    include_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE_GLOBS))
+    include_globs: list[str] = Field(default_factory=default_include_globs)
     exclude_globs: list[str] = Field(default_factory=list)
     max_file_size: int = Field(default=2_000_000, ge=1)
     shallow: bool = True

@@ -235,6 +235,11 @@ class SourcesResponse(BaseModel):
     embedding: dict[str, Any] = Field(default_factory=dict)
 
 
+class SkippedItem(BaseModel):
+    source_id: str
+    reason: str = Field(description="Why it was skipped: too_large, binary, encrypted, corrupt, no_text, ...")
+
+
 class SyncSummary(BaseModel):
     source: str
     added: int = 0
@@ -243,6 +248,8 @@ class SyncSummary(BaseModel):
     unchanged: int = 0
     skipped: int = 0
     skipped_reasons: dict[str, int] = Field(default_factory=dict)
+    skipped_items: list[SkippedItem] = Field(
+        default_factory=list, description="The skipped items by name (the first 100), with their reasons.")
     limited: bool = False
     dry_run: bool = False
     seconds: float = 0.0

@@ -28,6 +28,7 @@ sync_on_start = true    # sync stale connectors in the background when the MCP s
 [connectors.filesystem.docs]
 root = "{root}"
 # include_globs = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
+#   (and "**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm" with `pip install 'context-harness[documents]'`)
 # exclude_globs = ["drafts/**"]
 # respect_gitignore = true
 # max_file_size = 2000000

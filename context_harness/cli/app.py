@@ -25,6 +25,7 @@ from context_harness.models import EmbedSummary, SearchResponse, SyncReport
 from context_harness.tools.render import live_state
 
 log = logging.getLogger("context_harness")
+SKIPPED_SHOWN = 10  # skipped items `ctx sync` names per source
 
 
 # -- plumbing ----------------------------------------------------------------------------------
@@ -140,6 +141,11 @@ def _echo_sync(report: SyncReport) -> None:
         if s.dry_run:
             line += " [dry run]"
         click.echo(f"{line} in {s.seconds:.2f}s")
+        for item in s.skipped_items[:SKIPPED_SHOWN]:
+            click.echo(f"  skipped {item.source_id}: {item.reason}")
+        if s.skipped_items and s.skipped > SKIPPED_SHOWN:
+            more = s.skipped - min(SKIPPED_SHOWN, len(s.skipped_items))
+            click.echo(f"  ... and {more} more (--json names up to 100)")
     if report.embedding is not None:
         _echo_embed(report.embedding)
 

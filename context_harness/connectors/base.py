@@ -12,10 +12,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+MAX_NAMED = 100  # skipped items a report keeps by name (all are counted)
+
 
 @dataclass
 class SourceItem:
-    """One document as a connector delivers it. ``source_id`` and ``body`` are required."""
+    """One document as a connector delivers it. ``source_id`` and ``body`` are required.
+
+    A document still to convert (PDF, DOCX, HTML) comes as ``raw`` bytes with its ``content_type``
+    and an empty ``body``; the sync converts it (in the chunk helper processes on large syncs) and
+    replaces ``body``, and ``title`` when the document names one."""
 
     source_id: str
     body: str
@@ -27,29 +33,37 @@ class SourceItem:
     tags: list[str] = field(default_factory=list)
     created_at: dt.datetime | None = None
     updated_at: dt.datetime | None = None
+    raw: bytes | None = None
 
 
 @dataclass
 class Candidate:
     """An item seen by a scan. ``fingerprint`` (e.g. mtime and size) lets sync skip unchanged items
-    without loading them; ``None`` means "always load and compare content hashes"."""
+    without loading them; ``None`` means "always load and compare content hashes". ``cost`` is the
+    work of chunking it relative to a text file (a document to convert costs more), so that a sync of
+    a few dozen PDFs already uses the chunk helper processes."""
 
     source_id: str
     fingerprint: str | None
     load: Callable[[], SourceItem | None]
+    cost: int = 1
 
 
 @dataclass
 class ScanReport:
-    """Items a connector skipped, counted by reason (``symlink_escape``, ``binary``, ``too_large`` ...)."""
+    """Items a connector skipped, counted by reason (``symlink_escape``, ``binary``, ``too_large``,
+    ``encrypted`` ...); ``named`` holds the first skipped items' (source_id, reason)."""
 
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
+    named: list[tuple[str, str]] = field(default_factory=list)
 
-    def skip(self, reason: str, detail: str | None = None) -> None:
+    def skip(self, reason: str, detail: str | None = None, *, item: str | None = None) -> None:
         self.skipped[reason] += 1
-        if detail and len(self.warnings) < 100:
+        if detail and len(self.warnings) < MAX_NAMED:
             self.warnings.append(detail)
+        if item is not None and len(self.named) < MAX_NAMED:
+            self.named.append((item, reason))
 
 
 @runtime_checkable

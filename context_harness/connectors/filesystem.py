@@ -1,4 +1,5 @@
-"""The filesystem connector: Markdown and text files under a folder.
+"""The filesystem connector: Markdown and text files under a folder, and PDF, DOCX and HTML files
+converted to text when the documents extra is installed (``ingest/documents.py``).
 
 Never reads outside ``root``: symlinks whose target leaves the root are skipped and counted.
 Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node_modules``.
@@ -6,6 +7,7 @@ Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node
 
 from __future__ import annotations
 
+import logging
 import os
 import stat as stat_mod
 from collections.abc import Iterable, Iterator
@@ -18,6 +20,8 @@ import pathspec
 from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
+from context_harness.ingest import documents
+from context_harness.ingest.documents import EXTRA_HINT, DocumentFormat, document_format
 from context_harness.ingest.markdown import (
     first_heading,
     front_matter_tags,
@@ -26,6 +30,8 @@ from context_harness.ingest.markdown import (
     split_front_matter,
 )
 
+log = logging.getLogger(__name__)
+DOCUMENT_COST = 32  # a document to convert, as work, against a text file (Candidate.cost), plus 1 per 64 kB
 ALWAYS_SKIPPED_DIRS = frozenset({".git", "node_modules", ".hg", ".svn", "__pycache__", ".ctx"})
 _CONTENT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
                   ".rst": "text/x-rst", ".txt": "text/plain"}
@@ -104,6 +110,7 @@ class FilesystemConnector:
         self._include = _spec(config.include_globs)
         self._exclude = _spec(config.exclude_globs)
         self.linked_dirs = False  # the last scan followed a folder symlink
+        self._convertible: dict[str, bool] = {}  # document format -> converter installed (asked once a scan)
 
     @property
     def label(self) -> str:
@@ -119,6 +126,7 @@ class FilesystemConnector:
             raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
         self.linked_dirs = False
         real_root = os.path.realpath(self.root)
+        self._convertible = {}
         yield from self._walk(self.root, real_root, "", [], set(), report)
 
     def scan_paths(self, rel_paths: Iterable[str], report: ScanReport) -> PathScan:
@@ -216,7 +224,7 @@ class FilesystemConnector:
             is_link = entry.is_symlink()
             is_dir = entry.is_dir(follow_symlinks=True)
         except OSError:
-            report.skip("unreadable", rel_path)
+            report.skip("unreadable", rel_path, item=rel_path)
             return None
         if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
             return None
@@ -224,29 +232,48 @@ class FilesystemConnector:
             return None
         if is_link:
             if not self.config.follow_symlinks:
-                report.skip("symlink", rel_path)
+                report.skip("symlink", rel_path, item=rel_path)
                 return None
             target = os.path.realpath(entry.path)
             if target != real_root and not target.startswith(real_root + os.sep):
-                report.skip("symlink_escape", f"{rel_path} -> outside root")
+                report.skip("symlink_escape", f"{rel_path} -> outside root", item=rel_path)
                 return None
         if is_dir:
             return "dir"
         if not self._include.match_file(rel_path) or self._exclude.match_file(rel_path):
             return None
+        return self._candidate(entry, rel_path, report)
+
+    def _candidate(self, entry: _Entry, rel_path: str, report: ScanReport) -> Candidate | None:
         try:
             stat = entry.stat(follow_symlinks=True)
         except OSError:
-            report.skip("unreadable", rel_path)
+            report.skip("unreadable", rel_path, item=rel_path)
             return None
         if stat.st_size > self.config.max_file_size:
-            report.skip("too_large", f"{rel_path} ({stat.st_size} bytes > max_file_size)")
+            report.skip("too_large", f"{rel_path} ({stat.st_size} bytes > max_file_size)", item=rel_path)
             return None
-        return Candidate(
-            source_id=rel_path,
-            fingerprint=f"{stat.st_mtime_ns}:{stat.st_size}",
-            load=self._loader(Path(entry.path), rel_path, stat.st_mtime, report),
-        )
+        path = Path(entry.path)
+        fmt = document_format(path.suffix)
+        if fmt is not None and not self._can_convert(fmt):
+            report.skip("needs_documents_extra", f"{rel_path} (a {fmt.name} file; {EXTRA_HINT})", item=rel_path)
+            return None
+        fingerprint = f"{stat.st_mtime_ns}:{stat.st_size}"
+        if fmt is None:
+            return Candidate(rel_path, fingerprint, self._loader(path, rel_path, stat.st_mtime, report))
+        # The converter's version is part of the fingerprint: a better converter re-reads unchanged files.
+        return Candidate(rel_path, f"{fingerprint}:c{documents.CONVERTER_VERSION}",
+                         self._document_loader(path, rel_path, stat.st_mtime, fmt, report),
+                         cost=DOCUMENT_COST + stat.st_size // 65_536)
+
+    def _can_convert(self, fmt: DocumentFormat) -> bool:
+        """Whether ``fmt``'s converter is installed; says once per scan how to install it if not."""
+        if fmt.name not in self._convertible:
+            self._convertible[fmt.name] = documents.available(fmt)
+            if not self._convertible[fmt.name]:
+                log.warning("%s: %s files are skipped: converting them needs the documents extra (%s)",
+                            self.label, fmt.name, EXTRA_HINT)
+        return self._convertible[fmt.name]
 
     def _ignored(self, rel_path: str, is_dir: bool, ignores: list[tuple[str, pathspec.PathSpec]]) -> bool:
         if self._exclude.match_file(rel_path + ("/" if is_dir else "")):
@@ -262,17 +289,31 @@ class FilesystemConnector:
             try:
                 raw = path.read_bytes()
             except OSError:
-                report.skip("unreadable", rel_path)
+                report.skip("unreadable", rel_path, item=rel_path)
                 return None
             if b"\x00" in raw[:8192]:
-                report.skip("binary", rel_path)
+                report.skip("binary", rel_path, item=rel_path)
                 return None
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                report.skip("not_utf8", rel_path)
+                report.skip("not_utf8", rel_path, item=rel_path)
                 return None
             return self._item(path, rel_path, text.lstrip("\ufeff"), mtime)
+
+        return load
+
+    def _document_loader(self, path: Path, rel_path: str, mtime: float, fmt: DocumentFormat,
+                         report: ScanReport):
+        """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``ingest/documents.py``)."""
+        def load() -> SourceItem | None:
+            try:
+                raw = path.read_bytes()
+            except OSError:
+                report.skip("unreadable", rel_path, item=rel_path)
+                return None
+            return SourceItem(source_id=rel_path, body="", title=path.stem, source_url=path.absolute().as_uri(),
+                              content_type=fmt.content_type, updated_at=timestamps.from_unix(mtime), raw=raw)
 
         return load
 

@@ -1,7 +1,9 @@
 """Chunking in helper processes, so that a large sync uses more than one core.
 
-Chunking is pure Python and bound by the interpreter lock; the rest of a sync (reading files,
-SQLite writes, feeding Tantivy, whose indexing runs in its own threads) stays in the main process.
+Chunking is pure Python and bound by the interpreter lock; converting a document (PDF, DOCX, HTML:
+``ingest/documents.py``) is heavy too and happens here, just before its chunking. The rest of a sync
+(reading files, SQLite writes, feeding Tantivy, whose indexing runs in its own threads) stays in the
+main process.
 A ``ChunkPool`` starts ``python -m context_harness.ingest.chunk_worker`` helpers and talks to each
 over its stdin/stdout pipes (length-prefixed pickles; the helper's stray output goes to stderr, so
 an MCP server's stdout stays clean). Small syncs never start a helper: ``Chunker`` chunks inline
@@ -18,9 +20,11 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import IO, Any
 
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
+from context_harness.ingest.documents import ConversionFailed, Converted, convert
 from context_harness.passages import chunk_starts
 from context_harness.store.documents import StoredChunk, chunk_id
 
@@ -30,7 +34,18 @@ PROCESS_THRESHOLD = 512  # documents queued for chunking before helper processes
 MAX_HELPERS = 4
 
 DocumentText = tuple[str, str | None, str]  # (doc_id, title, body)
+DocumentFile = tuple[str, str | None, bytes, str]  # (doc_id, title unless it names one, raw bytes, content type)
+Job = DocumentText | DocumentFile
 ChunkRow = tuple[str, int, str, str, str, int]  # StoredChunk fields
+# Per document: its chunk rows; a converted one's (title, text, rows); or why it could not be converted.
+Outcome = list[ChunkRow] | tuple[str | None, str, list[ChunkRow]] | str
+
+
+@dataclass
+class ChunkedDocument:
+    chunks: list[StoredChunk]
+    converted: Converted | None = None  # a converted document's title and text
+    failure: str | None = None  # why a document could not be converted (a skip reason); then no chunks
 
 
 def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overlap_tokens: int) -> list[ChunkRow]:
@@ -49,8 +64,29 @@ def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overl
     return rows
 
 
-def _chunk_all(docs: list[DocumentText], max_tokens: int, overlap_tokens: int) -> list[list[ChunkRow]]:
-    return [chunk_rows(doc_id, title, body, max_tokens, overlap_tokens) for doc_id, title, body in docs]
+def _process(doc: Job, max_tokens: int, overlap_tokens: int) -> Outcome:
+    if len(doc) == 3:
+        return chunk_rows(doc[0], doc[1], doc[2], max_tokens, overlap_tokens)
+    doc_id, fallback_title, raw, content_type = doc
+    try:
+        converted = convert(raw, content_type)
+    except ConversionFailed as exc:
+        return exc.reason
+    title = converted.title or fallback_title
+    return title, converted.text, chunk_rows(doc_id, title, converted.text, max_tokens, overlap_tokens)
+
+
+def _chunk_all(docs: list[Job], max_tokens: int, overlap_tokens: int) -> list[Outcome]:
+    return [_process(doc, max_tokens, overlap_tokens) for doc in docs]
+
+
+def _chunked(outcome: Outcome) -> ChunkedDocument:
+    if isinstance(outcome, str):
+        return ChunkedDocument([], failure=outcome)
+    if isinstance(outcome, tuple):
+        title, text, rows = outcome
+        return ChunkedDocument([StoredChunk(*row) for row in rows], converted=Converted(title, text))
+    return ChunkedDocument([StoredChunk(*row) for row in outcome])
 
 
 def available_cores() -> int:
@@ -130,7 +166,7 @@ class ChunkPool:
         self._jobs: queue.Queue = queue.Queue()
         self._helpers = [_Helper(self._jobs) for _ in range(helpers)]
 
-    def submit(self, docs: list[DocumentText]) -> Future:
+    def submit(self, docs: list[Job]) -> Future:
         future: Future = Future()
         self._jobs.put((future, (self.max_tokens, self.overlap_tokens, docs)))
         return future
@@ -151,7 +187,8 @@ class ChunkPool:
 
 
 class Chunker:
-    """Chunks batches of documents inline, or in helper processes once a sync is large enough."""
+    """Chunks (and converts) batches of documents inline, or in helper processes once a sync is large
+    enough: ``threshold`` counts documents, a document to convert as its ``cost``."""
 
     def __init__(self, max_tokens: int, overlap_tokens: int, *, helpers: int | None = None,
                  threshold: int = PROCESS_THRESHOLD) -> None:
@@ -176,21 +213,21 @@ class Chunker:
                 log.warning("could not start chunking helpers (%s); chunking in this process", exc)
                 self._failed = True
 
-    def submit(self, docs: list[DocumentText]) -> Future:
-        self._queued += len(docs)
+    def submit(self, docs: list[Job], cost: int | None = None) -> Future:
+        self._queued += len(docs) if cost is None else cost
         if self._queued >= self.threshold:
             self._start()
         if self._pool is not None:
             return self._pool.submit(docs)
         return self.inline(docs)
 
-    def inline(self, docs: list[DocumentText]) -> Future:
+    def inline(self, docs: list[Job]) -> Future:
         future: Future = Future()
         future.set_result(_chunk_all(docs, self.max_tokens, self.overlap_tokens))
         return future
 
-    def result(self, future: Future, docs: list[DocumentText]) -> list[list[StoredChunk]]:
-        """The chunks of a submitted batch; chunked inline if its helper failed."""
+    def result(self, future: Future, docs: list[Job]) -> list[ChunkedDocument]:
+        """The chunks of a submitted batch; chunked (and converted) inline if its helper failed."""
         try:
             rows = future.result()
         except (EOFError, OSError, pickle.PickleError) as exc:
@@ -199,7 +236,7 @@ class Chunker:
             self._failed = True
             self.close()
             rows = _chunk_all(docs, self.max_tokens, self.overlap_tokens)
-        return [[StoredChunk(*row) for row in doc_rows] for doc_rows in rows]
+        return [_chunked(outcome) for outcome in rows]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -3,6 +3,8 @@
 Incremental: a candidate whose fingerprint (e.g. mtime and size) is unchanged costs nothing more;
 one whose content hash is unchanged costs a read. Items that disappeared are deleted. ``limit``
 caps the number of changes applied; the rest stay pending for the next sync, never skipped.
+Documents to convert (PDF, DOCX, HTML) are hashed by their bytes and converted where they are
+chunked; one that fails to convert is skipped, counted by reason and named, and never stops a sync.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_harness.config import ChunkingConfig
 from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
-from context_harness.ingest.chunk_worker import Chunker, DocumentText
+from context_harness.ingest import documents
+from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
-from context_harness.models import SyncSummary
+from context_harness.models import SkippedItem, SyncSummary
 from context_harness.store.documents import (
     DocumentRow,
     DocumentStore,
@@ -37,7 +40,8 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[dict[str, Any]], None]
 WRITE_BATCH = 500
 INDEX_BATCH = 5000
-CHUNK_BATCH = 128  # documents per chunking job
+CHUNK_BATCH = 128  # documents per chunking job (a document to convert counts as its cost)
+NAMES_IN_NOTES = 3  # skipped items named per reason in the `sources` notes
 MAX_JOBS = 8  # chunking jobs in flight before the sync waits for the oldest
 
 
@@ -71,9 +75,12 @@ def chunking_signature(config: ChunkingConfig) -> str:
 
 
 def item_hash(item: SourceItem) -> str:
-    payload = json.dumps([item.title, item.body, item.author, item.source_url, item.content_type,
-                          item.metadata, item.tags, to_iso(item.created_at)], sort_keys=True, ensure_ascii=False,
-                         default=str)
+    """The hash of everything stored about an item; a document still to convert is hashed by its bytes."""
+    fields: list[Any] = [item.title, item.body, item.author, item.source_url, item.content_type, item.metadata,
+                         item.tags, to_iso(item.created_at)]
+    if item.raw is not None:
+        fields += [hashlib.sha256(item.raw).hexdigest(), documents.CONVERTER_VERSION]
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -101,6 +108,16 @@ def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
         index.replace(doc_ids, [indexed_document(row) for row in rows.values()])
         store.dequeue(doc_ids)
         total += len(doc_ids)
+
+
+def skip_notes(summary: SyncSummary) -> str:
+    """``skipped: encrypted 1 (secret.pdf), too_large 2 (a.md, b.md)`` for the ``sources`` notes."""
+    parts = []
+    for reason, count in summary.skipped_reasons.items():
+        names = [i.source_id for i in summary.skipped_items if i.reason == reason]
+        shown = ", ".join(names[:NAMES_IN_NOTES]) + (", …" if count > min(len(names), NAMES_IN_NOTES) else "")
+        parts.append(f"{reason} {count}" + (f" ({shown})" if names else ""))
+    return "skipped: " + ", ".join(parts)
 
 
 class Syncer:
@@ -156,26 +173,37 @@ class _Budget:
         return wanted if self.cell is None else min(wanted, self.cell[0])
 
 
-class _Writer:
-    """Chunks changed documents (in helper processes when there are many), stores them in batches and
-    feeds the keyword index session, which indexes in its own threads while the sync reads on and
-    commits once at the end; until then SQLite's ``index_queue`` covers a crash. Without a session
-    (a dry run) nothing is written."""
+FailureFn = Callable[[DocumentRow, str], None]
 
-    def __init__(self, store: DocumentStore, label: str, session: IndexSession | None, chunker: Chunker) -> None:
+
+class _Writer:
+    """Chunks changed documents (converting those that come as raw bytes; in helper processes when
+    there are many), stores them in batches and feeds the keyword index session, which indexes in its
+    own threads while the sync reads on and commits once at the end; until then SQLite's
+    ``index_queue`` covers a crash. A document that fails to convert goes to ``failed`` instead.
+    Without a session (a dry run) nothing is written."""
+
+    def __init__(self, store: DocumentStore, label: str, session: IndexSession | None, chunker: Chunker,
+                 failed: FailureFn) -> None:
         self.store = store
         self.label = label
         self.session = session
         self.chunker = chunker
+        self.failed = failed
         self.fed: list[str] = []  # documents the session holds: dequeued once it has committed
         self._rows: list[DocumentRow] = []  # waiting to be chunked
-        self._jobs: collections.deque[tuple[Future, list[DocumentText], list[DocumentRow]]] = collections.deque()
+        self._docs: list[Job] = []  # what the chunker gets for each of them
+        self._cost = 0
+        self._jobs: collections.deque[tuple[Future, list[Job], list[DocumentRow]]] = collections.deque()
         self._writes: list[DocumentWrite] = []
         self._touches: list[tuple[str, str | None]] = []  # (doc id, new fingerprint) of unchanged content
 
-    def add(self, row: DocumentRow) -> None:
+    def add(self, row: DocumentRow, raw: bytes | None = None, cost: int = 1) -> None:
+        """Queue ``row`` for chunking; with ``raw``, its body is converted from those bytes first."""
         self._rows.append(row)
-        if len(self._rows) >= CHUNK_BATCH:
+        self._docs.append((row.id, row.title, row.body) if raw is None else (row.id, row.title, raw, row.content_type))
+        self._cost += cost
+        if self._cost >= CHUNK_BATCH:
             self._submit()
             self._collect(wait=False)
 
@@ -197,17 +225,27 @@ class _Writer:
 
     def _submit(self) -> None:
         if self._rows:
-            docs = [(row.id, row.title, row.body) for row in self._rows]
-            self._jobs.append((self.chunker.submit(docs), docs, list(self._rows)))
+            docs = list(self._docs)
+            self._jobs.append((self.chunker.submit(docs, self._cost), docs, list(self._rows)))
             self._rows.clear()
+            self._docs.clear()
+            self._cost = 0
 
     def _collect(self, wait: bool) -> None:
         while self._jobs and (wait or len(self._jobs) > MAX_JOBS or self._jobs[0][0].done()):
             future, docs, rows = self._jobs.popleft()
-            for row, chunks in zip(rows, self.chunker.result(future, docs), strict=True):
-                self._writes.append(DocumentWrite(row, chunks))
+            for row, done in zip(rows, self.chunker.result(future, docs), strict=True):
+                self._written(row, done)
             if len(self._writes) >= WRITE_BATCH:
                 self._flush()
+
+    def _written(self, row: DocumentRow, done: ChunkedDocument) -> None:
+        if done.failure is not None:
+            self.failed(row, done.failure)
+            return
+        if done.converted is not None:
+            row = replace(row, title=done.converted.title or row.title, body=done.converted.text)
+        self._writes.append(DocumentWrite(row, done.chunks))
 
     def _flush(self) -> None:
         if self.session is not None and (self._writes or self._touches):
@@ -275,9 +313,9 @@ class _SyncRun:
         chunker = Chunker(chunking.max_tokens, chunking.overlap_tokens)
         self.stack.callback(chunker.close)  # before the index commits (the stack unwinds in reverse)
         if not self.options.dry_run:
-            to_read = sum(1 for c in candidates if self._may_have_changed(c))
+            to_read = sum(c.cost for c in candidates if self._may_have_changed(c))
             chunker.expect(self.budget.cap(to_read))
-        return _Writer(self.store, self.label, session, chunker)
+        return _Writer(self.store, self.label, session, chunker, self._failed)
 
     def _may_have_changed(self, candidate: Candidate) -> bool:
         """False when the fingerprint says the stored copy is current (the item is not even read)."""
@@ -289,7 +327,7 @@ class _SyncRun:
         """Classify one candidate and hand a change to the writer; False for a duplicate id."""
         summary = self.summary
         if candidate.source_id in self.seen:
-            self.report.skip("duplicate_id", candidate.source_id)
+            self.report.skip("duplicate_id", candidate.source_id, item=candidate.source_id)
             return False
         self.seen.add(candidate.source_id)
         previous = self.stored.get(candidate.source_id)
@@ -308,8 +346,8 @@ class _SyncRun:
             summary.unchanged += 1
             writer.touch(previous[0], candidate.fingerprint)
             return True
-        if not self.options.dry_run:
-            writer.add(document_row(self.label, item, candidate.fingerprint, content_hash))
+        if not self.options.dry_run or item.raw is not None:  # a dry run converts, to report failures
+            writer.add(document_row(self.label, item, candidate.fingerprint, content_hash), item.raw, candidate.cost)
         if previous:
             summary.updated += 1
             self.changes.updated.add(previous[0])
@@ -318,6 +356,15 @@ class _SyncRun:
             self.changes.added.add(document_id(self.label, candidate.source_id))
         self.budget.spend()
         return True
+
+    def _failed(self, row: DocumentRow, reason: str) -> None:
+        """A document that could not be converted: skipped and named; a stored copy is removed."""
+        self.report.skip(reason, f"{row.source_id} ({reason})", item=row.source_id)
+        self.seen.discard(row.source_id)
+        if row.source_id in self.stored:
+            self.summary.updated -= 1
+        else:
+            self.summary.added -= 1
 
     def _missing(self) -> list[str]:
         """Stored documents no longer listed by the connector (within the budget), to delete."""
@@ -338,14 +385,13 @@ class _SyncRun:
         summary = self.summary
         summary.skipped = sum(self.report.skipped.values())
         summary.skipped_reasons = dict(sorted(self.report.skipped.items()))
+        summary.skipped_items = [SkippedItem(source_id=i, reason=r) for i, r in self.report.named]
         for warning in self.report.warnings[:20]:
             log.info("%s: skipped %s", self.label, warning)
         if not self.options.dry_run:
             flush_index(self.store, self.syncer.index)
-            notes = None
-            if summary.skipped:
-                notes = "skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped_reasons.items())
-            self.store.record_sync(self.label, notes, keep_notes=self.partial)
+            self.store.record_sync(self.label, skip_notes(summary) if summary.skipped else None,
+                                   keep_notes=self.partial)
             if not summary.limited and not self.partial:
                 self.store.set_meta(f"chunking:{self.label}", chunking_signature(self.syncer.chunking))
         if self.options.dry_run:

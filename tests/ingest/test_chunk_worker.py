@@ -18,7 +18,7 @@ def inline(docs):
 
 
 def as_rows(chunks):
-    return [[(c.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in doc] for doc in chunks]
+    return [[(c.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in doc.chunks] for doc in chunks]
 
 
 def test_helpers_give_the_same_chunks_as_inline_chunking() -> None:

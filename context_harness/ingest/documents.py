@@ -1,0 +1,312 @@
+"""Documents, not only text: PDF, DOCX and HTML bytes -> Markdown-ish text and a title.
+
+The converters come from the optional extra ``context-harness[documents]``: ``pypdfium2`` (PDF),
+``python-docx`` (DOCX) and ``lxml`` (HTML), imported only when a document is converted. Headings
+become Markdown ``#`` headings (HTML ``<h1>``-``<h6>``, DOCX "Heading N" and "Title" styles, PDF
+bookmarks at the top of their page) so the chunker's heading paths work. Titles come from the
+document's metadata (PDF ``/Title``, DOCX core properties, HTML ``<title>``), else its first heading
+(DOCX, HTML), else None (the caller falls back to the file name). A document that cannot be
+converted raises ``ConversionFailed`` with a short reason: ``encrypted``, ``corrupt``, ``no_text``
+(a scan without a text layer, an empty page) or ``needs_documents_extra``. Conversion runs in the
+sync, in the chunk helper processes on large syncs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+CONVERTER_VERSION = 1  # part of a converted document's content hash: a better converter re-converts
+EXTRA_HINT = "pip install 'context-harness[documents]'"
+
+
+@dataclass(frozen=True)
+class DocumentFormat:
+    name: str  # "PDF"
+    content_type: str
+    module: str  # the import that converts it (from the documents extra)
+
+
+FORMATS = {
+    ".pdf": DocumentFormat("PDF", "application/pdf", "pypdfium2"),
+    ".docx": DocumentFormat(
+        "DOCX", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "docx"),
+    ".html": DocumentFormat("HTML", "text/html", "lxml"),
+    ".htm": DocumentFormat("HTML", "text/html", "lxml"),
+}
+CONVERTED_TYPES = frozenset(f.content_type for f in FORMATS.values())
+
+
+class ConversionFailed(Exception):
+    """A document that could not be converted; ``reason`` is the skip reason the sync counts."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Converted:
+    title: str | None
+    text: str
+
+
+def document_format(suffix: str) -> DocumentFormat | None:
+    return FORMATS.get(suffix.lower())
+
+
+def available(fmt: DocumentFormat) -> bool:
+    """Whether the library converting ``fmt`` can be imported (the documents extra is installed)."""
+    try:
+        return importlib.util.find_spec(fmt.module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def convert(raw: bytes, content_type: str) -> Converted:
+    """Convert one document; raises ``ConversionFailed``. Never raises anything else for bad input."""
+    converter = _CONVERTERS.get(content_type)
+    if converter is None:
+        raise ValueError(f"no converter for {content_type}")
+    try:
+        converted = converter(raw)
+    except ConversionFailed:
+        raise
+    except ImportError:
+        raise ConversionFailed("needs_documents_extra") from None
+    except Exception:  # a library's own error on a damaged file: whatever it is, the file is corrupt
+        raise ConversionFailed("corrupt") from None
+    text = _CONTROL.sub("", converted.text).strip()
+    if not text:
+        raise ConversionFailed("no_text")
+    title = " ".join((converted.title or "").split()) or None
+    if title and _PLACEHOLDER_TITLE.match(title):
+        title = None
+    return Converted(title, text + "\n")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\ufffe\uffff]")
+_SPACE = re.compile(r"\s+")
+# Titles that name nothing: what word processors write into a PDF's /Title by default.
+_PLACEHOLDER_TITLE = re.compile(
+    r"(?i)^(untitled(-\d+)?|microsoft \w+ - .*|[^\s/\\]+\.(docx?|pdf|pptx?|xlsx?|odt|rtf|txt|tex|dvi|indd))$")
+
+
+# -- PDF (pypdfium2) ------------------------------------------------------------------------------
+
+MAX_BOOKMARKS = 5000
+_PDFIUM = threading.Lock()  # PDFium is not thread-safe; one document at a time per process
+
+
+def _pdf(raw: bytes) -> Converted:
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    with _PDFIUM:
+        try:
+            doc = pdfium.PdfDocument(raw)
+        except pdfium.PdfiumError as exc:
+            locked = getattr(exc, "err_code", None) in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY)
+            raise ConversionFailed("encrypted" if locked else "corrupt") from None
+        try:
+            title = doc.get_metadata_dict().get("Title") or None
+            headings = _pdf_bookmarks(doc)
+            pages = []
+            for i in range(len(doc)):
+                page = doc[i]
+                textpage = page.get_textpage()
+                text = textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n").strip()
+                textpage.close()
+                page.close()
+                if text:
+                    pages.extend(headings.get(i, []))
+                    pages.append(text)
+        finally:
+            doc.close()
+    return Converted(title, "\n\n".join(pages))
+
+
+def _pdf_bookmarks(doc: Any) -> dict[int, list[str]]:
+    """The outline (bookmarks) as ``#`` headings placed before the page each one points to: a
+    page-granular heading path (a section starting mid-page is placed at its page's top)."""
+    headings: dict[int, list[str]] = {}
+    for count, bookmark in enumerate(doc.get_toc(max_depth=6)):
+        if count >= MAX_BOOKMARKS:
+            break
+        dest = bookmark.get_dest()
+        text = " ".join((bookmark.get_title() or "").split())
+        page = dest.get_index() if dest is not None else None
+        if text and page is not None:
+            headings.setdefault(page, []).append("#" * (bookmark.level + 1) + " " + text)
+    return headings
+
+
+# -- DOCX (python-docx) ---------------------------------------------------------------------------
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a password-protected Office file is an OLE container
+
+
+def _docx(raw: bytes) -> Converted:
+    if raw.startswith(_OLE_MAGIC):
+        raise ConversionFailed("encrypted" if "EncryptedPackage".encode("utf-16-le") in raw else "corrupt")
+    import docx
+    from docx.oxml.ns import qn
+
+    doc = docx.Document(io.BytesIO(raw))
+    styles = {s.style_id: s.name or "" for s in doc.styles}
+    walker = _DocxWalker(styles, qn)
+    walker.container(doc.element.body)
+    title = doc.core_properties.title or walker.first_heading
+    return Converted(title, "\n\n".join(walker.blocks))
+
+
+class _DocxWalker:
+    """Paragraphs in order; headings as ``#`` lines, list items as ``-``, table rows as ``| a | b |``."""
+
+    def __init__(self, styles: dict[str, str], qn: Any) -> None:
+        self.styles = styles
+        self.blocks: list[str] = []
+        self.first_heading: str | None = None
+        self.P, self.TBL, self.SDT, self.TR, self.TC = (qn(t) for t in ("w:p", "w:tbl", "w:sdt", "w:tr", "w:tc"))
+        self.SDT_CONTENT, self.T, self.TAB, self.BR, self.CR = (
+            qn(t) for t in ("w:sdtContent", "w:t", "w:tab", "w:br", "w:cr"))
+        self.P_STYLE, self.NUM = qn("w:pStyle"), qn("w:numPr")
+        self.VAL = qn("w:val")
+
+    def container(self, element: Any) -> None:
+        for child in element.iterchildren():
+            if child.tag == self.P:
+                self.paragraph(child)
+            elif child.tag == self.TBL:
+                self.table(child)
+            elif child.tag == self.SDT:
+                for content in child.iterchildren(self.SDT_CONTENT):
+                    self.container(content)
+
+    def text(self, p: Any) -> str:
+        parts = []
+        for node in p.iter(self.T, self.TAB, self.BR, self.CR):
+            parts.append(node.text or "" if node.tag == self.T else "\t" if node.tag == self.TAB else "\n")
+        return "".join(parts).strip()
+
+    def paragraph(self, p: Any) -> None:
+        text = self.text(p)
+        if not text:
+            return
+        style_el = p.find(f".//{self.P_STYLE}")
+        style = self.styles.get(style_el.get(self.VAL), "") if style_el is not None else ""
+        level = 1 if style == "Title" else int(style[8:]) if re.fullmatch(r"Heading [1-9]", style) else 0
+        if level:
+            line = " ".join(text.split())
+            self.first_heading = self.first_heading or line
+            self.blocks.append("#" * min(level, 6) + " " + line)
+        elif style.startswith("List") or p.find(f".//{self.NUM}") is not None:
+            self.blocks.append("- " + text)
+        else:
+            self.blocks.append(text)
+
+    def table(self, tbl: Any) -> None:
+        rows = []
+        for tr in tbl.iter(self.TR):
+            cells = [" ".join(" ".join(self.text(p) for p in tc.iter(self.P)).split())
+                     for tc in tr.iterchildren(self.TC)]
+            if any(cells):
+                rows.append("| " + " | ".join(cells) + " |")
+        if rows:
+            self.blocks.append("\n".join(rows))
+
+
+# -- HTML (lxml) ----------------------------------------------------------------------------------
+
+_HTML_SKIPPED = frozenset({"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object",
+                           "canvas", "select", "button"})
+_HTML_BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "ul", "ol",
+                          "li", "table", "thead", "tbody", "tfoot", "tr", "blockquote", "br", "hr", "dl", "dt",
+                          "dd", "figure", "figcaption", "form", "address", "details", "summary", "caption",
+                          "body", "html"})
+_HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+
+
+def _html(raw: bytes) -> Converted:
+    import lxml.etree
+    import lxml.html
+
+    try:
+        raw.decode("utf-8")
+        parser = lxml.html.HTMLParser(encoding="utf-8")
+    except UnicodeDecodeError:
+        parser = lxml.html.HTMLParser()  # the document's own <meta charset>, else Latin-1
+    try:
+        root = lxml.html.document_fromstring(raw.removeprefix(b"\xef\xbb\xbf"), parser=parser)
+    except lxml.etree.ParserError:  # "Document is empty"
+        raise ConversionFailed("no_text") from None
+    title_el = root.find(".//title")
+    title = _SPACE.sub(" ", title_el.text_content()).strip() if title_el is not None else ""
+    body = root.find("body")
+    walker = _HtmlWalker()
+    walker.walk(body if body is not None else root, lxml.etree.iterwalk)
+    return Converted(title or walker.first_heading, "\n\n".join(walker.blocks))
+
+
+class _HtmlWalker:
+    """Text in document order: blocks become paragraphs, headings ``#`` lines, ``<pre>`` fenced code."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.first_heading: str | None = None
+        self._line: list[str] = []
+
+    def flush(self) -> None:
+        text = _SPACE.sub(" ", "".join(self._line)).strip()
+        self._line.clear()
+        if text:
+            self.blocks.append(text)
+
+    def walk(self, root: Any, iterwalk: Any) -> None:
+        events = iterwalk(root, events=("start", "end"))
+        for event, el in events:
+            tag = el.tag.lower() if isinstance(el.tag, str) else None  # None: a comment or instruction
+            if event == "start":
+                if tag is None or tag in _HTML_SKIPPED or tag in _HTML_HEADINGS or tag == "pre":
+                    events.skip_subtree()
+                    self.whole(tag, el)
+                    continue
+                if tag in _HTML_BLOCKS:
+                    self.flush()
+                if tag == "li":
+                    self._line.append("- ")
+                if el.text:
+                    self._line.append(el.text)
+            else:
+                if tag in _HTML_BLOCKS:
+                    self.flush()
+                elif tag in ("td", "th"):
+                    self._line.append(" ")
+                if el.tail and el is not root:
+                    self._line.append(el.tail)
+        self.flush()
+
+    def whole(self, tag: str | None, el: Any) -> None:
+        """An element taken in one piece (its subtree is not walked): a heading, code, or nothing."""
+        if tag in _HTML_HEADINGS:
+            self.flush()
+            text = _SPACE.sub(" ", el.text_content()).strip()
+            if text:
+                self.first_heading = self.first_heading or text
+                self.blocks.append("#" * _HTML_HEADINGS[tag] + " " + text)
+        elif tag == "pre":
+            self.flush()
+            code = el.text_content().strip("\n")
+            if code.strip():
+                self.blocks.append("```\n" + code.replace("```", "`\u200b``") + "\n```")
+
+
+_CONVERTERS = {
+    "application/pdf": _pdf,
+    FORMATS[".docx"].content_type: _docx,
+    "text/html": _html,
+}
