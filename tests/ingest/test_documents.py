@@ -133,6 +133,6 @@ def test_helper_processes_convert_as_inline_conversion_does() -> None:
         assert done.converted.text == expected.text
         assert done.converted.title == (expected.title or fallback)
         rows = chunk_rows(doc_id, done.converted.title, expected.text, 64, 8)
-        assert [(c.id, c.idx, c.text, c.content_hash, c.heading) for c in done.chunks] == rows
+        assert [(c.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in done.chunks] == rows
     assert got[-2].failure == "corrupt" and got[-2].chunks == []
     assert got[-1].converted is None and got[-1].chunks[0].text.startswith("# Notes")
