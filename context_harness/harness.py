@@ -492,7 +492,7 @@ class Harness:
     async def embed_new(self) -> EmbedSummary | None:
         """Embed pending chunks in the background of a serving knowledge base: not under the sync
         lock (keyword updates never wait for it), one run at a time. None when embeddings are
-        disabled or it failed (logged once per distinct failure; the chunks stay pending)."""
+        disabled or it failed (logged once until it works again; the chunks stay pending)."""
         if self.vectors is None:
             return None
         async with self._embed_lock:
@@ -500,10 +500,14 @@ class Harness:
                 summary = await self.run_blocking(self._embed_blocking, None, None, None, False)
             except Exception as exc:
                 message = exc.message if isinstance(exc, HarnessError) else f"{exc.__class__.__name__}: {exc}"
-                if message != self._embed_failure:
-                    self._embed_failure = message
+                if self._embed_failure is None:  # once, until embedding works again
                     log.warning("embedding new chunks failed; they stay pending (`ctx embed pending`): %s", message)
+                else:
+                    log.debug("embedding new chunks failed again: %s", message)
+                self._embed_failure = message
                 return None
+            if self._embed_failure is not None:
+                log.warning("embedding new chunks works again")
             self._embed_failure = None
             return summary
 
