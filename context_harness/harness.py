@@ -4,10 +4,11 @@ It knows nothing of MCP, HTTP or the command line. Open it with ``async with Har
 (``extensions``: agents, tools and connectors from code or entry points, see ``extensions``);
 blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run_blocking``.
 
-Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``. Tools and agents (the
-``Catalog``, built on first use): ``tools``, ``call_tool``, ``agents``, ``resolve_agent``. While
-serving: ``async with harness.serving()`` runs the background services (sync on start, reloads,
-warm-up) and ``subscribe`` tells a rim what changed.
+Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``; the live index's writes
+``sync_paths`` and ``embed_new``. Tools and agents (the ``Catalog``, built on first use): ``tools``,
+``call_tool``, ``agents``, ``resolve_agent``. While serving: ``async with harness.serving()`` runs the
+background services (sync on start, the live index, reloads, warm-up); ``subscribe`` tells a rim what
+tools, prompts or resources changed, ``subscribe_documents`` which documents a sync changed.
 """
 
 from __future__ import annotations

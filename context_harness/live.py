@@ -2,7 +2,8 @@
 
 - Each filesystem connector's root is **watched** (``watchfiles``' Rust ``notify`` backend: inotify,
   FSEvents, ReadDirectoryChanges). Events are gathered until the tree is quiet for ``STEP_MS`` (at
-  most ``DEBOUNCE_MS``), so an editor's atomic save or a ``git checkout`` of thousands of files
+  most ``DEBOUNCE_MS``; a batch of ``BULK`` events or more keeps gathering while events come within
+  ``BULK_QUIET_MS``), so an editor's atomic save or a ``git checkout`` of thousands of files
   arrives as one batch; the batch's paths are re-read by the connector's own rules
   (``Harness.sync_paths``: globs, excludes, nested ``.gitignore``, symlinks, size), a folder is
   re-scanned whole, and what is gone leaves the index. A changed ``.gitignore`` re-syncs the source.
