@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from context_harness.errors import HarnessError
-from context_harness.timestamps import now_iso
 
 WATCHED, POLLED, INTERVAL, OFF = "watched", "polled", "interval", "off"
 
@@ -24,7 +23,6 @@ class SourceActivity:
     running: int = 0
     last_outcome: str | None = None  # "ok" or "error"
     last_error: str | None = None
-    last_finished: str | None = None
     passes: int = 0  # syncs of this source (whole or some paths) committed by this process
 
 
@@ -64,7 +62,6 @@ class Activity:
             state.passes += 1
         finally:
             state.running -= 1
-            state.last_finished = now_iso()
 
 
 __all__ = ["INTERVAL", "OFF", "POLLED", "WATCHED", "Activity", "SourceActivity"]

@@ -4,12 +4,13 @@ It knows nothing of MCP, HTTP or the command line. Open it with ``async with Har
 (``extensions``: agents, tools and connectors from code or entry points, see ``extensions``);
 blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run_blocking``.
 
-Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``. Tools and agents (the
-``Catalog``, built on first use): ``tools``, ``call_tool``, ``agents``, ``resolve_agent``. While
-serving: ``async with harness.serving()`` runs the background services (sync on start, reloads,
-warm-up) and ``subscribe`` tells a rim what changed. Writes take turns with other threads and
-processes on the same workspace: ``async with harness.writing(operation)`` (``index_lock``,
-``embed_lock``; see ``store/writer_lock.py``).
+Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``; the live index's writes
+``sync_paths`` and ``embed_new``. Tools and agents (the ``Catalog``, built on first use): ``tools``,
+``call_tool``, ``agents``, ``resolve_agent``. While serving: ``async with harness.serving()`` runs the
+background services (sync on start, the live index, reloads, warm-up); ``subscribe`` tells a rim what
+tools, prompts or resources changed, ``subscribe_documents`` which documents a sync changed. Writes
+take turns with other threads and processes on the same workspace: ``async with
+harness.writing(operation)`` (``index_lock``, ``embed_lock``; see ``store/writer_lock.py``).
 """
 
 from __future__ import annotations
@@ -548,7 +549,7 @@ class Harness:
     async def embed_new(self) -> EmbedSummary | None:
         """Embed pending chunks in the background of a serving knowledge base: not under the sync
         lock (keyword updates never wait for it), one run at a time. None when embeddings are
-        disabled or it failed (logged once per distinct failure; the chunks stay pending)."""
+        disabled or it failed (logged once until it works again; the chunks stay pending)."""
         if self.vectors is None:
             return None
         async with self._embed_lock:
@@ -557,10 +558,14 @@ class Harness:
                     summary = await self.run_blocking(self._embed_blocking, None, None, None, False)
             except Exception as exc:
                 message = exc.message if isinstance(exc, HarnessError) else f"{exc.__class__.__name__}: {exc}"
-                if message != self._embed_failure:
-                    self._embed_failure = message
+                if self._embed_failure is None:  # once, until embedding works again
                     log.warning("embedding new chunks failed; they stay pending (`ctx embed pending`): %s", message)
+                else:
+                    log.debug("embedding new chunks failed again: %s", message)
+                self._embed_failure = message
                 return None
+            if self._embed_failure is not None:
+                log.warning("embedding new chunks works again")
             self._embed_failure = None
             return summary
 

@@ -2,7 +2,8 @@
 
 - Each filesystem connector's root is **watched** (``watchfiles``' Rust ``notify`` backend: inotify,
   FSEvents, ReadDirectoryChanges). Events are gathered until the tree is quiet for ``STEP_MS`` (at
-  most ``DEBOUNCE_MS``), so an editor's atomic save or a ``git checkout`` of thousands of files
+  most ``DEBOUNCE_MS``; a batch of ``BULK`` events or more keeps gathering while events come within
+  ``BULK_QUIET_MS``), so an editor's atomic save or a ``git checkout`` of thousands of files
   arrives as one batch; the batch's paths are re-read by the connector's own rules
   (``Harness.sync_paths``: globs, excludes, nested ``.gitignore``, symlinks, size), a folder is
   re-scanned whole, and what is gone leaves the index. A changed ``.gitignore`` re-syncs the source.
@@ -41,6 +42,9 @@ log = logging.getLogger(__name__)
 
 STEP_MS = 100  # a batch ends after this long without a new event ...
 DEBOUNCE_MS = 1_500  # ... or after this long in all
+BULK = 200  # a batch this large is a bulk operation: gather until BULK_QUIET_MS pass without events
+BULK_QUIET_MS = 300
+BULK_MAX_MS = 10_000
 CHECK_MS = 2_000  # how often an idle watcher checks that its root is still there
 POLL_SECONDS = 10.0  # a polled source's full incremental sync, when it has no sync_interval
 ROOT_WAIT_SECONDS = 1.0  # how often a missing root is looked for
@@ -273,7 +277,6 @@ class LiveIndex:
         identity = _identity(root)
         generation = self._generation.get(connector.label, 0)
         watcher = self.notify([root])
-        stop = self._stop
         try:
             self.harness.activity.set_watch(connector.label, WATCHED)
             if self._told.pop(connector.label, None) is not None:
@@ -281,11 +284,7 @@ class LiveIndex:
             if resync:
                 await self.sync_source(connector, "catch-up")
             while True:
-                try:
-                    raw = await anyio.to_thread.run_sync(watcher.watch, DEBOUNCE_MS, STEP_MS, CHECK_MS, stop)
-                except BaseException:
-                    stop.flag = True
-                    raise
+                raw = await self._next_batch(watcher)
                 if raw == "stop":
                     return
                 if isinstance(raw, set) and raw:
@@ -294,6 +293,29 @@ class LiveIndex:
                     return
         finally:
             watcher.close()
+
+    async def _next_batch(self, watcher: Any) -> set[tuple[int, str]] | str:
+        """The next batch of events (``"timeout"`` after ``CHECK_MS`` without any, ``"stop"``). A batch
+        of ``BULK`` events or more is a bulk operation under way (a checkout, a copy): it grows while
+        events keep coming within ``BULK_QUIET_MS``, for up to ``BULK_MAX_MS``, so that it is applied
+        in one pass rather than in one per ``DEBOUNCE_MS``."""
+        stop = self._stop
+        try:
+            raw = await anyio.to_thread.run_sync(watcher.watch, DEBOUNCE_MS, STEP_MS, CHECK_MS, stop)
+            if not isinstance(raw, set) or len(raw) < BULK:
+                return raw
+            deadline = time.monotonic() + BULK_MAX_MS / 1000
+            while time.monotonic() < deadline:
+                more = await anyio.to_thread.run_sync(watcher.watch, DEBOUNCE_MS, BULK_QUIET_MS, BULK_QUIET_MS, stop)
+                if more == "stop":
+                    return more
+                if not isinstance(more, set) or not more:
+                    break
+                raw |= more
+            return raw
+        except BaseException:
+            stop.flag = True
+            raise
 
     async def _apply(self, connector: FilesystemConnector, root: str, raw: Iterable[tuple[int, str]]) -> None:
         rel_paths, full = self.relevant(root, (path for _, path in raw))

@@ -271,3 +271,26 @@ async def test_a_changed_connector_config_resyncs_that_source(workspace) -> None
         workspace.write("drafts/e.md", "# Draft 2\n\njerboa again\n")  # still watched, by the new rules
         workspace.write("more.md", "# More\n\njerboa more\n")
         await shows(h, "jerboa", ["keep.md", "more.md"])
+
+
+async def test_a_failing_embedder_is_logged_once_and_leaves_chunks_pending(workspace, tmp_path: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    broken = tmp_path / "not-a-model"
+    broken.mkdir()
+    text = workspace.config_path.read_text().replace(
+        'provider = "disabled"', f'provider = "local"\nmodel_path = "{broken.as_posix()}"')
+    workspace.config_path.write_text(text)
+    workspace.write("a.md", "# A\n\ndingo\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "dingo", ["a.md"])  # keyword search does not wait for the embedder
+        workspace.write("b.md", "# B\n\ndingo two\n")
+        await shows(h, "dingo", ["a.md", "b.md"])
+
+        async def tried_twice() -> bool:
+            return len([r for r in caplog.records if "embedding new chunks failed" in r.getMessage()]) >= 1 \
+                and (await status(h)).sync_passes >= 2
+        await wait_for(tried_twice, "the embedder was tried")
+        assert await h.embed_new() is None  # fails again: not logged again
+        failures = [r for r in caplog.records if "embedding new chunks failed" in r.getMessage()]
+        assert len(failures) == 1 and failures[0].levelname == "WARNING"
+        assert (await status(h)).pending_chunks == 2
