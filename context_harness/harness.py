@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from context_harness import __version__, passages
+from context_harness import __version__
 from context_harness.activity import Activity
 from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
@@ -35,7 +35,6 @@ from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotF
 from context_harness.extensions import Extensions
 from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
-    ChunkOut,
     DocumentEntry,
     DocumentListing,
     DocumentOut,
@@ -48,8 +47,8 @@ from context_harness.models import (
     StatsOut,
     SyncReport,
     SyncSummary,
-    TextRange,
 )
+from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
@@ -91,7 +90,7 @@ class Harness:
         data = config.db.path.parent
         self.index_lock = WriterLock(data / "writer.lock", "the documents and keyword index")
         self.embed_lock = WriterLock(data / "embedder.lock", "the embeddings")
-        self._embed_lock = anyio.Lock()
+        self._background_embed = anyio.Lock()
         self._embed_failure: str | None = None
         self._document_listeners: list[DocumentListener] = []
         self.activity = Activity()
@@ -281,44 +280,8 @@ class Harness:
         row = self.store.document(doc_id)
         if row is None:
             raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
-        chunks = self.store.chunks(doc_id)
-        body, total = row.body, len(row.body)
-        starts = [c.start for c in chunks if c.start is not None]
-        spans = (passages.spans_of(starts, total) if len(starts) == len(chunks)
-                 else passages.chunk_spans(body, [c.text for c in chunks], self.config.chunking.overlap_tokens))
-        max_chars = self.config.server.get_max_chars
-        if request is not None and request.max_chars is not None:
-            max_chars = request.max_chars
-        start, end = (0, total) if request is None else self._window(body, spans, request, max_chars)
-        whole = start == 0 and end == total
-        # The chunks whose spans overlap the window (an empty span counts as its one position); a
-        # window's chunks carry no text, as the body already holds it.
-        shown = [ChunkOut(index=c.idx, text=c.text if whole else "", heading=c.heading or None, start=s, end=e)
-                 for c, (s, e) in zip(chunks, spans, strict=True) if whole or (s < end and max(e, s + 1) > start)]
-        return DocumentOut(
-            id=row.id, source=row.source, source_id=row.source_id, source_url=row.source_url, title=row.title,
-            author=row.author, created_at=row.created_at, updated_at=row.updated_at,
-            content_type=row.content_type, body=body[start:end], metadata=row.metadata, chunks=shown,
-            truncated=not whole, range=TextRange(start=start, end=end), total_chars=total,
-            next_offset=end if end < total else None,
-        )
-
-    @staticmethod
-    def _window(body: str, spans: list[tuple[int, int]], request: GetRequest, max_chars: int) -> tuple[int, int]:
-        """``[start, end)`` of the body that ``request`` asks for (``max_chars`` 0: no limit)."""
-        total = len(body)
-        budget = max_chars or total
-        if request.chunk is not None:
-            if request.chunk >= len(spans):
-                raise BadRequest(f"chunk {request.chunk} is out of range: this document has {len(spans)} "
-                                 f"chunks (0-{len(spans) - 1})" if spans else "this document has no chunks")
-            if not max_chars:
-                return 0, total
-            return passages.section_window(body, spans, request.chunk, budget)
-        offset = request.offset or 0
-        if offset > total:
-            raise BadRequest(f"offset {offset} is past the end of the document ({total} characters)")
-        return offset, passages.window_end(body, offset, budget) if max_chars else total
+        return windows.document_window(row, self.store.chunks(doc_id), request, self.config.server.get_max_chars,
+                                       self.config.chunking.overlap_tokens)
 
     async def document_listing(self, cursor: str | None = None, limit: int = 100) -> DocumentListing:
         return await self.run_blocking(self.document_listing_sync, cursor, limit)
@@ -552,7 +515,7 @@ class Harness:
         disabled or it failed (logged once until it works again; the chunks stay pending)."""
         if self.vectors is None:
             return None
-        async with self._embed_lock:
+        async with self._background_embed:
             try:
                 async with self.writing("embed new chunks", embeddings=True):
                     summary = await self.run_blocking(self._embed_blocking, None, None, None, False)
