@@ -276,7 +276,7 @@ class LiveIndex:
         root = str(connector.root)
         identity = _identity(root)
         generation = self._generation.get(connector.label, 0)
-        watcher = self.notify([root])
+        watcher = await anyio.to_thread.run_sync(self.notify, [root])  # walks the tree: not on the loop
         try:
             self.harness.activity.set_watch(connector.label, WATCHED)
             if self._told.pop(connector.label, None) is not None:
