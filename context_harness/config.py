@@ -127,6 +127,7 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
     cors_origins: list[str] = Field(default_factory=list)
     auth_token: str | None = None
+    allow_unauthenticated: bool = False
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     agent_tools: bool = True
     get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)

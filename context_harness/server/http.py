@@ -17,6 +17,7 @@ status); every error body is ``{"error": {"code", "message"}}``. Guards: see ``s
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import sys
@@ -35,6 +36,7 @@ from context_harness import __version__
 from context_harness.config import Config
 from context_harness.errors import (
     BadRequest,
+    ConfigError,
     HarnessError,
     MethodNotAllowed,
     NotFound,
@@ -52,8 +54,6 @@ from context_harness.server.mcp import HarnessServer, build_server
 from context_harness.tools.base import describe
 
 log = logging.getLogger(__name__)
-
-LOCAL_BINDS = ("127.0.0.1", "localhost", "::1")
 
 
 class UnknownErrors:
@@ -219,12 +219,30 @@ def parse_bind(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address) is reachable from this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost may resolve to anything
+        return False
+
+
 def check_bind(config: Config, host: str) -> None:
-    """Warn about an empty token, and about a public address served without one."""
+    """Refuse a non-loopback address without ``[server] auth_token`` (unless ``allow_unauthenticated``,
+    then say so loudly); warn about an empty token."""
     if config.server.auth_token == "":
         log.warning("[server] auth_token is empty: no token is required")
-    if host not in LOCAL_BINDS and not config.server.auth_token:
-        log.warning("serving on %s without [server] auth_token: anyone who can reach it can read the index", host)
+    if is_loopback(host) or config.server.auth_token:
+        return
+    if not config.server.allow_unauthenticated:
+        raise ConfigError(
+            f"refusing to serve on {host} without a token: set [server] auth_token (e.g. auth_token = "
+            '"${CTX_TOKEN}") and send "Authorization: Bearer <token>", bind 127.0.0.1, or set [server] '
+            "allow_unauthenticated = true to serve it to anyone who can reach it")
+    log.warning("SERVING %s WITHOUT AUTHENTICATION ([server] allow_unauthenticated = true): anyone who can "
+                "reach it can read the whole index and call every tool", host)
 
 
 async def serve_http(harness: Harness, bind: str | None = None, agent: str | None = None) -> None:
@@ -244,4 +262,5 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
         await server.serve()
 
 
-__all__ = ["RestShim", "UnknownErrors", "build_app", "parse_bind", "serve_http", "streamable_http"]
+__all__ = ["RestShim", "UnknownErrors", "build_app", "check_bind", "is_loopback", "parse_bind", "serve_http",
+           "streamable_http"]
