@@ -33,8 +33,10 @@ from context_harness.config import Config
 from context_harness.connectors.base import Connector
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
+from context_harness.ingest.check import check as check_store
 from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
+    CheckReport,
     DocumentEntry,
     DocumentListing,
     DocumentOut,
@@ -353,6 +355,23 @@ class Harness:
             last_sync=max(last) if last else None,
             embedding=self.embedding_status(),
         )
+
+    async def check(self, repair: bool = False) -> CheckReport:
+        """``ctx check``: whether SQLite, the keyword index and the vectors agree (``ingest/check.py``);
+        ``repair`` fixes what it can, holding the workspace's writer locks."""
+        if not repair:
+            return await self.run_blocking(self._check_blocking, False)
+        async with self._sync_lock, self.writing("check --repair"), self.writing("check --repair", embeddings=True):
+            return await self.run_blocking(self._check_blocking, True)
+
+    def _check_blocking(self, repair: bool) -> CheckReport:
+        assert self.store is not None and self.index is not None
+        problems = check_store(self.store, self.index, self.vectors, self.config.chunking, repair)
+        if repair and self._semantic is not None:
+            self._semantic.mark_stale()
+        documents, chunks = self.store.counts()
+        return CheckReport(consistent=all(p.repaired for p in problems), documents=documents, chunks=chunks,
+                           vectors=self.vectors.count() if self.vectors is not None else 0, problems=problems)
 
     def embedding_status(self) -> dict[str, Any]:
         """Embedded and pending chunks, the embedder the config selects (``identity``) and the one

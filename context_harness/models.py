@@ -262,6 +262,21 @@ class EmbedSummary(BaseModel):
     embedder: str
 
 
+class CheckProblem(BaseModel):
+    kind: str = Field(description="sqlite, index_queue, keyword_missing, keyword_extra, keyword_duplicate, "
+                      "stray_chunks, unchunked or orphan_vectors")
+    message: str
+    repaired: bool = False
+
+
+class CheckReport(BaseModel):
+    consistent: bool = Field(description="True when no problem is left (after repairs, with --repair).")
+    documents: int
+    chunks: int
+    vectors: int
+    problems: list[CheckProblem]
+
+
 class SyncReport(BaseModel):
     sources: list[SyncSummary]
     embedding: EmbedSummary | None = None

@@ -312,6 +312,25 @@ def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str 
 
 
 @cli.command()
+@click.option("--repair", is_flag=True, help="Fix what can be fixed from what is stored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@config_option
+@click.pass_context
+def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
+    """Check that SQLite, the keyword index and the vectors agree; exit 1 while a problem remains."""
+    result = run_with_harness(ctx, lambda h: h.check(repair=repair))
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        for problem in result.problems:
+            click.echo(f"{'repaired' if problem.repaired else 'problem'}: {problem.message}")
+        if result.consistent:
+            click.echo(f"consistent: {result.documents} documents, {result.chunks} chunks, {result.vectors} vectors")
+    if not result.consistent:
+        ctx.exit(1)
+
+
+@cli.command()
 @click.argument("query", default="how do I connect Claude Desktop")
 @click.option("--json", "as_json", is_flag=True, help="Print the search payload as JSON.")
 def demo(query: str, as_json: bool) -> None:

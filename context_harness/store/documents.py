@@ -223,6 +223,37 @@ class DocumentStore:
         with self.transaction() as conn:
             conn.executemany("DELETE FROM index_queue WHERE doc_id=?", [(d,) for d in doc_ids])
 
+    def enqueue(self, doc_ids: Iterable[str]) -> None:
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", [(d,) for d in doc_ids])
+
+    def queued_count(self) -> int:
+        return self.connection().execute("SELECT COUNT(*) FROM index_queue").fetchone()[0]
+
+    # -- consistency (``ctx check``) ---------------------------------------------------------
+
+    def quick_check(self) -> str:
+        """SQLite's own verdict on the file: ``ok``, or the first problem it found."""
+        return str(self.connection().execute("PRAGMA quick_check").fetchone()[0])
+
+    def all_ids(self) -> set[str]:
+        return {r[0] for r in self.connection().execute("SELECT id FROM documents")}
+
+    def stray_chunks(self, delete: bool = False) -> int:
+        """Chunks whose document is gone (counted, or deleted with ``delete``)."""
+        where = "WHERE doc_id NOT IN (SELECT id FROM documents)"
+        if not delete:
+            return self.connection().execute(f"SELECT COUNT(*) FROM chunks {where}").fetchone()[0]
+        with self.transaction() as conn:
+            return conn.execute(f"DELETE FROM chunks {where}").rowcount
+
+    def unchunked(self) -> list[DocumentRow]:
+        """Documents with text but no chunks (a write cut short by hand or by a bug)."""
+        rows = self.connection().execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents d WHERE trim(body) != '' "
+            "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id) ORDER BY source, source_id")
+        return [_row_to_document(r) for r in rows]
+
     def enqueue_all(self) -> None:
         with self.transaction() as conn:
             conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) SELECT id FROM documents")

@@ -19,6 +19,7 @@ import re
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -174,13 +175,17 @@ class KeywordIndex:
             self.index.reload()
 
     def all_doc_ids(self) -> set[str]:
+        return set(self.doc_id_counts())
+
+    def doc_id_counts(self) -> Counter[str]:
+        """How many entries each document id has (one, unless a write was cut short)."""
         self.index.reload()
         searcher = self.index.searcher()
         n = searcher.num_docs
         if n == 0:
-            return set()
+            return Counter()
         hits = searcher.search(Query.all_query(), n).hits
-        return {searcher.doc(addr)["doc_id"][0] for _, addr in hits}
+        return Counter(searcher.doc(addr)["doc_id"][0] for _, addr in hits)
 
     # -- queries -----------------------------------------------------------------------------
 

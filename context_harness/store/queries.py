@@ -58,6 +58,11 @@ def embedded_chunk_counts_by_source(conn: sqlite3.Connection) -> dict[str, tuple
     return {source: (int(embedded), int(total) - int(embedded)) for source, embedded, total in rows}
 
 
+def count_unreferenced_vectors(conn: sqlite3.Connection) -> int:
+    return int(conn.execute(
+        "SELECT COUNT(*) FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)").fetchone()[0])
+
+
 def delete_unreferenced_vectors(conn: sqlite3.Connection) -> int:
     """Delete the vectors whose content hash no chunk has; returns how many."""
     cursor = conn.execute("DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)")

@@ -185,6 +185,11 @@ class VectorStore:
             row = self.conn.execute("SELECT vector FROM embeddings WHERE content_hash = ?", (content_hash,)).fetchone()
         return None if row is None else np.frombuffer(row[0], dtype="<f4").astype(np.float32)
 
+    def orphans(self) -> int:
+        """Vectors whose content hash no chunk references (``delete_orphans`` removes them)."""
+        with self.snapshot() as conn:
+            return queries.count_unreferenced_vectors(conn)
+
     def delete_orphans(self) -> int:
         """Delete vectors whose content hash no chunk references; returns how many."""
         with self.transaction() as conn:
