@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
 import uuid
@@ -72,6 +73,7 @@ class LuaScript:
             "path": str(self.path), "name": name, "kind": kind, "lua_config": lua_config or LuaConfig(),
             "timeout": self.timeout, "memory_limit": memory_limit, "env": list(env), "config": self.config,
             "global_name": global_name, "error_class": self.error_class, "source": source}
+        self._env_names = sorted(set(self.spec["lua_config"].env_allow) | set(env))
         self._slots = threading.BoundedSemaphore(self.max_instances)
         load_limit = min(self.timeout, LOAD_TIMEOUT)
         self._request(("load",), load_limit, lambda: ConfigError(
@@ -102,7 +104,7 @@ class LuaScript:
         """Call a function returning an array (``connector.scan``): ``(None, [(index, data, why_invalid)])``,
         or ``(what it returned instead, [])``."""
         kind, rows = self._call(path, args, None, timeout, (max_nodes, max_bytes))
-        return kind, [tuple(row) for row in rows]  # type: ignore[misc]
+        return kind, [(row[0], row[1], row[2]) for row in rows]
 
     def _call(self, path: str, args: tuple[Any, ...], context: ScriptContext | None, timeout: float | None,
               items: tuple[int, int] | None) -> Any:
@@ -156,14 +158,17 @@ class LuaScript:
     def _exchange(self, worker: WorkerProcess, request: tuple[Any, ...], until: float,
                   context: ScriptContext | None) -> tuple[Any, ...]:
         op, rest = request[0], request[1:]
-        level = logging.getLogger(LUA_LOGGER).getEffectiveLevel()
+        # What the worker mirrors from this process per request: the log level and the variables
+        # ``env.get`` may read (their current values, set or unset).
+        meta = {"log_level": logging.getLogger(LUA_LOGGER).getEffectiveLevel(),
+                "environ": {name: os.environ.get(name) for name in self._env_names}}
         # The worker's own deadline: what is left of the limit after waiting for a worker.
         rest = _with_remaining(op, rest, until)
         kill_at = until + KILL_GRACE
         spec = None if self.key in worker.loaded else self.spec
-        reply = worker.exchange((op, self.key, spec, level, *rest), kill_at=kill_at, context=context)
+        reply = worker.exchange((op, self.key, spec, meta, *rest), kill_at=kill_at, context=context)
         if reply[0] == "missing":
-            reply = worker.exchange((op, self.key, self.spec, level, *rest), kill_at=kill_at, context=context)
+            reply = worker.exchange((op, self.key, self.spec, meta, *rest), kill_at=kill_at, context=context)
         if reply[0] == "done":
             worker.loaded.add(self.key)
         return reply

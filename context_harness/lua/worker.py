@@ -111,8 +111,13 @@ class Worker:
         return script
 
     def handle(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
-        op, key, spec, log_level = request[:4]
-        logging.getLogger().setLevel(log_level)
+        op, key, spec, meta = request[:4]
+        logging.getLogger().setLevel(meta["log_level"])
+        for name, value in meta["environ"].items():  # env.get reads what the host has now
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         script = self.script(op, key, spec)
         if script is None:
             return ("missing",)
