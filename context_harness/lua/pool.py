@@ -172,13 +172,21 @@ class WorkerPool:
         self._cond = threading.Condition()
         self._idle: list[WorkerProcess] = []
         self._count = 0  # workers alive or starting
+        self._busy: set[WorkerProcess] = set()
         self._closed = False
+
+    def busy_pids(self) -> list[int]:
+        """Process ids of the workers running a request now (for diagnostics and tests)."""
+        with self._cond:
+            return [worker.process.pid for worker in self._busy]
 
     def acquire(self, until: float) -> WorkerProcess:
         with self._cond:
             while True:
                 if self._idle:
-                    return self._idle.pop()
+                    worker = self._idle.pop()
+                    self._busy.add(worker)
+                    return worker
                 if self._count < self.max_workers:
                     self._count += 1
                     break
@@ -187,13 +195,17 @@ class WorkerPool:
                     raise Busy()
                 self._cond.wait(left)
         try:
-            return WorkerProcess()
+            worker = WorkerProcess()
         except BaseException:
             self._forget()
             raise
+        with self._cond:
+            self._busy.add(worker)
+        return worker
 
     def release(self, worker: WorkerProcess) -> None:
         with self._cond:
+            self._busy.discard(worker)
             if not self._closed and len(self._idle) < self.warm:
                 self._idle.append(worker)
                 self._cond.notify()
@@ -204,6 +216,8 @@ class WorkerPool:
     def discard(self, worker: WorkerProcess) -> None:
         """Forget a killed or crashed worker and start a replacement in the background."""
         worker.kill()
+        with self._cond:
+            self._busy.discard(worker)
         self._forget()
         threading.Thread(target=self._replace, name="ctx-lua-worker-start", daemon=True).start()
 

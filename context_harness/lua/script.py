@@ -126,7 +126,7 @@ class LuaScript:
 
     def _request(self, request: tuple[Any, ...], limit: float, timed_out: Any, *,
                  context: ScriptContext | None = None) -> Any:
-        """Run ``request`` in a worker within ``limit`` seconds (waiting for a free one included)."""
+        """Run ``request`` in a worker within ``limit`` seconds, after waiting at most ``limit`` for one."""
         until = time.monotonic() + limit
         if not self._slots.acquire(timeout=limit):
             raise Timeout(f"{self.what} is busy; no runtime became free within {limit:g} s")
@@ -138,6 +138,7 @@ class LuaScript:
                 raise Timeout(f"{self.what}: no Lua worker became free within {limit:g} s") from None
             except Crashed as exc:
                 raise self.error_class(f"{self.what}: {exc.message}") from None
+            until = time.monotonic() + limit  # starting a worker process does not count against the script
             try:
                 reply = self._exchange(worker, request, until, context)
             except Killed:
@@ -149,6 +150,8 @@ class LuaScript:
             pool.release(worker)
         finally:
             self._slots.release()
+        if request[0] == "call" and time.monotonic() > until:
+            raise timed_out()  # a C call ran past the deadline and the script ended before the hook fired
         if reply[0] == "done":
             return reply[1]
         if request[0] == "call" and reply[1] == "Timeout":

@@ -18,6 +18,8 @@ import logging
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections import OrderedDict
 from typing import IO, Any
@@ -27,6 +29,7 @@ from context_harness.lua.engine import LocalScript, item_rows
 from context_harness.lua.runtime import HostError
 from context_harness.lua.wire import receive, send
 
+PARENT_CHECK_SECONDS = 1.0
 MAX_SCRIPTS = 64  # loaded scripts kept per worker (least recently used dropped first)
 
 
@@ -154,24 +157,18 @@ class Worker:
             send(self.link.out, reply)
 
 
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL when the host dies, even while stuck in a C call."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - no prctl
-        return
+def _watch_parent(parent: int) -> None:
+    """Exit when the host is gone, even while a script is stuck in a C call (Lua runs without the
+    interpreter lock, so this thread keeps running). Not PR_SET_PDEATHSIG: that fires when the host
+    THREAD that started the worker ends, and hosts start workers from short-lived threads."""
+    while True:
+        time.sleep(PARENT_CHECK_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def main() -> None:
-    parent = os.getppid()
-    _die_with_parent()
-    if os.getppid() != parent:  # the host died before prctl took effect
-        return
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="ctx-lua-watch", daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
