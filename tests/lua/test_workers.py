@@ -133,3 +133,26 @@ async def test_other_tools_and_searches_answer_while_a_script_is_stuck_in_c(
         elapsed = time.monotonic() - started
     assert len(outcome) == 1 and type(outcome[0]) is Timeout
     assert elapsed < 3.0
+
+
+BACKTRACK = 'string.find(string.rep("a", 5000), ".-.-.-.-.-.-b")'
+
+
+def test_connectors_and_agents_stop_at_the_timeout_too(tmp_path: Path, make_connector: Any) -> None:
+    from context_harness.connectors.base import ScanReport
+    from context_harness.lua.script import CONTEXT, LuaScript
+
+    connector = make_connector(f"connector = {{}}\nfunction connector.scan(config) {BACKTRACK} return {{}} end",
+                               timeout=1)
+    started = time.monotonic()
+    with pytest.raises(Timeout, match="Lua connector 'c' timed out after 1 s"):
+        list(connector.scan(ScanReport()))
+    assert time.monotonic() - started < 2.0
+
+    path = tmp_path / "agent.lua"
+    path.write_text(f"agent = {{}}\nfunction agent.resolve(args, config, context) {BACKTRACK} return 'x' end")
+    agent = LuaScript(path, name="slow", kind="agent", global_name="agent", timeout=1)
+    started = time.monotonic()
+    with pytest.raises(Timeout, match="Lua agent 'slow' timed out after 1 s"):
+        agent.call_function("agent.resolve", {}, {}, CONTEXT)
+    assert time.monotonic() - started < 2.0
