@@ -29,12 +29,11 @@ from typing import Any, TypeVar
 
 from lupa.lua54 import lua_type
 
-from context_harness.config import LuaConfig
 from context_harness.errors import AgentError, ConfigError, HarnessError, Timeout, ToolError
 from context_harness.lua.bridge import ContextBridge, ScriptContext
 from context_harness.lua.convert import ConversionError, array, to_lua, to_py
 from context_harness.lua.host import HostAPI
-from context_harness.lua.runtime import DEFAULT_MEMORY_LIMIT, Sandbox, ScriptFailure
+from context_harness.lua.runtime import DEFAULT_MEMORY_LIMIT, HostLimits, Sandbox, ScriptFailure
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +72,12 @@ class Results:
         return self.sandbox.bad_items(array, deadline=self.deadline, max_nodes=max_nodes, max_bytes=max_bytes)
 
 
+def _default_limits() -> HostLimits:
+    from context_harness.config import LuaConfig  # only here: a worker gets its limits as plain data
+
+    return LuaConfig()
+
+
 def read_source(path: Path, what: str) -> bytes:
     """The script's text; ``ConfigError`` when it is missing, unreadable, too large or bytecode."""
     try:
@@ -102,7 +107,7 @@ class LocalScript:
     when the script ends with ``return tool`` instead of assigning the global.
     """
 
-    def __init__(self, path: str | Path, *, name: str, kind: str = "tool", lua_config: LuaConfig | None = None,
+    def __init__(self, path: str | Path, *, name: str, kind: str = "tool", lua_config: HostLimits | None = None,
                  timeout: float | None = None, memory_limit: int | None = None, env: list[str] | tuple[str, ...] = (),
                  config: dict[str, Any] | None = None, global_name: str | None = None,
                  error_class: type[HarnessError] | None = None, max_instances: int = 2,
@@ -110,7 +115,7 @@ class LocalScript:
         self.path = Path(path)
         self.name = name
         self.kind = kind
-        self.lua_config = lua_config or LuaConfig()
+        self.lua_config = lua_config or _default_limits()
         self.timeout = float(timeout) if timeout else DEFAULT_TIMEOUTS.get(kind, 30.0)
         self.memory_limit = memory_limit
         self.env = list(env)

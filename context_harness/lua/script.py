@@ -36,6 +36,7 @@ from context_harness.errors import AgentError, ConfigError, HarnessError, Timeou
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.engine import CONTEXT, DEFAULT_TIMEOUTS, LOAD_TIMEOUT, ItemRow, read_source
 from context_harness.lua.pool import Busy, Crashed, Killed, WorkerProcess, shared_pool
+from context_harness.lua.runtime import HostSettings
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,8 @@ class LuaScript:
         self.fingerprint = hashlib.sha256(source).hexdigest()
         self.key = uuid.uuid4().hex
         self.spec: dict[str, Any] = {
-            "path": str(self.path), "name": name, "kind": kind, "lua_config": lua_config or LuaConfig(),
+            "path": str(self.path), "name": name, "kind": kind,
+            "lua_config": HostSettings.of(lua_config or LuaConfig()),
             "timeout": self.timeout, "memory_limit": memory_limit, "env": list(env), "config": self.config,
             "global_name": global_name, "error_class": self.error_class, "source": source}
         self._env_names = sorted(set(self.spec["lua_config"].env_allow) | set(env))
