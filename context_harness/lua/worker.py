@@ -40,9 +40,14 @@ class Link:
         self.inp = inp
         self.out = out
         self.active = False
+        self.lock = threading.Lock()  # one writer at a time, should a host function log from a thread
+
+    def tell(self, message: object) -> None:
+        with self.lock:
+            send(self.out, message)
 
     def ask(self, method: str, argument: Any) -> Any:
-        send(self.out, ("call", method, argument))
+        self.tell(("call", method, argument))
         reply = receive(self.inp)
         if reply[1]:
             return reply[2]
@@ -81,7 +86,7 @@ class ForwardHandler(logging.Handler):
             if record.exc_info:
                 message += "\n" + "".join(traceback.format_exception(*record.exc_info))
             if self.link.active:
-                send(self.link.out, ("log", record.name, record.levelno, message))
+                self.link.tell(("log", record.name, record.levelno, message))
             else:
                 sys.stderr.write(f"{record.levelname} {record.name}: {message}\n")
         except Exception:  # pragma: no cover - logging must never break a run
@@ -154,7 +159,7 @@ class Worker:
                 reply = ("fail", "InternalError", "the Lua worker failed (see the server log)")
             finally:
                 self.link.active = False
-            send(self.link.out, reply)
+            self.link.tell(reply)
 
 
 def _watch_parent(parent: int) -> None:
@@ -175,7 +180,7 @@ def main() -> None:
     link = Link(sys.stdin.buffer, out)
     root = logging.getLogger()
     root.handlers[:] = [ForwardHandler(link)]
-    send(out, ("ready", os.getpid()))
+    link.tell(("ready", os.getpid()))
     Worker(link).serve()
 
 
