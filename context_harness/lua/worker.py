@@ -180,8 +180,11 @@ def main() -> None:
     link = Link(sys.stdin.buffer, out)
     root = logging.getLogger()
     root.handlers[:] = [ForwardHandler(link)]
-    link.tell(("ready", os.getpid()))
-    Worker(link).serve()
+    try:
+        link.tell(("ready", os.getpid()))
+        Worker(link).serve()
+    except (BrokenPipeError, EOFError):  # the host went away: nothing left to do
+        os._exit(0)
 
 
 if __name__ == "__main__":
