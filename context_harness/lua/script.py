@@ -149,6 +149,9 @@ class LuaScript:
             except Crashed as exc:
                 pool.discard(worker)
                 raise self.error_class(f"{self.what}: {exc.message}; the next call starts a new one") from None
+            except BaseException:  # the host side failed mid-exchange: the worker's state is unknown
+                pool.discard(worker)
+                raise
             pool.release(worker)
         finally:
             self._slots.release()
