@@ -21,14 +21,12 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from lupa.lua54 import lua_type
-
 from context_harness import timestamps
 from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.errors import ToolError
-from context_harness.lua.convert import ConversionError, array, to_py
-from context_harness.lua.script import LuaScript, Results
+from context_harness.lua.engine import ItemRow
+from context_harness.lua.script import LuaScript
 
 log = logging.getLogger(__name__)
 
@@ -112,18 +110,6 @@ def build_item(data: Any) -> SourceItem:
                       created_at=created, updated_at=updated, **fields)
 
 
-def _lua_kind(value: Any) -> str:
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, bytes):
-        return "a string"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return f"a {lua_type(value) or 'value'}"
-
-
 class LuaConnector:
     """A ``Connector`` backed by ``connector.scan(config)``. Blocking; call ``scan`` from a worker thread.
 
@@ -148,31 +134,26 @@ class LuaConnector:
     def fetch(self, report: ScanReport | None = None) -> list[SourceItem]:
         """Run the script once and return its valid items (duplicates after the first are skipped)."""
         report = report if report is not None else ScanReport()
-        items: list[SourceItem] = self.script.call_function(
-            "connector.scan", self.script.config, convert=lambda values: self._items(values, report))
-        return items
+        kind, rows = self.script.call_items("connector.scan", self.script.config,
+                                            max_nodes=MAX_ITEM_NODES, max_bytes=MAX_ITEM_BYTES)
+        if kind is not None:
+            raise ToolError(f"{self.script.what}: connector.scan must return an array of items, not {kind}")
+        return self._items(rows, report)
 
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
         for item in self.fetch(report):
             yield Candidate(item.source_id, None, load=_loader(item))
 
-    def _items(self, results: Results, report: ScanReport) -> list[SourceItem]:
-        result = results.values[0] if results.values else None
-        rows = array(result)
-        if rows is None:
-            raise ToolError(f"{self.script.what}: connector.scan must return an array of items, "
-                            f"not {_lua_kind(result)}")
-        bad = results.bad_items(result, max_nodes=MAX_ITEM_NODES, max_bytes=MAX_ITEM_BYTES)
+    def _items(self, rows: list[ItemRow], report: ScanReport) -> list[SourceItem]:
         items: list[SourceItem] = []
         seen: set[str] = set()
-        for index, row in rows:
-            if index in bad:
-                self._skip(report, "invalid_item", f"item {index}: {bad[index]}")
+        for index, data, invalid in rows:
+            if invalid is not None:
+                self._skip(report, "invalid_item", f"item {index}: {invalid}")
                 continue
             try:
-                item = build_item(to_py(row, what=f"item {index}", max_nodes=MAX_ITEM_NODES,
-                                        max_bytes=MAX_ITEM_BYTES))
-            except (InvalidItem, ConversionError) as exc:
+                item = build_item(data)
+            except InvalidItem as exc:
                 self._skip(report, "invalid_item", f"item {index}: {exc}")
                 continue
             if item.source_id in seen:

@@ -26,11 +26,10 @@ from urllib.parse import urlencode
 
 from lupa.lua54 import lua_type
 
-from context_harness.config import LuaConfig
 from context_harness.errors import HarnessError, Timeout
 from context_harness.lua.convert import ConversionError, text, to_lua, to_py
 from context_harness.lua.httpclient import HttpClient
-from context_harness.lua.runtime import HostError, HostTimeout, Sandbox
+from context_harness.lua.runtime import HostError, HostLimits, HostTimeout, Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,7 @@ def as_table(value: Any, what: str) -> dict[str, Any]:
 class HostAPI:
     """Builds and installs the host tables into one sandbox for one script."""
 
-    def __init__(self, sandbox: Sandbox, *, label: str, script_dir: Path, lua_config: LuaConfig,
+    def __init__(self, sandbox: Sandbox, *, label: str, script_dir: Path, lua_config: HostLimits,
                  env_names: list[str]) -> None:
         self.sandbox = sandbox
         self.label = label

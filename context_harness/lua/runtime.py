@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import lupa.lua54 as lupa
 
@@ -24,6 +25,33 @@ HOOK_EVERY = 1000  # instructions between deadline checks (~3% overhead)
 MAX_ERROR_CHARS = 2000
 
 log = logging.getLogger(__name__)
+
+
+class HostLimits(Protocol):
+    """What the host APIs read from ``[lua]`` (``config.LuaConfig`` or ``HostSettings``)."""
+
+    @property
+    def http_allow(self) -> list[str] | None: ...
+
+    @property
+    def env_allow(self) -> list[str]: ...
+
+    @property
+    def max_response_bytes(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """``[lua]`` as plain data for a worker process (which then need not import the config module)."""
+
+    http_allow: list[str] | None
+    env_allow: list[str]
+    max_response_bytes: int
+
+    @classmethod
+    def of(cls, limits: HostLimits) -> HostSettings:
+        allow = limits.http_allow
+        return cls(None if allow is None else list(allow), list(limits.env_allow), limits.max_response_bytes)
 
 
 class ScriptFailure(Exception):

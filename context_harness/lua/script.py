@@ -1,12 +1,16 @@
-"""A loaded Lua script: parsed once, called many times, safe to call from several threads.
+"""A Lua script as the tool, connector and agent layers see it: loaded once, called many times,
+safe to call from several threads, and run in supervised worker processes (``lua/pool.py``).
 
-``LuaScript`` is the one entry point the tool, connector and agent layers share: it owns a small
-pool of sandboxes (each runtime is single-threaded; a call takes one, runs, gives it back), the
-host APIs and the ``context`` bridge, and turns every failure into a ``HarnessError``:
+Every call goes to a worker that holds the script's sandbox (``engine.LocalScript``). The worker
+enforces the deadline itself (count hook, blocking host calls); when it has not answered
+``KILL_GRACE`` seconds after the deadline (a long C call: pattern backtracking, a huge
+``string.rep`` or ``table.concat``) it is killed and replaced, and the call fails with the same
+``Timeout`` as any other. A worker that crashes fails the call with ``error_class``; the next call
+gets a fresh worker. Failures map to ``HarnessError`` as in ``LocalScript``:
 
-- ``Timeout`` when the wall-clock limit passed (pure Lua loops and blocking host calls alike);
+- ``Timeout`` when the wall-clock limit passed;
 - ``error_class`` (``ToolError`` for tools and connectors, ``AgentError`` for agents) for script
-  errors, memory exhaustion and results that are not JSON-like data;
+  errors, memory exhaustion, results that are not JSON-like data and crashed workers;
 - ``ConfigError`` when the script cannot be read, compiled or its top level fails at load.
 
 Example (what a Lua agent hook needs)::
@@ -19,67 +23,35 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable
+import uuid
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from lupa.lua54 import lua_type
-
+from context_harness import errors
 from context_harness.config import LuaConfig
 from context_harness.errors import AgentError, ConfigError, HarnessError, Timeout, ToolError
-from context_harness.lua.bridge import ContextBridge, ScriptContext
-from context_harness.lua.convert import ConversionError, to_lua, to_py
-from context_harness.lua.host import HostAPI
-from context_harness.lua.runtime import DEFAULT_MEMORY_LIMIT, Sandbox, ScriptFailure
+from context_harness.lua.bridge import ScriptContext
+from context_harness.lua.engine import CONTEXT, DEFAULT_TIMEOUTS, LOAD_TIMEOUT, ItemRow, read_source
+from context_harness.lua.pool import Busy, Crashed, Killed, WorkerProcess, shared_pool
+from context_harness.lua.runtime import HostSettings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUTS = {"tool": 30.0, "agent": 30.0, "connector": 300.0}
-LOAD_TIMEOUT = 5.0  # top-level code and metadata: short, whatever the call timeout is
-MAX_SOURCE_BYTES = 5_000_000
-MAX_RESULT_BYTES = 16_000_000
-MAX_RESULT_NODES = 250_000
-
-T = TypeVar("T")
-
-
-class _Context:
-    """Marker: pass ``CONTEXT`` among ``call_function`` args to hand the script its ``context`` table."""
-
-    def __repr__(self) -> str:
-        return "CONTEXT"
-
-
-CONTEXT = _Context()
-
-
-class Results:
-    """What a ``convert`` callback receives: the raw Lua ``values`` and checks that run in the sandbox
-    under the call's deadline (``bad_items``); only valid while the callback runs."""
-
-    def __init__(self, sandbox: Sandbox, values: tuple[Any, ...], deadline: float) -> None:
-        self.sandbox = sandbox
-        self.values = values
-        self.deadline = deadline
-
-    def bad_items(self, array: Any, *, max_nodes: int, max_bytes: int) -> dict[int, str]:
-        return self.sandbox.bad_items(array, deadline=self.deadline, max_nodes=max_nodes, max_bytes=max_bytes)
-
-
-class _Instance:
-    def __init__(self, sandbox: Sandbox, bridge: ContextBridge) -> None:
-        self.sandbox = sandbox
-        self.bridge = bridge
+KILL_GRACE = 0.5  # seconds past the deadline before a worker that has not answered is killed
+LUA_LOGGER = "context_harness.lua"
 
 
 class LuaScript:
-    """One script file in its sandbox(es).
+    """One script file, run in the shared worker pool.
 
     ``kind`` (``tool``, ``connector``, ``agent``) picks the default timeout (30 s / 300 s / 30 s)
     and the error class; ``global_name`` (e.g. ``"tool"``) is set from the chunk's return value
-    when the script ends with ``return tool`` instead of assigning the global.
+    when the script ends with ``return tool`` instead of assigning the global. At most
+    ``max_instances`` calls of this script run at once. Construction loads the script in a worker
+    (``ConfigError`` when it fails).
     """
 
     def __init__(self, path: str | Path, *, name: str, kind: str = "tool", lua_config: LuaConfig | None = None,
@@ -89,57 +61,26 @@ class LuaScript:
         self.path = Path(path)
         self.name = name
         self.kind = kind
-        self.lua_config = lua_config or LuaConfig()
         self.timeout = float(timeout) if timeout else DEFAULT_TIMEOUTS.get(kind, 30.0)
-        self.memory_limit = memory_limit
-        self.env = list(env)
         self.config = dict(config or {})
         self.global_name = global_name
         self.error_class = error_class or (AgentError if kind == "agent" else ToolError)
         self.max_instances = max(1, max_instances)
         self.what = f"Lua {kind} '{name}'"
-        self.source = self._read_source()
-        self.fingerprint = hashlib.sha256(self.source).hexdigest()
-        self._cond = threading.Condition()
-        self._idle: list[_Instance] = []
-        self._count = 1
-        self._idle.append(self._new_instance(ConfigError))
-
-    # -- loading ----------------------------------------------------------------------------
-
-    def _read_source(self) -> bytes:
-        try:
-            source = self.path.read_bytes()
-        except FileNotFoundError:
-            raise ConfigError(f"{self.what}: script not found: {self.path}") from None
-        except OSError:
-            raise ConfigError(f"{self.what}: cannot read script {self.path}") from None
-        if len(source) > MAX_SOURCE_BYTES:
-            raise ConfigError(f"{self.what}: {self.path} is larger than {MAX_SOURCE_BYTES} bytes")
-        if source.startswith(b"\x1bLua"):
-            raise ConfigError(f"{self.what}: {self.path} is precompiled bytecode; only Lua source is accepted")
-        return source
-
-    def _new_instance(self, error_class: type[HarnessError]) -> _Instance:
-        sandbox = Sandbox(self.memory_limit)
-        HostAPI(sandbox, label=f"{self.kind}:{self.name}", script_dir=self.path.resolve().parent,
-                lua_config=self.lua_config, env_names=self.env).install()
-        bridge = ContextBridge(sandbox, self.config)
-        where = f"{self.what} ({self.path})"
-        try:
-            chunk = sandbox.compile(self.source, self.path.name)
-            returned = sandbox.run(chunk, (), min(self.timeout, LOAD_TIMEOUT))
-        except ScriptFailure as failure:
-            if failure.kind == "timeout":
-                raise error_class(f"{where}: loading took longer than {min(self.timeout, LOAD_TIMEOUT):g} s; "
-                                  "move slow work into the functions the host calls") from None
-            if failure.kind == "memory":
-                raise error_class(f"{where}: ran out of memory while loading") from None
-            raise error_class(f"{where}: {failure.message}") from None
-        if self.global_name and sandbox.lookup(self.global_name) is None and returned:
-            if lua_type(returned[0]) == "table":
-                sandbox.api.set(self.global_name.encode(), returned[0])
-        return _Instance(sandbox, bridge)
+        source = read_source(self.path, self.what)
+        self.fingerprint = hashlib.sha256(source).hexdigest()
+        self.key = uuid.uuid4().hex
+        self.spec: dict[str, Any] = {
+            "path": str(self.path), "name": name, "kind": kind,
+            "lua_config": HostSettings.of(lua_config or LuaConfig()),
+            "timeout": self.timeout, "memory_limit": memory_limit, "env": list(env), "config": self.config,
+            "global_name": global_name, "error_class": self.error_class, "source": source}
+        self._env_names = sorted(set(self.spec["lua_config"].env_allow) | set(env))
+        self._slots = threading.BoundedSemaphore(self.max_instances)
+        load_limit = min(self.timeout, LOAD_TIMEOUT)
+        self._request(("load",), load_limit, lambda: ConfigError(
+            f"{self.what} ({self.path}): loading took longer than {load_limit:g} s; "
+            "move slow work into the functions the host calls"))
 
     def changed(self) -> bool:
         """True when the file on disk differs from what was loaded (for reloads)."""
@@ -148,121 +89,116 @@ class LuaScript:
         except OSError:
             return True
 
-    # -- pool -------------------------------------------------------------------------------
-
-    def _acquire(self, wait: float) -> _Instance:
-        deadline = time.monotonic() + wait
-        with self._cond:
-            while True:
-                if self._idle:
-                    return self._idle.pop()
-                if self._count < self.max_instances:
-                    self._count += 1
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise Timeout(f"{self.what} is busy; no runtime became free within {wait:g} s")
-                self._cond.wait(left)
-        try:
-            return self._new_instance(self.error_class)
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-
-    def _release(self, instance: _Instance, keep: bool) -> None:
-        with self._cond:
-            if keep:
-                self._idle.append(instance)
-            else:
-                self._count -= 1
-            self._cond.notify()
-
     # -- calling ----------------------------------------------------------------------------
 
     def call_function(self, path: str, *args: Any, context: ScriptContext | None = None,
-                      timeout: float | None = None,
-                      convert: Callable[[Results], T] | None = None) -> Any:
+                      timeout: float | None = None) -> Any:
         """Call the global function at dotted ``path`` (e.g. ``"tool.execute"``) with ``args``.
 
         Python args are converted to Lua (dicts/lists -> tables); the ``CONTEXT`` marker becomes the
         script's ``context`` table, bound to ``context`` for this call. Returns the first Lua result
-        as JSON-like Python data, or ``convert(Results)`` when given (``convert`` runs while the
-        runtime is held; it may raise ``ConversionError``, ``ScriptFailure`` or a ``HarnessError``).
+        as JSON-like Python data.
         """
+        return self._call(path, args, context, timeout, None)
+
+    def call_items(self, path: str, *args: Any, max_nodes: int, max_bytes: int,
+                   timeout: float | None = None) -> tuple[str | None, list[ItemRow]]:
+        """Call a function returning an array (``connector.scan``): ``(None, [(index, data, why_invalid)])``,
+        or ``(what it returned instead, [])``."""
+        kind, rows = self._call(path, args, None, timeout, (max_nodes, max_bytes))
+        return kind, [(row[0], row[1], row[2]) for row in rows]
+
+    def _call(self, path: str, args: tuple[Any, ...], context: ScriptContext | None, timeout: float | None,
+              items: tuple[int, int] | None) -> Any:
         limit = float(timeout) if timeout else self.timeout
-        deadline = time.monotonic() + limit
-        instance = self._acquire(limit)
-        keep = True
-        try:
-            sandbox = instance.sandbox
-            fn = sandbox.lookup(path)
-            if lua_type(fn) != "function":
-                raise self.error_class(f"{self.what}: the script does not define function {path}")
-            lua_args = tuple(instance.bridge.table if a is CONTEXT else to_lua(sandbox.lua, a) for a in args)
-            instance.bridge.current = context
-            try:
-                values = sandbox.run(fn, lua_args, deadline=deadline)
-            except ScriptFailure as failure:
-                keep = self._healthy(sandbox)
-                raise self._error(failure, path, limit) from None
-            finally:
-                instance.bridge.current = None
-            try:
-                if convert is not None:
-                    return convert(Results(sandbox, values, deadline))
-                result = values[0] if values else None
-                sandbox.check_data(result, deadline=deadline, max_nodes=MAX_RESULT_NODES, max_bytes=MAX_RESULT_BYTES)
-                return to_py(result, what="result", max_nodes=MAX_RESULT_NODES, max_bytes=MAX_RESULT_BYTES)
-            except ScriptFailure as failure:
-                keep = self._healthy(sandbox)
-                if failure.kind == "error":
-                    raise self.error_class(f"{self.what} returned an invalid value: {failure.message}") from None
-                raise self._error(failure, path, limit) from None
-            except ConversionError as exc:
-                raise self.error_class(f"{self.what} returned an invalid value: {exc.message}") from None
-        finally:
-            self._release(instance, keep)
+
+        def timed_out() -> HarnessError:
+            return Timeout(f"{self.what} timed out after {limit:g} s (set `timeout` in its config to allow longer)")
+
+        return self._request(("call", path, args, limit, context is not None, items), limit, timed_out,
+                             context=context)
 
     def evaluate(self, snippet: str, *, timeout: float = LOAD_TIMEOUT) -> Any:
         """Run trusted Lua ``snippet`` in the script's environment (e.g. to read metadata) and return
         its first result as JSON-like data; errors raise ``ConfigError``."""
-        instance = self._acquire(timeout)
-        keep = True
+        return self._request(("eval", snippet, timeout), timeout, lambda: ConfigError(
+            f"{self.what}: reading its metadata took longer than {timeout:g} s"))
+
+    # -- the worker round trip ----------------------------------------------------------------
+
+    def _request(self, request: tuple[Any, ...], limit: float, timed_out: Any, *,
+                 context: ScriptContext | None = None) -> Any:
+        """Run ``request`` in a worker within ``limit`` seconds, after waiting at most ``limit`` for one."""
+        until = time.monotonic() + limit
+        if not self._slots.acquire(timeout=limit):
+            raise Timeout(f"{self.what} is busy; no runtime became free within {limit:g} s")
         try:
-            sandbox = instance.sandbox
-            deadline = time.monotonic() + timeout
-            stage = "cannot read its metadata"
+            pool = shared_pool()
             try:
-                fn = sandbox.compile(snippet.encode(), "metadata")
-                values = sandbox.run(fn, (), deadline=deadline)
-                stage = "invalid metadata"
-                sandbox.check_data(values[0] if values else None, deadline=deadline, max_nodes=100_000,
-                                   max_bytes=1_000_000)
-            except ScriptFailure as failure:
-                keep = self._healthy(sandbox)
-                if failure.kind == "timeout":
-                    raise ConfigError(f"{self.what}: reading its metadata took longer than {timeout:g} s") from None
-                raise ConfigError(f"{self.what}: {stage}: {failure.message}") from None
+                worker = pool.acquire(until)
+            except Busy:
+                raise Timeout(f"{self.what}: no Lua worker became free within {limit:g} s") from None
+            except Crashed as exc:
+                raise self.error_class(f"{self.what}: {exc.message}") from None
+            until = time.monotonic() + limit  # starting a worker process does not count against the script
             try:
-                return to_py(values[0] if values else None, what=self.global_name or "metadata",
-                             max_nodes=100_000, max_bytes=1_000_000)
-            except ConversionError as exc:
-                raise ConfigError(f"{self.what}: invalid metadata: {exc.message}") from None
+                reply = self._exchange(worker, request, until, context)
+            except Killed:
+                pool.discard(worker)
+                raise timed_out() from None
+            except Crashed as exc:
+                pool.discard(worker)
+                raise self.error_class(f"{self.what}: {exc.message}; the next call starts a new one") from None
+            except BaseException:  # the host side failed mid-exchange: the worker's state is unknown
+                pool.discard(worker)
+                raise
+            pool.release(worker)
         finally:
-            self._release(instance, keep)
+            self._slots.release()
+        if request[0] == "call" and time.monotonic() > until:
+            raise timed_out()  # a C call ran past the deadline and the script ended before the hook fired
+        if reply[0] == "done":
+            return reply[1]
+        if request[0] == "call" and reply[1] == "Timeout":
+            raise timed_out()
+        raise _error(reply, self.error_class)
 
-    def _healthy(self, sandbox: Sandbox) -> bool:
-        """Keep a runtime after a failure unless its globals hold most of the memory cap."""
-        sandbox.collect()
-        return sandbox.memory_used() < 0.75 * sandbox.memory_limit
+    def _exchange(self, worker: WorkerProcess, request: tuple[Any, ...], until: float,
+                  context: ScriptContext | None) -> tuple[Any, ...]:
+        op, rest = request[0], request[1:]
+        # What the worker mirrors from this process per request: the log level and the variables
+        # ``env.get`` may read (their current values, set or unset).
+        meta = {"log_level": logging.getLogger(LUA_LOGGER).getEffectiveLevel(),
+                "environ": {name: os.environ.get(name) for name in self._env_names}}
+        # The worker's own deadline: what is left of the limit after waiting for a worker.
+        rest = _with_remaining(op, rest, until)
+        kill_at = until + KILL_GRACE
+        spec = None if self.key in worker.loaded else self.spec
+        reply = worker.exchange((op, self.key, spec, meta, *rest), kill_at=kill_at, context=context)
+        if reply[0] == "missing":
+            reply = worker.exchange((op, self.key, self.spec, meta, *rest), kill_at=kill_at, context=context)
+        if reply[0] == "done":
+            worker.loaded.add(self.key)
+        return reply
 
-    def _error(self, failure: ScriptFailure, path: str, limit: float) -> HarnessError:
-        if failure.kind == "timeout":
-            return Timeout(f"{self.what} timed out after {limit:g} s (set `timeout` in its config to allow longer)")
-        if failure.kind == "memory":
-            mb = (self.memory_limit or DEFAULT_MEMORY_LIMIT) / 1_048_576
-            return self.error_class(f"{self.what} ran out of memory (limit {mb:g} MB; set `memory_limit` "
-                                    "in its config to allow more)")
-        return self.error_class(f"{self.what} failed: {failure.message}")
+
+def _with_remaining(op: str, rest: tuple[Any, ...], until: float) -> tuple[Any, ...]:
+    left = max(0.001, until - time.monotonic())
+    if op == "call":
+        path, args, _limit, with_context, items = rest
+        return (path, args, left, with_context, items)
+    if op == "eval":
+        return (rest[0], left)
+    return rest
+
+
+def _error(reply: tuple[Any, ...], error_class: type[HarnessError]) -> HarnessError:
+    if len(reply) != 3 or reply[0] != "fail":
+        return error_class("the Lua worker sent an unexpected reply")
+    cls = getattr(errors, str(reply[1]), None)
+    if not (isinstance(cls, type) and issubclass(cls, HarnessError)):
+        cls = error_class
+    return cls(str(reply[2]))
+
+
+__all__ = ["CONTEXT", "LuaScript"]

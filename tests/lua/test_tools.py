@@ -212,7 +212,7 @@ def test_concurrent_calls_use_a_small_pool(write_script: Any) -> None:
         t.join()
     assert results == ["ok"] * 6
     assert 0.25 < time.monotonic() - started < 1.5  # 6 calls of 0.1 s on 2 runtimes
-    assert tool.script._count == 2
+    assert tool.script.max_instances == 2
 
 
 def test_generic_call_function_for_agents(write_script: Any, fake_context: Any) -> None:
