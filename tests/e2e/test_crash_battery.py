@@ -1,5 +1,7 @@
 """Crash battery: syncs (filesystem, git and Lua sources together) and embedding runs are SIGKILLed at
-random moments, at least 30 times in all (24 of 36 syncs and 6 of 8 embedding runs at least). After each kill `ctx check` must pass, and the next complete sync must
+random moments, at least 30 times in all: syncs until 24 were cut short (at least 30 trials, at most
+70; how many finish before their kill depends on the machine's speed), and 8 embedding runs, at least
+6 of them cut short. After each kill `ctx check` must pass, and the next complete sync must
 give exactly what an uninterrupted sync of the same sources gives (documents, chunks, keyword entries,
 search results). Bounded: every process has a timeout; the seed is fixed, so a failure replays.
 """
@@ -26,7 +28,8 @@ from context_harness.models import SearchRequest
 
 pytestmark = pytest.mark.slow
 
-SYNC_TRIALS = 36
+SYNC_KILLS = 24  # syncs cut short, at least (trials go on until then, at most MAX_SYNC_TRIALS)
+MAX_SYNC_TRIALS = 70
 EMBED_TRIALS = 8
 LUA = """
 connector = {name = "items"}
@@ -157,13 +160,15 @@ def test_killed_syncs_leave_a_consistent_index_and_the_next_sync_repairs_it(tmp_
     cfg, ref = sources.config("data"), sources.config("ref")
     killed = 0
     started = time.monotonic()
-    for trial in range(SYNC_TRIALS):
+    for trial in range(MAX_SYNC_TRIALS):
+        if killed >= SYNC_KILLS and trial >= 30:
+            break
         if trial % 3 == 0:
             shutil.rmtree(tmp_path / "data", ignore_errors=True)  # a first sync (clone included) killed
         else:
             sources.change()
         killed += kill_during(ctx("sync", "--progress", "none", "--config", str(cfg)), child_env, tmp_path,
-                              rng.uniform(0.5, 1.8))
+                              rng.uniform(0.5, 1.6))
         check_passes(cfg, child_env, tmp_path)
         for config in (cfg, ref):
             done = run(ctx("sync", "--progress", "none", "--config", str(config)), child_env, tmp_path)
@@ -171,8 +176,8 @@ def test_killed_syncs_leave_a_consistent_index_and_the_next_sync_repairs_it(tmp_
         got, expected = snapshot(cfg), snapshot(ref)
         assert got == expected, f"trial {trial}: the index after a killed sync differs"
         assert got["queue"] == [] and set(got["index"].values()) == {1}
-    assert killed >= 24, f"only {killed} of {SYNC_TRIALS} syncs were killed mid-way"
-    assert time.monotonic() - started < 1200
+    assert killed >= SYNC_KILLS, f"only {killed} of {MAX_SYNC_TRIALS} syncs were killed mid-way"
+    assert time.monotonic() - started < 1500
 
 
 def test_killed_embedding_runs_leave_a_consistent_store(tmp_path, child_env, model_cache) -> None:
