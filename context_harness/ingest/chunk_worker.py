@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any
 
+from context_harness import pipes
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
 from context_harness.ingest.documents import ConversionFailed, Converted, convert
 from context_harness.passages import chunk_starts
@@ -96,24 +97,12 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-# -- the wire: 8-byte little-endian length, then a pickle -----------------------------------------
-
 def _send(stream: IO[bytes], obj: object) -> None:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(payload).to_bytes(8, "little"))
-    stream.write(payload)
-    stream.flush()
+    pipes.send(stream, obj)
 
 
 def _receive(stream: IO[bytes]) -> Any:
-    header = stream.read(8)
-    if len(header) < 8:
-        raise EOFError("the chunking helper closed its pipe")
-    size = int.from_bytes(header, "little")
-    payload = stream.read(size)
-    if len(payload) < size:
-        raise EOFError("the chunking helper closed its pipe mid-message")
-    return pickle.loads(payload)
+    return pipes.receive(stream, "the chunking helper")
 
 
 # -- the parent side -----------------------------------------------------------------------------

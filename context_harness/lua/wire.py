@@ -15,7 +15,9 @@ import select
 import time
 from typing import IO, Any
 
-HEADER = 8
+from context_harness import pipes
+from context_harness.pipes import HEADER, frame, send
+
 MAX_MESSAGE = 1 << 31
 
 
@@ -32,26 +34,9 @@ def restricted_loads(payload: bytes) -> Any:
     return RestrictedUnpickler(io.BytesIO(payload)).load()
 
 
-def frame(obj: object) -> bytes:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(payload).to_bytes(HEADER, "little") + payload
-
-
-def send(stream: IO[bytes], obj: object) -> None:
-    stream.write(frame(obj))
-    stream.flush()
-
-
 def receive(stream: IO[bytes]) -> Any:
     """Blocking read of one message (the worker side: it trusts its host)."""
-    header = stream.read(HEADER)
-    if len(header) < HEADER:
-        raise EOFError("the host closed the pipe")
-    size = int.from_bytes(header, "little")
-    payload = stream.read(size)
-    if len(payload) < size:
-        raise EOFError("the host closed the pipe mid-message")
-    return pickle.loads(payload)
+    return pipes.receive(stream, "the host")
 
 
 class Reader:
@@ -83,3 +68,6 @@ class Reader:
         payload = bytes(self.buffer[HEADER:HEADER + size])
         del self.buffer[:HEADER + size]
         return restricted_loads(payload)
+
+
+__all__ = ["HEADER", "Expired", "Reader", "frame", "receive", "restricted_loads", "send"]
