@@ -85,6 +85,17 @@ class StoreBusy(HarnessError):
     code = "store_busy"
 
 
+class StorageFault(HarnessError):
+    """The workspace's files cannot be written or read: a read-only folder, a full disk, a damaged
+    SQLite file or keyword index. The message names the path and the fix (``store/faults.py``)."""
+
+    code = "storage_error"
+
+    def __init__(self, message: str, kind: str = "storage") -> None:
+        super().__init__(message)
+        self.kind = kind  # read_only, disk_full, sqlite_damaged, index_damaged
+
+
 class InternalError(HarnessError):
     code = "internal"
 
@@ -138,6 +149,7 @@ OUTCOMES: dict[type[HarnessError], Outcome] = {
     AgentError: Outcome(500, True, 1, INTERNAL_ERROR),
     ConfigError: Outcome(500, True, 1, INTERNAL_ERROR),
     StoreBusy: Outcome(503, True, 1, INTERNAL_ERROR),
+    StorageFault: Outcome(503, True, 1, INTERNAL_ERROR),
     Unauthorized: Outcome(401, False, 1, INVALID_PARAMS),
     Forbidden: Outcome(403, False, 1, INVALID_PARAMS),
     MisdirectedHost: Outcome(421, False, 1, INVALID_PARAMS),

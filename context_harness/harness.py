@@ -54,6 +54,7 @@ from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.documents import DocumentStore
+from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.keyword import KeywordIndex
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 from context_harness.tools.base import Tool
@@ -208,7 +209,14 @@ class Harness:
             self.store.close()
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+        """``fn`` in a worker thread; a fault of the workspace's files becomes a ``StorageFault``."""
+        try:
+            return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+        except BaseException as exc:  # a Rust panic in Tantivy is a BaseException
+            fault = fault_of(exc, self.config.db.path.parent) if isinstance(exc, Exception) or is_panic(exc) else None
+            if fault is None or fault is exc:
+                raise
+            raise fault from exc
 
     @property
     def version(self) -> str:

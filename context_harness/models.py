@@ -264,7 +264,7 @@ class EmbedSummary(BaseModel):
 
 class CheckProblem(BaseModel):
     kind: str = Field(description="sqlite, index_queue, keyword_missing, keyword_extra, keyword_duplicate, "
-                      "stray_chunks, unchunked or orphan_vectors")
+                      "stray_chunks, unchunked, orphan_vectors or keyword_damaged")
     message: str
     repaired: bool = False
 

@@ -40,11 +40,12 @@ ALLOWED: dict[str, set[str]] = {
     "extensions": LOWER | {"agents", "tools", "connectors"},
     "harness": LOWER | {"store", "ingest", "search", "embedding", "connectors", "catalog", "services", "extensions",
                         "tools", "agents", "activity"},
+    "recovery": LOWER | {"harness", "extensions", "store"},
     "workspace": set(),
     "sample": LOWER,
     "server": LOWER | {"harness", "extensions", "tools", "agents", "catalog"},
     "cli": LOWER | {"harness", "extensions", "tools", "agents", "catalog", "context", "lua", "connectors",
-                    "server", "sample", "workspace"},
+                    "server", "sample", "workspace", "recovery"},
     "__main__": {"cli"},
     "__init__": set(),
 }

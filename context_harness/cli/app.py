@@ -318,7 +318,11 @@ def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str 
 @click.pass_context
 def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Check that SQLite, the keyword index and the vectors agree; exit 1 while a problem remains."""
-    result = run_with_harness(ctx, lambda h: h.check(repair=repair))
+    from context_harness.extensions import collect_extensions
+    from context_harness.recovery import check_workspace
+
+    config = required_config(ctx)
+    result = anyio.run(check_workspace, config, collect_extensions(), repair)
     if as_json:
         print_json(result.model_dump(mode="json"))
     else:

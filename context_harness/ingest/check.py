@@ -15,6 +15,7 @@ from context_harness.ingest.chunk_worker import chunk_rows
 from context_harness.ingest.sync import flush_index
 from context_harness.models import CheckProblem
 from context_harness.store.documents import DocumentStore, DocumentWrite, StoredChunk
+from context_harness.store.faults import is_panic
 from context_harness.store.keyword import KeywordIndex
 from context_harness.store.vectors import VectorStore
 
@@ -69,7 +70,18 @@ class Checker:
         if queued:
             self._found("index_queue", f"{queued} documents wait for the keyword index (a sync was cut short); "
                         "`ctx check --repair` indexes them", lambda: flush_index(self.store, self.index))
-        stored, entries = self.store.all_ids(), self.index.doc_id_counts()
+        stored = self.store.all_ids()
+        try:
+            entries = self.index.doc_id_counts()
+            sample = self.store.document(min(stored)) if stored else None
+            if sample is not None:  # a search for its words reads term dictionaries and postings too
+                self.index.search(" ".join(sample.body.split()[:16]), None, 1)
+        except BaseException as exc:  # Tantivy's ValueError, or a Rust panic on damaged files
+            if not (isinstance(exc, ValueError) or is_panic(exc)):
+                raise
+            self._found("keyword_damaged", f"the keyword index cannot be read ({type(exc).__name__}); "
+                        "`ctx check --repair` rebuilds it from SQLite", self._rebuild_index)
+            return
         missing = sorted(stored - set(entries))
         extra = sorted(set(entries) - stored)
         doubled = sorted(doc_id for doc_id, n in entries.items() if n > 1 and doc_id in stored)
@@ -82,6 +94,11 @@ class Checker:
         if extra:
             self._found("keyword_extra", f"{len(extra)} keyword-index entries belong to no document; "
                         "`ctx check --repair` drops them", lambda: self.index.replace(extra, []))
+
+    def _rebuild_index(self) -> None:
+        self.index.recreate()
+        self.store.enqueue_all()
+        flush_index(self.store, self.index)
 
     def _reindex(self, doc_ids: list[str]) -> None:
         self.store.enqueue(doc_ids)

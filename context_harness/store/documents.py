@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -22,6 +23,8 @@ from typing import Any
 
 from context_harness.store.schema import migrate
 from context_harness.timestamps import now_iso, since_text, until_text
+
+log = logging.getLogger(__name__)
 
 
 def document_id(source: str, source_id: str) -> str:
@@ -132,10 +135,19 @@ class DocumentStore:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite has already rolled back after e.g. SQLITE_FULL
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        log.debug("rollback failed", exc_info=True)
                 raise
             else:
-                conn.execute("COMMIT")
+                try:
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
 
     def _migrate(self) -> None:
         with self._write_lock:

@@ -29,6 +29,7 @@ import tantivy
 from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 
 from context_harness.errors import StoreBusy
+from context_harness.store.faults import is_panic
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
 RELOAD_CHECK_SECONDS = 0.05  # searches look for another process's commit at most this often
 _PHRASE = re.compile(r'"([^"]*)"')
+_DELETE_FILE = re.compile(r"([0-9a-f]{32})\.(\d+)\.del")
 
 
 @dataclass
@@ -117,15 +119,24 @@ class KeywordIndex:
             fresh = True
         try:
             self.index = tantivy.Index(self.schema, path=str(self.path), reuse=not fresh)
-        except ValueError:
+        except BaseException as exc:  # ValueError, or a Rust panic (a BaseException) on damaged files
+            if not (isinstance(exc, ValueError) or is_panic(exc)):
+                raise
             log.warning("keyword index at %s could not be opened; rebuilding", self.path)
-            shutil.rmtree(self.path)
-            self.path.mkdir(parents=True)
-            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=False)
-            fresh = True
+            self.recreate()
+            return True
         if fresh:
             marker.write_text(json.dumps({"version": INDEX_VERSION}))
         return fresh
+
+    def recreate(self) -> None:
+        """Replace the index files with an empty index (the caller re-feeds it from SQLite)."""
+        with self._write_lock:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path.mkdir(parents=True)
+            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=False)
+            (self.path / "ctx-index.json").write_text(json.dumps({"version": INDEX_VERSION}))
+            self._meta_seen = None
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -133,7 +144,9 @@ class KeywordIndex:
         deadline = time.monotonic() + wait_seconds
         while True:
             try:
-                return self.index.writer(heap_size=128_000_000, num_threads=0)
+                writer = self.index.writer(heap_size=128_000_000, num_threads=0)
+                self._sweep_stale_deletes()
+                return writer
             except ValueError as exc:
                 if "Lock" not in str(exc) or time.monotonic() > deadline:
                     raise StoreBusy(
@@ -141,6 +154,31 @@ class KeywordIndex:
                         "`ctx sync` or server); try again when it has finished"
                     ) from None
                 time.sleep(0.1)
+
+    def _sweep_stale_deletes(self) -> None:
+        """Remove delete files that no commit references; called holding Tantivy's writer lock.
+
+        A process killed inside a commit can leave ``<segment>.<opstamp>.del`` written but
+        ``meta.json`` not yet pointing at it; the next commit that deletes from that segment at the
+        same opstamp would then fail with ``FileAlreadyExists``.
+        """
+        try:
+            segments = json.loads((self.path / "meta.json").read_text())["segments"]
+        except (OSError, ValueError, KeyError):
+            return
+        live = {}
+        for seg in segments:
+            deletes = seg.get("deletes") or {}
+            live[seg["segment_id"].replace("-", "")] = deletes.get("opstamp")
+        for entry in os.scandir(self.path):
+            match = _DELETE_FILE.fullmatch(entry.name)
+            if match is None or match[1] not in live or live[match[1]] == int(match[2]):
+                continue
+            log.info("removing %s, left by a commit that did not finish", entry.name)
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
 
     def replace(self, doc_ids: Iterable[str], documents: Iterable[IndexedDocument]) -> None:
         """Drop every entry of ``doc_ids`` and add ``documents``, in one commit."""

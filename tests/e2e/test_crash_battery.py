@@ -154,10 +154,6 @@ def check_passes(cfg: Path, env: dict[str, str], cwd: Path) -> None:
     assert done.returncode == 0 and done.stdout.startswith("consistent:"), done.stdout + done.stderr
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known bug found by this battery: a sync killed inside a Tantivy commit can leave a stale "
-    "'<segment>.<opstamp>.del' file, and the next writer fails with FileAlreadyExists (a traceback from "
-    "ctx check/sync); to fix in KeywordIndex before this marker goes"))
 def test_killed_syncs_leave_a_consistent_index_and_the_next_sync_repairs_it(tmp_path, child_env) -> None:
     rng = random.Random(1615)
     sources = Sources(tmp_path, rng)

@@ -110,3 +110,34 @@ def test_index_of_another_version_is_rebuilt(sample_docs) -> None:
             assert [r.title for r in (await h.search(SearchRequest(query="sandbox"))).results] == ["Lua Sandbox"]
 
     anyio.run(main)
+
+
+def test_delete_file_left_by_a_killed_commit_does_not_block_the_next_writer(tmp_path: Path) -> None:
+    """A commit killed after writing ``<segment>.<opstamp>.del`` but before ``meta.json`` named it
+    (found by the kill battery): the same deletion committed again must succeed, not raise
+    ``FileAlreadyExists``."""
+    import shutil
+
+    from context_harness.store.keyword import IndexedDocument, KeywordIndex
+
+    def doc(i: int, body: str) -> IndexedDocument:
+        return IndexedDocument(f"d{i}", f"title {i}", body, "files:notes", [], None)
+
+    path = tmp_path / "tantivy"
+    index = KeywordIndex(path)
+    index.replace([], [doc(i, f"first words {i}") for i in range(20)])
+    before = tmp_path / "before"
+    shutil.copytree(path, before)
+    index.replace(["d3"], [doc(3, "second words")])
+    del index
+    left = {p.name: p.read_bytes() for p in path.iterdir() if p.suffix == ".del" and not (before / p.name).exists()}
+    assert left, "the deletion should have written a .del file"
+    # The state a kill inside that commit leaves: the old commit plus the new delete file.
+    shutil.rmtree(path)
+    shutil.copytree(before, path)
+    for name, data in left.items():
+        (path / name).write_bytes(data)
+    reopened = KeywordIndex(path)
+    reopened.replace(["d3"], [doc(3, "second words")])
+    assert reopened.doc_id_counts()["d3"] == 1
+    assert [h.doc_id for h in reopened.search("second", None, 5)] == ["d3"]

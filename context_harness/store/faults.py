@@ -1,0 +1,105 @@
+"""Faults of the files a workspace lives in, turned into one clear ``StorageFault`` each.
+
+A read-only data folder, a full disk (or a file-size limit), a damaged SQLite file and a damaged
+keyword index reach us as ``sqlite3`` errors, ``OSError``s or Tantivy's ``ValueError``/panic with
+the OS error in its text. ``fault_of`` recognises them and says what to fix; anything else is left
+alone, so unknown errors still surface as ``internal`` (never echoed). ``Harness.run_blocking``
+applies it to every blocking call, so the rims see the same error everywhere.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+from context_harness.errors import StorageFault
+
+log = logging.getLogger(__name__)
+
+_READ_ONLY = {errno.EACCES, errno.EPERM, errno.EROFS}
+_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+_READ_ONLY_TEXT = ("readonly database", "read-only file system", "permission denied", "unable to open database",
+                   "os error 13", "os error 30", "os error 1)")
+_FULL_TEXT = ("database or disk is full", "no space left", "file too large", "disk quota", "os error 28",
+              "os error 27", "os error 122")
+_DAMAGED_SQLITE = ("malformed", "not a database", "file is encrypted")
+
+
+def is_panic(exc: BaseException) -> bool:
+    """A Rust panic inside Tantivy (``pyo3_runtime.PanicException``, a ``BaseException``)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def fault_of(exc: BaseException, data_dir: Path) -> StorageFault | None:
+    """The ``StorageFault`` ``exc`` stands for, or None when it is not a storage fault."""
+    if isinstance(exc, StorageFault):
+        return exc
+    text = str(exc).lower()
+    code = exc.errno if isinstance(exc, OSError) and _inside(exc.filename, data_dir) else None
+    if code in _READ_ONLY or (isinstance(exc, (sqlite3.Error, ValueError)) and any(t in text for t in _READ_ONLY_TEXT)):
+        return StorageFault(f"the data folder {data_dir} is not writable ({_reason(exc)}); give this user write "
+                            "access to it, or set [db] path to a writable place", "read_only")
+    if code in _FULL or (isinstance(exc, (sqlite3.Error, ValueError)) and any(t in text for t in _FULL_TEXT)):
+        return StorageFault(f"the disk holding {data_dir} is full ({_reason(exc)}); nothing already stored was "
+                            "lost: free some space and run the command again", "disk_full")
+    if isinstance(exc, sqlite3.OperationalError) and "disk i/o error" in text:
+        return StorageFault(f"writing to {data_dir} failed (disk I/O error): the disk is full or failing; "
+                            "nothing already stored was lost: free some space, or check the disk, and run the "
+                            "command again", "disk_full")
+    if isinstance(exc, sqlite3.DatabaseError) and any(t in text for t in _DAMAGED_SQLITE):
+        return StorageFault(f"the SQLite file in {data_dir} is damaged ({_reason(exc)}); `ctx check --repair` "
+                            "moves it aside and reads the sources again", "sqlite_damaged")
+    if is_panic(exc) or (isinstance(exc, ValueError) and _from_tantivy(exc)):
+        return StorageFault(f"the keyword index in {data_dir / 'tantivy'} is damaged; `ctx check --repair` "
+                            "rebuilds it from SQLite", "index_damaged")
+    return None
+
+
+def _inside(filename: object, data_dir: Path) -> bool:
+    """An ``OSError`` is ours only when it names a file in the data folder (a source file that
+    cannot be read is the connector's business)."""
+    if not isinstance(filename, (str, os.PathLike)):
+        return False
+    try:
+        return Path(os.path.abspath(filename)).is_relative_to(os.path.abspath(data_dir))
+    except (TypeError, ValueError):
+        return False
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, sqlite3.Error):
+        return str(exc)
+    text = str(exc).lower()
+    for phrase in (*_READ_ONLY_TEXT, *_FULL_TEXT):
+        if phrase in text and not phrase.startswith("os error"):
+            return phrase
+    return "the operating system refused the write"
+
+
+def _from_tantivy(exc: ValueError) -> bool:
+    """Tantivy's own I/O and data errors (``DataCorruption``, ``IoError``, ...), not our validation."""
+    text = str(exc)
+    return any(k in text for k in ("DataCorruption", "IoError", "Failed to open file", "OpenReadError",
+                                   "IncompatibleIndex", "corrupted", "Failed to deserialize"))
+
+
+def set_aside(db_path: Path) -> Path:
+    """Rename a damaged SQLite file (and its WAL files) to ``<name>.damaged-<UTC time>``; returns
+    the new name. The keyword index beside it is left: the next sync brings it in line."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = db_path.with_name(f"{db_path.name}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(f"{db_path}{suffix}")
+        if part.exists():
+            os.replace(part, Path(f"{target}{suffix}"))
+    log.warning("moved the damaged SQLite file %s to %s", db_path, target)
+    return target
+
+
+__all__ = ["fault_of", "is_panic", "set_aside"]
