@@ -11,6 +11,8 @@
   and shown in ``sources``; the source is **polled** instead (a full incremental sync every
   ``POLL_SECONDS``: unchanged fingerprints cost a ``stat``) and watched again once possible.
 - Connectors with a ``sync_interval`` (git: 10 minutes by default) are synced on that interval.
+- A write that fails (a full disk, a read-only folder) is logged and **retried** by a full incremental
+  sync of that source after a pause that doubles (2 s up to 5 minutes), so no change is lost.
 - Chunks changed by any of these are **embedded in the background** right after the keyword update
   (``Harness.embed_new``), which never waits for them.
 
@@ -49,6 +51,8 @@ CHECK_MS = 2_000  # how often an idle watcher checks that its root is still ther
 POLL_SECONDS = 10.0  # a polled source's full incremental sync, when it has no sync_interval
 ROOT_WAIT_SECONDS = 1.0  # how often a missing root is looked for
 RETRY_WATCH_SECONDS = 60.0  # how long a source stays polled before watching is tried again
+RETRY_FIRST_SECONDS = 2.0  # a failed write (full disk, read-only folder) is retried after this, ...
+RETRY_MAX_SECONDS = 300.0  # ... doubling up to this
 
 NotifyFactory = Callable[[list[str]], Any]
 """Makes a watcher of these paths (``watchfiles.RustNotify``-like: ``watch(...)``, ``close()``)."""
@@ -122,6 +126,8 @@ class LiveIndex:
         self._generation: dict[str, int] = {}  # label -> bumped when the config changes the connector
         self._config_stamp = _config_stamp(harness.config.source_path)
         self._data_dir = os.path.realpath(harness.config.data_dir)
+        self._backoff: dict[str, float] = {}  # label -> the pause before the next retry of a failed write
+        self._retry_pending: set[str] = set()
 
     def start(self) -> None:
         if self.harness.config.embedding.provider != "disabled":
@@ -164,11 +170,12 @@ class LiveIndex:
         try:
             report = await self.harness.sync(connector.label, embed=False)
         except HarnessError as exc:
-            log.warning("%s: %s sync failed: %s", connector.label, why, exc.message)
+            log.warning("%s: %s sync failed: %s%s", connector.label, why, exc.message, self._failed(connector.label))
             return
         except Exception:
-            log.exception("%s: %s sync failed", connector.label, why)
+            log.exception("%s: %s sync failed%s", connector.label, why, self._failed(connector.label))
             return
+        self._backoff.pop(connector.label, None)
         if changed(report):
             log.info("%s: %s sync: %d documents changed", connector.label, why, changed(report))
             self.embed_soon()
@@ -178,16 +185,34 @@ class LiveIndex:
         try:
             summary = await self.harness.sync_paths(connector.label, rel_paths)
         except HarnessError as exc:
-            log.warning("%s: live update failed: %s", connector.label, exc.message)
+            log.warning("%s: live update failed: %s%s", connector.label, exc.message, self._failed(connector.label))
             return
         except Exception:
-            log.exception("%s: live update failed", connector.label)
+            log.exception("%s: live update failed%s", connector.label, self._failed(connector.label))
             return
         log.info("%s: live update of %d paths: %d added, %d updated, %d deleted in %.3fs (pass %d)",
                  connector.label, len(rel_paths), summary.added, summary.updated, summary.deleted,
                  time.perf_counter() - started, self.harness.activity.of(connector.label).passes)
         if changed(summary):
             self.embed_soon()
+
+    def _failed(self, label: str) -> str:
+        """A write of ``label`` failed (a full disk, a read-only folder, ...): a full incremental sync
+        retries it after a pause that doubles up to ``RETRY_MAX_SECONDS``, so nothing the watcher saw
+        is lost and nothing spins. Returns the note for the log line."""
+        delay = self._backoff.get(label, RETRY_FIRST_SECONDS)
+        self._backoff[label] = min(delay * 2, RETRY_MAX_SECONDS)
+        if label not in self._retry_pending:
+            self._retry_pending.add(label)
+            self.task_group.start_soon(self._retry, label, delay)
+        return f" (trying again in {delay:.0f} s)"
+
+    async def _retry(self, label: str, delay: float) -> None:
+        await anyio.sleep(delay)
+        self._retry_pending.discard(label)
+        connector = self.current(label)
+        if connector is not None:
+            await self.sync_source(connector, "retried")
 
     async def _every(self, label: str) -> None:
         """``sync_interval``: a full incremental sync of the source every interval (as configured now)."""

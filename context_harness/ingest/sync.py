@@ -126,6 +126,14 @@ class Syncer:
         self.index = index
         self.chunking = chunking
 
+    def catch_up(self) -> None:
+        """Index documents an earlier write stored but could not index (its keyword commit failed:
+        a full disk, a read-only index folder). Runs after a successful sync, whose caller holds the
+        workspace's writer lock, so nothing queued belongs to a write still in progress."""
+        if self.store.queued(1):
+            log.info("indexing %d documents an earlier write left queued", self.store.queued_count())
+            flush_index(self.store, self.index)
+
     def chunking_changed(self, label: str) -> bool:
         stored = self.store.get_meta(f"chunking:{label}")
         return stored is not None and stored != chunking_signature(self.chunking)
@@ -137,6 +145,8 @@ class Syncer:
         with contextlib.ExitStack() as stack:
             run = _SyncRun(self, connector, options, progress, _Budget(budget), stack)
             summary = run.run()
+        if not options.dry_run:
+            self.catch_up()
         if changes is not None:
             changes.merge(run.changes)
         return summary
@@ -151,6 +161,7 @@ class Syncer:
             run = _PathSyncRun(self, connector, SyncOptions(), None, _Budget(None), stack)
             run.paths = list(rel_paths)
             summary = run.run()
+        self.catch_up()
         if changes is not None:
             changes.merge(run.changes)
         return summary

@@ -50,6 +50,10 @@ def fault_of(exc: BaseException, data_dir: Path) -> StorageFault | None:
         return StorageFault(f"writing to {data_dir} failed (disk I/O error): the disk is full or failing; "
                             "nothing already stored was lost: free some space, or check the disk, and run the "
                             "command again", "disk_full")
+    if isinstance(exc, ValueError) and "index writer was killed" in text:
+        return StorageFault(f"writing the keyword index in {data_dir / 'tantivy'} failed (an I/O error, most likely "
+                            "a full disk); nothing already stored was lost: free some space and run the command "
+                            "again", "disk_full")
     if isinstance(exc, sqlite3.DatabaseError) and any(t in text for t in _DAMAGED_SQLITE):
         return StorageFault(f"the SQLite file in {data_dir} is damaged ({_reason(exc)}); `ctx check --repair` "
                             "moves it aside and reads the sources again", "sqlite_damaged")

@@ -29,7 +29,7 @@ import tantivy
 from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 
 from context_harness.errors import StoreBusy
-from context_harness.store.faults import is_panic
+from context_harness.store.faults import fault_of, is_panic
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,9 @@ class KeywordIndex:
         except BaseException as exc:  # ValueError, or a Rust panic (a BaseException) on damaged files
             if not (isinstance(exc, ValueError) or is_panic(exc)):
                 raise
+            fault = fault_of(exc, self.path.parent)
+            if fault is not None and fault.kind in {"read_only", "disk_full"}:
+                raise fault from exc  # the files may be fine: rebuilding would only lose them
             log.warning("keyword index at %s could not be opened; rebuilding", self.path)
             self.recreate()
             return True
@@ -148,6 +151,8 @@ class KeywordIndex:
                 self._sweep_stale_deletes()
                 return writer
             except ValueError as exc:
+                if "IoError" in str(exc):  # not another writer: e.g. a read-only folder (a StorageFault upstream)
+                    raise
                 if "Lock" not in str(exc) or time.monotonic() > deadline:
                     raise StoreBusy(
                         f"the keyword index at {self.path} is locked by another process (a running "

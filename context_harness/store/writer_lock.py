@@ -41,7 +41,7 @@ class WriterLock:
         self.path = Path(path)
         self.what = what
         self._thread_lock = threading.Lock()
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
 
     @property
     def held(self) -> bool:
@@ -54,7 +54,8 @@ class WriterLock:
             return False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "a+", encoding="utf-8")  # held until release()
+            # Unbuffered: a note that could not be written (a full disk) is not retried at close.
+            handle = open(self.path, "a+b", buffering=0)  # held until release()
         except BaseException:
             self._thread_lock.release()
             raise
@@ -69,8 +70,7 @@ class WriterLock:
             handle.seek(0)
             handle.truncate()
             handle.write(json.dumps({"pid": os.getpid(), "operation": operation, "command": _command(),
-                                     "since": now_iso()}))
-            handle.flush()
+                                     "since": now_iso()}).encode())
         except OSError as exc:  # the lock holds without the note; waiters then say less
             log.debug("cannot note the writer in %s: %s", self.path, exc)
         return True
@@ -85,7 +85,10 @@ class WriterLock:
         except OSError:
             pass
         finally:
-            handle.close()  # closing the descriptor releases the flock
+            try:
+                handle.close()  # closing the descriptor releases the flock
+            except OSError as exc:
+                log.debug("closing %s: %s", self.path, exc)
             self._thread_lock.release()
 
     def holder(self) -> str:
