@@ -18,6 +18,7 @@ from context_harness.catalog import Catalog
 from context_harness.config import Config
 from context_harness.errors import HarnessError, NotConfigured
 from context_harness.live import LiveHost, LiveIndex
+from context_harness.memory import limit_malloc_arenas
 from context_harness.models import SyncReport
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class Services:
         self.live = LiveIndex(harness, task_group, watch=harness.config.server.watch)
 
     def start(self) -> None:
+        limit_malloc_arenas()  # a long-running process: keep its memory flat (see memory.py)
         self.task_group.start_soon(self._reload_forever)
         self.live.start()  # watchers first: what changes during the sync on start is seen too
         if self.harness.config.server.sync_on_start:

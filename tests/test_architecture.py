@@ -15,12 +15,13 @@ ROOT = "context_harness"
 
 RIMS = {"cli", "server", "__main__"}
 # unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
-LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes"}
+LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "timestamps": set(),
     "passages": set(),
     "pipes": set(),
+    "memory": set(),
     "config": {"errors"},
     "models": {"errors", "timestamps"},
     "validation": {"errors", "models"},

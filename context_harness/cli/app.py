@@ -380,8 +380,10 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, c
           root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
     from context_harness.extensions import prepare_server
+    from context_harness.memory import limit_malloc_arenas
     from context_harness.server import run_server
 
+    limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
     run_server(prepare_server(required_config(ctx)), http=http, bind=bind, agent=agent)
 
 

@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -55,6 +55,11 @@ from context_harness.tools.base import describe
 
 log = logging.getLogger(__name__)
 
+# An idle keep-alive connection is closed after this long. Longer than clients keep theirs (httpx,
+# aiohttp, browsers: 5-15 s), so a client reusing one never races the server closing it (a request
+# sent as the server closes fails with a reset). uvicorn's default is 5 s.
+KEEP_ALIVE_SECONDS = 20
+
 
 class UnknownErrors:
     """The last line of the error mapping: an exception that is not a ``HarnessError`` is logged
@@ -78,6 +83,9 @@ class UnknownErrors:
             await self.app(scope, receive, tracking_send)
         except BodyLimitExceeded:
             raise
+        except ClientDisconnect:
+            log.debug("%s %s: the client went away before its request was read", scope.get("method"),
+                      scope.get("path"))
         except Exception as exc:
             if started:
                 raise
@@ -254,7 +262,8 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
     async with harness.serving():
         app = build_app(harness, agent, bind_host=host)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                               lifespan="on", server_header=False))
+                                               lifespan="on", server_header=False,
+                                               timeout_keep_alive=KEEP_ALIVE_SECONDS))
         shown = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"context-harness: serving MCP at http://{shown}:{port}/mcp and REST at "
                          f"http://{shown}:{port}/tools/* (Ctrl-C to stop)\n")
