@@ -34,6 +34,7 @@ from context_harness.connectors.base import Connector
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
 from context_harness.ingest.check import check as check_store
+from context_harness.ingest.embed import embedding_status
 from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, flush_index
 from context_harness.models import (
     CheckReport,
@@ -382,25 +383,9 @@ class Harness:
                            vectors=self.vectors.count() if self.vectors is not None else 0, problems=problems)
 
     def embedding_status(self) -> dict[str, Any]:
-        """Embedded and pending chunks, the embedder the config selects (``identity``) and the one
-        the stored vectors were made by (``stored_identity``); ``mismatch`` when both hold vectors'
-        worth of meaning and differ (searches using vectors then ask for ``ctx embed rebuild``)."""
-        status: dict[str, Any] = {"provider": self.config.embedding.provider}
-        if self.vectors is None:
-            return status | {"identity": None, "embedded_chunks": 0, "pending_chunks": 0}
-        stats = self.vectors.stats()
-        try:
-            configured: str | None = self.semantic().identity_key()
-        except Exception as exc:  # e.g. a model that cannot be looked up: stats still answer
-            log.debug("embedder identity unavailable: %s", exc)
-            configured = None
-        stored = stats.identity.key if stats.identity else None
-        return status | {
-            "identity": configured, "stored_identity": stored,
-            "mismatch": bool(stats.vectors and stored and configured and stored != configured),
-            "embedded_chunks": stats.embedded_chunks, "pending_chunks": stats.pending_chunks,
-            "vectors": stats.vectors,
-        }
+        """Embedded and pending chunks, the embedder the config selects and the one the stored vectors
+        were made by, and whether they differ (``ingest/embed.py``)."""
+        return embedding_status(self.config.embedding.provider, self.vectors, lambda: self.semantic().identity_key())
 
     def describe(self) -> str:
         """A short, truthful description of the knowledge base, for MCP server instructions."""
@@ -474,6 +459,7 @@ class Harness:
             finally:
                 self._documents_changed(changes)
             if embed and not dry_run and self.vectors is not None:
+                self._keyword_ready(progress)
                 try:
                     async with self.writing("embed pending", embeddings=True):
                         report.embedding = await self.run_blocking(self._embed_blocking, None, None, progress,
@@ -511,6 +497,13 @@ class Harness:
         backend.mark_stale()
         return EmbedSummary(embedded=report.embedded, pending=report.pending, seconds=report.seconds,
                             embedder=report.identity)
+
+    def _keyword_ready(self, progress: ProgressFn | None) -> None:
+        """Tell a sync's watcher that keyword search works now, before embedding starts (when any is due)."""
+        assert self.store is not None and self.vectors is not None
+        pending = self.vectors.stats().pending_chunks
+        if progress is not None and pending:
+            progress({"event": "keyword_ready", "documents": self.store.counts()[0], "pending_chunks": pending})
 
     async def sync_paths(self, label: str, rel_paths: list[str]) -> SyncSummary:
         """Sync only what changed at or under ``rel_paths`` of source ``label`` (the live index's

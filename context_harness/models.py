@@ -111,8 +111,19 @@ class SearchResult(BaseModel):
     explain: SearchExplain | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
+class SearchCoverage(BaseModel):
+    """With ``explain``: how the search ran and how much of the index semantic search could see."""
+
+    mode: str = Field(description="The mode the search ran in ('auto' resolves to hybrid or keyword).")
+    chunks: int = Field(description="Chunks in the index.")
+    embedded_chunks: int = Field(description="Chunks with a vector: semantic and hybrid search see only these "
+                                 "(the rest are found by keyword until `ctx embed pending` or the server embeds "
+                                 "them).")
+
+
 class SearchResponse(BaseModel):
     results: list[SearchResult]
+    explain: SearchCoverage | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class GetRequest(BaseModel):

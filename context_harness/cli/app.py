@@ -72,7 +72,7 @@ def init(folder: str, docs: str) -> None:
 
 def _progress_printer(mode: str) -> tuple[Callable[[dict[str, Any]], None] | None, Callable[[], None]]:
     if mode == "auto":
-        mode = "bar" if sys.stderr.isatty() else "none"
+        mode = "bar" if sys.stderr.isatty() else "lines"
     if mode == "json":
         def emit(event: dict[str, Any]) -> None:
             sys.stderr.write(json.dumps(event) + "\n")
@@ -80,24 +80,48 @@ def _progress_printer(mode: str) -> tuple[Callable[[dict[str, Any]], None] | Non
         return emit, lambda: None
     if mode == "bar":
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
         tasks: dict[str, Any] = {}
         progress.start()
 
         def emit(event: dict[str, Any]) -> None:
             source = event.get("source", "")
-            if event["event"] == "start":
+            if event["event"] == "keyword_ready":
+                progress.console.print(keyword_ready_line(event))
+            elif event["event"] == "start":
                 label = "embed chunks" if source == "embeddings" else f"sync {source}"
-                tasks[source] = progress.add_task(label, total=event["total"] or 1)
+                tasks[source] = progress.add_task(label, total=event["total"] or 1, rate="")
             elif event["event"] == "progress" and source in tasks:
                 progress.update(tasks[source], completed=event["done"])
+                speed = progress.tasks[tasks[source]].speed
+                if speed and source == "embeddings":
+                    progress.update(tasks[source], rate=f"{speed:,.0f} chunks/s")
             elif event["event"] == "done" and source in tasks:
                 progress.update(tasks[source], completed=progress.tasks[tasks[source]].total)
         return emit, progress.stop
-    return None, lambda: None
+    if mode == "none":
+        return None, lambda: None
+
+    def say_ready(event: dict[str, Any]) -> None:  # no bar (not a terminal): still say it, on stderr
+        if event["event"] == "keyword_ready":
+            click.echo(keyword_ready_line(event), err=True)
+    return say_ready, lambda: None
+
+
+def keyword_ready_line(event: dict[str, Any]) -> str:
+    return (f"keyword search is ready ({event['documents']:,} documents); embedding {event['pending_chunks']:,} "
+            "chunks for semantic search (Ctrl-C stops; `ctx embed pending` goes on where it stopped)")
 
 
 @cli.command()
@@ -227,6 +251,10 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
             click.echo(f"   {r.snippet}")
         if r.explain:
             click.echo(f"   explain: {r.explain.model_dump(exclude_none=True)}")
+    if response.explain is not None:
+        cover = response.explain
+        share = f" ({100 * cover.embedded_chunks / cover.chunks:.0f} %)" if cover.chunks else ""
+        click.echo(f"mode {cover.mode}; {cover.embedded_chunks:,} of {cover.chunks:,} chunks embedded{share}")
 
 
 @cli.command()

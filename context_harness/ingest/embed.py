@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ from typing import Any
 from context_harness.embedding.base import Embedder
 from context_harness.ingest.chunking import embedding_text
 from context_harness.store.vectors import VectorStore
+
+log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
 FETCH = 512  # pending texts read from SQLite at a time
@@ -50,3 +53,25 @@ def embed_pending(vectors: VectorStore, embedder: Embedder, *, batch_size: int =
     seconds = round(time.perf_counter() - started, 3)
     emit({"event": "done", "source": "embeddings", "embedded": done, "pending": left, "seconds": seconds})
     return EmbedReport(done, left, seconds, embedder.identity.key)
+
+
+def embedding_status(provider: str, vectors: VectorStore | None, configured_key: Callable[[], str]) -> dict[str, Any]:
+    """Embedded and pending chunks, the embedder the config selects (``identity``) and the one the
+    stored vectors were made by (``stored_identity``); ``mismatch`` when both hold vectors' worth of
+    meaning and differ (searches using vectors then ask for ``ctx embed rebuild``)."""
+    status: dict[str, Any] = {"provider": provider}
+    if vectors is None:
+        return status | {"identity": None, "embedded_chunks": 0, "pending_chunks": 0}
+    stats = vectors.stats()
+    try:
+        configured: str | None = configured_key()
+    except Exception as exc:  # e.g. a model that cannot be looked up: stats still answer
+        log.debug("embedder identity unavailable: %s", exc)
+        configured = None
+    stored = stats.identity.key if stats.identity else None
+    return status | {
+        "identity": configured, "stored_identity": stored,
+        "mismatch": bool(stats.vectors and stored and configured and stored != configured),
+        "embedded_chunks": stats.embedded_chunks, "pending_chunks": stats.pending_chunks,
+        "vectors": stats.vectors,
+    }

@@ -19,6 +19,7 @@ from context_harness.config import Config
 from context_harness.embedding.base import BaseEmbedder
 from context_harness.errors import BadRequest, embeddings_disabled
 from context_harness.models import (
+    SearchCoverage,
     SearchExplain,
     SearchRequest,
     SearchResponse,
@@ -86,7 +87,18 @@ class SearchEngine:
             candidates = self._semantic(request, filters, limit)
         else:
             candidates, prepared = self._hybrid(request, filters, limit)
-        return self._render(candidates, request, mode, prepared)
+        response = self._render(candidates, request, mode, prepared)
+        if request.explain:
+            response.explain = self._coverage(mode)
+        return response
+
+    def _coverage(self, mode: str) -> SearchCoverage:
+        backend = self._backend(required=False)
+        if backend is not None:
+            stats = backend.vectors.stats()
+            return SearchCoverage(mode=mode, chunks=stats.embedded_chunks + stats.pending_chunks,
+                                  embedded_chunks=stats.embedded_chunks)
+        return SearchCoverage(mode=mode, chunks=self.store.counts()[1], embedded_chunks=0)
 
     # -- retrievers --------------------------------------------------------------------------
 

@@ -261,3 +261,35 @@ async def test_auto_mode_counts_the_vectors_once_until_they_change(sample_docs) 
         other.clear()
         other.close()
         assert (await search(h, "sandbox", explain=True))[0].explain.notes[0].startswith("mode=keyword")
+
+
+async def test_a_first_sync_says_keyword_search_is_ready_before_embedding_and_explain_shows_coverage(
+        sample_docs) -> None:
+    """Issue 18's first index: the keyword pass is announced before embedding starts; `auto` mode
+    searches keyword hits plus what is embedded so far, and `explain` says how much that is."""
+    sample_docs.config_path.write_text(
+        sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
+    async with Harness.open(sample_docs.config()) as h:
+        events: list[dict] = []
+        await h.sync(progress=events.append, embed=False)
+        assert not any(e["event"] == "keyword_ready" for e in events), "nothing to embed: nothing said"
+        request = SearchRequest(query="lua sandbox", explain=True)  # the default mode: auto
+        before = await h.search(request)
+        assert before.explain is not None and before.explain.mode == "keyword"
+        chunks = before.explain.chunks
+        assert chunks >= 3 and before.explain.embedded_chunks == 0
+        await h.embed(limit=2)
+        partly = await h.search(request)
+        assert partly.explain is not None
+        assert (partly.explain.mode, partly.explain.embedded_chunks, partly.explain.chunks) == ("hybrid", 2, chunks)
+        assert "explain" not in (await h.search(SearchRequest(query="lua sandbox"))).model_dump(mode="json")
+
+    events.clear()
+    sample_docs.write("new.md", "# New\n\nA note that arrives later.\n")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync(progress=events.append)
+    kinds = [(e["event"], e.get("source")) for e in events]
+    ready = kinds.index(("keyword_ready", None))
+    assert ready < kinds.index(("start", "embeddings")), kinds
+    said = events[ready]
+    assert said["documents"] >= 3 and said["pending_chunks"] >= 1
