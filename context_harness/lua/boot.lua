@@ -9,7 +9,8 @@ local type_, rawget_, rawset_, select_ = type, rawget, rawset, select
 local setmetatable_, getmetatable_, tostring_ = setmetatable, getmetatable, tostring
 local co_create, co_resume, co_status, co_close = coroutine.create, coroutine.resume, coroutine.status, coroutine.close
 local pack, unpack, huge, floor = table.pack, table.unpack, math.huge, math.floor
-local string_rep = string.rep
+local string_rep, gmatch = string.rep, string.gmatch
+local next_, pairs_ = next, pairs
 
 local TIMEOUT = setmetatable_({}, { __tostring = function() return "timeout" end, __metatable = false })
 local deadline = huge
@@ -155,12 +156,20 @@ end
 
 local safe_os = { time = os.time, clock = os.clock, date = os.date }
 
+-- Scripts get their own copies of the library tables: replacing `math.floor` in a script changes
+-- neither the runtime's real `math` (which this file reads) nor anything the host uses.
+local function copy(lib)
+  local t = {}
+  for k, v in pairs(lib) do t[k] = v end
+  return t
+end
+
 for k, v in pairs({
   assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, select = select,
   tonumber = tonumber, tostring = tostring, type = type, rawequal = rawequal, rawget = rawget,
   rawlen = rawlen, rawset = rawset, setmetatable = safe_setmetatable, getmetatable = safe_getmetatable,
   pcall = safe_pcall, xpcall = safe_xpcall, load = safe_load, _VERSION = _VERSION,
-  string = safe_string, table = safe_table, math = math, utf8 = utf8, coroutine = safe_coroutine,
+  string = safe_string, table = safe_table, math = copy(math), utf8 = copy(utf8), coroutine = safe_coroutine,
   os = safe_os,
 }) do env[k] = v end
 env._G = env
@@ -217,19 +226,40 @@ function api.compile(source, chunkname)
   return fn
 end
 
+-- Host code below never reaches through `env` or the string metatable (`s:gmatch`): a script may
+-- replace `string.gmatch`, `pairs` or `type` in its own environment, and must not make the host
+-- run its replacement. Every library function the host uses is one of the locals captured above.
+
 -- Resolve "a.b.c" in the sandbox env with raw lookups (no user metamethods run here).
 function api.lookup(path)
   local v = env
-  for part in path:gmatch("[^.]+") do
+  for part in gmatch(path, "[^.]+") do
     if type_(v) ~= "table" then return nil end
     v = rawget_(v, part)
   end
   return v
 end
 
+-- Compile a trusted host snippet (metadata readers): it sees the script's globals (raw), but its
+-- own `type`, `rawget`, `pairs`, ... are the real ones whatever the script did to its globals.
+local host_names = {
+  type = type_, rawget = rawget_, rawequal = rawequal, rawlen = rawlen, next = next_, pairs = pairs_,
+  ipairs = ipairs, select = select_, tostring = tostring_, tonumber = tonumber, error = error_,
+}
+local host_env = setmetatable_({}, { __index = function(_, k)
+  local v = rawget_(host_names, k)
+  if v ~= nil then return v end
+  return rawget_(env, k)
+end })
+function api.compile_trusted(source, chunkname)
+  local fn, err = load_(source, chunkname, "t", host_env)
+  if not fn then return nil, err end
+  return fn
+end
+
 function api.install(name, functions)
   local t = {}
-  for k, f in pairs(functions) do t[k] = wrap_host(f) end
+  for k, f in pairs_(functions) do t[k] = wrap_host(f) end
   env[name] = t
   return t
 end
@@ -241,7 +271,7 @@ end
 function api.set(name, value) env[name] = value end
 function api.host_table(functions, extra)
   local t = extra or {}
-  for k, f in pairs(functions) do t[k] = wrap_host(f) end
+  for k, f in pairs_(functions) do t[k] = wrap_host(f) end
   return t
 end
 function api.memory_kb() return collectgarbage("count") end
