@@ -1,7 +1,7 @@
 -- Sandbox bootstrap: runs once per runtime with the real standard library in reach, captures what
 -- it needs in locals (upvalues user code cannot reach without `debug`) and builds the allow-listed
 -- environment every user chunk runs in. Returns the host-facing API table.
-local now, HOOK_EVERY = ...
+local now, HOOK_EVERY, host_room = ...
 
 local sethook = debug.sethook
 local load_, pcall_, xpcall_, error_ = load, pcall, xpcall, error
@@ -182,10 +182,6 @@ local function host_call(status, value)
   error_(value, 2)
 end
 
-local function wrap_host(pyfn)
-  return function(...) return host_call(pyfn(...)) end
-end
-
 local function error_message(e)
   if type_(e) == "string" then return e end
   if type_(e) == "table" then
@@ -196,6 +192,53 @@ local function error_message(e)
   if e == nil then return "error object is nil" end
   return "error object is a " .. type_(e)
 end
+
+-- Table arguments are measured here, in Lua, before Python sees them: a raw walk under the hook,
+-- within what is left of the script's memory cap (`host_room`), so a shared-reference bomb such as
+-- `json.encode` of `t = {t, t}` nested 40 times fails fast instead of expanding in the host.
+-- Only size counts here (leaves of any type, cycles and depth past 50 stop the walk): the host
+-- reports other problems itself, as before.
+local function count(v, limits, depth, on_path)
+  limits.nodes = limits.nodes - 1
+  if limits.nodes < 0 then
+    error_("it holds too many values (limit " .. limits.max_nodes .. ", from the script's memory_limit; " ..
+           "shared tables count each time)", 0)
+  end
+  local t = type_(v)
+  if t == "string" then
+    limits.bytes = limits.bytes - #v
+    if limits.bytes < 0 then error_("it is too large (limit " .. limits.max_bytes .. " bytes)", 0) end
+  elseif t == "table" and depth < 50 and not on_path[v] then
+    on_path[v] = true
+    for k, x in next_, v do
+      count(k, limits, depth + 1, on_path)
+      count(x, limits, depth + 1, on_path)
+    end
+    on_path[v] = nil
+  end
+end
+
+local function precheck(...)
+  local n = select_("#", ...)
+  for i = 1, n do
+    local v = select_(i, ...)
+    if type_(v) == "table" then
+      local nodes, bytes = host_room()
+      local ok, err = pcall_(count, v, { nodes = nodes, bytes = bytes, max_nodes = nodes, max_bytes = bytes }, 0, {})
+      if timed_out then error_(TIMEOUT, 0) end
+      if not ok then return "argument #" .. i .. " cannot be passed to the host: " .. error_message(err) end
+    end
+  end
+end
+
+local function wrap_host(pyfn, name)
+  return function(...)
+    local bad = precheck(...)
+    if bad then error_(name .. ": " .. bad, 2) end
+    return host_call(pyfn(...))
+  end
+end
+
 
 local function finish(co, ok, ...)
   if timed_out then return "timeout" end
@@ -259,19 +302,19 @@ end
 
 function api.install(name, functions)
   local t = {}
-  for k, f in pairs_(functions) do t[k] = wrap_host(f) end
+  for k, f in pairs_(functions) do t[k] = wrap_host(f, name .. "." .. k) end
   env[name] = t
   return t
 end
 
 function api.install_function(name, f)
-  env[name] = wrap_host(f)
+  env[name] = wrap_host(f, name)
 end
 
 function api.set(name, value) env[name] = value end
-function api.host_table(functions, extra)
+function api.host_table(functions, extra, prefix)
   local t = extra or {}
-  for k, f in pairs_(functions) do t[k] = wrap_host(f) end
+  for k, f in pairs_(functions) do t[k] = wrap_host(f, prefix .. k) end
   return t
 end
 function api.memory_kb() return collectgarbage("count") end
@@ -282,7 +325,9 @@ function api.memory_kb() return collectgarbage("count") end
 local function measure(v, limits, depth, on_path)
   local t = type_(v)
   limits.nodes = limits.nodes - 1
-  if limits.nodes < 0 then error_("it holds too many values (limit " .. limits.max_nodes .. ")", 0) end
+  if limits.nodes < 0 then
+    error_("it holds too many values (limit " .. limits.max_nodes .. "; shared tables count each time)", 0)
+  end
   if t == "string" then
     limits.bytes = limits.bytes - #v
     if limits.bytes < 0 then error_("it is too large (limit " .. limits.max_bytes .. " bytes)", 0) end

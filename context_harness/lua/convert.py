@@ -113,47 +113,71 @@ def to_py(value: Any, *, what: str = "result", max_nodes: int = 1_000_000,
           max_bytes: int = 16_000_000, max_depth: int = MAX_DEPTH, deadline: float | None = None) -> Any:
     """Lua value -> JSON-serialisable Python value, or ``ConversionError`` naming the path
     (``HostTimeout`` once ``deadline`` passed)."""
-    return _to_py(value, what, 0, Budget(max_nodes, max_bytes, deadline), max_depth)
+    return _Walk(what, Budget(max_nodes, max_bytes, deadline), max_depth).value(value, 0)
 
 
-def _to_py(value: Any, path: str, depth: int, budget: Budget, max_depth: int) -> Any:
-    budget.tick(path)
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, bytes):
-        budget.bytes -= len(value)
-        if budget.bytes < 0:
-            raise ConversionError(f"{path}: the value is too large (limit {budget.max_bytes} bytes)")
-        return value.decode("utf-8", "replace")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ConversionError(f"{path}: {value} is not a JSON number")
-        return value
-    kind = lua_type(value)
-    if kind != "table":
-        raise ConversionError(
-            f"{path}: a Lua {kind or 'value'} is not data; use only tables, strings, numbers, "
-            "booleans and nil")
-    if depth >= max_depth:
-        raise ConversionError(f"{path}: nested deeper than {max_depth} levels (or contains a cycle)")
-    items = list(value.items())
-    if not items:
-        return {}
-    keys = [k for k, _ in items]
-    if all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
-        n = len(keys)
-        if min(keys) == 1 and max(keys) == n:
-            out: list[Any] = [None] * n
-            for k, v in items:
-                out[k - 1] = _to_py(v, f"{path}[{k}]", depth + 1, budget, max_depth)
-            return out
-    result: dict[str, Any] = {}
-    for k, v in items:
-        key = _key(k, path)
-        result[key] = _to_py(v, f"{path}.{key}", depth + 1, budget, max_depth)
-    return result
+class _Walk:
+    """One conversion; ``trail`` holds the path (``result[2].name``), joined only for a message."""
+
+    def __init__(self, what: str, budget: Budget, max_depth: int) -> None:
+        self.trail = [what]
+        self.budget = budget
+        self.max_depth = max_depth
+
+    def fail(self, why: str) -> ConversionError:
+        return ConversionError(f"{''.join(self.trail)}: {why}")
+
+    def value(self, value: Any, depth: int) -> Any:
+        budget = self.budget
+        budget.nodes -= 1
+        if budget.nodes < 0:
+            raise self.fail(f"too many values (limit {budget.max_nodes})")
+        if budget.deadline is not None and budget.nodes % Budget.CHECK_EVERY == 0 \
+                and time.monotonic() > budget.deadline:
+            raise HostTimeout()
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, bytes):
+            budget.bytes -= len(value)
+            if budget.bytes < 0:
+                raise self.fail(f"the value is too large (limit {budget.max_bytes} bytes)")
+            return value.decode("utf-8", "replace")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fail(f"{value} is not a JSON number")
+            return value
+        kind = lua_type(value)
+        if kind != "table":
+            raise self.fail(f"a Lua {kind or 'value'} is not data; use only tables, strings, numbers, "
+                            "booleans and nil")
+        if depth >= self.max_depth:
+            raise self.fail(f"nested deeper than {self.max_depth} levels (or contains a cycle)")
+        return self.table(value, depth)
+
+    def table(self, value: Any, depth: int) -> Any:
+        items = list(value.items())
+        if not items:
+            return {}
+        trail = self.trail
+        keys = [k for k, _ in items]
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+            n = len(keys)
+            if min(keys) == 1 and max(keys) == n:
+                out: list[Any] = [None] * n
+                for k, v in items:
+                    trail.append(f"[{k}]")
+                    out[k - 1] = self.value(v, depth + 1)
+                    trail.pop()
+                return out
+        result: dict[str, Any] = {}
+        for k, v in items:
+            key = _key(k, "".join(trail))
+            trail.append(f".{key}")
+            result[key] = self.value(v, depth + 1)
+            trail.pop()
+        return result
 
 
 def _key(key: Any, path: str) -> str:

@@ -93,7 +93,7 @@ class Sandbox:
             attribute_filter=_deny_attributes,
             max_memory=self.memory_limit,
         )
-        self.api = self.lua.execute(_boot_source(), time.monotonic, HOOK_EVERY)
+        self.api = self.lua.execute(_boot_source(), time.monotonic, HOOK_EVERY, self.host_room)
 
     # -- time -------------------------------------------------------------------------------
 

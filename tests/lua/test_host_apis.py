@@ -15,7 +15,6 @@ import pytest
 from context_harness.config import LuaConfig
 from context_harness.errors import Timeout, ToolError
 
-
 LOCAL = ["127.0.0.1"]  # the test server's address: non-public, so it must be listed
 
 
