@@ -96,7 +96,7 @@ def address_kind(ip: IPAddress) -> str | None:
             embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             inner = address_kind(embedded)
-            if inner is not None:
+            if inner is not None or ip.ipv4_mapped is not None:  # ::ffff:a.b.c.d is a.b.c.d
                 return inner
     checks = (("unspecified", ip.is_unspecified), ("loopback", ip.is_loopback),
               ("link-local", ip.is_link_local), ("multicast", ip.is_multicast),

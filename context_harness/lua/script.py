@@ -191,7 +191,7 @@ def _with_remaining(op: str, rest: tuple[Any, ...], until: float) -> tuple[Any, 
         path, args, _limit, with_context, items = rest
         return (path, args, left, with_context, items)
     if op == "eval":
-        return (rest[0], left)
+        return (rest[0], left, rest[1])  # the snippet, the time left, the limit to name in messages
     return rest
 
 

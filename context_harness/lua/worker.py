@@ -184,8 +184,8 @@ class Worker:
         if op == "load":
             return ("done", None)
         if op == "eval":
-            snippet, timeout = request[4:6]
-            return ("done", script.evaluate(snippet, timeout=timeout))
+            snippet, timeout, limit = request[4:7]
+            return ("done", script.evaluate(snippet, timeout=timeout, limit=limit))
         path, args, timeout, with_context, items = request[4:9]
         context = HostContext(self.link) if with_context else None
         if items is None:
