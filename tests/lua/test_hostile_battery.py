@@ -301,7 +301,7 @@ async def test_hostile_scripts_under_normal_traffic(tmp_path: Path, make_tools_w
     # Normal traffic kept answering throughout.
     for kind, values in latencies.items():
         assert len(values) >= 10, kind
-        assert max(values) < 3.0, (kind, max(values))
+        assert max(values) < 5.0, (kind, max(values))  # a tool call may wait for a worker to start
     stops = sorted(o.elapsed for o in outcomes)
     print(f"\n{len(outcomes)} hostile scripts; slowest stop {stops[-1]:.2f} s (timeout {TIMEOUT:g} s); "
           + "; ".join(f"{k}: {len(v)} calls, max {max(v) * 1000:.0f} ms, p50 {sorted(v)[len(v) // 2] * 1000:.0f} ms"
