@@ -117,18 +117,22 @@ class MemoryWatch:
 
     def __init__(self) -> None:
         self.limit: int | None = None
+        self.active = threading.Event()  # set while a request runs; the watcher sleeps otherwise
         if rss() is not None:
             threading.Thread(target=self._run, name="ctx-lua-memory", daemon=True).start()
 
     def start(self, memory_limit: int) -> None:
         now = rss()
         self.limit = None if now is None else now + 2 * memory_limit + HOST_SLACK
+        self.active.set()
 
     def stop(self) -> None:
+        self.active.clear()
         self.limit = None
 
     def _run(self) -> None:
         while True:
+            self.active.wait()
             time.sleep(MEMORY_CHECK_SECONDS)
             limit = self.limit
             if limit is None:
