@@ -113,11 +113,14 @@ def sandbox_data(sandbox: Sandbox, value: Any, what: str) -> Any:
 def parse_json(raw: str | bytes, sandbox: Sandbox) -> Any:
     """``json.loads`` within the script's memory cap: a text holding more values than the cap
     allows is refused before it is parsed (each value costs a Python object and a Lua slot)."""
-    nodes, size = sandbox.host_room()
-    if len(raw) > size:
-        raise HostError(f"the JSON text ({len(raw)} bytes) does not fit in the script's memory limit")
     data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
     values = 1 + sum(data.count(mark) for mark in (b",", b"[", b"{", b":"))
+    nodes, size = sandbox.host_room()
+    if values > nodes or len(raw) > size:  # garbage from earlier calls may still hold the room
+        sandbox.collect()
+        nodes, size = sandbox.host_room()
+    if len(raw) > size:
+        raise HostError(f"the JSON text ({len(raw)} bytes) does not fit in the script's memory limit")
     if values > nodes:
         raise HostError(f"the JSON text holds up to {values} values; the script's memory limit allows {nodes} "
                         "(set `memory_limit` in its config to allow more)")

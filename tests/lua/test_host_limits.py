@@ -162,6 +162,20 @@ def test_host_function_bombs_stop_with_a_clear_error_and_bounded_memory(
     assert tool.call({"mode": "ok", "url": bombs.url}) == [200, 12, "table"]
 
 
+def test_a_response_just_within_the_budget_is_delivered_within_the_allowance(tmp_path: Path,
+                                                                              bombs: BombServer) -> None:
+    """450,000 strings: as many values as a 64 MB script may receive. It arrives, the worker stays
+    within its allowance (what it held before + 2 x 64 MB + 64 MB), and it arrives again (the garbage
+    of the first response is collected to make room)."""
+    tool = make(tmp_path, "strings", BOMBS, timeout=15)  # converting 450,000 values takes 1-3 s
+    for _ in range(2):
+        with peak_rss(shared_pool()) as peak:
+            result, elapsed = timed(lambda: tool.call({"mode": "strings", "url": bombs.url}))
+        assert result == [200, 9_000_001, "table"], result
+        assert elapsed < 15 + 1.0
+        assert peak[0] < 24 * 1024 * 1024 + 192 * 1024 * 1024, peak[0]
+
+
 def test_the_issue_timeouts_hold_for_the_json_encode_bomb(tmp_path: Path) -> None:
     """Even with room for far more values, the deadline stops the measuring walk at the timeout."""
     tool = make(tmp_path, "roomy", BOMBS, timeout=1, memory_limit=4 * 1024**3)

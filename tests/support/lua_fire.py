@@ -2,7 +2,7 @@
 
 - ``BombServer``: an HTTP server whose routes attack the client: ``/wide`` (a JSON array of millions
   of empty objects, under the response cap), ``/deep`` (JSON nested millions of levels), ``/endless``
-  (a chunked body that never ends), ``/huge`` (declares 10 GB), ``/redirect?to=URL`` (302 to URL),
+  (a chunked body that never ends), ``/strings`` (450,000 strings: just within a 64 MB script's budget), ``/huge`` (declares 10 GB), ``/redirect?to=URL`` (302 to URL),
   ``/ok`` (a small JSON object).
 - ``Canary``: a bare TCP listener that records every connection (no script may reach it).
 - ``peak_rss``: the largest resident size of the busy Lua worker processes while a block runs.
@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 WIDE_ITEMS = 3_000_000  # "{}," each: about 9 MB, under the default 10 MB response cap
 DEEP_LEVELS = 4_000_000
+STRING_ITEMS = 450_000
 
 
 class _Bombs(BaseHTTPRequestHandler):
@@ -28,6 +29,12 @@ class _Bombs(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+            pass
 
     def _send(self, status: int, body: bytes, ctype: str = "application/json", **headers: str) -> None:
         self.send_response(status)
@@ -43,6 +50,8 @@ class _Bombs(BaseHTTPRequestHandler):
         try:
             if parts.path == "/wide":
                 self._send(200, b"[" + b"{}," * WIDE_ITEMS + b"{}]")
+            elif parts.path == "/strings":  # as many values as a 64 MB script may take, each a string
+                self._send(200, b"[" + b",".join([b'"%017d"' % i for i in range(STRING_ITEMS)]) + b"]")
             elif parts.path == "/deep":
                 self._send(200, b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS)
             elif parts.path == "/endless":
