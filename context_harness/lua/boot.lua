@@ -1,7 +1,7 @@
 -- Sandbox bootstrap: runs once per runtime with the real standard library in reach, captures what
 -- it needs in locals (upvalues user code cannot reach without `debug`) and builds the allow-listed
 -- environment every user chunk runs in. Returns the host-facing API table.
-local now, HOOK_EVERY = ...
+local now, HOOK_EVERY, host_room = ...
 
 local sethook = debug.sethook
 local load_, pcall_, xpcall_, error_ = load, pcall, xpcall, error
@@ -9,7 +9,8 @@ local type_, rawget_, rawset_, select_ = type, rawget, rawset, select
 local setmetatable_, getmetatable_, tostring_ = setmetatable, getmetatable, tostring
 local co_create, co_resume, co_status, co_close = coroutine.create, coroutine.resume, coroutine.status, coroutine.close
 local pack, unpack, huge, floor = table.pack, table.unpack, math.huge, math.floor
-local string_rep = string.rep
+local string_rep, gmatch = string.rep, string.gmatch
+local next_, pairs_ = next, pairs
 
 local TIMEOUT = setmetatable_({}, { __tostring = function() return "timeout" end, __metatable = false })
 local deadline = huge
@@ -155,12 +156,20 @@ end
 
 local safe_os = { time = os.time, clock = os.clock, date = os.date }
 
+-- Scripts get their own copies of the library tables: replacing `math.floor` in a script changes
+-- neither the runtime's real `math` (which this file reads) nor anything the host uses.
+local function copy(lib)
+  local t = {}
+  for k, v in pairs(lib) do t[k] = v end
+  return t
+end
+
 for k, v in pairs({
   assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, select = select,
   tonumber = tonumber, tostring = tostring, type = type, rawequal = rawequal, rawget = rawget,
   rawlen = rawlen, rawset = rawset, setmetatable = safe_setmetatable, getmetatable = safe_getmetatable,
   pcall = safe_pcall, xpcall = safe_xpcall, load = safe_load, _VERSION = _VERSION,
-  string = safe_string, table = safe_table, math = math, utf8 = utf8, coroutine = safe_coroutine,
+  string = safe_string, table = safe_table, math = copy(math), utf8 = copy(utf8), coroutine = safe_coroutine,
   os = safe_os,
 }) do env[k] = v end
 env._G = env
@@ -173,10 +182,6 @@ local function host_call(status, value)
   error_(value, 2)
 end
 
-local function wrap_host(pyfn)
-  return function(...) return host_call(pyfn(...)) end
-end
-
 local function error_message(e)
   if type_(e) == "string" then return e end
   if type_(e) == "table" then
@@ -187,6 +192,53 @@ local function error_message(e)
   if e == nil then return "error object is nil" end
   return "error object is a " .. type_(e)
 end
+
+-- Table arguments are measured here, in Lua, before Python sees them: a raw walk under the hook,
+-- within what is left of the script's memory cap (`host_room`), so a shared-reference bomb such as
+-- `json.encode` of `t = {t, t}` nested 40 times fails fast instead of expanding in the host.
+-- Only size counts here (leaves of any type, cycles and depth past 50 stop the walk): the host
+-- reports other problems itself, as before.
+local function count(v, limits, depth, on_path)
+  limits.nodes = limits.nodes - 1
+  if limits.nodes < 0 then
+    error_("it holds too many values (limit " .. limits.max_nodes .. ", from the script's memory_limit; " ..
+           "shared tables count each time)", 0)
+  end
+  local t = type_(v)
+  if t == "string" then
+    limits.bytes = limits.bytes - #v
+    if limits.bytes < 0 then error_("it is too large (limit " .. limits.max_bytes .. " bytes)", 0) end
+  elseif t == "table" and depth < 50 and not on_path[v] then
+    on_path[v] = true
+    for k, x in next_, v do
+      count(k, limits, depth + 1, on_path)
+      count(x, limits, depth + 1, on_path)
+    end
+    on_path[v] = nil
+  end
+end
+
+local function precheck(...)
+  local n = select_("#", ...)
+  for i = 1, n do
+    local v = select_(i, ...)
+    if type_(v) == "table" then
+      local nodes, bytes = host_room()
+      local ok, err = pcall_(count, v, { nodes = nodes, bytes = bytes, max_nodes = nodes, max_bytes = bytes }, 0, {})
+      if timed_out then error_(TIMEOUT, 0) end
+      if not ok then return "argument #" .. i .. " cannot be passed to the host: " .. error_message(err) end
+    end
+  end
+end
+
+local function wrap_host(pyfn, name)
+  return function(...)
+    local bad = precheck(...)
+    if bad then error_(name .. ": " .. bad, 2) end
+    return host_call(pyfn(...))
+  end
+end
+
 
 local function finish(co, ok, ...)
   if timed_out then return "timeout" end
@@ -217,31 +269,52 @@ function api.compile(source, chunkname)
   return fn
 end
 
+-- Host code below never reaches through `env` or the string metatable (`s:gmatch`): a script may
+-- replace `string.gmatch`, `pairs` or `type` in its own environment, and must not make the host
+-- run its replacement. Every library function the host uses is one of the locals captured above.
+
 -- Resolve "a.b.c" in the sandbox env with raw lookups (no user metamethods run here).
 function api.lookup(path)
   local v = env
-  for part in path:gmatch("[^.]+") do
+  for part in gmatch(path, "[^.]+") do
     if type_(v) ~= "table" then return nil end
     v = rawget_(v, part)
   end
   return v
 end
 
+-- Compile a trusted host snippet (metadata readers): it sees the script's globals (raw), but its
+-- own `type`, `rawget`, `pairs`, ... are the real ones whatever the script did to its globals.
+local host_names = {
+  type = type_, rawget = rawget_, rawequal = rawequal, rawlen = rawlen, next = next_, pairs = pairs_,
+  ipairs = ipairs, select = select_, tostring = tostring_, tonumber = tonumber, error = error_,
+}
+local host_env = setmetatable_({}, { __index = function(_, k)
+  local v = rawget_(host_names, k)
+  if v ~= nil then return v end
+  return rawget_(env, k)
+end })
+function api.compile_trusted(source, chunkname)
+  local fn, err = load_(source, chunkname, "t", host_env)
+  if not fn then return nil, err end
+  return fn
+end
+
 function api.install(name, functions)
   local t = {}
-  for k, f in pairs(functions) do t[k] = wrap_host(f) end
+  for k, f in pairs_(functions) do t[k] = wrap_host(f, name .. "." .. k) end
   env[name] = t
   return t
 end
 
 function api.install_function(name, f)
-  env[name] = wrap_host(f)
+  env[name] = wrap_host(f, name)
 end
 
 function api.set(name, value) env[name] = value end
-function api.host_table(functions, extra)
+function api.host_table(functions, extra, prefix)
   local t = extra or {}
-  for k, f in pairs(functions) do t[k] = wrap_host(f) end
+  for k, f in pairs_(functions) do t[k] = wrap_host(f, prefix .. k) end
   return t
 end
 function api.memory_kb() return collectgarbage("count") end
@@ -252,7 +325,9 @@ function api.memory_kb() return collectgarbage("count") end
 local function measure(v, limits, depth, on_path)
   local t = type_(v)
   limits.nodes = limits.nodes - 1
-  if limits.nodes < 0 then error_("it holds too many values (limit " .. limits.max_nodes .. ")", 0) end
+  if limits.nodes < 0 then
+    error_("it holds too many values (limit " .. limits.max_nodes .. "; shared tables count each time)", 0)
+  end
   if t == "string" then
     limits.bytes = limits.bytes - #v
     if limits.bytes < 0 then error_("it is too large (limit " .. limits.max_bytes .. " bytes)", 0) end

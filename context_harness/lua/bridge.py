@@ -67,7 +67,7 @@ class ContextBridge:
             b"sources": guard(sandbox, "context.sources", self.sources),
         })
         extra = lua.table_from({b"config": to_lua(lua, config)})
-        self.table = sandbox.api.host_table(functions, extra)
+        self.table = sandbox.api.host_table(functions, extra, b"context.")
 
     def _context(self, what: str) -> ScriptContext:
         if self.current is None:

@@ -14,10 +14,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from lupa.lua54 import lua_type
+
+from context_harness.lua.runtime import HostTimeout
 
 MAX_DEPTH = 50
 
@@ -30,22 +33,27 @@ class ConversionError(Exception):
         self.message = message
 
 
-def encode_for_lua(obj: Any) -> Any:
-    """Python data -> structure of bytes/numbers/dicts/lists that ``table_from`` accepts."""
+def encode_for_lua(obj: Any, budget: Budget | None = None) -> Any:
+    """Python data -> structure of bytes/numbers/dicts/lists that ``table_from`` accepts.
+
+    With a ``budget`` every value costs a node and every string its bytes: ``ConversionError`` when
+    the data would not fit (a Lua allocation failure inside ``table_from`` would abort the process)."""
+    if budget is not None:
+        budget.spend(obj)
     if obj is None or isinstance(obj, (bool, int, float, bytes)):
         return obj
     if isinstance(obj, str):
         return obj.encode("utf-8", "surrogateescape")
     if isinstance(obj, Mapping):
-        return {_encode_key(k): encode_for_lua(v) for k, v in obj.items()}
+        return {_encode_key(k): encode_for_lua(v, budget) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return [encode_for_lua(v) for v in obj]
+        return [encode_for_lua(v, budget) for v in obj]
     if isinstance(obj, (dt.datetime, dt.date)):
         return obj.isoformat().encode()
     if hasattr(obj, "model_dump"):  # pydantic models at the edges
-        return encode_for_lua(obj.model_dump(mode="json"))
+        return encode_for_lua(obj.model_dump(mode="json"), budget)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return encode_for_lua(dataclasses.asdict(obj))
+        return encode_for_lua(dataclasses.asdict(obj), budget)
     return str(obj).encode("utf-8", "surrogateescape")
 
 
@@ -57,9 +65,9 @@ def _encode_key(key: Any) -> Any:
     return str(key).encode("utf-8", "surrogateescape")
 
 
-def to_lua(runtime: Any, obj: Any) -> Any:
+def to_lua(runtime: Any, obj: Any, budget: Budget | None = None) -> Any:
     """Python value -> Lua value for ``runtime`` (tables built in C by ``table_from``)."""
-    encoded = encode_for_lua(obj)
+    encoded = encode_for_lua(obj, budget)
     if isinstance(encoded, (dict, list)):
         return runtime.table_from(encoded, recursive=True)
     return encoded
@@ -73,61 +81,103 @@ def text(value: Any) -> str:
 
 
 class Budget:
-    """Caps on one conversion: nodes visited and string bytes produced."""
+    """Caps on one conversion: nodes visited and string bytes produced; past ``deadline``
+    (monotonic) a long conversion raises ``HostTimeout`` (checked every ``CHECK_EVERY`` nodes)."""
 
-    __slots__ = ("nodes", "bytes")
+    __slots__ = ("nodes", "bytes", "max_nodes", "max_bytes", "deadline")
 
-    def __init__(self, max_nodes: int, max_bytes: int) -> None:
-        self.nodes = max_nodes
-        self.bytes = max_bytes
+    CHECK_EVERY = 4096
+
+    def __init__(self, max_nodes: int, max_bytes: int, deadline: float | None = None) -> None:
+        self.nodes = self.max_nodes = max_nodes
+        self.bytes = self.max_bytes = max_bytes
+        self.deadline = deadline
+
+    def tick(self, path: str) -> None:
+        self.nodes -= 1
+        if self.nodes < 0:
+            raise ConversionError(f"{path}: too many values (limit {self.max_nodes})")
+        if self.deadline is not None and self.nodes % self.CHECK_EVERY == 0 and time.monotonic() > self.deadline:
+            raise HostTimeout()
+
+    def spend(self, obj: Any) -> None:
+        """Charge one Python value headed for Lua."""
+        self.tick("the value")
+        if isinstance(obj, (bytes, str)):
+            self.bytes -= len(obj)
+            if self.bytes < 0:
+                raise ConversionError(f"the value is too large (limit {self.max_bytes} bytes)")
 
 
 def to_py(value: Any, *, what: str = "result", max_nodes: int = 1_000_000,
-          max_bytes: int = 16_000_000, max_depth: int = MAX_DEPTH) -> Any:
-    """Lua value -> JSON-serialisable Python value, or ``ConversionError`` naming the path."""
-    return _to_py(value, what, 0, Budget(max_nodes, max_bytes), max_depth)
+          max_bytes: int = 16_000_000, max_depth: int = MAX_DEPTH, deadline: float | None = None) -> Any:
+    """Lua value -> JSON-serialisable Python value, or ``ConversionError`` naming the path
+    (``HostTimeout`` once ``deadline`` passed)."""
+    return _Walk(what, Budget(max_nodes, max_bytes, deadline), max_depth).value(value, 0)
 
 
-def _to_py(value: Any, path: str, depth: int, budget: Budget, max_depth: int) -> Any:
-    budget.nodes -= 1
-    if budget.nodes < 0:
-        raise ConversionError(f"{path}: too many values (a result may hold at most a million)")
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, bytes):
-        budget.bytes -= len(value)
-        if budget.bytes < 0:
-            raise ConversionError(f"{path}: the value is too large (over the size cap)")
-        return value.decode("utf-8", "replace")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ConversionError(f"{path}: {value} is not a JSON number")
-        return value
-    kind = lua_type(value)
-    if kind != "table":
-        raise ConversionError(
-            f"{path}: a Lua {kind or 'value'} is not data; use only tables, strings, numbers, "
-            "booleans and nil")
-    if depth >= max_depth:
-        raise ConversionError(f"{path}: nested deeper than {max_depth} levels (or contains a cycle)")
-    items = list(value.items())
-    if not items:
-        return {}
-    keys = [k for k, _ in items]
-    if all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
-        n = len(keys)
-        if min(keys) == 1 and max(keys) == n:
-            out: list[Any] = [None] * n
-            for k, v in items:
-                out[k - 1] = _to_py(v, f"{path}[{k}]", depth + 1, budget, max_depth)
-            return out
-    result: dict[str, Any] = {}
-    for k, v in items:
-        key = _key(k, path)
-        result[key] = _to_py(v, f"{path}.{key}", depth + 1, budget, max_depth)
-    return result
+class _Walk:
+    """One conversion; ``trail`` holds the path (``result[2].name``), joined only for a message."""
+
+    def __init__(self, what: str, budget: Budget, max_depth: int) -> None:
+        self.trail = [what]
+        self.budget = budget
+        self.max_depth = max_depth
+
+    def fail(self, why: str) -> ConversionError:
+        return ConversionError(f"{''.join(self.trail)}: {why}")
+
+    def value(self, value: Any, depth: int) -> Any:
+        budget = self.budget
+        budget.nodes -= 1
+        if budget.nodes < 0:
+            raise self.fail(f"too many values (limit {budget.max_nodes})")
+        if budget.deadline is not None and budget.nodes % Budget.CHECK_EVERY == 0 \
+                and time.monotonic() > budget.deadline:
+            raise HostTimeout()
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, bytes):
+            budget.bytes -= len(value)
+            if budget.bytes < 0:
+                raise self.fail(f"the value is too large (limit {budget.max_bytes} bytes)")
+            return value.decode("utf-8", "replace")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fail(f"{value} is not a JSON number")
+            return value
+        kind = lua_type(value)
+        if kind != "table":
+            raise self.fail(f"a Lua {kind or 'value'} is not data; use only tables, strings, numbers, "
+                            "booleans and nil")
+        if depth >= self.max_depth:
+            raise self.fail(f"nested deeper than {self.max_depth} levels (or contains a cycle)")
+        return self.table(value, depth)
+
+    def table(self, value: Any, depth: int) -> Any:
+        items = list(value.items())
+        if not items:
+            return {}
+        trail = self.trail
+        keys = [k for k, _ in items]
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+            n = len(keys)
+            if min(keys) == 1 and max(keys) == n:
+                out: list[Any] = [None] * n
+                for k, v in items:
+                    trail.append(f"[{k}]")
+                    out[k - 1] = self.value(v, depth + 1)
+                    trail.pop()
+                return out
+        result: dict[str, Any] = {}
+        for k, v in items:
+            key = _key(k, "".join(trail))
+            trail.append(f".{key}")
+            result[key] = self.value(v, depth + 1)
+            trail.pop()
+        return result
 
 
 def _key(key: Any, path: str) -> str:

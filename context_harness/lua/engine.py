@@ -241,9 +241,10 @@ class LocalScript:
         finally:
             self._release(instance, keep)
 
-    def evaluate(self, snippet: str, *, timeout: float = LOAD_TIMEOUT) -> Any:
+    def evaluate(self, snippet: str, *, timeout: float = LOAD_TIMEOUT, limit: float | None = None) -> Any:
         """Run trusted Lua ``snippet`` in the script's environment (e.g. to read metadata) and return
-        its first result as JSON-like data; errors raise ``ConfigError``."""
+        its first result as JSON-like data; errors raise ``ConfigError`` (naming ``limit``, default
+        ``timeout``, when it ran out of time)."""
         instance = self._acquire(timeout)
         keep = True
         try:
@@ -251,7 +252,7 @@ class LocalScript:
             deadline = time.monotonic() + timeout
             stage = "cannot read its metadata"
             try:
-                fn = sandbox.compile(snippet.encode(), "metadata")
+                fn = sandbox.compile(snippet.encode(), "metadata", trusted=True)
                 values = sandbox.run(fn, (), deadline=deadline)
                 stage = "invalid metadata"
                 sandbox.check_data(values[0] if values else None, deadline=deadline, max_nodes=100_000,
@@ -259,7 +260,8 @@ class LocalScript:
             except ScriptFailure as failure:
                 keep = self._healthy(sandbox)
                 if failure.kind == "timeout":
-                    raise ConfigError(f"{self.what}: reading its metadata took longer than {timeout:g} s") from None
+                    raise ConfigError(f"{self.what}: reading its metadata took longer than "
+                                      f"{limit or timeout:g} s") from None
                 raise ConfigError(f"{self.what}: {stage}: {failure.message}") from None
             try:
                 return to_py(values[0] if values else None, what=self.global_name or "metadata",

@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 from lupa.lua54 import lua_type
 
 from context_harness.errors import HarnessError, Timeout
-from context_harness.lua.convert import ConversionError, text, to_lua, to_py
+from context_harness.lua.convert import Budget, ConversionError, text, to_lua, to_py
 from context_harness.lua.httpclient import HttpClient
 from context_harness.lua.runtime import HostError, HostLimits, HostTimeout, Sandbox
 
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 MAX_LIST_ENTRIES = 10_000
 HTTP_OPTION_KEYS = {"headers", "params", "body", "json", "timeout"}
-OK, ERROR, TIMEOUT = b"ok", b"error", b"timeout"
+OK, ERROR, TIMEOUT, MEMORY = b"ok", b"error", b"timeout", b"memory"
 
 
 def guard(sandbox: Sandbox, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -43,7 +43,14 @@ def guard(sandbox: Sandbox, name: str, fn: Callable[..., Any]) -> Callable[..., 
 
     def guarded(*args: Any) -> tuple[bytes, Any]:
         try:
-            return OK, to_lua(sandbox.lua, fn(*args))
+            result = fn(*args)
+            if result is None or isinstance(result, (bool, int, float)):
+                return OK, result
+            nodes, size = sandbox.host_room()
+            try:
+                return OK, to_lua(sandbox.lua, result, Budget(nodes, size, sandbox.deadline))
+            except ConversionError:
+                return MEMORY, f"{name}: its result does not fit in the script's memory limit".encode()
         except HostTimeout:
             return TIMEOUT, None
         except Timeout:
@@ -79,15 +86,54 @@ def as_number(value: Any, what: str) -> float:
     raise HostError(f"{what} must be a number")
 
 
-def as_table(value: Any, what: str) -> dict[str, Any]:
+def as_table(value: Any, what: str, sandbox: Sandbox | None = None) -> dict[str, Any]:
     if value is None:
         return {}
-    data = to_py(value, what=what, max_bytes=64_000_000)
+    if sandbox is None:
+        data = to_py(value, what=what, max_nodes=100_000, max_bytes=16_000_000)
+    else:
+        data = sandbox_data(sandbox, value, what)
     if data == {} or data == []:
         return {}
     if not isinstance(data, dict):
         raise HostError(f"{what} must be a table of named values")
     return data
+
+
+def sandbox_data(sandbox: Sandbox, value: Any, what: str) -> Any:
+    """A Lua value as Python data, within what is left of the script's memory cap and deadline."""
+    nodes, size = sandbox.host_room()
+    try:
+        return to_py(value, what=what, max_nodes=nodes, max_bytes=size, deadline=sandbox.deadline)
+    except ConversionError as exc:
+        raise HostError(f"{exc.message}: it does not fit in the script's memory limit "
+                        "(set `memory_limit` in its config to allow more)") from None
+
+
+def parse_json(raw: str | bytes, sandbox: Sandbox) -> Any:
+    """``json.loads`` within the script's memory cap: a text holding more values than the cap
+    allows is refused before it is parsed (each value costs a Python object and a Lua slot)."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    values = 1 + sum(data.count(mark) for mark in (b",", b"[", b"{", b":"))
+    nodes, size = sandbox.host_room()
+    if values > nodes or len(raw) > size:  # garbage from earlier calls may still hold the room
+        sandbox.collect()
+        nodes, size = sandbox.host_room()
+    if len(raw) > size:
+        raise HostError(f"the JSON text ({len(raw)} bytes) does not fit in the script's memory limit")
+    if values > nodes:
+        raise HostError(f"the JSON text holds up to {values} values; the script's memory limit allows {nodes} "
+                        "(set `memory_limit` in its config to allow more)")
+    try:
+        return jsonlib.loads(raw)
+    except jsonlib.JSONDecodeError as exc:
+        raise InvalidJson(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except (RecursionError, ValueError):
+        raise InvalidJson("JSON nested too deeply or invalid") from None
+
+
+class InvalidJson(HostError):
+    """The text is not JSON (as opposed to JSON too large for the memory cap)."""
 
 
 class HostAPI:
@@ -123,20 +169,14 @@ class HostAPI:
     # -- json -------------------------------------------------------------------------------
 
     def json_parse(self, s: Any = None) -> Any:
-        raw = as_str(s, "the argument")
-        try:
-            return jsonlib.loads(raw)
-        except jsonlib.JSONDecodeError as exc:
-            raise HostError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-        except RecursionError:
-            raise HostError("JSON nested too deeply") from None
+        return parse_json(as_str(s, "the argument"), self.sandbox)
 
     def json_encode(self, value: Any = None) -> str:
-        try:
-            data = to_py(value, what="value", max_bytes=64_000_000)
-        except ConversionError as exc:
-            raise HostError(exc.message) from None
-        return jsonlib.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        data = sandbox_data(self.sandbox, value, "value")
+        out = jsonlib.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        if len(out) > self.sandbox.host_room()[1]:
+            raise HostError(f"the JSON text ({len(out)} characters) does not fit in the script's memory limit")
+        return out
 
     # -- env / log / sleep ------------------------------------------------------------------
 
@@ -229,7 +269,7 @@ class HostAPI:
 
     def http_request(self, method: str, url: Any, *, body: Any, opts: Any) -> dict[str, Any]:
         target = as_str(url, "the URL")
-        options = as_table(opts, "options")
+        options = as_table(opts, "options", self.sandbox)
         unknown = set(options) - HTTP_OPTION_KEYS
         if unknown:
             raise HostError(f"unknown option(s) {', '.join(sorted(unknown))}; "
@@ -263,7 +303,15 @@ class HostAPI:
             deadline = min(deadline, time.monotonic() + seconds)
         response = self.http_client.request(method, target, headers=headers, body=payload,
                                             deadline=deadline, script_deadline=script_deadline)
-        return response.as_lua_data()
+        return response.as_lua_data(self._response_json)
+
+    def _response_json(self, body: bytes) -> Any:
+        """A response body's JSON for ``response.json``: None when it is not JSON; an error when it
+        is JSON too large for the script's memory cap."""
+        try:
+            return parse_json(body, self.sandbox)
+        except InvalidJson:
+            return None
 
 
 def _looks_like_options(value: Any) -> bool:

@@ -1,7 +1,8 @@
 """The blocking HTTP client behind Lua's ``http.*``: stdlib ``http.client`` with hard limits.
 
-- Only ``http``/``https``; optional host allow-list (``[lua] http_allow``: ``host``,
-  ``host:port`` or ``*.domain`` for subdomains), checked on every redirect hop.
+- Only ``http``/``https``; where a script may connect is ``lua/netpolicy.py``'s ``Policy`` (``[lua]
+  http_allow``; loopback, private and other non-public addresses refused unless listed), checked
+  on every redirect hop against the resolved address, which is then the one connected to.
 - A deadline, not a per-read timeout: a timer shuts the socket down when the time is up, so a
   server that drips bytes or stalls in the headers cannot hold the script past its limit.
 - Response bodies are capped (``[lua] max_response_bytes``) before they are buffered whole.
@@ -10,16 +11,19 @@
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from context_harness import __version__
+from context_harness.lua.netpolicy import Policy
 from context_harness.lua.runtime import HostError, HostTimeout
 
 MAX_REDIRECTS = 5
@@ -33,29 +37,31 @@ class Response:
     headers: dict[str, str]
     body: bytes
 
-    def as_lua_data(self) -> dict[str, Any]:
+    def as_lua_data(self, parse: Callable[[bytes], Any] = json.loads) -> dict[str, Any]:
+        """The response as the script sees it; ``parse`` turns a JSON-looking body into ``json``
+        (it returns None for text that is not JSON, and may raise when the JSON is too large)."""
         return {
             "status": self.status,
             "ok": 200 <= self.status < 300,
             "headers": self.headers,
             "body": self.body,
-            "json": _maybe_json(self.body, self.headers.get("content-type", "")),
+            "json": _maybe_json(self.body, self.headers.get("content-type", ""), parse),
         }
 
 
-def _maybe_json(body: bytes, content_type: str) -> Any:
+def _maybe_json(body: bytes, content_type: str, parse: Callable[[bytes], Any]) -> Any:
     head = body[:64].lstrip()
     if not head or ("json" not in content_type and head[:1] not in (b"{", b"[")):
         return None
     try:
-        return json.loads(body)
+        return parse(body)
     except (ValueError, RecursionError):
         return None
 
 
 class HttpClient:
     def __init__(self, allow: list[str] | None, max_response_bytes: int) -> None:
-        self.allow = None if allow is None else [a.strip().lower() for a in allow if a.strip()]
+        self.policy = Policy.parse(allow)
         self.max_response_bytes = max_response_bytes
         self._ssl: ssl.SSLContext | None = None
 
@@ -64,18 +70,18 @@ class HttpClient:
             self._ssl = ssl.create_default_context()
         return self._ssl
 
-    def allowed(self, host: str, port: int) -> bool:
-        if self.allow is None:
-            return True
-        host = host.lower().rstrip(".")
-        for entry in self.allow:
-            entry = entry.split("://", 1)[-1].rstrip("/")
-            name, _, want_port = entry.partition(":")
-            if want_port and want_port != str(port):
-                continue
-            if name == host or (name.startswith("*.") and host.endswith(name[1:])):
-                return True
-        return False
+    def address(self, host: str, port: int) -> str:
+        """The IP address to connect to for ``host``: resolved once and checked against the policy
+        (the connection then goes to exactly this address)."""
+        try:
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            try:
+                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+            except (socket.gaierror, UnicodeError):
+                raise HostError(f"host {host!r} not found") from None
+            addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        return self.policy.pick(host, port, addresses)
 
     def request(self, method: str, url: str, *, headers: dict[str, str], body: bytes | None,
                 deadline: float, script_deadline: float) -> Response:
@@ -104,8 +110,7 @@ class HttpClient:
         except ValueError:
             raise HostError(f"invalid port in URL {_display(url)!r}") from None
         host = parts.hostname
-        if not self.allowed(host, port):
-            raise HostError(f"host {host!r} is not in [lua] http_allow")
+        ip = self.address(host, port)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         where = f"{method} {_display(url)}"
 
@@ -117,6 +122,7 @@ class HttpClient:
                 host, port, timeout=remaining, context=self._ssl_context())
         else:
             conn = http.client.HTTPConnection(host, port, timeout=remaining)
+        _pin(conn, ip)
         aborted = threading.Event()
         timer: threading.Timer | None = None
         try:
@@ -178,6 +184,16 @@ class HttpClient:
         if script_deadline <= deadline + 0.001:
             raise HostTimeout()
         raise HostError(f"{where}: timed out")
+
+
+def _pin(conn: http.client.HTTPConnection, ip: str) -> None:
+    """Make ``conn`` connect to ``ip`` (the checked address), still sending ``Host`` and TLS SNI for
+    its host name."""
+
+    def connect(address: tuple[str, int], timeout: Any = None, source_address: Any = None) -> socket.socket:
+        return socket.create_connection((ip, address[1]), timeout, source_address)
+
+    conn._create_connection = connect  # type: ignore[attr-defined]
 
 
 def _abort(sock: socket.socket | None, aborted: threading.Event) -> None:

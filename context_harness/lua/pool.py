@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 MAX_WORKERS = 8  # busy at once; callers beyond wait for one to become free
 WARM = 2  # idle workers kept ready
+MEMORY_EXIT = 86  # a worker's exit code when a request grew it past its allowance (``worker.MemoryWatch``)
 START_TIMEOUT = 30.0  # a new worker must say it is ready within this
 
 
@@ -109,6 +110,9 @@ class WorkerProcess:
     def _stopped(self) -> str:
         self.kill()
         code = self.process.returncode
+        if code == MEMORY_EXIT:
+            return ("ran out of memory: its Lua worker process grew past what the script's memory limit "
+                    "allows (set `memory_limit` in its config to allow more)")
         return f"its Lua worker process stopped unexpectedly (exit code {code})"
 
     def kill(self) -> None:

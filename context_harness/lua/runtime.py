@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import lupa.lua54 as lupa
 
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
+HOST_BYTES_PER_VALUE = 128  # what one value a host function builds costs (Python object + Lua slot)
 HOOK_EVERY = 1000  # instructions between deadline checks (~3% overhead)
 MAX_ERROR_CHARS = 2000
 
@@ -92,7 +93,7 @@ class Sandbox:
             attribute_filter=_deny_attributes,
             max_memory=self.memory_limit,
         )
-        self.api = self.lua.execute(_boot_source(), time.monotonic, HOOK_EVERY)
+        self.api = self.lua.execute(_boot_source(), time.monotonic, HOOK_EVERY, self.host_room)
 
     # -- time -------------------------------------------------------------------------------
 
@@ -102,10 +103,14 @@ class Sandbox:
 
     # -- code -------------------------------------------------------------------------------
 
-    def compile(self, source: bytes, chunkname: str) -> Any:
-        """Compile text source in the sandbox env; ``ScriptFailure('error')`` on a syntax error."""
+    def compile(self, source: bytes, chunkname: str, *, trusted: bool = False) -> Any:
+        """Compile text source in the sandbox env; ``ScriptFailure('error')`` on a syntax error.
+
+        ``trusted`` host snippets (metadata readers) see the script's globals but the real ``type``,
+        ``rawget``, ``pairs``, ... whatever the script replaced in its own environment."""
+        compile_fn = self.api.compile_trusted if trusted else self.api.compile
         try:
-            result = self.api.compile(source, ("=" + chunkname).encode())
+            result = compile_fn(source, ("=" + chunkname).encode())
         except lupa.LuaError as exc:  # memory error while parsing
             raise ScriptFailure("memory", _lua_error_text(exc)) from None
         if isinstance(result, tuple):
@@ -169,6 +174,13 @@ class Sandbox:
 
     def memory_used(self) -> int:
         return int(self.lua.get_memory_used())
+
+    def host_room(self) -> tuple[int, int]:
+        """``(values, bytes)`` a host function may build for the current call: what is left of the
+        memory cap, with each value (table, string, number) costing ``HOST_BYTES_PER_VALUE``. So
+        ``json.encode``, ``json.parse`` and ``http.*`` responses count against the script's cap."""
+        room = max(0, self.memory_limit - self.memory_used())
+        return room // HOST_BYTES_PER_VALUE, room
 
 
 def _text(value: Any) -> str:

@@ -118,9 +118,12 @@ class LuaScript:
         return self._request(("call", path, args, limit, context is not None, items), limit, timed_out,
                              context=context)
 
-    def evaluate(self, snippet: str, *, timeout: float = LOAD_TIMEOUT) -> Any:
+    def evaluate(self, snippet: str, *, timeout: float | None = None) -> Any:
         """Run trusted Lua ``snippet`` in the script's environment (e.g. to read metadata) and return
-        its first result as JSON-like data; errors raise ``ConfigError``."""
+        its first result as JSON-like data; errors raise ``ConfigError``. Bounded like loading:
+        ``timeout`` defaults to the script's timeout, at most ``LOAD_TIMEOUT``."""
+        if timeout is None:
+            timeout = min(self.timeout, LOAD_TIMEOUT)
         return self._request(("eval", snippet, timeout), timeout, lambda: ConfigError(
             f"{self.what}: reading its metadata took longer than {timeout:g} s"))
 
@@ -188,7 +191,7 @@ def _with_remaining(op: str, rest: tuple[Any, ...], until: float) -> tuple[Any, 
         path, args, _limit, with_context, items = rest
         return (path, args, left, with_context, items)
     if op == "eval":
-        return (rest[0], left)
+        return (rest[0], left, rest[1])  # the snippet, the time left, the limit to name in messages
     return rest
 
 

@@ -26,11 +26,14 @@ from typing import IO, Any
 
 from context_harness.errors import ConfigError, HarnessError, Timeout
 from context_harness.lua.engine import LocalScript, item_rows
-from context_harness.lua.runtime import HostError
+from context_harness.lua.runtime import DEFAULT_MEMORY_LIMIT, HostError
 from context_harness.lua.wire import receive, send
 
 PARENT_CHECK_SECONDS = 1.0
 MAX_SCRIPTS = 64  # loaded scripts kept per worker (least recently used dropped first)
+MEMORY_EXIT = 86  # exit code: a request grew the process past its memory allowance
+MEMORY_CHECK_SECONDS = 0.01
+HOST_SLACK = 64 * 1024 * 1024  # allowance on top of the script's cap: Python's own transient use
 
 
 class Link:
@@ -93,10 +96,63 @@ class ForwardHandler(logging.Handler):
             self.handleError(record)
 
 
+def rss() -> int | None:
+    """This process's resident memory in bytes (Linux ``/proc``), or None where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class MemoryWatch:
+    """The backstop behind the memory cap: while a request runs, the process may grow by at most
+    twice the script's ``memory_limit`` plus ``HOST_SLACK`` (the Lua allocator enforces the cap on
+    Lua data; host functions budget what they build, see ``Sandbox.host_room``). Past that, whatever
+    allocates (Python, a C library), the process exits with ``MEMORY_EXIT`` and the host reports
+    the script out of memory and starts a new worker."""
+
+    def __init__(self) -> None:
+        self.limit: int | None = None
+        self.active = threading.Event()  # set while a request runs; the watcher sleeps otherwise
+        if rss() is not None:
+            threading.Thread(target=self._run, name="ctx-lua-memory", daemon=True).start()
+
+    def start(self, memory_limit: int) -> None:
+        now = rss()
+        self.limit = None if now is None else now + 2 * memory_limit + HOST_SLACK
+        self.active.set()
+
+    def stop(self) -> None:
+        self.active.clear()
+        self.limit = None
+
+    def _run(self) -> None:
+        while True:
+            self.active.wait()
+            time.sleep(MEMORY_CHECK_SECONDS)
+            limit = self.limit
+            if limit is None:
+                continue
+            now = rss() or 0
+            if now > limit:
+                sys.stderr.write(f"Lua worker: {now >> 20} MB is past this request's {limit >> 20} MB; exiting\n")
+                os._exit(MEMORY_EXIT)
+
+
 class Worker:
     def __init__(self, link: Link) -> None:
         self.link = link
         self.scripts: OrderedDict[str, LocalScript] = OrderedDict()
+        self.memory = MemoryWatch()
+
+    def memory_limit(self, key: str, spec: dict[str, Any] | None) -> int:
+        script = self.scripts.get(key)
+        limit = script.memory_limit if script is not None else (spec or {}).get("memory_limit")
+        return int(limit or DEFAULT_MEMORY_LIMIT)
 
     def script(self, op: str, key: str, spec: dict[str, Any] | None) -> LocalScript | None:
         script = self.scripts.get(key)
@@ -132,8 +188,8 @@ class Worker:
         if op == "load":
             return ("done", None)
         if op == "eval":
-            snippet, timeout = request[4:6]
-            return ("done", script.evaluate(snippet, timeout=timeout))
+            snippet, timeout, limit = request[4:7]
+            return ("done", script.evaluate(snippet, timeout=timeout, limit=limit))
         path, args, timeout, with_context, items = request[4:9]
         context = HostContext(self.link) if with_context else None
         if items is None:
@@ -151,6 +207,7 @@ class Worker:
                 return
             self.link.active = True
             try:
+                self.memory.start(self.memory_limit(request[1], request[2]))
                 reply = self.handle(request)
             except HarnessError as exc:
                 reply = ("fail", type(exc).__name__, exc.message)
@@ -158,6 +215,7 @@ class Worker:
                 traceback.print_exc(file=sys.stderr)
                 reply = ("fail", "InternalError", "the Lua worker failed (see the server log)")
             finally:
+                self.memory.stop()
                 self.link.active = False
             self.link.tell(reply)
 

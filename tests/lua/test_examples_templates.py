@@ -61,7 +61,8 @@ def test_json_api_connector_example(http_server: Any) -> None:
     assert len([r for r in http_server.requests if r["path"] == "/articles"]) == 3
     assert report.skipped == {}
 
-    bad = LuaConnector("articles", ScriptConfig(path=config.path, url=f"{http_server.url}/articles"), LuaConfig())
+    bad = LuaConnector("articles", ScriptConfig(path=config.path, url=f"{http_server.url}/articles"),
+                       LuaConfig(http_allow=["127.0.0.1"]))
     with pytest.raises(ToolError, match="returned HTTP 401"):
         list(bad.scan(ScanReport()))
 
@@ -84,7 +85,8 @@ def test_connector_template_runs_as_generated(tmp_path: Path, http_server: Any) 
     items = LuaConnector("notes", ScriptConfig(path=path), LuaConfig()).fetch()
     assert [i.source_id for i in items] == ["welcome"] and items[0].updated_at is not None
     with pytest.raises(ToolError, match="returned HTTP 404"):
-        LuaConnector("notes", ScriptConfig(path=path, url=f"{http_server.url}/missing"), LuaConfig()).fetch()
+        LuaConnector("notes", ScriptConfig(path=path, url=f"{http_server.url}/missing"),
+                     LuaConfig(http_allow=["127.0.0.1"])).fetch()
 
 
 def test_template_names_and_snippets() -> None:

@@ -15,8 +15,11 @@ import pytest
 from context_harness.config import LuaConfig
 from context_harness.errors import Timeout, ToolError
 
+LOCAL = ["127.0.0.1"]  # the test server's address: non-public, so it must be listed
+
 
 def run(make_tool: Any, body: str, *, args: dict[str, Any] | None = None, **kw: Any) -> Any:
+    kw.setdefault("lua", LuaConfig(http_allow=LOCAL))
     source = f"""
 tool = {{ parameters = {{ {{name = "url", type = "string"}}, {{name = "s", type = "string"}} }} }}
 function tool.execute(params, context)
@@ -73,7 +76,7 @@ def test_http_follows_redirects_and_stops_loops(make_tool: Any, http_server: Any
 
 
 def test_http_response_cap(make_tool: Any, http_server: Any) -> None:
-    lua = LuaConfig(max_response_bytes=100_000)
+    lua = LuaConfig(max_response_bytes=100_000, http_allow=LOCAL)
     with pytest.raises(ToolError, match="exceeds the 100000-byte limit"):
         run(make_tool, 'return http.get(params.url .. "/big")', args={"url": http_server.url}, lua=lua)
     with pytest.raises(ToolError, match="exceeds the 100000-byte limit"):

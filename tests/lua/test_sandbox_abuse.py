@@ -127,7 +127,7 @@ def test_hostile_script_fails_cleanly_and_runtime_recovers(
     path = hostile_dir / f"{name}.lua"
     path.write_text(SCRIPT.format(attack=attack))
     tool = LuaTool(name, ScriptConfig(path=path, timeout=TIMEOUT, memory_limit=32 * 1024 * 1024),
-                   LuaConfig(), max_instances=1)
+                   LuaConfig(http_allow=["127.0.0.1"]), max_instances=1)
 
     started = time.monotonic()
     with pytest.raises(HarnessError) as info:

@@ -160,6 +160,7 @@ async def test_hostile_scripts_same_outcome_through_mcp_and_rest(tmp_path, api_u
         (tmp_path / "tools" / f"{name}.lua").write_text(HOSTILE_SCRIPT.format(attack=attack))
         extra.append(f'[tools.script.{name}]\npath = "tools/{name}.lua"\ntimeout = {TIMEOUT}\n'
                      f"memory_limit = {32 * 1024 * 1024}\n")
+    extra.append('[lua]\nhttp_allow = ["127.0.0.1"]  # the test API is on loopback\n')
     config_path = make_tools_workspace(tmp_path, "\n" + "\n".join(extra))
     async with Harness.open(config_mod.load(config_path)) as harness:
         await harness.sync()
