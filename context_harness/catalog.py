@@ -24,7 +24,8 @@ from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.context import BlockingKnowledgeBase, HarnessContext
 from context_harness.errors import NotFound
-from context_harness.tools.agents import AGENT_TOOL_NAMES, agent_tool_changes, agent_tools, wanted
+from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
+from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
 from context_harness.tools.base import Tool, ToolChanges, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
 from context_harness.tools.registry import ToolRegistry
@@ -72,9 +73,7 @@ class Catalog:
         self.host = host
         self.agent_registry = AgentRegistry(config, agents)
         self.tool_registry = ToolRegistry(config, HarnessContext(host))
-        offered: list[Tool] = [*builtin_tools(host)]
-        if wanted(self.agent_registry, config.server.agent_tools):
-            offered.extend(agent_tools(self.agent_registry, self.compile_agent))
+        offered: list[Tool] = [*builtin_tools(host), *(self._agent_tools() or [])]
         offered.extend(tools)
         for tool in offered:
             self.tool_registry.add(tool)
@@ -160,6 +159,15 @@ class Catalog:
     def read_agent_resource(self, uri: str) -> str:
         return self.agent_registry.read_resource(uri)
 
+    def _agent_tools(self) -> list[AgentTool] | None:
+        """The agent tools (``[server] agent_tools``) and AgentZoo's (``compat = ["agentzoo"]``), or
+        None when none are wanted (no agents, or both off)."""
+        agents, server = self.agent_registry, self.config.server
+        offered = agent_tools(agents, self.compile_agent) if wanted(agents, server.agent_tools) else []
+        if wanted(agents, "agentzoo" in server.compat):
+            offered.extend(zoo_tools(agents, self.compile_agent))
+        return offered or None
+
     # -- reloading ----------------------------------------------------------------------------
 
     async def reload(self) -> None:
@@ -183,8 +191,8 @@ class Catalog:
         log.info("agents reloaded: %d agents, %d skills", len(agents.names()), len(agents.skills()))
         self.changed("prompts")
         self.changed("resources")
-        present = {name: self.tool_registry.get(name) for name in AGENT_TOOL_NAMES}
-        fresh = agent_tools(agents, self.compile_agent) if wanted(agents, self.config.server.agent_tools) else None
+        present = {name: self.tool_registry.get(name) for name in (*AGENT_TOOL_NAMES, *ZOO_TOOL_NAMES)}
+        fresh = self._agent_tools()
         found = agent_tool_changes(present, fresh)
         for name in found.removed:
             self.tool_registry.remove(name)

@@ -131,6 +131,8 @@ class ServerConfig(_Section):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     agent_tools: bool = True
     get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)
+    compat: list[Literal["agentzoo", "orchestr8"]] = Field(
+        default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
 
 
 class FilesystemConnectorConfig(_Section, _Interval):
