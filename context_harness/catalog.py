@@ -152,9 +152,10 @@ class Catalog:
     def complete_agent_argument(self, agent: str, argument: str, prefix: str) -> list[str]:
         return self.agent_registry.complete(agent, argument, prefix)
 
-    def agent_resources(self, cursor: str | None = None) -> dict[str, Any]:
-        """One page of ``agent://`` and ``skill://`` resources (``BadRequest`` for a bad cursor)."""
-        return self.agent_registry.list_resources(cursor)
+    def agent_resources(self, cursor: str | None = None, numeric: bool = False) -> dict[str, Any]:
+        """One page of ``agent://`` and ``skill://`` resources (``BadRequest`` for a bad cursor);
+        ``numeric``: the next cursor is an offset (orchestr8's cursors)."""
+        return self.agent_registry.list_resources(cursor, numeric=numeric)
 
     def read_agent_resource(self, uri: str) -> str:
         return self.agent_registry.read_resource(uri)

@@ -57,7 +57,7 @@ class AgentGetRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(default=None, description="The agent's name (see agent_list).")
-    agentId: str | None = Field(default=None, description="A synonym of name (AgentZoo's spelling).")  # noqa: N815
+    agentId: str | None = Field(default=None, description="A synonym of name (AgentZoo's spelling).")
 
     @model_validator(mode="after")
     def _one_name(self) -> Self:

@@ -31,7 +31,8 @@ resolve gives ``AGENT_ERROR`` / ``TIMEOUT``. The compiled prompt (AgentZoo's lay
     <skill text>
 
 A Lua or Python agent's messages (pre-fetched context) follow as a ``## Context`` section in the
-compiled prompt and as ``messages`` in the structured form (only when there are any).
+compiled prompt and as ``messages`` in the structured form (only when there are any); messages with
+role ``system`` join the system prompt in the compiled form.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from context_harness.agents.models import AgentMessage
 from context_harness.agents.registry import FORMATS, AgentRegistry
+from context_harness.agents.render import fold_system
 from context_harness.errors import AgentError, BadRequest, HarnessError, NotFound, Timeout
 from context_harness.tools.agents import AgentTool, Compile, inject_annotations
 from context_harness.tools.base import READ_ONLY_LOCAL
@@ -106,7 +109,8 @@ def usage_line(name: str) -> str:
 
 
 def compiled_prompt(name: str, system: str, skills: list[dict[str, str]], messages: list[dict[str, str]]) -> str:
-    """AgentZoo's compiled prompt (see the module docstring)."""
+    """AgentZoo's compiled prompt (see the module docstring); system-role messages join the system prompt."""
+    system, others = fold_system(system, [AgentMessage.model_validate(m) for m in messages])
     sections = [usage_line(name)]
     if system.strip():
         sections.append(system.strip())
@@ -115,7 +119,7 @@ def compiled_prompt(name: str, system: str, skills: list[dict[str, str]], messag
         if len(sections) > 1:
             sections.append("---")
         sections.append("## Active Skills\n\n" + "\n\n".join(blocks))
-    context = [m["content"].strip() for m in messages if m["content"].strip()]
+    context = [m.content.strip() for m in others if m.content.strip()]
     if context:
         sections.append("## Context\n\n" + "\n\n".join(context))
     return "\n\n".join(sections)
