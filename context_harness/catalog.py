@@ -23,10 +23,10 @@ from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.context import BlockingKnowledgeBase, HarnessContext
-from context_harness.errors import NotFound
+from context_harness.errors import NotConfigured, NotFound
 from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
-from context_harness.tools.base import Tool, ToolChanges, render
+from context_harness.tools.base import Tool, ToolChanges, describe, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
 from context_harness.tools.registry import ToolRegistry
 
@@ -106,8 +106,23 @@ class Catalog:
     def tool(self, name: str, agent: str | None = None) -> Tool:
         tool = self.tool_registry.get(name)
         if tool is None or (agent is not None and name not in self.agent_scope(agent)):
+            missing = next((u for u in self.tool_registry.unavailable() if u.name == name), None)
+            if missing is not None and (agent is None or name in self.agent_scope(agent)):
+                raise NotConfigured(f"tool {name!r} is unavailable: {missing.message}")
             raise NotFound(f"unknown tool {name!r}; list the tools to see the available ones")
         return tool
+
+    def tool_listing(self, agent: str | None = None) -> dict[str, Any]:
+        """``GET /tools/list`` and ``ctx tool list --json`` (one body): ``{"tools": [{name, description,
+        builtin, parameters}]}``, plus ``"unavailable": [{name, key_path, variables, message}]`` when
+        Lua tools are set aside for unset environment variables."""
+        body: dict[str, Any] = {"tools": [describe(tool) for tool in self.tools(agent)]}
+        scope = set(self.agent_scope(agent)) if agent is not None else None
+        missing = [u for u in self.tool_registry.unavailable() if scope is None or u.name in scope]
+        if missing:
+            body["unavailable"] = [{"name": u.name, "key_path": u.key_path, "variables": u.variables,
+                                    "message": u.message} for u in missing]
+        return body
 
     async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
         tool = self.tool(name, agent)

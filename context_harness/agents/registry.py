@@ -37,8 +37,8 @@ from context_harness.agents.render import compiled_text, with_skills
 from context_harness.agents.settings import MAX_PAGE_SIZE, load_settings
 from context_harness.agents.skills import Skill, load_skills, skill_files
 from context_harness.agents.sources import markdown_files, markdown_spec, python_spec, toml_spec
-from context_harness.config import Config
-from context_harness.errors import BadRequest, ConfigError, NotFound
+from context_harness.config import Config, Unavailable
+from context_harness.errors import BadRequest, ConfigError, NotConfigured, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +182,15 @@ class AgentRegistry:
     def spec(self, name: str) -> AgentSpec:
         spec = self._state.specs.get(name)
         if spec is None:
+            missing = next((u for u in self.unavailable() if u.name == name), None)
+            if missing is not None:
+                raise NotConfigured(f"agent {name!r} is unavailable: {missing.message}")
             raise NotFound(f"unknown agent {name!r}" + _suggest(name, self._state.specs))
         return spec
+
+    def unavailable(self) -> builtins.list[Unavailable]:
+        """The agents set aside because their tables use unset environment variables."""
+        return [u for u in self.config.unavailable if u.kind == "agent"]
 
     def tools(self, name: str) -> builtins.list[str]:
         """The tools agent ``name`` may use (``NotFound`` for an unknown agent): the tool scope."""

@@ -51,7 +51,6 @@ from context_harness.server.guards import (
     split_host,
 )
 from context_harness.server.mcp import HarnessServer, build_server
-from context_harness.tools.base import describe
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +131,7 @@ class RestShim:
         scope_agent = request.query_params.get("agent") or self.agent
         if self.agent is not None and scope_agent != self.agent:
             raise NotFound(f"unknown agent {scope_agent!r}: this server serves agent {self.agent!r} only")
-        return JSONResponse({"tools": [describe(tool) for tool in self.harness.tools(scope_agent)]})
+        return JSONResponse(self.harness.catalog.tool_listing(scope_agent))
 
     async def call_tool(self, request: Request) -> Response:
         name = request.path_params["name"]

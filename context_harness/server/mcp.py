@@ -47,7 +47,7 @@ from context_harness import __version__
 from context_harness.agents.models import AgentPrompt
 from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.render import fold_system
-from context_harness.errors import HarnessError, NotFound, as_harness_error, outcome
+from context_harness.errors import HarnessError, NotConfigured, NotFound, as_harness_error, outcome
 from context_harness.harness import DocumentChanges, Harness
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
 from context_harness.tools.base import hints
@@ -292,6 +292,8 @@ class HarnessServer(Server[dict[str, Any]]):
             tool = self.harness.catalog.tool(params.name, self.agent)
         except NotFound:
             raise MCPError(t.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        except NotConfigured as exc:  # a Lua tool set aside for an unset variable: say which
+            return tool_error_result(exc)
         try:
             result = await self.harness.call_tool(tool.name, params.arguments or {}, self.agent)
             text = result.text
@@ -322,6 +324,8 @@ class HarnessServer(Server[dict[str, Any]]):
             info = self.harness.catalog.find_agent(params.name)
         except NotFound:
             raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.name}") from None
+        except NotConfigured as exc:  # an agent set aside for an unset variable
+            raise protocol_error(exc, data=exc.to_dict()["error"]) from None
         arguments = dict(params.arguments or {})
         missing = [a.name for a in info.arguments if a.required and not arguments.get(a.name)]
         if missing:
