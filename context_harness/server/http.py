@@ -255,11 +255,22 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                                                lifespan="on", server_header=False))
         shown = f"[{host}]" if ":" in host else host
-        sys.stderr.write(f"context-harness: serving MCP at http://{shown}:{port}/mcp and REST at "
-                         f"http://{shown}:{port}/tools/* (Ctrl-C to stop)\n")
+        sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, f"http://{shown}:{port}", agent)))
         sys.stderr.flush()
         await server.serve()
 
 
+def startup_lines(harness: Harness, url: str, agent: str | None = None) -> list[str]:
+    """What ``ctx serve --http`` prints to stderr on start, as the original's ``ctx serve mcp`` does:
+    the Lua tools with their routes (and those set aside for unset variables), then the addresses."""
+    listing = harness.catalog.tool_listing(agent)
+    lua = [tool for tool in listing["tools"] if not tool["builtin"]]
+    lines = [f"Loaded {len(lua)} Lua tool(s):"] if lua else []
+    lines += [f"  POST /tools/{tool['name']} — {tool['description']}" for tool in lua]
+    lines += [f"  unavailable: {u['name']} — {u['message']}" for u in listing.get("unavailable", [])]
+    return [*lines, f"MCP server listening on {url}", f"  MCP endpoint: {url}/mcp",
+            f"  REST: {url}/tools/* and {url}/agents/* (Ctrl-C to stop)"]
+
+
 __all__ = ["RestShim", "UnknownErrors", "build_app", "check_bind", "is_loopback", "parse_bind", "serve_http",
-           "streamable_http"]
+           "startup_lines", "streamable_http"]
