@@ -37,7 +37,7 @@ role ``system`` join the system prompt in the compiled form.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from context_harness.agents.models import AgentMessage
@@ -125,45 +125,46 @@ def compiled_prompt(name: str, system: str, skills: list[dict[str, str]], messag
     return "\n\n".join(sections)
 
 
-def zoo_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
-    """The three AgentZoo tools over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
+class _Zoo:
+    """The three tools' bodies over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
 
-    def skill_text(name: str) -> str:
-        skill = next((s for s in agents.skills() if s.name == name), None)
+    def __init__(self, agents: AgentRegistry, compile_agent: Compile) -> None:
+        self.agents = agents
+        self.compile_agent = compile_agent
+
+    def skill_text(self, name: str) -> str:
+        skill = next((s for s in self.agents.skills() if s.name == name), None)
         return (skill.instructions or skill.description) if skill is not None else ""
 
-    def known(name: str) -> None:
+    def known(self, name: str) -> None:
         try:
-            agents.spec(name)
+            self.agents.spec(name)
         except NotFound:
             raise ZooNotFound(f"Agent with ID '{name}' not found.") from None
 
-    async def list_agents(arguments: dict[str, Any]) -> dict[str, Any]:
-        return {"agents": [{"id": i.name, "name": i.name} for i in agents.list()]}
+    async def list_agents(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"agents": [{"id": i.name, "name": i.name} for i in self.agents.list()]}
 
-    async def get_agent(arguments: dict[str, Any]) -> dict[str, Any]:
+    async def get_agent(self, arguments: dict[str, Any]) -> dict[str, Any]:
         name = agent_id(arguments)
-        known(name)
-        definition = agents.definition(name)
+        self.known(name)
+        definition = self.agents.definition(name)
         return {
             "id": name, "name": name, "description": definition["description"],
             "systemPrompt": definition.get("system_prompt"),
-            "skills": [{"id": s["name"], "name": s["name"], "description": skill_text(s["name"]),
+            "skills": [{"id": s["name"], "name": s["name"], "description": self.skill_text(s["name"]),
                         "enabled": s["enabled"]} for s in definition["skills"]],
             "tools": definition["tools"], "source": definition["source"], "arguments": definition["arguments"],
         }
 
-    async def inject(arguments: dict[str, Any]) -> dict[str, Any]:
+    async def inject(self, arguments: dict[str, Any]) -> dict[str, Any]:
         name = agent_id(arguments)
         fmt = arguments.get("format", "compiled")
         if fmt not in FORMATS:
             raise ZooInvalid("INVALID_FORMAT", f"Unknown format '{fmt}'. Use 'compiled' or 'structured'.")
-        known(name)
+        self.known(name)
         extra = arguments.get("arguments")
-        try:
-            resolved = await compile_agent(name, extra if isinstance(extra, dict) else {}, "structured")
-        except HarnessError as exc:
-            raise zoo_error(exc) from None
+        resolved = await self.compile_agent(name, extra if isinstance(extra, dict) else {}, "structured")
         assert isinstance(resolved, dict)
         skills = [{"id": s["name"], "name": s["name"], "description": s["instructions"] or s["description"]}
                   for s in resolved["skills"]]
@@ -174,16 +175,22 @@ def zoo_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
         out = {"agentId": name, "agentName": name, "systemPrompt": resolved["system"], "skills": skills}
         return out | ({"messages": messages} if messages else {})
 
-    def guarded(run: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
-        async def call(arguments: dict[str, Any]) -> dict[str, Any]:
-            try:
-                result: dict[str, Any] = await run(arguments)
-            except HarnessError as exc:
-                raise zoo_error(exc) from None
-            return result
 
-        return call
+def _zoo_errors(run: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]) -> Callable[
+        [dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """``run`` with every ``HarnessError`` in AgentZoo's shape (``zoo_error``)."""
+    async def call(arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await run(arguments)
+        except HarnessError as exc:
+            raise zoo_error(exc) from None
 
+    return call
+
+
+def zoo_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
+    """The three AgentZoo tools over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
+    zoo = _Zoo(agents, compile_agent)
     return [
         AgentTool(
             name="agent_zoo_inject", title="Inject an agent (AgentZoo)",
@@ -194,17 +201,17 @@ def zoo_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
                            "single prompt string. 'structured' = JSON with systemPrompt + skills."},
                 "arguments": {"type": "object", "description": "The agent's arguments, if it declares any."}},
                 "required": ["agentId"]},
-            run=guarded(inject), annotations=inject_annotations(agents)),
+            run=_zoo_errors(zoo.inject), annotations=inject_annotations(agents)),
         AgentTool(
             name="agent_zoo_list_agents", title="List agents (AgentZoo)",
             description="List available agents for selection.",
             input_schema={"type": "object", "properties": {}, "required": []},
-            run=guarded(list_agents), annotations=dict(READ_ONLY_LOCAL)),
+            run=_zoo_errors(zoo.list_agents), annotations=dict(READ_ONLY_LOCAL)),
         AgentTool(
             name="agent_zoo_get_agent", title="Get an agent (AgentZoo)",
             description="Get the full raw agent configuration.",
             input_schema={"type": "object", "properties": {"agentId": AGENT_ID}, "required": ["agentId"]},
-            run=guarded(get_agent), annotations=dict(READ_ONLY_LOCAL)),
+            run=_zoo_errors(zoo.get_agent), annotations=dict(READ_ONLY_LOCAL)),
     ]
 
 
