@@ -137,7 +137,11 @@ async def test_everything_else_works_and_the_broken_ones_say_why(tmp_path: Path,
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             listed = (await http.get("/tools/list")).json()
             called_rest = await http.post("/tools/jira_create", json={"text": "x"})
+            agent_rest = await http.post("/agents/jira-agent/prompt", json={})
+            unknown_rest = await http.post("/agents/nobody/prompt", json={})
         assert listed["unavailable"][0]["name"] == "jira_create"
+        assert agent_rest.status_code == 400 and "CTX_TEST_OTHER_UNSET" in agent_rest.json()["error"]["message"]
+        assert unknown_rest.status_code == 404
         assert called_rest.status_code == 400 and VAR in called_rest.json()["error"]["message"]
 
         with caplog.at_level(logging.WARNING, logger="context_harness.services"):
@@ -162,3 +166,7 @@ def test_ctx_sources_and_tool_list_report_them(tmp_path: Path, unset: None) -> N
     assert VAR in listed.stdout
     tested = run_ctx("tool", "test", "jira_create", "--param", "text=x", "--config", str(config), cwd=tmp_path)
     assert tested.returncode == 1 and VAR in tested.stderr
+    agents = run_ctx("agent", "list", "--config", str(config), cwd=tmp_path)
+    assert agents.returncode == 0, agents.stderr
+    assert "helper  [toml]" in agents.stdout and "jira-agent  [UNAVAILABLE]" in agents.stdout
+    assert "jira-lua  [UNAVAILABLE]" in agents.stdout

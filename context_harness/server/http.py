@@ -156,6 +156,10 @@ class RestShim:
         name = request.path_params["name"]
         known = [info.name for info in self.harness.agents()]
         if name not in known:
+            try:
+                self.harness.catalog.find_agent(name)  # an agent set aside for an unset variable: not_configured
+            except NotFound:
+                pass
             listed = ", ".join(known)
             raise NotFound(f"unknown agent {name!r}; GET /agents/list shows the agents"
                            + (f" ({listed})" if listed and len(listed) < 200 else ""))
