@@ -62,7 +62,7 @@ class _ZooError:
 
 
 class ZooInvalid(_ZooError, BadRequest):
-    def __init__(self, zoo_code: str, message: str) -> None:
+    def __init__(self, message: str, zoo_code: str = "INVALID_ARGUMENTS") -> None:
         super().__init__(message)
         self.zoo_code = zoo_code
 
@@ -86,7 +86,7 @@ def zoo_error(error: HarnessError) -> HarnessError:
     if isinstance(error, NotFound):
         return ZooNotFound(error.message)
     if isinstance(error, BadRequest):
-        return ZooInvalid("INVALID_ARGUMENTS", error.message)
+        return ZooInvalid(error.message)
     if isinstance(error, Timeout):
         return ZooTimeout(error.message)
     if isinstance(error, AgentError):
@@ -96,11 +96,11 @@ def zoo_error(error: HarnessError) -> HarnessError:
 
 def agent_id(arguments: Any) -> str:
     if arguments is not None and not isinstance(arguments, Mapping):
-        raise ZooInvalid("INVALID_ARGUMENTS", "arguments must be a JSON object.")
+        raise ZooInvalid("arguments must be a JSON object.")
     raw = (arguments or {}).get("agentId")
     value = raw.strip() if isinstance(raw, str) else ""
     if not value:
-        raise ZooInvalid("INVALID_ARGUMENTS", "agentId is required.")
+        raise ZooInvalid("agentId is required.")
     return value
 
 
@@ -161,10 +161,12 @@ class _Zoo:
         name = agent_id(arguments)
         fmt = arguments.get("format", "compiled")
         if fmt not in FORMATS:
-            raise ZooInvalid("INVALID_FORMAT", f"Unknown format '{fmt}'. Use 'compiled' or 'structured'.")
+            raise ZooInvalid(f"Unknown format '{fmt}'. Use 'compiled' or 'structured'.", "INVALID_FORMAT")
         self.known(name)
         extra = arguments.get("arguments")
-        resolved = await self.compile_agent(name, extra if isinstance(extra, dict) else {}, "structured")
+        if extra is not None and not isinstance(extra, dict):
+            raise ZooInvalid("arguments must be an object of the agent's arguments.")
+        resolved = await self.compile_agent(name, extra or {}, "structured")
         assert isinstance(resolved, dict)
         skills = [{"id": s["name"], "name": s["name"], "description": s["instructions"] or s["description"]}
                   for s in resolved["skills"]]

@@ -132,6 +132,8 @@ async def test_agentzoo_get_agent_is_the_full_configuration(zoo, mode) -> None:
      "Unknown format 'yaml'. Use 'compiled' or 'structured'."),
     ("agent_zoo_inject", {}, "INVALID_ARGUMENTS", "agentId is required."),
     ("agent_zoo_get_agent", {"agentId": "  "}, "INVALID_ARGUMENTS", "agentId is required."),
+    ("agent_zoo_inject", {"agentId": "reviewer", "arguments": "go"}, "INVALID_ARGUMENTS",
+     "arguments must be an object of the agent's arguments."),
 ])
 async def test_agentzoo_error_results(zoo, mode, name, arguments, code, message) -> None:
     async with Client(build_server(zoo), mode=mode) as client:
