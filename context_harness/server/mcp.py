@@ -365,7 +365,9 @@ class HarnessServer(Server[dict[str, Any]]):
         cursor = (params.cursor if params is not None else None) or None
         if cursor is not None and cursor.startswith(DOCUMENTS_CURSOR):
             documents, following = await self._documents(cursor[len(DOCUMENTS_CURSOR):] or None, PAGE_SIZE)
-            return t.ListResourcesResult(resources=documents, next_cursor=following)
+            meta = {"total": self.harness.catalog.agent_resources(None, numeric=True)["total"],
+                    "count": len(documents)} if self.orchestr8 else None
+            return t.ListResourcesResult(resources=documents, next_cursor=following, _meta=meta)
         try:
             listed = self.harness.catalog.agent_resources(cursor, numeric=self.orchestr8)
         except Exception as exc:

@@ -145,3 +145,23 @@ def test_orchestr8_capabilities_forms() -> None:
     assert capabilities({"capabilities": "a, b ,"}) == ["a", "b"]
     assert capabilities({"capabilities": ["x", 2]}) == ["x", "2"]
     assert capabilities({"capabilities": {"x": 1}}) == [] and capabilities({}) == []
+
+
+async def test_orchestr8_meta_on_document_pages_too(tmp_path) -> None:
+    """Documents follow the agent catalog (``ctx://documents/``); their pages report ``_meta`` as well."""
+    catalog(tmp_path, 3)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(120):
+        (docs / f"d{i:03d}.md").write_text(f"# Doc {i}\n\nbody {i}\n", encoding="utf-8")
+    with (tmp_path / "ctx.toml").open("a", encoding="utf-8") as out:
+        out.write('[connectors.filesystem.docs]\nroot = "docs"\n')
+    async with Harness.open(config_mod.load_file(tmp_path / "ctx.toml")) as harness:
+        await harness.sync()
+        async with Client(build_server(harness)) as client:
+            first = await client.list_resources()
+            assert (first.meta["total"], first.meta["count"]) == (4, 100)  # 4 agents, then 96 documents
+            assert first.next_cursor and not first.next_cursor.isdigit()
+            rest = await client.list_resources(cursor=first.next_cursor)
+            assert (rest.meta["total"], rest.meta["count"]) == (4, 24) and rest.next_cursor is None
+            assert {r.mime_type for r in rest.resources} == {"text/markdown"}
