@@ -7,7 +7,8 @@ They register in the one ``ToolRegistry`` like the other built-ins (the composit
 Payloads (the MCP ``structuredContent``): ``agent_list`` -> ``{"agents": [{name, description}]}``,
 ``agent_get`` -> the agent's definition (as ``agent://NAME``), ``agent_inject`` -> ``{name,
 compiled}`` (``format = "compiled"``, the text block is the compiled string) or ``{name, system,
-skills, tools, messages}`` (``"structured"``). Unknown agent: ``not_found``; unknown format or
+skills, tools, messages}`` (``"structured"``). ``agent_get`` and ``agent_inject`` take ``name`` or
+its synonym ``agentId`` (AgentZoo's spelling). Unknown agent: ``not_found``; unknown format or
 arguments: ``bad_request``.
 
 Annotations are truthful: listing and reading definitions are read-only and local. ``agent_inject``
