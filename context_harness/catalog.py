@@ -1,9 +1,9 @@
 """``Catalog``: the tools and agents a knowledge base offers, composed in one place.
 
 This is the composition root of the server side: one ``ToolRegistry`` holds every tool (the
-built-ins bound to the Harness, the agent tools (and AgentZoo's, with ``[server] compat``),
-extension tools, then the Lua tools of
-``[tools.script.NAME]``), and one ``AgentRegistry`` holds every agent (config, files, extensions).
+built-ins bound to the Harness, the agent tools and AgentZoo's with ``[server] compat``, extension
+tools, then the Lua tools of ``[tools.script.NAME]``), and one ``AgentRegistry`` holds every agent
+(config, files, extensions).
 Every rim reaches them through the Harness (``tools``, ``call_tool``, ``agents``,
 ``resolve_agent``); agents resolve through one path (``AgentRegistry`` in a worker thread, with a
 fresh ``HarnessContext``).
