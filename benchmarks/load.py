@@ -197,11 +197,13 @@ async def churn(root: Path, stop: asyncio.Event, env: dict[str, str]) -> dict[st
             assert sync.stderr is not None
             syncs.append({"exit": sync.returncode, "seconds": round(time.perf_counter() - sync_started, 2),
                           "stderr": sync.stderr.read().decode(errors="replace")[-300:]})
+            sync.stderr.close()
             sync = None
         await asyncio.sleep(0.2)
     if sync is not None:
-        sync.wait(timeout=120)
-        syncs.append({"exit": sync.returncode, "seconds": round(time.perf_counter() - sync_started, 2)})
+        _, err = sync.communicate(timeout=120)
+        syncs.append({"exit": sync.returncode, "seconds": round(time.perf_counter() - sync_started, 2),
+                      "stderr": err.decode(errors="replace")[-300:]})
     return {"edits": edits, "syncs": syncs}
 
 

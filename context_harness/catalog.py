@@ -1,8 +1,9 @@
 """``Catalog``: the tools and agents a knowledge base offers, composed in one place.
 
 This is the composition root of the server side: one ``ToolRegistry`` holds every tool (the
-built-ins bound to the Harness, the agent tools, extension tools, then the Lua tools of
-``[tools.script.NAME]``), and one ``AgentRegistry`` holds every agent (config, files, extensions).
+built-ins bound to the Harness, the agent tools and AgentZoo's with ``[server] compat``, extension
+tools, then the Lua tools of ``[tools.script.NAME]``), and one ``AgentRegistry`` holds every agent
+(config, files, extensions).
 Every rim reaches them through the Harness (``tools``, ``call_tool``, ``agents``,
 ``resolve_agent``); agents resolve through one path (``AgentRegistry`` in a worker thread, with a
 fresh ``HarnessContext``).
@@ -23,9 +24,10 @@ from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.context import BlockingKnowledgeBase, HarnessContext
-from context_harness.errors import NotFound
-from context_harness.tools.agents import AGENT_TOOL_NAMES, agent_tool_changes, agent_tools, wanted
-from context_harness.tools.base import Tool, ToolChanges, render
+from context_harness.errors import NotConfigured, NotFound
+from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
+from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
+from context_harness.tools.base import Tool, ToolChanges, describe, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
 from context_harness.tools.registry import ToolRegistry
 
@@ -72,9 +74,7 @@ class Catalog:
         self.host = host
         self.agent_registry = AgentRegistry(config, agents)
         self.tool_registry = ToolRegistry(config, HarnessContext(host))
-        offered: list[Tool] = [*builtin_tools(host)]
-        if wanted(self.agent_registry, config.server.agent_tools):
-            offered.extend(agent_tools(self.agent_registry, self.compile_agent))
+        offered: list[Tool] = [*builtin_tools(host), *(self._agent_tools() or [])]
         offered.extend(tools)
         for tool in offered:
             self.tool_registry.add(tool)
@@ -107,8 +107,23 @@ class Catalog:
     def tool(self, name: str, agent: str | None = None) -> Tool:
         tool = self.tool_registry.get(name)
         if tool is None or (agent is not None and name not in self.agent_scope(agent)):
+            missing = next((u for u in self.tool_registry.unavailable() if u.name == name), None)
+            if missing is not None and (agent is None or name in self.agent_scope(agent)):
+                raise NotConfigured(f"tool {name!r} is unavailable: {missing.message}")
             raise NotFound(f"unknown tool {name!r}; list the tools to see the available ones")
         return tool
+
+    def tool_listing(self, agent: str | None = None) -> dict[str, Any]:
+        """``GET /tools/list`` and ``ctx tool list --json`` (one body): ``{"tools": [{name, description,
+        builtin, parameters}]}``, plus ``"unavailable": [{name, key_path, variables, message}]`` when
+        Lua tools are set aside for unset environment variables."""
+        body: dict[str, Any] = {"tools": [describe(tool) for tool in self.tools(agent)]}
+        scope = set(self.agent_scope(agent)) if agent is not None else None
+        missing = [u for u in self.tool_registry.unavailable() if scope is None or u.name in scope]
+        if missing:
+            body["unavailable"] = [{"name": u.name, "key_path": u.key_path, "variables": u.variables,
+                                    "message": u.message} for u in missing]
+        return body
 
     async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
         tool = self.tool(name, agent)
@@ -153,12 +168,22 @@ class Catalog:
     def complete_agent_argument(self, agent: str, argument: str, prefix: str) -> list[str]:
         return self.agent_registry.complete(agent, argument, prefix)
 
-    def agent_resources(self, cursor: str | None = None) -> dict[str, Any]:
-        """One page of ``agent://`` and ``skill://`` resources (``BadRequest`` for a bad cursor)."""
-        return self.agent_registry.list_resources(cursor)
+    def agent_resources(self, cursor: str | None = None, numeric: bool = False) -> dict[str, Any]:
+        """One page of ``agent://`` and ``skill://`` resources (``BadRequest`` for a bad cursor);
+        ``numeric``: the next cursor is an offset (orchestr8's cursors)."""
+        return self.agent_registry.list_resources(cursor, numeric=numeric)
 
     def read_agent_resource(self, uri: str) -> str:
         return self.agent_registry.read_resource(uri)
+
+    def _agent_tools(self) -> list[AgentTool] | None:
+        """The agent tools (``[server] agent_tools``) and AgentZoo's (``compat = ["agentzoo"]``), or
+        None when none are wanted (no agents, or both off)."""
+        agents, server = self.agent_registry, self.config.server
+        offered = agent_tools(agents, self.compile_agent) if wanted(agents, server.agent_tools) else []
+        if wanted(agents, "agentzoo" in server.compat):
+            offered.extend(zoo_tools(agents, self.compile_agent))
+        return offered or None
 
     # -- reloading ----------------------------------------------------------------------------
 
@@ -183,8 +208,8 @@ class Catalog:
         log.info("agents reloaded: %d agents, %d skills", len(agents.names()), len(agents.skills()))
         self.changed("prompts")
         self.changed("resources")
-        present = {name: self.tool_registry.get(name) for name in AGENT_TOOL_NAMES}
-        fresh = agent_tools(agents, self.compile_agent) if wanted(agents, self.config.server.agent_tools) else None
+        present = {name: self.tool_registry.get(name) for name in (*AGENT_TOOL_NAMES, *ZOO_TOOL_NAMES)}
+        fresh = self._agent_tools()
         found = agent_tool_changes(present, fresh)
         for name in found.removed:
             self.tool_registry.remove(name)

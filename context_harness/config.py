@@ -2,11 +2,15 @@
 
 Discovery order: ``--config``, ``$CTX_CONFIG``, ``./.ctx/config.toml``, ``./ctx.toml``, then the XDG
 config file. ``${VAR}`` and ``${VAR:-default}`` expand in every string; relative paths resolve
-against the config file's folder. Every error names the file, the key path and what was expected.
+against the config file's folder. A component (connector, Lua tool, agent) whose table uses an unset
+variable is set aside (``Config.unavailable``) and reported unhealthy; an unset variable anywhere
+else (``[db]``, ``[server]`` ...) fails the load, naming the key path.
+Every error names the file, the key path and what was expected.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import os
@@ -131,6 +135,8 @@ class ServerConfig(_Section):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     agent_tools: bool = True
     get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)
+    compat: list[Literal["agentzoo", "orchestr8"]] = Field(
+        default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
 
 
 class FilesystemConnectorConfig(_Section, _Interval):
@@ -205,6 +211,23 @@ class LuaConfig(_Section):
     max_response_bytes: int = Field(default=10_000_000, ge=1024)
 
 
+class Unavailable(BaseModel):
+    """A component (connector, Lua tool, agent) left out because ``${VAR}``s in its table are not set.
+    Everything else works; this one is reported unhealthy (sources, tool list, the server log)."""
+
+    kind: Literal["connector", "tool", "agent"]
+    name: str  # the connector's label (TYPE:NAME), the tool's or the agent's name
+    key_path: str  # "tools.script.jira"
+    variables: list[str]
+
+    @property
+    def message(self) -> str:
+        names = ", ".join(self.variables)
+        plural = "s" if len(self.variables) > 1 else ""
+        return (f"environment variable{plural} {names} not set (needed by [{self.key_path}]); set "
+                f"{'them' if plural else 'it'} and restart, or write ${{{self.variables[0]}:-default}}")
+
+
 class Config(_Section):
     db: DbConfig = Field(default_factory=DbConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
@@ -216,8 +239,9 @@ class Config(_Section):
     lua: LuaConfig = Field(default_factory=LuaConfig)
     agents: dict[str, Any] = Field(default_factory=dict)
 
-    # Not part of the file: where it came from.
+    # Not part of the file: where it came from, and the components left out for unset variables.
     source_path: Path | None = Field(default=None, exclude=True)
+    unavailable: list[Unavailable] = Field(default_factory=list, exclude=True)
 
     @property
     def base_dir(self) -> Path:
@@ -249,6 +273,63 @@ def expand_vars(value: Any, where: str, environ: dict[str, str] | None = None) -
     if isinstance(value, list):
         return [expand_vars(v, f"{where}[{i}]", environ) for i, v in enumerate(value)]
     return value
+
+
+def missing_vars(value: Any, environ: dict[str, str] | None = None) -> list[str]:
+    """The names of the ``${VAR}``s (without a default) in ``value`` that are not set, in order."""
+    env = os.environ if environ is None else environ
+    if isinstance(value, str):
+        return [m.group(1) for m in _VAR.finditer(value) if m.group(1) not in env and m.group(2) is None]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return list(dict.fromkeys(name for item in items for name in missing_vars(item, environ)))
+
+
+AGENT_RESERVED = ("paths", "skill_paths", "inline", "script", "page_size")  # see agents/settings.py
+
+
+ComponentKind = Literal["connector", "tool", "agent"]
+
+
+def components(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], ComponentKind, str]]:
+    """``(key path, kind, name)`` of every component table: ``connectors.TYPE.NAME``,
+    ``tools.script.NAME``, ``agents.NAME``, ``agents.inline.NAME`` and ``agents.script.NAME``."""
+    out: list[tuple[tuple[str, ...], ComponentKind, str]] = []
+
+    def tables(node: Any) -> list[tuple[str, Any]]:
+        return [(k, v) for k, v in node.items() if isinstance(v, dict)] if isinstance(node, dict) else []
+
+    for type_name, entries in tables(raw.get("connectors")):
+        out += [(("connectors", type_name, name), "connector", f"{type_name}:{name}") for name, _ in tables(entries)]
+    out += [(("tools", "script", name), "tool", name) for name, _ in tables((raw.get("tools") or {}).get("script"))]
+    agents = raw.get("agents")
+    out += [(("agents", name), "agent", name) for name, _ in tables(agents) if name not in AGENT_RESERVED]
+    for group in ("inline", "script"):
+        out += [(("agents", group, name), "agent", name) for name, _ in tables((agents or {}).get(group))]
+    return out
+
+
+def set_aside(raw: dict[str, Any], environ: dict[str, str] | None = None) -> tuple[dict[str, Any], list[Unavailable]]:
+    """``raw`` without the components whose tables use unset variables, and those components: one
+    missing variable breaks one thing, not the whole config."""
+    unavailable: list[Unavailable] = []
+    paths: list[tuple[str, ...]] = []
+    for path, kind, name in components(raw):
+        missing = missing_vars(_at(raw, path[:-1])[path[-1]], environ)
+        if missing:
+            paths.append(path)
+            unavailable.append(Unavailable(kind=kind, name=name, key_path=".".join(path), variables=missing))
+    if not unavailable:
+        return raw, []
+    kept = copy.deepcopy(raw)
+    for path in paths:
+        _at(kept, path[:-1]).pop(path[-1], None)
+    return kept, unavailable
+
+
+def _at(tree: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    for key in path:
+        tree = tree[key]
+    return tree
 
 
 def discover(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
@@ -299,6 +380,11 @@ def load_file(path: Path) -> Config:
 
 def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     label = str(path) if path else "<config>"
+    for reserved in ("source_path", "unavailable"):
+        if reserved in raw:
+            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; see the README's config "
+                              "reference)")
+    raw, unavailable = set_aside(raw)
     try:
         expanded = expand_vars(raw, "")
     except ConfigError as exc:
@@ -308,6 +394,7 @@ def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     except ValidationError as exc:
         raise ConfigError(f"{label}: {describe_validation_error(exc)}") from None
     config.source_path = path.resolve() if path else None
+    config.unavailable = unavailable
     return resolve_paths(config)
 
 

@@ -432,8 +432,8 @@ class Harness:
             raise NotConfigured(
                 "no connectors are configured; add a [connectors.filesystem.NAME] section with a root folder"
             )
-        if target == "all":
-            return list(self.connectors)
+        if target == "all":  # passing by those set aside for unset variables (``sources`` says which)
+            return [c for c in self.connectors if not getattr(c, "unavailable", False)]
         chosen = [c for c in self.connectors if c.label == target or c.type == target]
         if not chosen:
             known = ", ".join(["all", *sorted({c.type for c in self.connectors}), *(c.label for c in self.connectors)])

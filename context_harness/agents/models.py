@@ -29,9 +29,12 @@ class AgentInfo(BaseModel):
 
 
 class AgentMessage(BaseModel):
+    """One message of a resolved agent. ``system`` messages (the Context Harness agent spec allows
+    them) are folded into the instructions where a protocol has no system role (``agents.render``)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]
     content: str
 
 
@@ -88,6 +91,7 @@ class ResourceEntry(BaseModel):
 class ResourcePage(BaseModel):
     resources: list[ResourceEntry]
     next_cursor: str | None = Field(default=None, serialization_alias="nextCursor")
+    total: int = 0  # entries in the whole catalog
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

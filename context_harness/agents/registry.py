@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +37,8 @@ from context_harness.agents.render import compiled_text, with_skills
 from context_harness.agents.settings import MAX_PAGE_SIZE, load_settings
 from context_harness.agents.skills import Skill, load_skills, skill_files
 from context_harness.agents.sources import markdown_files, markdown_spec, python_spec, toml_spec
-from context_harness.config import Config
-from context_harness.errors import BadRequest, ConfigError, NotFound
+from context_harness.config import Config, Unavailable
+from context_harness.errors import BadRequest, ConfigError, NotConfigured, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ SKILL_SCHEME = "skill://"
 FORMATS = ("compiled", "structured")
 JSON_MIME = "application/json"
 MAX_COMPLETIONS = 100
+DEFINITION_CACHE = 256  # agent:// and skill:// definitions kept (least recently read dropped first)
 
 Snapshot = dict[str, tuple[int, int] | None]
 
@@ -71,7 +73,7 @@ class _State:
     snapshot: Snapshot
     page_size: int
     fingerprint: str = ""
-    definitions: dict[str, str] = field(default_factory=dict)  # uri -> JSON text
+    definitions: OrderedDict[str, str] = field(default_factory=OrderedDict)  # uri -> JSON text, LRU
 
 
 class AgentRegistry:
@@ -82,6 +84,7 @@ class AgentRegistry:
         self.config = config
         self._python: list[tuple[Any, str]] = [_with_origin(a) for a in extra_agents]
         self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()  # the definitions LRU
         self._state = self._build()
 
     # -- building -----------------------------------------------------------------------------
@@ -179,8 +182,15 @@ class AgentRegistry:
     def spec(self, name: str) -> AgentSpec:
         spec = self._state.specs.get(name)
         if spec is None:
+            missing = next((u for u in self.unavailable() if u.name == name), None)
+            if missing is not None:
+                raise NotConfigured(f"agent {name!r} is unavailable: {missing.message}")
             raise NotFound(f"unknown agent {name!r}" + _suggest(name, self._state.specs))
         return spec
+
+    def unavailable(self) -> builtins.list[Unavailable]:
+        """The agents set aside because their tables use unset environment variables."""
+        return [u for u in self.config.unavailable if u.kind == "agent"]
 
     def tools(self, name: str) -> builtins.list[str]:
         """The tools agent ``name`` may use (``NotFound`` for an unknown agent): the tool scope."""
@@ -241,24 +251,31 @@ class AgentRegistry:
         (with ``enabled``), the system prompt for static agents, and metadata when there is any."""
         return _definition(self.spec(name), self._state.skills)
 
-    def list_resources(self, cursor: str | None = None, page_size: int | None = None) -> dict[str, Any]:
+    def list_resources(self, cursor: str | None = None, page_size: int | None = None,
+                       numeric: bool = False) -> dict[str, Any]:
         """One page of ``agent://`` and ``skill://`` resources sorted by name:
-        ``{"resources": [{uri, name, description, mimeType}], "nextCursor": str | None}``."""
+        ``{"resources": [{uri, name, description, mimeType}], "nextCursor": str | None, "total": int}``.
+        ``cursor`` is a ``nextCursor`` or a numeric offset (orchestr8's cursors); ``numeric`` makes
+        ``nextCursor`` an offset too."""
         state = self._state
         size = state.page_size if page_size is None else page_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise BadRequest("page_size must be a positive integer")
         size = min(size, MAX_PAGE_SIZE)
         start = 0
-        if cursor:
+        if cursor and cursor.isdigit() and len(cursor) < 10:
+            start = min(int(cursor), len(state.index))
+        elif cursor:
             after = _decode_cursor(cursor)
             start = bisect_right([(n, u) for n, u, _ in state.index], after)
         rows = state.index[start:start + size]
         more = start + size < len(state.index)
+        following = None
+        if more and rows:
+            following = str(start + size) if numeric else _encode_cursor(rows[-1][0], rows[-1][1])
         page = ResourcePage(
             resources=[ResourceEntry(uri=u, name=n, description=d or None, mime_type=JSON_MIME) for n, u, d in rows],
-            next_cursor=_encode_cursor(rows[-1][0], rows[-1][1]) if more and rows else None,
-        )
+            next_cursor=following, total=len(state.index))
         return dump(page)
 
     def read_resource(self, uri: str) -> str:
@@ -266,9 +283,11 @@ class AgentRegistry:
         return self._read(self._state, uri)
 
     def _read(self, state: _State, uri: str) -> str:
-        cached = state.definitions.get(uri)
-        if cached is not None:
-            return cached
+        with self._cache_lock:
+            cached = state.definitions.get(uri)
+            if cached is not None:
+                state.definitions.move_to_end(uri)
+                return cached
         if uri.startswith(AGENT_SCHEME):
             spec = state.specs.get(uri[len(AGENT_SCHEME):])
             if spec is None:
@@ -282,7 +301,10 @@ class AgentRegistry:
         else:
             raise NotFound(f"unknown resource {uri!r}: agent resources are agent://NAME and skill://NAME")
         text = json.dumps(data, ensure_ascii=False, indent=2)
-        state.definitions[uri] = text
+        with self._cache_lock:
+            state.definitions[uri] = text
+            if len(state.definitions) > DEFINITION_CACHE:
+                state.definitions.popitem(last=False)
         return text
 
 

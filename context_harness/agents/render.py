@@ -46,7 +46,19 @@ def with_skills(system: str, skills: Sequence[SkillOut]) -> str:
     return f"{system.rstrip()}\n\n{section}" if system.strip() else section
 
 
+def fold_system(system: str, messages: Sequence[AgentMessage]) -> tuple[str, list[AgentMessage]]:
+    """``(system prompt + the system-role messages' contents, the other messages)``: for MCP prompts
+    and compiled text, which have no system role. Blocks are separated by one blank line."""
+    extra = [m.content.strip() for m in messages if m.role == "system" and m.content.strip()]
+    others = [m for m in messages if m.role != "system"]
+    if not extra:
+        return system, others
+    return "\n\n".join([system.rstrip(), *extra] if system.strip() else extra), others
+
+
 def compiled_text(name: str, system: str, skills: Sequence[SkillOut], messages: Sequence[AgentMessage]) -> str:
+    """The ``compiled`` layout above; system-role messages join the system prompt (``fold_system``)."""
+    system, messages = fold_system(system, messages)
     parts = [HEADER.format(name=name)]
     if system.strip():
         parts.append(system.strip())
@@ -59,4 +71,4 @@ def compiled_text(name: str, system: str, skills: Sequence[SkillOut], messages: 
     return "\n\n".join(parts) + "\n"
 
 
-__all__ = ["HEADER", "compiled_text", "skills_section", "with_skills"]
+__all__ = ["HEADER", "compiled_text", "fold_system", "skills_section", "with_skills"]

@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from context_harness.config import Config, ScriptConfig, describe_validation_error
+from context_harness.config import AGENT_RESERVED, Config, ScriptConfig, describe_validation_error
 from context_harness.errors import ConfigError
 
-RESERVED = ("paths", "skill_paths", "inline", "script", "page_size")
+RESERVED = AGENT_RESERVED
 DEFAULT_AGENT_PATHS = ("agents", ".claude/agents")
 DEFAULT_SKILL_PATHS = ("skills", "agents/skills", ".claude/skills")
 DEFAULT_PAGE_SIZE = 20

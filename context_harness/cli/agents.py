@@ -80,12 +80,16 @@ def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root:
     async def agents(harness: Harness) -> list[AgentInfo]:
         return harness.agents()
 
-    infos = run_with_harness(ctx, agents)
+    config = load_config(ctx)
+    infos = run_with_harness(ctx, agents, config)
     if as_json:
         print_json({"agents": [info.model_dump(mode="json") for info in infos]})
         return
-    if not infos:
+    unavailable = [u for u in (config.unavailable if config is not None else []) if u.kind == "agent"]
+    if not infos and not unavailable:
         click.echo("no agents defined (see `ctx agent init NAME`)")
+    for missing in unavailable:
+        click.echo(f"{missing.name}  [UNAVAILABLE]  {missing.message}")
     for info in infos:
         click.echo(f"{info.name}  [{info.source}]  tools: {', '.join(info.tools) or 'none'}")
         if info.description:

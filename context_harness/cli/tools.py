@@ -20,7 +20,7 @@ import click
 from context_harness import timestamps
 from context_harness.cli.support import Group, config_option, load_config, print_json, run_with_harness
 from context_harness.config import Config, LuaConfig, ScriptConfig
-from context_harness.errors import BadRequest, NotFound
+from context_harness.errors import BadRequest, NotConfigured, NotFound
 
 if TYPE_CHECKING:
     from context_harness.harness import Harness
@@ -44,6 +44,10 @@ def _resolve(kind: str, target: str, config: Config | None) -> tuple[str, Script
     name = target.removeprefix("script:") if kind == "connectors" else target
     if name in entries:
         return name, entries[name], lua
+    missing = next((u for u in (config.unavailable if config is not None else [])
+                    if u.key_path == f"{kind}.script.{name}"), None)
+    if missing is not None:
+        raise NotConfigured(f"{name!r} is unavailable: {missing.message}")
     path = Path(target).expanduser()
     if path.is_file():
         return _script_name(path), ScriptConfig(path=path.resolve()), lua
@@ -81,14 +85,12 @@ def tool() -> None:
 @click.pass_context
 def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the tools MCP clients see: built-ins, agent tools, extension tools and Lua tools."""
-    from context_harness.tools.base import describe
+    async def listing(harness: Harness) -> tuple[list[Tool], dict[str, Any]]:
+        return harness.tools(), harness.catalog.tool_listing()
 
-    async def tools(harness: Harness) -> list[Tool]:
-        return harness.tools()
-
-    listed = run_with_harness(ctx, tools)
+    listed, body = run_with_harness(ctx, listing)
     if as_json:
-        print_json({"tools": [describe(t) for t in listed]})
+        print_json(body)
         return
     for t in listed:
         kind = "built-in" if t.builtin else f"lua ({getattr(t, 'path', '')})"
@@ -100,6 +102,9 @@ def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: 
         if params:
             click.echo("    params: " + ", ".join(
                 f"{n}{'*' if n in required else ''}:{p.get('type', 'any')}" for n, p in params.items()))
+    for missing in body.get("unavailable", []):
+        click.echo(f"{missing['name']}  [lua; UNAVAILABLE]")
+        click.echo(f"    {missing['message']}")
 
 
 @tool.command("test")

@@ -7,6 +7,7 @@ Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import stat as stat_mod
@@ -98,6 +99,13 @@ def _outermost(rel_paths: Iterable[str]) -> list[str]:
         if not any("/".join(parts[:i]) in paths for i in range(1, len(parts))):
             out.append(path)
     return out
+
+
+def birth_time(stat: os.stat_result) -> dt.datetime | None:
+    """When the file was created, where the file system and platform say (``st_birthtime``: macOS,
+    BSD, Windows); None elsewhere (the document's first sync then stands for it)."""
+    born = getattr(stat, "st_birthtime", None)
+    return timestamps.from_unix(born) if isinstance(born, (int, float)) and born > 0 else None
 
 
 class FilesystemConnector:
@@ -259,11 +267,12 @@ class FilesystemConnector:
             report.skip("needs_documents_extra", f"{rel_path} (a {fmt.name} file; {EXTRA_HINT})", item=rel_path)
             return None
         fingerprint = f"{stat.st_mtime_ns}:{stat.st_size}"
+        born = birth_time(stat)
         if fmt is None:
-            return Candidate(rel_path, fingerprint, self._loader(path, rel_path, stat.st_mtime, report))
+            return Candidate(rel_path, fingerprint, self._loader(path, rel_path, stat.st_mtime, report, born))
         # The converter's version is part of the fingerprint: a better converter re-reads unchanged files.
         return Candidate(rel_path, f"{fingerprint}:c{documents.CONVERTER_VERSION}",
-                         self._document_loader(path, rel_path, stat.st_mtime, fmt, report),
+                         self._document_loader(path, rel_path, stat.st_mtime, fmt, report, born),
                          cost=DOCUMENT_COST + stat.st_size // 65_536)
 
     def _can_convert(self, fmt: DocumentFormat) -> bool:
@@ -284,7 +293,7 @@ class FilesystemConnector:
                 return True
         return False
 
-    def _loader(self, path: Path, rel_path: str, mtime: float, report: ScanReport):
+    def _loader(self, path: Path, rel_path: str, mtime: float, report: ScanReport, born: dt.datetime | None):
         def load() -> SourceItem | None:
             try:
                 raw = path.read_bytes()
@@ -299,12 +308,12 @@ class FilesystemConnector:
             except UnicodeDecodeError:
                 report.skip("not_utf8", rel_path, item=rel_path)
                 return None
-            return self._item(path, rel_path, text.lstrip("\ufeff"), mtime)
+            return self._item(path, rel_path, text.lstrip("\ufeff"), mtime, born)
 
         return load
 
     def _document_loader(self, path: Path, rel_path: str, mtime: float, fmt: DocumentFormat,
-                         report: ScanReport):
+                         report: ScanReport, born: dt.datetime | None):
         """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``ingest/documents.py``)."""
         def load() -> SourceItem | None:
             try:
@@ -313,11 +322,12 @@ class FilesystemConnector:
                 report.skip("unreadable", rel_path, item=rel_path)
                 return None
             return SourceItem(source_id=rel_path, body="", title=path.stem, source_url=path.absolute().as_uri(),
-                              content_type=fmt.content_type, updated_at=timestamps.from_unix(mtime), raw=raw)
+                              content_type=fmt.content_type, updated_at=timestamps.from_unix(mtime), raw=raw,
+                              created_at=born)
 
         return load
 
-    def _item(self, path: Path, rel_path: str, text: str, mtime: float) -> SourceItem:
+    def _item(self, path: Path, rel_path: str, text: str, mtime: float, born: dt.datetime | None = None) -> SourceItem:
         suffix = path.suffix.lower()
         meta, body = split_front_matter(text) if suffix in (".md", ".markdown", ".mdx") else ({}, text)
         title = meta.get("title")
@@ -336,6 +346,6 @@ class FilesystemConnector:
             content_type=_CONTENT_TYPES.get(suffix, "text/plain"),
             metadata=json_safe(meta),
             tags=front_matter_tags(meta),
-            created_at=front_matter_time(meta, "created", "created_at", "date"),
+            created_at=front_matter_time(meta, "created", "created_at", "date") or born,
             updated_at=front_matter_time(meta, "updated", "updated_at", "modified") or file_time,
         )

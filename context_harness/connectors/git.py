@@ -4,24 +4,36 @@ then read like a folder (same globs, skips and limits as the filesystem connecto
 The checkout lives in the workspace (``<data>/git/NAME``); ``source_id`` is the path inside the
 repository; ``source_url`` points at the file on the remote's web view when the URL is a GitHub or
 GitLab style HTTPS URL, else at the local checkout.
+
+Dates (full clones, ``shallow = false``): one ``git log`` pass per sync, made when the first changed
+file is loaded, gives each file's ``created_at`` (the oldest commit that added it) and ``updated_at``
+(the newest commit that added or changed it; front matter dates still win). A shallow clone has no
+history to ask, so its files keep the file time and get ``created_at`` from their first sync.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 
+from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig, GitConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import FilesystemConnector
 
 log = logging.getLogger(__name__)
 GIT_TIMEOUT = 600
+UPDATED_KEYS = ("updated", "updated_at", "modified")  # front matter dates that win over the history
+
+Dates = dict[str, tuple[dt.datetime | None, dt.datetime]]
+"""path in the repository -> (created: oldest commit adding it, updated: newest commit adding or changing it)."""
 
 
 class GitError(RuntimeError):
@@ -90,9 +102,11 @@ class GitConnector:
             max_file_size=self.config.max_file_size))
         web = _web_base(self.config.url, self.config.branch or self._branch())
         prefix = "" if self.config.root in ("", ".") else self.config.root.strip("/") + "/"
+        checkout = self.checkout
+        dates: Callable[[], Dates] = (lambda: {}) if self.config.shallow else cache(lambda: file_dates(checkout))
         for candidate in inner.scan(report):
             yield Candidate(candidate.source_id, candidate.fingerprint,
-                            _with_url(candidate.load, web, prefix + candidate.source_id))
+                            _with_url(candidate.load, web, prefix + candidate.source_id, dates))
 
     def _branch(self) -> str:
         try:
@@ -110,11 +124,43 @@ def _web_base(url: str, branch: str) -> str | None:
     return f"https://{host}/{repo}/{middle}/{branch}/"
 
 
-def _with_url(load: Callable[[], SourceItem | None], web: str | None, path: str) -> Callable[[], SourceItem | None]:
+def file_dates(checkout: Path) -> Dates:
+    """Every file's dates from one ``git log`` pass over the history (see ``Dates``); {} if git fails."""
+    try:
+        out = _git(["-c", "core.quotePath=false", "log", "--format=%x01%at", "--name-status", "--no-renames", "-z",
+                    "HEAD"], cwd=checkout)
+    except GitError as exc:
+        log.warning("%s: no file dates from the history: %s", checkout.name, exc)
+        return {}
+    created: dict[str, dt.datetime] = {}
+    updated: dict[str, dt.datetime] = {}
+    for commit in out.split("\x01"):  # newest first
+        fields = commit.split("\x00")
+        if not fields[0].strip().isdigit():
+            continue
+        when = timestamps.from_unix(int(fields[0].strip()))
+        for status, path in zip(fields[1::2], fields[2::2], strict=False):
+            status = status.strip()[:1]
+            if status in ("A", "M", "T"):
+                updated.setdefault(path, when)
+            if status == "A":
+                created[path] = when  # the oldest add wins
+    return {path: (created.get(path), when) for path, when in updated.items()}
+
+
+def _with_url(load: Callable[[], SourceItem | None], web: str | None, path: str,
+              dates: Callable[[], Dates]) -> Callable[[], SourceItem | None]:
     def loader() -> SourceItem | None:
         item = load()
-        if item is not None and web:
+        if item is None:
+            return None
+        if web:
             item.source_url = web + path
+        known = dates().get(path)
+        if known is not None:
+            item.created_at = item.created_at or known[0]
+            if not any(key in item.metadata for key in UPDATED_KEYS):
+                item.updated_at = known[1]
         return item
 
     return loader

@@ -11,6 +11,7 @@ from typing import Any
 
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
+from context_harness.connectors.unavailable import UnavailableConnector
 from context_harness.errors import ConfigError
 
 ConnectorFactory = Callable[[str, Any, Config], Connector]
@@ -38,7 +39,8 @@ class ConnectorRegistry:
 
     def build(self, config: Config) -> list[Connector]:
         """Every connector the config declares (built-in types first, then extension types, each
-        in name order), then the instances registered in code. An unknown type or a label defined
+        in name order; those set aside for unset variables as ``UnavailableConnector``s), then the
+        instances registered in code. An unknown type or a label defined
         twice is a ``ConfigError``."""
         connectors: list[Connector] = []
         tables = {t: getattr(config.connectors, t) for t in BUILTIN_TYPES}
@@ -54,6 +56,10 @@ class ConnectorRegistry:
                 )
             for name in sorted(entries):
                 connectors.append(factory(name, entries[name], config))
+        for missing in config.unavailable:
+            if missing.kind == "connector":
+                type_name, _, name = missing.name.partition(":")
+                connectors.append(UnavailableConnector(type_name, name, missing.message))
         labels = {c.label for c in connectors}
         for connector in self._instances:
             if connector.label in labels:

@@ -51,7 +51,6 @@ from context_harness.server.guards import (
     split_host,
 )
 from context_harness.server.mcp import HarnessServer, build_server
-from context_harness.tools.base import describe
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +139,7 @@ class RestShim:
         scope_agent = request.query_params.get("agent") or self.agent
         if self.agent is not None and scope_agent != self.agent:
             raise NotFound(f"unknown agent {scope_agent!r}: this server serves agent {self.agent!r} only")
-        return JSONResponse({"tools": [describe(tool) for tool in self.harness.tools(scope_agent)]})
+        return JSONResponse(self.harness.catalog.tool_listing(scope_agent))
 
     async def call_tool(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -165,6 +164,10 @@ class RestShim:
         name = request.path_params["name"]
         known = [info.name for info in self.harness.agents()]
         if name not in known:
+            try:
+                self.harness.catalog.find_agent(name)  # an agent set aside for an unset variable: not_configured
+            except NotFound:
+                pass
             listed = ", ".join(known)
             raise NotFound(f"unknown agent {name!r}; GET /agents/list shows the agents"
                            + (f" ({listed})" if listed and len(listed) < 200 else ""))
@@ -265,11 +268,22 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
                                                lifespan="on", server_header=False,
                                                timeout_keep_alive=KEEP_ALIVE_SECONDS))
         shown = f"[{host}]" if ":" in host else host
-        sys.stderr.write(f"context-harness: serving MCP at http://{shown}:{port}/mcp and REST at "
-                         f"http://{shown}:{port}/tools/* (Ctrl-C to stop)\n")
+        sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, f"http://{shown}:{port}", agent)))
         sys.stderr.flush()
         await server.serve()
 
 
+def startup_lines(harness: Harness, url: str, agent: str | None = None) -> list[str]:
+    """What ``ctx serve --http`` prints to stderr on start, as the original's ``ctx serve mcp`` does:
+    the Lua tools with their routes (and those set aside for unset variables), then the addresses."""
+    listing = harness.catalog.tool_listing(agent)
+    lua = [tool for tool in listing["tools"] if not tool["builtin"]]
+    lines = [f"Loaded {len(lua)} Lua tool(s):"] if lua else []
+    lines += [f"  POST /tools/{tool['name']} — {tool['description']}" for tool in lua]
+    lines += [f"  unavailable: {u['name']} — {u['message']}" for u in listing.get("unavailable", [])]
+    return [*lines, f"MCP server listening on {url}", f"  MCP endpoint: {url}/mcp",
+            f"  REST: {url}/tools/* and {url}/agents/* (Ctrl-C to stop)"]
+
+
 __all__ = ["RestShim", "UnknownErrors", "build_app", "check_bind", "is_loopback", "parse_bind", "serve_http",
-           "streamable_http"]
+           "startup_lines", "streamable_http"]

@@ -14,7 +14,8 @@ the core's (``Harness.serving``); this adapter only asks for the warm-up on a fi
 
 ``prompts/get`` delivers an agent's system prompt as the first **user** message, wrapped as
 ``<instructions agent="NAME">…</instructions>`` plus a line asking the model to follow them (MCP
-prompt messages have no system role; see docs/agents.md), then the agent's own messages.
+prompt messages have no system role; see docs/agents.md), then the agent's own messages; messages
+with role ``system`` from Lua/Python agents are folded into that instructions block.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from context_harness import __version__
 from context_harness.agents.models import AgentPrompt
 from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
-from context_harness.errors import HarnessError, NotFound, as_harness_error, outcome
+from context_harness.agents.render import fold_system
+from context_harness.errors import HarnessError, NotConfigured, NotFound, as_harness_error, outcome
 from context_harness.harness import DocumentChanges, Harness
+from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
 from context_harness.tools.base import hints
 from context_harness.tools.render import render_document
 from context_harness.validation import parse_get
@@ -85,9 +88,11 @@ def instructions_message(name: str, system: str) -> str:
 
 
 def prompt_messages(name: str, prompt: AgentPrompt) -> list[t.PromptMessage]:
-    """``prompts/get`` messages for a resolved agent: instructions first, then its messages."""
-    pairs = [("user", instructions_message(name, prompt.system))]
-    pairs.extend((m.role, m.content) for m in prompt.messages)
+    """``prompts/get`` messages for a resolved agent: instructions first (the system prompt, then the
+    contents of any ``system`` messages: MCP prompts have no system role), then its other messages."""
+    system, others = fold_system(prompt.system, prompt.messages)
+    pairs = [("user", instructions_message(name, system))]
+    pairs.extend((m.role, m.content) for m in others)
     return [t.PromptMessage(role=role, content=t.TextContent(type="text", text=text))  # type: ignore[arg-type]
             for role, text in pairs]
 
@@ -122,6 +127,7 @@ class HarnessServer(Server[dict[str, Any]]):
     def __init__(self, harness: Harness, agent: str | None = None) -> None:
         self.harness = harness
         self.agent = agent
+        self.orchestr8 = ORCHESTR8 in harness.config.server.compat
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._change_queues: set[Any] = set()  # one per running lifespan
@@ -286,6 +292,8 @@ class HarnessServer(Server[dict[str, Any]]):
             tool = self.harness.catalog.tool(params.name, self.agent)
         except NotFound:
             raise MCPError(t.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        except NotConfigured as exc:  # a Lua tool set aside for an unset variable: say which
+            return tool_error_result(exc)
         try:
             result = await self.harness.call_tool(tool.name, params.arguments or {}, self.agent)
             text = result.text
@@ -316,6 +324,8 @@ class HarnessServer(Server[dict[str, Any]]):
             info = self.harness.catalog.find_agent(params.name)
         except NotFound:
             raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.name}") from None
+        except NotConfigured as exc:  # an agent set aside for an unset variable
+            raise protocol_error(exc, data=exc.to_dict()["error"]) from None
         arguments = dict(params.arguments or {})
         missing = [a.name for a in info.arguments if a.required and not arguments.get(a.name)]
         if missing:
@@ -355,13 +365,15 @@ class HarnessServer(Server[dict[str, Any]]):
         cursor = (params.cursor if params is not None else None) or None
         if cursor is not None and cursor.startswith(DOCUMENTS_CURSOR):
             documents, following = await self._documents(cursor[len(DOCUMENTS_CURSOR):] or None, PAGE_SIZE)
-            return t.ListResourcesResult(resources=documents, next_cursor=following)
+            meta = {"total": self.harness.catalog.agent_resources(None, numeric=True)["total"],
+                    "count": len(documents)} if self.orchestr8 else None
+            return t.ListResourcesResult(resources=documents, next_cursor=following, _meta=meta)
         try:
-            listed = self.harness.catalog.agent_resources(cursor)
+            listed = self.harness.catalog.agent_resources(cursor, numeric=self.orchestr8)
         except Exception as exc:
             raise MCPError(t.INVALID_PARAMS, as_harness_error(exc, "resources/list").message) from None
         resources = [t.Resource(uri=r["uri"], name=r["name"], description=r.get("description"),
-                                mime_type=r.get("mimeType")) for r in listed["resources"]]
+                                mime_type=self._list_mime(r["uri"], r.get("mimeType"))) for r in listed["resources"]]
         following = listed.get("nextCursor")
         if following is None:
             room = PAGE_SIZE - len(resources)
@@ -369,7 +381,11 @@ class HarnessServer(Server[dict[str, Any]]):
             resources += documents
             if room <= 0 and (await self.harness.document_listing(None, 1)).documents:
                 following = DOCUMENTS_CURSOR
-        return t.ListResourcesResult(resources=resources, next_cursor=following)
+        meta = {"total": listed["total"], "count": len(resources)} if self.orchestr8 else None
+        return t.ListResourcesResult(resources=resources, next_cursor=following, _meta=meta)
+
+    def _list_mime(self, uri: str, mime_type: str | None) -> str | None:
+        return ORCHESTR8_LIST_MIME if self.orchestr8 and uri.startswith(AGENT_SCHEME) else mime_type
 
     async def _documents(self, after: str | None, limit: int) -> tuple[list[t.Resource], str | None]:
         """Up to ``limit`` documents after id ``after`` as resources, and the cursor of the rest."""
@@ -408,10 +424,13 @@ class HarnessServer(Server[dict[str, Any]]):
     def _reader(self, uri: str) -> tuple[Callable[[], Any], str] | None:
         """The reader and MIME type for ``uri``: the agent catalog, then the document template."""
         if uri.startswith((AGENT_SCHEME, SKILL_SCHEME)):
-            async def read_agent() -> str:
-                return self.harness.catalog.read_agent_resource(uri)
+            orchestr8 = self.orchestr8 and uri.startswith(AGENT_SCHEME)
 
-            return read_agent, "application/json"
+            async def read_agent() -> str:
+                text = self.harness.catalog.read_agent_resource(uri)
+                return orchestr8_definition(text) if orchestr8 else text
+
+            return read_agent, ORCHESTR8_READ_MIME if orchestr8 else "application/json"
         arguments = document_arguments(uri)
         if arguments is None:
             return None

@@ -199,6 +199,9 @@ class DocumentStore:
                 conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (doc_id,))
             for write in writes:
                 r = write.row
+                if r.created_at is None:  # no creation date from the source: its first sync stands for it
+                    known = conn.execute("SELECT created_at FROM documents WHERE id=?", (r.id,)).fetchone()
+                    r.created_at = (known[0] if known else None) or synced
                 conn.execute("DELETE FROM chunks WHERE doc_id=?", (r.id,))
                 conn.execute(
                     f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at) "

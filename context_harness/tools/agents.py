@@ -7,7 +7,8 @@ They register in the one ``ToolRegistry`` like the other built-ins (the composit
 Payloads (the MCP ``structuredContent``): ``agent_list`` -> ``{"agents": [{name, description}]}``,
 ``agent_get`` -> the agent's definition (as ``agent://NAME``), ``agent_inject`` -> ``{name,
 compiled}`` (``format = "compiled"``, the text block is the compiled string) or ``{name, system,
-skills, tools, messages}`` (``"structured"``). Unknown agent: ``not_found``; unknown format or
+skills, tools, messages}`` (``"structured"``). ``agent_get`` and ``agent_inject`` take ``name`` or
+its synonym ``agentId`` (AgentZoo's spelling). Unknown agent: ``not_found``; unknown format or
 arguments: ``bad_request``.
 
 Annotations are truthful: listing and reading definitions are read-only and local. ``agent_inject``
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from context_harness.agents.registry import FORMATS, AgentRegistry
 from context_harness.errors import BadRequest
@@ -52,15 +53,27 @@ class AgentListResponse(BaseModel):
 
 
 class AgentGetRequest(BaseModel):
+    """``name`` or its synonym ``agentId`` (AgentZoo's spelling); one of them is required."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="The agent's name (see agent_list).")
+    name: str | None = Field(default=None, description="The agent's name (see agent_list).")
+    agentId: str | None = Field(default=None, description="A synonym of name (AgentZoo's spelling).")
+
+    @model_validator(mode="after")
+    def _one_name(self) -> Self:
+        if self.name is None and self.agentId is None:
+            raise ValueError("name: required (the agent's name; agentId is accepted as a synonym)")
+        if self.name is not None and self.agentId is not None and self.name != self.agentId:
+            raise ValueError("name and agentId name different agents; give one of them")
+        return self
+
+    @property
+    def agent(self) -> str:
+        return self.name if self.name is not None else str(self.agentId)
 
 
-class AgentInjectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(description="The agent's name (see agent_list).")
+class AgentInjectRequest(AgentGetRequest):
     format: str = Field(default="compiled", json_schema_extra={"enum": list(FORMATS)},
                         description="compiled (one text) or structured (JSON).")
     arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
@@ -95,16 +108,16 @@ def agent_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool
         return {"agents": [{"name": i.name, "description": i.description} for i in agents.list()]}
 
     async def agent_get(arguments: dict[str, Any]) -> dict[str, Any]:
-        return agents.definition(parse(AgentGetRequest, arguments).name)
+        return agents.definition(parse(AgentGetRequest, arguments).agent)
 
     async def agent_inject(arguments: dict[str, Any]) -> dict[str, Any]:
         request = parse(AgentInjectRequest, arguments)
         if request.format not in FORMATS:
             raise BadRequest(f"format must be one of {', '.join(FORMATS)} (got {request.format!r})")
-        agents.spec(request.name)  # not_found before any work
-        result = await compile_agent(request.name, request.arguments or {}, request.format)
+        agents.spec(request.agent)  # not_found before any work
+        result = await compile_agent(request.agent, request.arguments or {}, request.format)
         if isinstance(result, str):
-            return {"name": request.name, "compiled": result}
+            return {"name": request.agent, "compiled": result}
         return result
 
     return [

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from context_harness import config as config_mod
-from context_harness.config import Config, LuaConfig, ScriptConfig
+from context_harness.config import Config, LuaConfig, ScriptConfig, Unavailable
 from context_harness.errors import ConfigError, HarnessError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.tools import LuaTool
@@ -44,6 +44,10 @@ def _attempt_key(entry: ScriptConfig, lua: LuaConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _unavailable(config: Config | None) -> dict[str, Unavailable]:
+    return {u.name: u for u in (config.unavailable if config is not None else []) if u.kind == "tool"}
+
+
 def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: ScriptContext | None) -> ScriptTool:
     """One ``[tools.script.NAME]`` entry -> a ``ScriptTool`` (``ConfigError`` if it cannot load)."""
     return ScriptTool(LuaTool(name, entry, lua), context)
@@ -65,6 +69,7 @@ class ToolRegistry:
         self._desired_lua = config.lua if config is not None else LuaConfig()
         self._loaded: dict[str, tuple[ScriptConfig, LuaConfig]] = {}
         self._failed: dict[str, str] = {}  # name -> attempt key that failed (not retried until it changes)
+        self._unavailable = _unavailable(config)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -90,6 +95,10 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def unavailable(self) -> list[Unavailable]:
+        """The Lua tools set aside because their tables use unset environment variables."""
+        return sorted(self._unavailable.values(), key=lambda u: u.name)
 
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
@@ -124,6 +133,7 @@ class ToolRegistry:
             else:
                 self._config_digest, self._bad_config = digest, None
                 self._desired, self._desired_lua = dict(fresh.tools.script), fresh.lua
+                self._unavailable = _unavailable(fresh)
         changes = ToolChanges()
         for name in sorted(set(self._loaded) | set(self._desired)):
             entry, current = self._desired.get(name), self._tools.get(name)

@@ -77,7 +77,7 @@ def test_agents_lua_timeout(ws: Any) -> None:
     ('error("boom")', "failed: .*boom"),
     ("return 42", "must return a table"),
     ('return {tools = {"x"}}', "invalid prompt: system: required"),
-    ('return {system = "s", messages = {{role = "system", content = "x"}}}', "invalid prompt: messages.0.role"),
+    ('return {system = "s", messages = {{role = "tool", content = "x"}}}', "invalid prompt: messages.0.role"),
     ('return {system = context.search("x")[1].id}', "no knowledge base is attached"),
 ])
 def test_agents_lua_errors_are_agent_errors(ws: Any, body: str, message: str) -> None:
@@ -87,6 +87,21 @@ def test_agents_lua_errors_are_agent_errors(ws: Any, body: str, message: str) ->
     """)
     with pytest.raises(AgentError, match=message):
         reg.resolve("responder", {})
+
+
+def test_agents_lua_system_messages_are_accepted(ws: Any) -> None:
+    """The Context Harness agent spec allows user, assistant and system messages."""
+    reg = lua_registry(ws, """
+        agent = {name = "responder", description = "d"}
+        function agent.resolve(args, config, context)
+          return {system = "s", messages = {{role = "system", content = "Be brief."}, {role = "user", content = "u"}}}
+        end
+    """)
+    prompt = reg.resolve("responder", {})
+    assert [(m.role, m.content) for m in prompt.messages] == [("system", "Be brief."), ("user", "u")]
+    compiled = reg.compile("responder", {})
+    assert isinstance(compiled, str)
+    assert "s\n\nBe brief.\n\n## Context\n\nu\n" in compiled  # folded into the instructions, in order
 
 
 def test_agents_lua_load_errors_are_config_errors(ws: Any) -> None:
