@@ -94,9 +94,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_kb(pid: int) -> int:
+def rss_kb(pid: int, kind: str = "VmRSS") -> int:
+    """The process's resident memory in kB: all of it (``VmRSS``), or ``RssAnon`` (its own heap
+    and stacks) or ``RssFile`` (pages of mapped files, such as the keyword index's segments)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(kind + ":"):
             return int(line.split()[1])
     return 0
 
@@ -231,7 +233,7 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
         # state (thread pool grown, caches filled, a few commits and reloads done); not measured.
         warm = Load(base, args.warm_up, args.clients, seed=1)
         await asyncio.gather(*(warm.client(http) for _ in range(args.clients)))
-        rss_start = rss_kb(server_pid)
+        rss_start, anon_start, file_start = (rss_kb(server_pid, k) for k in ("VmRSS", "RssAnon", "RssFile"))
         load = Load(base, args.requests, args.clients)
         load.hits = warm.hits
         held: list[bool] = []
@@ -250,7 +252,7 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
             churned = await changes
             await sampler
         await asyncio.sleep(2)  # the last live update's commit settles: what stays is what counts
-        rss_end = rss_kb(server_pid)
+        rss_end, anon_end, file_end = (rss_kb(server_pid, k) for k in ("VmRSS", "RssAnon", "RssFile"))
     every = [v for values in load.latency.values() for v in values]
     return {
         "requests": len(every), "clients": args.clients, "failures": len(load.failures),
@@ -262,6 +264,8 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
                         "p99_ms": round(percentile(v, 0.99) * 1000, 2)} for k, v in load.latency.items()},
         "rss_mb_after_warm_up": round(rss_start / 1024, 1), "rss_mb_end": round(rss_end / 1024, 1),
         "rss_growth_pct": round(100 * (rss_end - rss_start) / rss_start, 1),
+        "rss_anon_mb": [round(anon_start / 1024, 1), round(anon_end / 1024, 1)],
+        "rss_file_mb": [round(file_start / 1024, 1), round(file_end / 1024, 1)],
         "rss_mb_every_5s": samples, "slow_clients": args.slow, "slow_clients_still_held": sum(held), **churned,
     }
 
