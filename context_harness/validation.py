@@ -104,3 +104,49 @@ def check_declared(owner: str, noun: str, arguments: Any, declared: Sequence[Dec
             raise BadRequest(f"{owner}: {noun} '{d.name}' must be one of {shown} (got {json.dumps(value)})")
         out[d.name] = value
     return out
+
+
+MAX_JSON_DEPTH = 64
+"""How deeply JSON that a client sends may nest (arrays and objects); no argument needs more."""
+
+
+def decode_json(raw: bytes | str, what: str = "the request body") -> Any:
+    """Untrusted JSON text -> a value, or a ``BadRequest`` naming ``what``: strict UTF-8, no ``NaN`` or
+    ``Infinity`` (not JSON), no nesting past ``MAX_JSON_DEPTH`` and no lone surrogate escapes
+    (``"\\ud800"`` is valid JSON but not text: nothing downstream could encode it)."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        value = json.loads(text.removeprefix("\ufeff"), parse_constant=_not_json)
+    except RecursionError:
+        raise BadRequest(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest(f"{what} is not valid JSON (UTF-8)") from None
+    _check_decoded(value, what)
+    return value
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _check_decoded(value: Any, what: str) -> None:
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, str):
+            _check_text(item, what)
+        elif isinstance(item, (list, dict)):
+            if depth >= MAX_JSON_DEPTH:
+                raise BadRequest(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep")
+            if isinstance(item, dict):
+                for key in item:
+                    _check_text(key, what)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+
+
+def _check_text(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"{what} holds a lone UTF-16 surrogate escape (such as \\ud800), which is not text") from None
