@@ -6,7 +6,8 @@ What counts as a secret, learnt when a config is read (``remember``, called by `
   except where it names a file or folder (a key such as ``path`` or ``root``, or an absolute path
   that exists): paths are not secrets, and hiding them would blind every message naming a file;
 - every string under a key that names a secret (``auth_token``, ``api_key``, ``password`` ...);
-- the credentials in any URL of the config (``https://user:pass@host``).
+- the credentials in any URL of the config (``https://user:pass@host``);
+- the values of the variables Lua scripts may read (``[lua] env_allow``).
 
 Where it is applied: every ``HarnessError`` message (so every error on every rim: MCP, REST, the
 CLI, ``sources``' ``last_error``), and every log record (a record factory, so every logger and
@@ -34,6 +35,7 @@ MIN_LENGTH = 4
 SECRET_KEYS = re.compile(r"(^|_)(token|secret|password|passwd|credentials?|auth|(api|access|private|secret)_?key)($|_)",
                          re.IGNORECASE)
 PATH_KEYS = re.compile(r"(^|_)(path|paths|root|dir|folder|folders|file|files)$", re.IGNORECASE)
+ENV_LISTS = ("env_allow", "env")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s'\"]+)@")
 
@@ -93,6 +95,8 @@ def _walk(raw: Any, expanded: Any, key: str, env: Any, found: list[str]) -> None
         for k, v in raw.items():
             _walk(v, expanded.get(k), str(k), env, found)
     elif isinstance(raw, list) and isinstance(expanded, list):
+        if key in ENV_LISTS:  # names of variables scripts may read (``[lua] env_allow``)
+            found.extend(env[name] for name in expanded if isinstance(name, str) and name in env)
         for r, e in zip(raw, expanded, strict=False):
             _walk(r, e, key, env, found)
     elif isinstance(raw, str) and isinstance(expanded, str):
