@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 MASK = "***"
-MIN_LENGTH = 4
+MIN_LENGTH = 6
 SECRET_KEYS = re.compile(r"(^|_)(token|secret|password|passwd|credentials?|auth|(api|access|private|secret)_?key)($|_)",
                          re.IGNORECASE)
 PATH_KEYS = re.compile(r"(^|_)(path|paths|root|dir|folder|folders|file|files)$", re.IGNORECASE)
@@ -141,8 +141,18 @@ def scrub(record: logging.LogRecord) -> logging.LogRecord:
     except Exception:  # a malformed record: leave it to logging's own error report
         return record
     clean = redact(message)
-    if clean != message or record.args:
-        record.msg, record.args = clean, None
+    if clean != message:
+        # Keep the record's shape where possible (formatters such as uvicorn's read ``args``).
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        try:
+            still = record.getMessage() != clean
+        except Exception:
+            still = True
+        if still:
+            record.msg, record.args = clean, None
     if record.exc_info and record.exc_info[1] is not None:
         record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
     if record.stack_info:
