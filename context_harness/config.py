@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from context_harness import redaction
 from context_harness.errors import ConfigError
 
 CONFIG_ENV = "CTX_CONFIG"
@@ -389,6 +390,7 @@ def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
         expanded = expand_vars(raw, "")
     except ConfigError as exc:
         raise ConfigError(f"{label}: {exc.message}") from None
+    redaction.remember(raw, expanded)  # before anything can echo a value (validation errors do)
     try:
         config = Config.model_validate(expanded)
     except ValidationError as exc:

@@ -12,6 +12,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from context_harness.redaction import redact
+
 log = logging.getLogger(__name__)
 
 # JSON-RPC 2.0 error codes (the MCP protocol errors).
@@ -25,6 +27,7 @@ class HarnessError(Exception):
     code = "internal"
 
     def __init__(self, message: str) -> None:
+        message = redact(message)  # no secret leaves in an error, whichever rim renders it
         super().__init__(message)
         self.message = message
 

@@ -42,6 +42,7 @@ def parse(model: type[M], data: Any) -> M:
         data = {}
     if not isinstance(data, dict):
         raise BadRequest("arguments must be a JSON object")
+    check_text(data, "the arguments")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -83,6 +84,7 @@ def check_declared(owner: str, noun: str, arguments: Any, declared: Sequence[Dec
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise BadRequest(f"{owner}: arguments must be an object")
+    check_text(dict(arguments), f"{owner}: the arguments")
     known = {d.name for d in declared}
     unknown = sorted(set(arguments) - known)
     if unknown:
@@ -104,3 +106,53 @@ def check_declared(owner: str, noun: str, arguments: Any, declared: Sequence[Dec
             raise BadRequest(f"{owner}: {noun} '{d.name}' must be one of {shown} (got {json.dumps(value)})")
         out[d.name] = value
     return out
+
+
+MAX_JSON_DEPTH = 64
+"""How deeply JSON that a client sends may nest (arrays and objects); no argument needs more."""
+
+
+def decode_json(raw: bytes | str, what: str = "the request body") -> Any:
+    """Untrusted JSON text -> a value, or a ``BadRequest`` naming ``what``: strict UTF-8, no ``NaN`` or
+    ``Infinity`` (not JSON), no nesting past ``MAX_JSON_DEPTH`` and no lone surrogate escapes
+    (``"\\ud800"`` is valid JSON but not text: nothing downstream could encode it)."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        value = json.loads(text.removeprefix("\ufeff"), parse_constant=_not_json)
+    except RecursionError:
+        raise BadRequest(f"{what}: nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest(f"{what}: not valid JSON (UTF-8, no NaN or Infinity)") from None
+    check_text(value, what)
+    return value
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def check_text(value: Any, what: str) -> None:
+    """``BadRequest`` unless ``value`` nests at most ``MAX_JSON_DEPTH`` levels and every string in it
+    (keys too) is text: a lone surrogate (from a JSON escape, or a command line's undecodable byte)
+    cannot be encoded, so nothing downstream (SQLite, Tantivy, Lua, the response) could take it."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, str):
+            _check_text(item, what)
+        elif isinstance(item, (list, dict)):
+            if depth >= MAX_JSON_DEPTH:
+                raise BadRequest(f"{what}: nested more than {MAX_JSON_DEPTH} levels deep")
+            if isinstance(item, dict):
+                for key in item:
+                    _check_text(key, what)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+
+
+def _check_text(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"{what}: a string holds a lone UTF-16 surrogate (such as the escape \\ud800), "
+                         "which is not text") from None

@@ -15,14 +15,15 @@ ROOT = "context_harness"
 
 RIMS = {"cli", "server", "__main__"}
 # unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
-LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory"}
+LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory", "redaction"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
+    "redaction": set(),
+    "errors": {"redaction"},
     "timestamps": set(),
     "passages": set(),
     "pipes": set(),
     "memory": set(),
-    "config": {"errors"},
+    "config": {"errors", "redaction"},
     "models": {"errors", "timestamps"},
     "validation": {"errors", "models"},
     "store": LOWER | {"embedding"},

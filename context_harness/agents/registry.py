@@ -39,6 +39,7 @@ from context_harness.agents.skills import Skill, load_skills, skill_files
 from context_harness.agents.sources import markdown_files, markdown_spec, python_spec, toml_spec
 from context_harness.config import Config, Unavailable
 from context_harness.errors import BadRequest, ConfigError, NotConfigured, NotFound
+from context_harness.validation import decode_json
 
 log = logging.getLogger(__name__)
 
@@ -351,12 +352,12 @@ def _encode_cursor(name: str, uri: str) -> str:
 def _decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        after = json.loads(raw)["after"]
+        after = decode_json(raw, "the cursor")["after"]
         name, uri = after
         if not isinstance(name, str) or not isinstance(uri, str):
             raise ValueError
         return name, uri
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, BadRequest):
         raise BadRequest("invalid cursor; pass the nextCursor of a previous page") from None
 
 

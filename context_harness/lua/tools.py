@@ -17,7 +17,6 @@ so two configs can load the same script under different names.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -28,7 +27,7 @@ from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.errors import BadRequest, ConfigError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.script import CONTEXT, LuaScript
-from context_harness.validation import Declared, check_declared
+from context_harness.validation import Declared, check_declared, decode_json
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +88,24 @@ def type_ok(kind: str, value: Any) -> bool:
     if kind == "object":
         return isinstance(value, dict)
     return False
+
+
+LUA_INT_MIN, LUA_INT_MAX = -(2**63), 2**63 - 1
+
+
+def fits_lua(value: Any) -> bool:
+    """Whether every integer in ``value`` (nested too) is a Lua 5.4 integer (64 bits)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not LUA_INT_MIN <= item <= LUA_INT_MAX:
+                return False
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return True
 
 
 def _normalise(kind: str, value: Any) -> Any:
@@ -241,7 +258,11 @@ class LuaTool:
         kind = declared.kind or "string"
         if not type_ok(kind, value):
             raise BadRequest(f"tool '{self.name}': parameter '{declared.name}' must be of type {kind}")
-        return _normalise(kind, value)
+        value = _normalise(kind, value)
+        if not fits_lua(value):
+            raise BadRequest(f"tool '{self.name}': parameter '{declared.name}' holds an integer outside Lua's "
+                             f"range ({LUA_INT_MIN} to {LUA_INT_MAX})")
+        return value
 
     def call(self, arguments: dict[str, Any] | None, context: ScriptContext | None = None) -> Any:
         """Validate ``arguments`` and run ``tool.execute(params, context)``; JSON-like result."""
@@ -280,7 +301,7 @@ def coerce_text(raw: str, kind: str, name: str) -> Any:
                 return False
             raise ValueError(raw)
         if kind in ("array", "object"):
-            return json.loads(raw)
+            return decode_json(raw, f"--param {name}")
     except ValueError:
         raise BadRequest(f"--param {name}: {raw!r} is not a valid {kind}") from None
     return raw

@@ -18,7 +18,6 @@ status); every error body is ``{"error": {"code", "message"}}``. Guards: see ``s
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import sys
 from typing import Any
@@ -51,6 +50,7 @@ from context_harness.server.guards import (
     split_host,
 )
 from context_harness.server.mcp import HarnessServer, build_server
+from context_harness.validation import decode_json
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +110,7 @@ async def _json_body(request: Request) -> Any:
     raw = await request.body()
     if not raw.strip():
         return {}
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        raise BadRequest("the request body is not valid JSON") from None
+    return decode_json(raw)
 
 
 class RestShim:

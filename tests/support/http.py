@@ -229,14 +229,16 @@ class AppServer:
 
 # -- ctx serve --http in a subprocess ---------------------------------------------------------------
 
-def spawn_http(args: list[str], env: dict[str, str], port: int, timeout: float = 30) -> subprocess.Popen:
-    """Start ``ctx serve --http`` and wait for /health."""
+def spawn_http(args: list[str], env: dict[str, str], port: int, timeout: float = 30,
+               stderr: Any = subprocess.PIPE) -> subprocess.Popen:
+    """Start ``ctx serve --http`` and wait for /health (``stderr``: where its log goes, a pipe by default)."""
     proc = subprocess.Popen([str(BIN / "ctx"), *args, "serve", "--http", "--bind", f"127.0.0.1:{port}"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"ctx serve --http exited: {proc.stderr.read().decode(errors='replace')}")
+            said = proc.stderr.read().decode(errors="replace") if proc.stderr else "(see its log)"
+            raise RuntimeError(f"ctx serve --http exited: {said}")
         try:
             if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
                 return proc

@@ -261,6 +261,17 @@ def write_served(root: Path, server: str = "") -> Path:
     return config_path
 
 
+def write_hostile_workspace(root: Path, server: str = "") -> Path:
+    """``write_served`` plus ``KB_DOCS``, the agent tools and a Lua tool (``echo``): every kind of tool,
+    prompt and resource, for the hostile-input batteries; returns the config path."""
+    cfg = write_served(root, server=f"agent_tools = true\n{server}")
+    write_files(root / "docs", KB_DOCS)
+    echo = (EXAMPLES / "lua" / "echo.lua").as_posix()
+    cfg.write_text(cfg.read_text(encoding="utf-8") + f'\n[tools.script.echo]\npath = "{echo}"\nprefix = "> "\n',
+                   encoding="utf-8")
+    return cfg
+
+
 # -- a long document (paged `get`) ----------------------------------------------------------------
 
 _WORDS = ("stream buffer callback promise error event handle file descriptor path mode flag option "
