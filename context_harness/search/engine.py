@@ -93,12 +93,12 @@ class SearchEngine:
         return response
 
     def _coverage(self, mode: str) -> SearchCoverage:
+        """The chunks, and those the vector index holds (what semantic search saw); no count over
+        the vectors (a search that only loaded the index costs nothing more)."""
+        chunks = self.store.counts()[1]
         backend = self._backend(required=False)
-        if backend is not None:
-            stats = backend.vectors.stats()
-            return SearchCoverage(mode=mode, chunks=stats.embedded_chunks + stats.pending_chunks,
-                                  embedded_chunks=stats.embedded_chunks)
-        return SearchCoverage(mode=mode, chunks=self.store.counts()[1], embedded_chunks=0)
+        embedded = len(backend.index()) if backend is not None and backend.has_vectors() else 0
+        return SearchCoverage(mode=mode, chunks=chunks, embedded_chunks=min(embedded, chunks))
 
     # -- retrievers --------------------------------------------------------------------------
 
