@@ -299,6 +299,7 @@ class SemanticBackend:
         self.embedder = embedder
         self._index = None
         self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # held by the one search that refreshes the index
         self._stale = True
         self._version = -1  # the store's version() when the index last loaded or refreshed
         self._next_check = 0.0
@@ -310,22 +311,33 @@ class SemanticBackend:
         self._stale = True
 
     def index(self):
+        """The loaded index, refreshed first when stale. While one search refreshes it, the others
+        search the index as it was (a refresh of a large index can take seconds)."""
         with self._lock:
             if self._index is None:
                 self.vectors.check_identity(self.embedder.identity)
                 self._version = self.vectors.version()
                 self._index = self.vectors.open_index()
                 self._stale = False
-            elif self._stale or self._written_elsewhere():
-                self._version = self.vectors.version()  # read first: a write during the refresh shows next time
-                started = time.monotonic()
-                self._index.refresh()
-                self._stale = False
-                # A refresh reads every chunk id (~0.06 s per 20k chunks): while another process keeps
-                # writing vectors, refresh for at most a fifth of the time.
-                spent = time.monotonic() - started
-                self._next_check = time.monotonic() + max(VECTOR_CHECK_SECONDS, REFRESH_BACKOFF * spent)
-            return self._index
+                return self._index
+            index = self._index
+            if not (self._stale or self._written_elsewhere()) or not self._refreshing.acquire(blocking=False):
+                return index
+            self._version = self.vectors.version()  # read first: a write during the refresh shows next time
+            self._stale = False
+        try:
+            started = time.monotonic()
+            index.refresh()
+            # A refresh reads every chunk id (~0.06 s per 20k chunks): while another process keeps
+            # writing vectors, refresh for at most a fifth of the time.
+            spent = time.monotonic() - started
+            self._next_check = time.monotonic() + max(VECTOR_CHECK_SECONDS, REFRESH_BACKOFF * spent)
+        except BaseException:
+            self._stale = True
+            raise
+        finally:
+            self._refreshing.release()
+        return index
 
     def _written_elsewhere(self) -> bool:
         now = time.monotonic()

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,8 +59,9 @@ class VectorStore:
     def __init__(self, db: sqlite3.Connection | str | os.PathLike[str]) -> None:
         if isinstance(db, sqlite3.Connection):
             self.conn, self._owns = db, False
+            self.path: Path | None = None
         else:
-            path = Path(db)
+            path = self.path = Path(db)
             path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -273,9 +275,21 @@ class VectorStore:
                     out[content_hash] = np.frombuffer(blob, dtype="<f4")
         return out
 
+    def marker(self) -> dict[str, Any]:
+        """What a saved vector graph reflects: the vectors' ``version()`` and the chunks' count and
+        highest row id (a sync that changes chunks changes one of the three)."""
+        with self.lock:
+            count, top = self.conn.execute("SELECT count(*), coalesce(max(rowid), 0) FROM chunks").fetchone()
+        return {"version": self.version(), "chunks": [int(count), int(top)]}
+
+    def graph_folder(self) -> Path | None:
+        """Where a large index saves its graph: ``vectors/`` beside the database file (None for a
+        store over a shared connection)."""
+        return self.path.parent / "vectors" if self.path is not None else None
+
     def open_index(self) -> VectorIndex:
-        """Load the search matrix for the current chunks (see ``VectorIndex``)."""
-        index = VectorIndex(self)
+        """Load the search index for the current chunks (see ``VectorIndex``)."""
+        index = VectorIndex(self, self.graph_folder())
         index.load()
         return index
 

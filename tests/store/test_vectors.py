@@ -9,8 +9,17 @@ import numpy as np
 import pytest
 
 from context_harness.embedding.base import EmbedderIdentity
+from context_harness.store import vector_index
 from context_harness.store.vectors import EmbedderMismatch, PendingChunk, VectorStore
 from support.vectors import IDENTITY, add_chunks, content_hash, unit
+
+
+@pytest.fixture(params=["exact", "graph"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test over the exact matrix and over the approximate graph (which small indexes skip)."""
+    if request.param == "graph":
+        monkeypatch.setattr(vector_index, "ANN_FROM", 1)
+    return str(request.param)
 
 
 def test_vectors_persist_across_reopen(db_path: Path) -> None:
@@ -112,10 +121,11 @@ def _indexed_corpus(store: VectorStore, conn: sqlite3.Connection) -> None:
     store.put_many((content_hash(t), v) for t, v in vectors.items())
 
 
-def test_top_k_exact_cosine_order(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_top_k_exact_cosine_order(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     _indexed_corpus(store, conn)
     index = store.open_index()
     assert len(index) == 4
+    assert index.approximate == (mode == "graph")
     hits = index.top_k(unit(1, 0, 0, 0), 3)
     assert [(c, d) for c, d, _ in hits] == [("a#0", "a"), ("b#0", "b"), ("c#0", "c")]
     assert hits[0][2] == pytest.approx(1.0)
@@ -124,7 +134,7 @@ def test_top_k_exact_cosine_order(store: VectorStore, conn: sqlite3.Connection) 
     assert len(index.top_k(unit(1, 0, 0, 0), 50)) == 4
 
 
-def test_filter_applies_before_top_k_cut(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_filter_applies_before_top_k_cut(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     _indexed_corpus(store, conn)
     index = store.open_index()
     # The unfiltered top-1 is doc a; filtering to {c} must still return c's chunk, not nothing.
@@ -137,7 +147,7 @@ def test_filter_applies_before_top_k_cut(store: VectorStore, conn: sqlite3.Conne
         index.top_k(unit(1, 0, 0, 0), 1, allowed=np.ones(2, dtype=bool))
 
 
-def test_index_refresh_is_incremental(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_index_refresh_is_incremental(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     _indexed_corpus(store, conn)
     index = store.open_index()
     add_chunks(conn, "c", [])  # doc c deleted
@@ -155,7 +165,7 @@ def test_index_refresh_is_incremental(store: VectorStore, conn: sqlite3.Connecti
     assert len(index) == 4
 
 
-def test_index_reloads_after_rebuild(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_index_reloads_after_rebuild(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     _indexed_corpus(store, conn)
     index = store.open_index()
     store.clear()
@@ -166,13 +176,13 @@ def test_index_reloads_after_rebuild(store: VectorStore, conn: sqlite3.Connectio
     assert index.top_k(unit(0, 0, 0, 1), 1)[0][2] == pytest.approx(1.0)
 
 
-def test_query_dims_must_match(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_query_dims_must_match(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     _indexed_corpus(store, conn)
     with pytest.raises(EmbedderMismatch, match="ctx embed rebuild"):
         store.open_index().top_k(np.ones(8, dtype=np.float32), 1)
 
 
-def test_filter_paths_agree_with_brute_force(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_filter_paths_agree_with_brute_force(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     rng = np.random.default_rng(7)
     store.clear()
     store.set_identity(EmbedderIdentity("test", "rand-16", 16))
@@ -197,7 +207,7 @@ def test_filter_paths_agree_with_brute_force(store: VectorStore, conn: sqlite3.C
         assert [c for c, _, _ in got] == [f"doc{i // 10:02d}#{i % 10}" for i in expected]
 
 
-def test_shared_text_is_one_vector_but_one_row_per_chunk(store: VectorStore, conn: sqlite3.Connection) -> None:
+def test_shared_text_is_one_vector_but_one_row_per_chunk(store: VectorStore, conn: sqlite3.Connection, mode: str) -> None:
     add_chunks(conn, "a", ["same text", "other"])
     add_chunks(conn, "b", ["same text"])
     add_chunks(conn, "c", ["pending text"])  # no vector yet: not in the index
