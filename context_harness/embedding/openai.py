@@ -5,10 +5,17 @@ Works with OpenAI, Ollama, LM Studio, vLLM and the like. Requests go out in batc
 exponential backoff (honouring ``Retry-After``). A refused connection (no server listening) and
 other failures raise ``EmbeddingsUnavailable`` at once, with a message naming the config key to
 fix. Uses stdlib ``urllib`` only.
+
+Vectors are asked for as base64 (``encoding_format``, as OpenAI's own clients do): four bytes a number
+instead of ~20 characters of JSON, which at a million chunks is the difference between the wire and
+the JSON parser being the bottleneck. A server that refuses the parameter (HTTP 400 or 422) is asked
+again without it, and so are later requests; a server that ignores it and sends lists works as is.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import time
@@ -61,6 +68,7 @@ class OpenAIEmbedder(BaseEmbedder):
         self.timeout = config.timeout
         self.backoff = backoff
         self.requested_dims = config.dims
+        self._base64 = True  # until the server refuses encoding_format
         self._identity: EmbedderIdentity | None = None
         if config.dims is not None:
             self._identity = EmbedderIdentity(PROVIDER, self.model, config.dims)
@@ -86,6 +94,8 @@ class OpenAIEmbedder(BaseEmbedder):
         body: dict[str, Any] = {"model": self.model, "input": batch}
         if self.requested_dims is not None and self.model.startswith("text-embedding-3"):
             body["dimensions"] = self.requested_dims  # OpenAI's shortened embeddings
+        if self._base64:
+            body["encoding_format"] = "base64"
         payload = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
@@ -99,6 +109,10 @@ class OpenAIEmbedder(BaseEmbedder):
                 return self._parse(raw, len(batch))
             except urllib.error.HTTPError as exc:
                 detail = _error_detail(exc)
+                if self._base64 and exc.code in (400, 422):  # perhaps encoding_format: ask as plain JSON
+                    self._base64 = False
+                    log.info("embeddings endpoint %s refused base64 vectors; asking for JSON lists", self.url)
+                    return self._request(batch)
                 if exc.code not in _RETRY_STATUS or attempt >= self.max_retries:
                     raise EmbeddingsUnavailable(self._http_message(exc.code, detail, attempt)) from None
                 delay = self._delay(attempt, exc.headers.get("Retry-After") if exc.headers else None)
@@ -151,8 +165,8 @@ class OpenAIEmbedder(BaseEmbedder):
         try:
             data = json.loads(raw)
             items = sorted(data["data"], key=lambda item: item.get("index", 0))
-            vectors = np.asarray([item["embedding"] for item in items], dtype=np.float32)
-        except (ValueError, KeyError, TypeError, AttributeError):
+            vectors = np.asarray([_vector(item["embedding"]) for item in items], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
             raise EmbeddingsUnavailable(
                 f"the embeddings endpoint {self.url} sent a response that is not OpenAI embeddings JSON "
                 "({'data': [{'index', 'embedding'}]}); check [embedding] base_url"
@@ -170,6 +184,13 @@ class OpenAIEmbedder(BaseEmbedder):
         if not np.isfinite(vectors).all():
             raise EmbeddingsUnavailable(f"the embeddings endpoint {self.url} returned non-finite numbers")
         return vectors
+
+
+def _vector(embedding: Any) -> Any:
+    """One ``embedding`` value: a list of numbers, or base64 of little-endian float32."""
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+    return embedding
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> str:

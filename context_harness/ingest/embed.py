@@ -36,12 +36,13 @@ def embed_pending(vectors: VectorStore, embedder: Embedder, *, batch_size: int =
     if limit is not None:
         total = min(total, limit)
     emit({"event": "start", "source": "embeddings", "total": total})
-    done = 0
+    done = after = 0
     while limit is None or done < limit:
         want = FETCH if limit is None else min(FETCH, limit - done)
-        pending = vectors.pending(want)
+        pending = vectors.pending(want, after)
         if not pending:
             break
+        after = pending[-1].row
         for start in range(0, len(pending), batch_size * 8):
             part = pending[start:start + batch_size * 8]
             # The text each content hash was computed from: title and headings lead the chunk.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FETCH = 4096  # rows per fetchmany while streaming a table
 
@@ -22,22 +22,30 @@ class PendingChunk:
     title: str | None
     heading: str
     text: str
+    row: int = field(default=0, compare=False)  # the chunk's rowid: pass it as ``after`` for the next page
 
 
-def pending_chunks(conn: sqlite3.Connection, limit: int | None = None) -> list[PendingChunk]:
-    """Chunks whose content hash has no vector, one per distinct hash, oldest first."""
+def pending_chunks(conn: sqlite3.Connection, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
+    """Chunks whose content hash has no vector, one per distinct hash, oldest first, from the chunk
+    after row ``after`` on (a page costs its own rows, not a scan of every chunk: at a million chunks,
+    grouping them all for every page of 512 made embedding quadratic)."""
     sql = (
-        "SELECT c.content_hash, MIN(c.rowid), c.text, d.title, c.heading FROM chunks c "
+        "SELECT c.content_hash, c.rowid, c.text, d.title, c.heading FROM chunks c "
         "LEFT JOIN documents d ON d.id = c.doc_id "
-        "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
-        "GROUP BY c.content_hash ORDER BY MIN(c.rowid)"
+        "WHERE c.rowid > ? AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
+        "ORDER BY c.rowid"
     )
-    params: tuple[int, ...] = ()
+    params: tuple[int, ...] = (after,)
     if limit is not None:
         sql += " LIMIT ?"
-        params = (max(0, limit),)
-    rows = conn.execute(sql, params).fetchall()
-    return [PendingChunk(h, title, heading or "", text) for h, _, text, title, heading in rows]
+        params = (after, max(0, limit))
+    seen: set[str] = set()
+    out = []
+    for h, row, text, title, heading in conn.execute(sql, params):
+        if h not in seen:  # text shared by several chunks is embedded once
+            seen.add(h)
+            out.append(PendingChunk(h, title, heading or "", text, row))
+    return out
 
 
 def embedded_chunk_counts(conn: sqlite3.Connection) -> tuple[int, int]:

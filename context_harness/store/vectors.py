@@ -225,11 +225,12 @@ class VectorStore:
 
     # -- chunks awaiting vectors --------------------------------------------------------------
 
-    def pending(self, limit: int | None = None) -> list[PendingChunk]:
-        """Chunks whose text has no vector, one per distinct content hash, oldest first. The text to
-        embed is ``embedding_text(title, heading, text)`` (what the content hash was computed from)."""
+    def pending(self, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
+        """Chunks whose text has no vector, one per distinct content hash, oldest first, from the chunk
+        after row ``after`` (a previous page's last ``row``). The text to embed is
+        ``embedding_text(title, heading, text)`` (what the content hash was computed from)."""
         with self.lock:
-            return queries.pending_chunks(self.conn, limit)
+            return queries.pending_chunks(self.conn, limit, after)
 
     def stats(self) -> VectorStats:
         identity = self.identity()

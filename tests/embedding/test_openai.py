@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import time
@@ -33,6 +34,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.script: list[int | str] = []  # HTTP status, "garbage" or "slow", consumed per request
         self.dims = DIMS
+        self.base64 = "ignore"  # what to do with encoding_format=base64: "ignore", "honour" or "refuse"
 
     @property
     def base_url(self) -> str:
@@ -65,9 +67,15 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(int(action), {"error": {"message": f"injected {action}"}}, {"Retry-After": "0"})
         if self.path != "/v1/embeddings":
             return self._send(404, {"error": {"message": "no such route"}})
+        wants_base64 = body.get("encoding_format") == "base64"
+        if wants_base64 and self.server.base64 == "refuse":
+            return self._send(400, {"error": {"message": "unknown field encoding_format"}})
+        vectors = [3.0 * _REFERENCE.vector(t)[: self.server.dims] for t in body["input"]]
         data = [
-            {"object": "embedding", "index": i, "embedding": (3.0 * _REFERENCE.vector(t)[: self.server.dims]).tolist()}
-            for i, t in enumerate(body["input"])
+            {"object": "embedding", "index": i,
+             "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
+             if wants_base64 and self.server.base64 == "honour" else v.tolist()}
+            for i, v in enumerate(vectors)
         ]
         self._send(200, {"object": "list", "data": list(reversed(data)), "model": body["model"]})
 
@@ -114,6 +122,20 @@ def test_batches_keep_order_and_normalise(server: FakeOpenAI) -> None:
     assert all(r["path"] == "/v1/embeddings" and r["body"]["model"] == "test-embed" for r in server.requests)
     assert all(r["auth"] == f"Bearer {KEY}" for r in server.requests)
     np.testing.assert_allclose(vectors, _expected(texts), atol=1e-6)  # sorted by index, unit norm
+
+
+@pytest.mark.parametrize("mode", ["honour", "ignore", "refuse"])
+def test_vectors_come_as_base64_where_the_server_can(server: FakeOpenAI, mode: str) -> None:
+    server.base64 = mode
+    embedder = _embedder(server)
+    texts = ["alpha", "beta", "gamma"]
+    for _ in range(2):
+        assert np.allclose(embedder.embed_documents(texts), _expected(texts), atol=1e-6)
+    asked = [r["body"].get("encoding_format") for r in server.requests]
+    if mode == "refuse":  # refused once, then every request is plain JSON
+        assert asked == ["base64", None, None, None, None]
+    else:
+        assert asked == ["base64"] * 4
 
 
 def test_query_is_cached(server: FakeOpenAI) -> None:
