@@ -495,6 +495,8 @@ class Harness:
                                batch_size=batch_size or self.config.embedding.batch_size, limit=limit,
                                progress=progress)
         backend.mark_stale()
+        if report.embedded:
+            backend.prepare_graph(progress)  # a large index: update its saved graph now, not in a search
         return EmbedSummary(embedded=report.embedded, pending=report.pending, seconds=report.seconds,
                             embedder=report.identity)
 

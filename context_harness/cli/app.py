@@ -100,7 +100,8 @@ def _progress_printer(mode: str) -> tuple[Callable[[dict[str, Any]], None] | Non
             if event["event"] == "keyword_ready":
                 progress.console.print(keyword_ready_line(event))
             elif event["event"] == "start":
-                label = "embed chunks" if source == "embeddings" else f"sync {source}"
+                label = {"embeddings": "embed chunks", "vector graph": "build the vector graph"}.get(
+                    source, f"sync {source}")
                 tasks[source] = progress.add_task(label, total=event["total"] or 1, rate="")
             elif event["event"] == "progress" and source in tasks:
                 progress.update(tasks[source], completed=event["done"])

@@ -29,6 +29,7 @@ from context_harness.passages import chunk_at
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import Snippet, make_snippet, salient
+from context_harness.store import vector_index
 from context_harness.store.documents import ChunkPlace, DocumentStore, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
 
@@ -338,6 +339,17 @@ class SemanticBackend:
         finally:
             self._refreshing.release()
         return index
+
+    def prepare_graph(self, progress: Callable[[dict], None] | None = None) -> None:
+        """After embedding: when the vectors are many enough for the approximate graph, build or
+        update it (and its saved copy) now, so the next search or server start does not wait on it.
+        Progress events name the source ``vector graph``."""
+        if self.vectors.count() < vector_index.ANN_FROM:
+            return
+        emit = progress or (lambda event: None)
+        emit({"event": "start", "source": "vector graph", "total": 1})
+        self.index()
+        emit({"event": "done", "source": "vector graph"})
 
     def _written_elsewhere(self) -> bool:
         now = time.monotonic()
