@@ -293,3 +293,23 @@ async def test_a_first_sync_says_keyword_search_is_ready_before_embedding_and_ex
     assert ready < kinds.index(("start", "embeddings")), kinds
     said = events[ready]
     assert said["documents"] >= 3 and said["pending_chunks"] >= 1
+
+
+async def test_a_sync_that_embeds_a_large_index_saves_its_vector_graph(sample_docs, monkeypatch) -> None:
+    """Issue 18: past ``ANN_FROM`` vectors the index is an approximate graph, built by the sync that
+    embedded (announced as progress) and saved, so a server start opens it instead of building it."""
+    from context_harness.store import vector_index
+
+    monkeypatch.setattr(vector_index, "ANN_FROM", 2)
+    use_provider(sample_docs, "fake")
+    async with Harness.open(sample_docs.config()) as h:
+        events: list[dict] = []
+        await h.sync(progress=events.append)
+        graph_events = [e["event"] for e in events if e.get("source") == "vector graph"]
+        assert graph_events == ["start", "done"]
+        saved = h.store.path.parent / "vectors" / "ann.json"
+        assert saved.exists()
+        hits = await search(h, "lua sandbox", mode="semantic")
+    async with Harness.open(sample_docs.config()) as again:
+        assert [r.id for r in await search(again, "lua sandbox", mode="semantic")] == [r.id for r in hits]
+        assert again.semantic().index().approximate
