@@ -114,6 +114,7 @@ def serve_embeddings(port_file: Path) -> None:
 @contextlib.contextmanager
 def embeddings_endpoint(tmp: Path) -> Iterator[str]:
     port_file = tmp / "endpoint.port"
+    port_file.unlink(missing_ok=True)  # a kept folder's port is stale
     proc = subprocess.Popen([sys.executable, __file__, "--serve-embeddings", str(port_file)])
     try:
         deadline = time.monotonic() + 30
@@ -147,7 +148,7 @@ def write_corpus(folder: Path, chunks: int, sections: int, seed: int = 7) -> lis
     returns query texts (3 to 5 words each)."""
     rng = np.random.default_rng(seed)
     vocab = vocabulary()
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     per_file = sections
     for d in range(chunks // per_file):
         picks = np.minimum(rng.zipf(1.2, size=(per_file, WORDS_PER_CHUNK)) - 1, len(vocab) - 1)
@@ -160,7 +161,8 @@ def write_corpus(folder: Path, chunks: int, sections: int, seed: int = 7) -> lis
         if d % 1000 == 0:
             sub.mkdir()
         (sub / f"doc{d:07d}.md").write_text(f"# Document {d}\n\n{body}\n", encoding="utf-8")
-    picks = np.minimum(rng.zipf(1.2, size=(QUERIES + 20, 5)) - 1, len(vocab) - 1)
+    queries = np.random.default_rng(seed + 1)  # its own stream: the same queries however many files
+    picks = np.minimum(queries.zipf(1.2, size=(QUERIES + 20, 5)) - 1, len(vocab) - 1)
     return [" ".join(vocab[row[: 3 + i % 3]]) for i, row in enumerate(picks)]
 
 
@@ -323,14 +325,19 @@ def over_stdio(config_path: Path, queries: list[str]) -> dict:
     return figures
 
 
-def one_workspace(tmp: Path, endpoint: str, chunks: int, sections: int, table: np.ndarray) -> dict:
+def one_workspace(tmp: Path, endpoint: str, chunks: int, sections: int, table: np.ndarray, reuse: bool) -> dict:
     workspace = tmp / f"ws-{chunks}-{sections}"
     out: dict = {"chunks_asked": chunks, "sections_per_document": sections}
-    started = time.perf_counter()
-    queries = write_corpus(workspace / "docs", chunks, sections)
-    out["write_files_s"] = round(time.perf_counter() - started, 1)
-    config_path = write_config(workspace, endpoint)
-    out.update(build(workspace, config_path))
+    if reuse:  # a workspace kept by an earlier run: only the searches are measured again
+        queries = write_corpus(tmp / "queries-only", 0, sections)
+        config_path = write_config(workspace, endpoint)
+        out["reused"] = True
+    else:
+        started = time.perf_counter()
+        queries = write_corpus(workspace / "docs", chunks, sections)
+        out["write_files_s"] = round(time.perf_counter() - started, 1)
+        config_path = write_config(workspace, endpoint)
+        out.update(build(workspace, config_path))
     out.update(over_stdio(config_path, queries))
     out["in_process"] = in_process(config_path, queries[20:], table)
     return out
@@ -342,6 +349,7 @@ def main() -> None:
     parser.add_argument("--one-chunk-docs", type=int, default=300_000, help="0 to skip")
     parser.add_argument("--tmp", default=None, help="where the workspaces go (several GB at 1M chunks)")
     parser.add_argument("--keep", default=None, help="build the workspaces in this folder and keep them")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: measure the kept workspaces again")
     parser.add_argument("--serve-embeddings", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_embeddings:
@@ -360,7 +368,7 @@ def main() -> None:
             if args.one_chunk_docs:
                 runs.append((args.one_chunk_docs, 1))
             for chunks, sections in runs:
-                result = one_workspace(tmp, endpoint, chunks, sections, table)
+                result = one_workspace(tmp, endpoint, chunks, sections, table, args.reuse)
                 results.append(result)
                 print(json.dumps(result), flush=True)
     print(json.dumps({"benchmark": "scale", "cores": os.cpu_count(), "runs": len(results),

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 LINKS = 32  # HNSW M: neighbours per node
 BUILD_EFFORT = 40  # efConstruction
 SEARCH_EFFORT = 256  # efSearch at least (more when more results are wanted): recall@10 0.95 at 100k
+LARGE = 500_000  # from here on, search twice as wide (1M: recall@10 0.88 -> 0.92 for 2.4 -> 3.7 ms)
 ADD_BATCH = 2048  # vectors added per graph lock hold: searches wait at most one batch
 EXACT_BELOW = 20_000  # allowed positions below which a filtered search scores them exactly
 FORMAT = 1
@@ -101,7 +102,7 @@ class AnnGraph:
             return self._exact(q, np.flatnonzero(mask[:n]), fetch)
         faiss = _faiss()
         params = faiss.SearchParametersHNSW()
-        params.efSearch = max(SEARCH_EFFORT, fetch)
+        params.efSearch = max(SEARCH_EFFORT if n < LARGE else 2 * SEARCH_EFFORT, fetch)
         bits = None
         if mask is not None:
             bits = np.packbits(mask[:n], bitorder="little")  # ids from n on fall outside: not selected

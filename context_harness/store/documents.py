@@ -369,6 +369,10 @@ class DocumentStore:
             "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d ON d.id = c.doc_id GROUP BY d.source").fetchall())
         return {s: (docs.get(s, 0), chunks.get(s, 0)) for s in set(docs) | set(chunks)}
 
+    def document_counts(self) -> dict[str, int]:
+        """source -> documents (read from the (source, source_id) index alone: cheap at any size)."""
+        return dict(self.connection().execute("SELECT source, COUNT(*) FROM documents GROUP BY source").fetchall())
+
     def source_rows(self) -> dict[str, tuple[str | None, str | None]]:
         return {r[0]: (r[1], r[2]) for r in self.connection().execute("SELECT name, last_sync, notes FROM sources")}
 
