@@ -42,6 +42,7 @@ from context_harness.models import (
     DocumentOut,
     EmbedSummary,
     GetRequest,
+    MigrationReport,
     SearchRequest,
     SearchResponse,
     SourceOut,
@@ -53,7 +54,7 @@ from context_harness.models import (
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
-from context_harness.storage import open_backend
+from context_harness.storage import migrate_to_postgres, open_backend
 from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
 from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
@@ -357,6 +358,13 @@ class Harness:
         documents, chunks = self.store.counts()
         return CheckReport(consistent=all(p.repaired for p in problems), documents=documents, chunks=chunks,
                            vectors=self.vectors.count() if self.vectors is not None else 0, problems=problems)
+
+    async def migrate_to_postgres(self, url: str) -> MigrationReport:
+        """``ctx db migrate --to postgres``: copy this embedded workspace into the empty PostgreSQL
+        database at ``url`` (``storage.py``), holding the workspace's writer locks meanwhile."""
+        assert self.backend is not None
+        async with self._sync_lock, self.writing("db migrate"), self.writing("db migrate", embeddings=True):
+            return await self.run_blocking(migrate_to_postgres, self.backend, url, self.config)
 
     def embedding_status(self) -> dict[str, Any]:
         """Embedded and pending chunks, the embedder the config selects and the one the stored vectors
