@@ -63,11 +63,17 @@ async def run(args: argparse.Namespace) -> list[dict]:
             stack.enter_context(tempfile.TemporaryDirectory(prefix="ctx-pg-bench-")))
         if not (workspace / "docs").is_dir():
             scifact.write_markdown(docs, workspace / "docs")
-        raw: dict = {"db": {"path": str(workspace / "data" / "ctx.sqlite"), "backend": "postgres", "url": url},
+        raw: dict = {"db": {"path": str(workspace / "data" / "ctx.sqlite")},
                      "connectors": {"filesystem": {"scifact": {"root": str(workspace / "docs")}}},
                      "server": {"sync_on_start": False}}
         if modes == ["keyword"]:
             raw["embedding"] = {"provider": "disabled"}
+        migrated = None
+        if args.from_embedded:  # an embedded workspace (vectors and all): sync it, then migrate it
+            async with Harness.open(config_mod.from_dict(raw, None)) as embedded:
+                await embedded.sync()
+                migrated = (await embedded.migrate_to_postgres(url)).model_dump()
+        raw["db"] |= {"backend": "postgres", "url": url}
         async with Harness.open(config_mod.from_dict(raw, None)) as harness:
             started = time.perf_counter()
             report = await harness.sync()
@@ -76,7 +82,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
             common = {"benchmark": "postgres", "dataset": "scifact", "split": "test", "documents": len(docs),
                       "chunks": chunks, "queries": len(judged), "sync_seconds": round(sync_seconds, 1),
                       "embed_seconds": report.embedding.seconds if report.embedding else None,
-                      "cores": os.cpu_count()}
+                      "cores": os.cpu_count(), "migrated": migrated}
             async with Client(build_server(harness)) as client:
                 for mode in modes:
                     ndcg, recall, latencies = [], [], []
@@ -121,6 +127,8 @@ def main() -> None:
     parser.add_argument("--mode", default="keyword,hybrid", help="comma-separated: keyword, semantic, hybrid")
     parser.add_argument("--docs", type=int, default=None, help="only the first N documents")
     parser.add_argument("--workspace", default=None, help="keep the Markdown files here")
+    parser.add_argument("--from-embedded", action="store_true",
+                        help="--workspace holds an embedded workspace (data/ctx.sqlite): migrate it first")
     args = parser.parse_args()
     scifact.require_scifact()
     for line in anyio.run(run, args):

@@ -153,6 +153,8 @@ class Harness:
     def open_stores(self) -> None:
         """Open the storage backend the config selects (``storage.py``) and the search engine over it."""
         self.backend = open_backend(self.config, self.index_lock)
+        if self.backend.locks is not None:  # the database's own (replicas on several hosts take turns)
+            self.index_lock, self.embed_lock = self.backend.locks
         self.store, self.index, self.vectors = self.backend.documents, self.backend.keyword, self.backend.vectors
         self.engine = SearchEngine(self.config, self.store, self.index,
                                    self.semantic if self.vectors is not None else None)

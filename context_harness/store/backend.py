@@ -140,6 +140,7 @@ class Backend:
     vectors: VectorStorage | None
     sizes: Any = None  # () -> (database bytes, keyword index bytes)
     closers: tuple[Any, ...] = ()
+    locks: Any = None  # (index lock, embed lock) replacing the workspace's lock files (``WriterLock``s)
 
     def close(self) -> None:
         if self.vectors is not None:

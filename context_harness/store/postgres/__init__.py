@@ -11,6 +11,7 @@ def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: i
     from context_harness.store.postgres.database import Database
     from context_harness.store.postgres.documents import PgDocumentStore
     from context_harness.store.postgres.keyword import PgKeywordIndex
+    from context_harness.store.postgres.lock import advisory_locks
     from context_harness.store.postgres.vectors import PgVectorStore
 
     db = Database(url, pool_size)
@@ -23,4 +24,4 @@ def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: i
 
     return Backend(kind="postgres", location=db.where, documents=PgDocumentStore(db),
                    keyword=PgKeywordIndex(db, title_boost), vectors=PgVectorStore(db) if with_vectors else None,
-                   sizes=sizes, closers=(db.close,))
+                   sizes=sizes, closers=(db.close,), locks=advisory_locks(db))
