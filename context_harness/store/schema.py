@@ -196,6 +196,7 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
         field "char" NOT NULL,
         doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
         tf INTEGER NOT NULL,
+        dl INTEGER NOT NULL,  -- the field's length in terms (BM25 without a join)
         PRIMARY KEY(term, field, doc_id)
     );
     CREATE INDEX IF NOT EXISTS postings_doc ON postings(doc_id);

@@ -24,12 +24,14 @@ MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds
 
 # Postings and lengths of the documents just written (``%(ids)s``), from the same analysis as queries.
 _POSTINGS = f"""
-INSERT INTO postings(term, field, doc_id, tf)
-SELECT u.lexeme, 't', d.id, coalesce(array_length(u.positions, 1), 1)
-FROM documents d, unnest(to_tsvector('english', coalesce(d.title, ''))) u WHERE d.id = ANY(%(ids)s)
-UNION ALL
-SELECT u.lexeme, 'b', d.id, coalesce(array_length(u.positions, 1), 1)
-FROM documents d, unnest(to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS}))) u WHERE d.id = ANY(%(ids)s)
+WITH t AS (
+    SELECT u.lexeme, 't'::"char" AS field, d.id, coalesce(array_length(u.positions, 1), 1) AS tf
+    FROM documents d, unnest(to_tsvector('english', coalesce(d.title, ''))) u WHERE d.id = ANY(%(ids)s)
+    UNION ALL
+    SELECT u.lexeme, 'b'::"char", d.id, coalesce(array_length(u.positions, 1), 1)
+    FROM documents d, unnest(to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS}))) u WHERE d.id = ANY(%(ids)s))
+INSERT INTO postings(term, field, doc_id, tf, dl)
+SELECT lexeme, field, id, tf, sum(tf) OVER (PARTITION BY id, field) FROM t
 """
 _LENGTHS = f"""
 UPDATE documents d SET

@@ -26,25 +26,23 @@ MAX_PHRASES = 8
 _PHRASE = re.compile(r'"([^"]*)"')
 
 _SEARCH = """
-WITH q AS (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s)) LIMIT 64),
+WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s)) LIMIT 64),
 s AS (SELECT greatest(documents, 1)::float8 AS n,
              greatest(title_tokens, 1)::float8 / greatest(documents, 1) AS avg_t,
              greatest(body_tokens, 1)::float8 / greatest(documents, 1) AS avg_b FROM keyword_stats),
-df AS (SELECT p.term, p.field, count(*)::float8 AS df FROM postings p JOIN q ON q.term = p.term
-       GROUP BY p.term, p.field)
-SELECT p.doc_id, sum(
-    (CASE p.field WHEN 't' THEN %(title_boost)s ELSE 1.0 END)
-    * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
-    * p.tf * (%(k1)s + 1)
-    / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * (CASE p.field WHEN 't' THEN d.title_len / s.avg_t
-                                                         ELSE d.body_len / s.avg_b END)))) AS score
-FROM postings p
-JOIN df ON df.term = p.term AND df.field = p.field
-JOIN documents d ON d.id = p.doc_id
+hits AS MATERIALIZED (  -- each query term's postings through the index, with its document frequency
+    SELECT p.doc_id, p.field, p.tf, p.dl, count(*) OVER (PARTITION BY p.term, p.field)::float8 AS df
+    FROM q CROSS JOIN LATERAL (SELECT * FROM postings WHERE postings.term = q.term) p)
+SELECT h.doc_id, sum(
+    (CASE h.field WHEN 't' THEN %(title_boost)s ELSE 1.0 END)
+    * ln(1 + (s.n - h.df + 0.5) / (h.df + 0.5))
+    * h.tf * (%(k1)s + 1)
+    / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.dl / (CASE h.field WHEN 't' THEN s.avg_t ELSE s.avg_b END)))) AS score
+FROM hits h
 CROSS JOIN s
 {where}
-GROUP BY p.doc_id
-ORDER BY score DESC, p.doc_id
+GROUP BY h.doc_id
+ORDER BY score DESC, h.doc_id
 LIMIT %(limit)s
 """
 
@@ -94,7 +92,8 @@ class PgKeywordIndex:
         for i, phrase in enumerate(phrases):
             named[f"p{i}"] = phrase
             conditions.append(f"d.tsv @@ phraseto_tsquery('english', %(p{i})s)")
-        sql = _SEARCH.format(where=("WHERE " + " AND ".join(conditions)) if conditions else "")
+        sql = _SEARCH.format(where=("JOIN documents d ON d.id = h.doc_id WHERE " + " AND ".join(conditions))
+                             if conditions else "")
         with self.db.connection() as conn:
             rows = conn.execute(sql, named).fetchall()
         return [DocumentHit(doc_id, float(score)) for doc_id, score in rows]
@@ -127,8 +126,8 @@ class PgKeywordIndex:
 
     def term_weights(self, text: str) -> dict[str, float]:
         """Every analysed word of a query with its BM25 IDF in the bodies (what a snippet shows)."""
-        sql = ("WITH q AS (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %s)) LIMIT 64) "
-               "SELECT q.term, (SELECT count(*) FROM postings p WHERE p.term = q.term AND p.field = 'b'), "
+        sql = ("WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %s)) "
+               "LIMIT 64) SELECT q.term, (SELECT count(*) FROM postings p WHERE p.term = q.term AND p.field = 'b'), "
                "(SELECT documents FROM keyword_stats) FROM q")
         with self.db.connection() as conn:
             rows = conn.execute(sql, (text.replace('"', " ")[:MAX_QUERY_CHARS],)).fetchall()
