@@ -120,6 +120,56 @@ async def ts_rank_figures(harness: Harness, judged: dict, qs: dict) -> dict:
             "ndcg@10": round(sum(ndcg) / len(ndcg), 4)}
 
 
+def vector_figures(url: str, count: int, queries: int = 100, dims: int = 384) -> dict:
+    """pgvector HNSW on ``count`` synthetic unit vectors (clustered, like embeddings): the index build,
+    p50 of a top-10 query through the index, and recall@10 against exact search."""
+    import numpy as np
+
+    from context_harness.embedding.base import EmbedderIdentity
+    from context_harness.store.postgres.database import Database
+    from context_harness.store.postgres.vectors import PgVectorStore
+
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(max(1, count // 1000), dims)).astype(np.float32)
+    db = Database(url)
+    store = PgVectorStore(db)
+    started = time.perf_counter()
+    with db.connection() as conn, conn.cursor() as cur:
+        with cur.copy("COPY embeddings(content_hash, vector) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["text", "vector"])
+            for start in range(0, count, 10_000):
+                n = min(10_000, count - start)
+                block = centres[rng.integers(0, len(centres), n)] + 0.6 * rng.normal(size=(n, dims)).astype(np.float32)
+                block /= np.linalg.norm(block, axis=1, keepdims=True)
+                for i, vector in enumerate(block):
+                    copy.write_row((f"v{start + i}", vector))
+    loaded = time.perf_counter() - started
+    started = time.perf_counter()
+    store.set_identity(EmbedderIdentity("synthetic", "clustered", dims))  # builds the HNSW index
+    built = time.perf_counter() - started
+    distance = f"vector::vector({dims}) <=> %s"
+    latencies, recalls = [], []
+    for _ in range(queries):
+        q = centres[rng.integers(0, len(centres))] + 0.6 * rng.normal(size=dims).astype(np.float32)
+        q /= np.linalg.norm(q)
+        with db.transaction() as conn:
+            conn.execute("SET LOCAL hnsw.ef_search = 100")
+            t0 = time.perf_counter()
+            approx = [r[0] for r in conn.execute(f"SELECT content_hash FROM embeddings WHERE vector_dims(vector) = "
+                                                 f"{dims} ORDER BY {distance} LIMIT 10", (q,))]
+            latencies.append((time.perf_counter() - t0) * 1000)
+            conn.execute("SET LOCAL enable_indexscan = off")
+            exact = [r[0] for r in conn.execute(f"SELECT content_hash FROM embeddings ORDER BY {distance} LIMIT 10",
+                                                (q,))]
+        recalls.append(len(set(approx) & set(exact)) / 10)
+    db.close()
+    return {"benchmark": "postgres-vectors", "vectors": count, "dims": dims, "load_seconds": round(loaded, 1),
+            "hnsw_build_seconds": round(built, 1), "queries": queries, "ef_search": 100,
+            "latency_ms_p50": round(scifact.percentile(latencies, 50), 2),
+            "latency_ms_p95": round(scifact.percentile(latencies, 95), 2),
+            "recall@10": round(sum(recalls) / len(recalls), 4), "cores": os.cpu_count()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=None, help="a PostgreSQL with pgvector (default: $CTX_DATABASE_URL, "
@@ -129,7 +179,14 @@ def main() -> None:
     parser.add_argument("--workspace", default=None, help="keep the Markdown files here")
     parser.add_argument("--from-embedded", action="store_true",
                         help="--workspace holds an embedded workspace (data/ctx.sqlite): migrate it first")
+    parser.add_argument("--vectors", type=int, default=None,
+                        help="instead: pgvector HNSW over N synthetic vectors (needs an empty database in --url)")
     args = parser.parse_args()
+    if args.vectors:
+        url = args.url or os.environ.get("CTX_DATABASE_URL")
+        with contextlib.ExitStack() as stack:
+            print(json.dumps(vector_figures(url or start_postgres(stack), args.vectors)))
+        return
     scifact.require_scifact()
     for line in anyio.run(run, args):
         print(json.dumps(line))
