@@ -46,3 +46,29 @@ async def test_migrate_copies_everything_without_embedding_again(workspace: Work
         assert (await moved.check()).consistent
         with pytest.raises(BadRequest, match="on postgres already"):
             await moved.migrate_to_postgres(pg_url)
+
+
+def test_the_command_migrates_and_never_prints_the_password(workspace: Workspace, pg_url: str) -> None:
+    import json
+    import os
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from support.cli import run_ctx
+
+    write_sample_docs(workspace)
+    workspace.write_config()  # embedded, embeddings disabled
+    assert run_ctx("sync", "--config", str(workspace.config_path), cwd=workspace.root).returncode == 0
+    missing = run_ctx("db", "migrate", "--to", "postgres", "--config", str(workspace.config_path), cwd=workspace.root)
+    if "CTX_DATABASE_URL" not in os.environ:
+        assert missing.returncode == 1 and "--url" in missing.stderr
+    done = run_ctx("db", "migrate", "--to", "postgres", "--url", pg_url, "--json", "--config",
+                   str(workspace.config_path), cwd=workspace.root)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["documents"], report["vectors"], report["embedder"]) == (3, 0, None)
+    secret = make_conninfo(**{**conninfo_to_dict(pg_url), "password": "hunter2-secret"})
+    again = run_ctx("db", "migrate", "--to", "postgres", "--url", secret, "--config", str(workspace.config_path),
+                    cwd=workspace.root)
+    assert again.returncode == 1 and "hunter2-secret" not in again.stderr + again.stdout
+    assert "already holds 3 documents" in again.stderr
