@@ -83,6 +83,18 @@ class _Section(BaseModel):
 
 class DbConfig(_Section):
     path: Path = Field(default=Path("data/ctx.sqlite"), description="SQLite file; other stores live beside it.")
+    backend: Literal["embedded", "postgres"] = Field(
+        default="embedded", description="embedded (SQLite + Tantivy + vectors in the data folder) or postgres")
+    url: str | None = Field(default=None, description='postgres: a libpq URL, e.g. "${CTX_DATABASE_URL}"')
+    pool_size: int = Field(default=8, ge=1, le=256, description="postgres: connections per process")
+
+    @model_validator(mode="after")
+    def _postgres_has_url(self) -> DbConfig:
+        if self.backend == "postgres" and not (self.url or "").strip():
+            raise ValueError('backend "postgres" needs url = "postgresql://..." (e.g. "${CTX_DATABASE_URL}")')
+        if self.url and self.backend != "postgres":
+            raise ValueError('url is only read with backend = "postgres"; set it, or remove url')
+        return self
 
 
 class ChunkingConfig(_Section):

@@ -16,12 +16,11 @@ harness.writing(operation)`` (``index_lock``, ``embed_lock``; see ``store/writer
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 
@@ -43,6 +42,7 @@ from context_harness.models import (
     DocumentOut,
     EmbedSummary,
     GetRequest,
+    MigrationReport,
     SearchRequest,
     SearchResponse,
     SourceOut,
@@ -54,14 +54,14 @@ from context_harness.models import (
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
-from context_harness.store.documents import DocumentStore
+from context_harness.storage import migrate_to_postgres, open_backend
+from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
 from context_harness.store.faults import fault_of, is_panic
-from context_harness.store.keyword import KeywordIndex
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 from context_harness.tools.base import Tool
 
 if TYPE_CHECKING:
-    from context_harness.store.vectors import VectorStore
+    from context_harness.store.vectors import VectorStore  # what ``embed_pending`` is typed for
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +77,10 @@ class Harness:
         self.config = config
         self.extensions = extensions or Extensions()
         self.connectors: list[Connector] = self.extensions.connector_registry().build(config)
-        self.store: DocumentStore | None = None
-        self.index: KeywordIndex | None = None
-        self.vectors: VectorStore | None = None
+        self.backend: Backend | None = None
+        self.store: DocumentStorage | None = None
+        self.index: KeywordRanking | None = None
+        self.vectors: VectorStorage | None = None
         self.engine: SearchEngine | None = None
         self._semantic: SemanticBackend | None = None
         self._semantic_lock = threading.Lock()
@@ -150,33 +151,13 @@ class Harness:
             self._services.warm_up_soon()
 
     def open_stores(self) -> None:
-        """Open SQLite and the keyword index, repairing the index from SQLite if needed."""
-        db_path = self.config.db.path
-        self.store = DocumentStore(db_path)
-        self.index = KeywordIndex(db_path.parent / "tantivy", self.config.retrieval.title_boost)
-        stale = db_path.parent / "tantivy-docs"  # the document index of 0.1 workspaces, now in tantivy/
-        if stale.is_dir():
-            shutil.rmtree(stale, ignore_errors=True)
-        if self.index.rebuilt:
-            self.store.enqueue_all()
-        if self.store.queued(1):
-            # Queued documents are a write in progress elsewhere (that writer flushes them when it
-            # commits) or one interrupted here: flush only when no other writer is at work.
-            if self.index_lock.try_acquire("flush the keyword index"):
-                try:
-                    log.info("bringing the keyword index up to date after an interrupted write")
-                    flush_index(self.store, self.index)
-                finally:
-                    self.index_lock.release()
-            else:
-                log.info("the keyword index is being written by %s", self.index_lock.holder())
-        semantic = None
-        if self.config.embedding.provider != "disabled":
-            from context_harness.store.vectors import VectorStore
-
-            self.vectors = VectorStore(db_path)
-            semantic = self.semantic
-        self.engine = SearchEngine(self.config, self.store, self.index, semantic)
+        """Open the storage backend the config selects (``storage.py``) and the search engine over it."""
+        self.backend = open_backend(self.config, self.index_lock)
+        if self.backend.locks is not None:  # the database's own (replicas on several hosts take turns)
+            self.index_lock, self.embed_lock = self.backend.locks
+        self.store, self.index, self.vectors = self.backend.documents, self.backend.keyword, self.backend.vectors
+        self.engine = SearchEngine(self.config, self.store, self.index,
+                                   self.semantic if self.vectors is not None else None)
 
     def semantic(self) -> SemanticBackend:
         """The embedder and vector index, created on first use (the model loads on first embed)."""
@@ -204,10 +185,8 @@ class Harness:
         return True
 
     def close(self) -> None:
-        if self.vectors is not None:
-            self.vectors.close()
-        if self.store is not None:
-            self.store.close()
+        if self.backend is not None:
+            self.backend.close()
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn`` in a worker thread; a fault of the workspace's files becomes a ``StorageFault``."""
@@ -353,13 +332,13 @@ class Harness:
 
     def stats_sync(self) -> StatsOut:
         assert self.store is not None and self.index is not None
+        assert self.backend is not None
         documents, chunks = self.store.counts()
-        db_path = self.store.path
-        db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*") if p.is_file())
-        index_bytes = sum(p.stat().st_size for p in self.index.path.rglob("*") if p.is_file())
+        db_bytes, index_bytes = self.backend.byte_sizes()
         last = [t for t, _ in self.store.source_rows().values() if t]
         return StatsOut(
-            documents=documents, chunks=chunks, sources=len(self.store.source_counts()), db_path=str(db_path),
+            documents=documents, chunks=chunks, sources=len(self.store.source_counts()),
+            db_path=self.backend.location,
             db_bytes=db_bytes, index_bytes=index_bytes, schema_version=self.store.schema_version,
             last_sync=max(last) if last else None,
             embedding=self.embedding_status(),
@@ -382,10 +361,18 @@ class Harness:
         return CheckReport(consistent=all(p.repaired for p in problems), documents=documents, chunks=chunks,
                            vectors=self.vectors.count() if self.vectors is not None else 0, problems=problems)
 
+    async def migrate_to_postgres(self, url: str) -> MigrationReport:
+        """``ctx db migrate --to postgres``: copy this embedded workspace into the empty PostgreSQL
+        database at ``url`` (``storage.py``), holding the workspace's writer locks meanwhile."""
+        assert self.backend is not None
+        async with self._sync_lock, self.writing("db migrate"), self.writing("db migrate", embeddings=True):
+            return await self.run_blocking(migrate_to_postgres, self.backend, url, self.config)
+
     def embedding_status(self) -> dict[str, Any]:
         """Embedded and pending chunks, the embedder the config selects and the one the stored vectors
         were made by, and whether they differ (``ingest/embed.py``)."""
-        return embedding_status(self.config.embedding.provider, self.vectors, lambda: self.semantic().identity_key())
+        return embedding_status(self.config.embedding.provider, cast("VectorStore | None", self.vectors),
+                                lambda: self.semantic().identity_key())
 
     def describe(self) -> str:
         """A short, truthful description of the knowledge base, for MCP server instructions."""
@@ -489,7 +476,7 @@ class Harness:
             self.vectors.clear()
         else:
             self.vectors.delete_orphans()
-        report = embed_pending(self.vectors, backend.embedder,
+        report = embed_pending(cast("VectorStore", self.vectors), backend.embedder,
                                batch_size=batch_size or self.config.embedding.batch_size, limit=limit,
                                progress=progress)
         backend.mark_stale()

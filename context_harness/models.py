@@ -288,6 +288,17 @@ class CheckReport(BaseModel):
     problems: list[CheckProblem]
 
 
+class MigrationReport(BaseModel):
+    """``ctx db migrate --to postgres``: what was copied, and where to (no password)."""
+
+    target: str
+    documents: int
+    chunks: int
+    vectors: int
+    embedder: str | None = Field(default=None, description="The identity of the copied vectors' embedder.")
+    seconds: float
+
+
 class SyncReport(BaseModel):
     sources: list[SyncSummary]
     embedding: EmbedSummary | None = None

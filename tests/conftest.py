@@ -37,6 +37,7 @@ from support.http import (
     spawn_http,
     stop_process,
 )
+from support.postgres import PostgresCluster, start_cluster
 from support.vectors import IDENTITY
 from support.workspace import (
     E2E_DOCS,
@@ -310,3 +311,25 @@ def local_embedder(model_cache: Path) -> Any:
     from context_harness.embedding.local import LocalEmbedder
 
     return LocalEmbedder(EmbeddingConfig(threads=1), cache_dir=model_cache)
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """One PostgreSQL per test session (``support/postgres.py``): ``CTX_TEST_DATABASE_URL`` or pgserver.
+    Tests using it skip, saying why, only when neither is available."""
+    try:
+        cluster = start_cluster()
+    except RuntimeError as exc:
+        pytest.skip(f"no PostgreSQL for the postgres backend tests: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """The URL of a fresh database (with pgvector) for one test, dropped afterwards."""
+    url = postgres_cluster.fresh_database()
+    yield url
+    postgres_cluster.drop(url)

@@ -20,7 +20,7 @@ import click
 
 from context_harness import __version__
 from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
-from context_harness.errors import HarnessError, outcome_of_code
+from context_harness.errors import BadRequest, HarnessError, outcome_of_code
 from context_harness.models import EmbedSummary, SearchResponse, SyncReport
 from context_harness.tools.render import live_state
 
@@ -414,6 +414,37 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, c
 
     limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
     run_server(prepare_server(required_config(ctx)), http=http, bind=bind, agent=agent)
+
+
+@cli.group()
+def db() -> None:
+    """Move the knowledge base between storage backends."""
+
+
+@db.command("migrate")
+@click.option("--to", "target", type=click.Choice(["postgres"]), required=True, help="The backend to copy into.")
+@click.option("--url", default=None, help="The empty database's URL (default: $CTX_DATABASE_URL).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@config_option
+@click.pass_context
+def db_migrate(ctx: click.Context, target: str, url: str | None, as_json: bool, config_path: str | None,
+               root: str | None) -> None:
+    """Copy this embedded workspace (documents, chunks, vectors, embedder identity) into PostgreSQL,
+    without embedding again; then set [db] backend = "postgres" and url in the config."""
+    url = url or os.environ.get("CTX_DATABASE_URL")
+    if not url:
+        fail(BadRequest('`ctx db migrate --to postgres` needs the database: pass --url "postgresql://..." '
+                        "or set CTX_DATABASE_URL"))
+    from context_harness import redaction
+
+    redaction.REDACTOR.add([url])  # a password in it must never be echoed
+    report = run_with_harness(ctx, lambda h: h.migrate_to_postgres(url))
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        click.echo(f"copied {report.documents} documents, {report.chunks} chunks and {report.vectors} vectors "
+                   f"({report.embedder or 'no embedder'}) to {report.target} in {report.seconds:g} s; now set "
+                   '[db] backend = "postgres" and url = "${CTX_DATABASE_URL}"')
 
 
 @cli.command()

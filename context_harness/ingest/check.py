@@ -14,17 +14,16 @@ from context_harness.config import ChunkingConfig
 from context_harness.ingest.chunk_worker import chunk_rows
 from context_harness.ingest.sync import flush_index
 from context_harness.models import CheckProblem
-from context_harness.store.documents import DocumentStore, DocumentWrite, StoredChunk
+from context_harness.store.backend import DocumentStorage, KeywordRanking, VectorStorage
+from context_harness.store.documents import DocumentWrite, StoredChunk
 from context_harness.store.faults import is_panic
-from context_harness.store.keyword import KeywordIndex
-from context_harness.store.vectors import VectorStore
 
 
 @dataclass
 class Checker:
-    store: DocumentStore
-    index: KeywordIndex
-    vectors: VectorStore | None
+    store: DocumentStorage
+    index: KeywordRanking
+    vectors: VectorStorage | None
     chunking: ChunkingConfig
     repair: bool = False
     problems: list[CheckProblem] = field(default_factory=list)
@@ -113,7 +112,7 @@ class Checker:
                         "deletes them", self.vectors.delete_orphans)
 
 
-def check(store: DocumentStore, index: KeywordIndex, vectors: VectorStore | None, chunking: ChunkingConfig,
+def check(store: DocumentStorage, index: KeywordRanking, vectors: VectorStorage | None, chunking: ChunkingConfig,
           repair: bool = False) -> list[CheckProblem]:
     """The problems found (with ``repair``: each marked ``repaired`` when it was fixed)."""
     return Checker(store, index, vectors, chunking, repair).run()

@@ -26,13 +26,13 @@ from context_harness.ingest import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
+from context_harness.store.backend import DocumentStorage, KeywordRanking, KeywordSession
 from context_harness.store.documents import (
     DocumentRow,
-    DocumentStore,
     DocumentWrite,
     document_id,
 )
-from context_harness.store.keyword import IndexedDocument, IndexSession, KeywordIndex
+from context_harness.store.keyword import IndexedDocument
 from context_harness.timestamps import from_iso, to_iso
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def indexed_document(row: DocumentRow) -> IndexedDocument:
     return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at))
 
 
-def flush_index(store: DocumentStore, index: KeywordIndex) -> int:
+def flush_index(store: DocumentStorage, index: KeywordRanking) -> int:
     """Bring the keyword index up to date with every document queued in SQLite. Idempotent."""
     total = 0
     while True:
@@ -121,7 +121,7 @@ def skip_notes(summary: SyncSummary) -> str:
 
 
 class Syncer:
-    def __init__(self, store: DocumentStore, index: KeywordIndex, chunking: ChunkingConfig) -> None:
+    def __init__(self, store: DocumentStorage, index: KeywordRanking, chunking: ChunkingConfig) -> None:
         self.store = store
         self.index = index
         self.chunking = chunking
@@ -194,7 +194,7 @@ class _Writer:
     ``index_queue`` covers a crash. A document that fails to convert goes to ``failed`` instead.
     Without a session (a dry run) nothing is written."""
 
-    def __init__(self, store: DocumentStore, label: str, session: IndexSession | None, chunker: Chunker,
+    def __init__(self, store: DocumentStorage, label: str, session: KeywordSession | None, chunker: Chunker,
                  failed: FailureFn) -> None:
         self.store = store
         self.label = label

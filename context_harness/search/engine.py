@@ -30,8 +30,9 @@ from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.store import vector_index
-from context_harness.store.documents import ChunkPlace, DocumentStore, StoredChunk
-from context_harness.store.keyword import DocumentHit, KeywordFilters, KeywordIndex
+from context_harness.store.backend import DocumentStorage, KeywordRanking
+from context_harness.store.documents import ChunkPlace, StoredChunk
+from context_harness.store.keyword import DocumentHit, KeywordFilters
 
 SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
 SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
@@ -59,7 +60,7 @@ class _Candidate:
 class SearchEngine:
     """Stateless per request; holds the stores and a lazily opened vector index."""
 
-    def __init__(self, config: Config, store: DocumentStore, index: KeywordIndex,
+    def __init__(self, config: Config, store: DocumentStorage, index: KeywordRanking,
                  semantic: Callable[[], SemanticBackend] | None) -> None:
         self.config = config
         self.store = store
@@ -344,7 +345,8 @@ class SemanticBackend:
         """After embedding: when the vectors are many enough for the approximate graph, build or
         update it (and its saved copy) now, so the next search or server start does not wait on it.
         Progress events name the source ``vector graph``."""
-        if self.vectors.count() < vector_index.ANN_FROM:
+        # Only the embedded store keeps a graph (PostgreSQL's HNSW index lives in the database).
+        if not hasattr(self.vectors, "graph_folder") or self.vectors.count() < vector_index.ANN_FROM:
             return
         emit = progress or (lambda event: None)
         emit({"event": "start", "source": "vector graph", "total": 1})

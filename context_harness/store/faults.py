@@ -29,6 +29,9 @@ _FULL_TEXT = ("database or disk is full", "no space left", "file too large", "di
 _DAMAGED_SQLITE = ("malformed", "not a database", "file is encrypted")
 
 
+_DATABASE_DOWN = ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "AdminShutdown")
+
+
 def is_panic(exc: BaseException) -> bool:
     """A Rust panic inside Tantivy (``pyo3_runtime.PanicException``, a ``BaseException``)."""
     return type(exc).__name__ == "PanicException"
@@ -38,6 +41,11 @@ def fault_of(exc: BaseException, data_dir: Path) -> StorageFault | None:
     """The ``StorageFault`` ``exc`` stands for, or None when it is not a storage fault."""
     if isinstance(exc, StorageFault):
         return exc
+    if type(exc).__module__.startswith(("psycopg", "psycopg_pool")) and type(exc).__name__ in _DATABASE_DOWN:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StorageFault(f"the PostgreSQL database ([db] url) cannot be reached or dropped the connection "
+                            f"({reason}); check that it runs and accepts this server, then try again",
+                            kind="database_unavailable")
     text = str(exc).lower()
     code = exc.errno if isinstance(exc, OSError) and _inside(exc.filename, data_dir) else None
     if code in _READ_ONLY or (isinstance(exc, (sqlite3.Error, ValueError)) and any(t in text for t in _READ_ONLY_TEXT)):

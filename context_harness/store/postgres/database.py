@@ -1,0 +1,111 @@
+"""One connection pool to the PostgreSQL of ``[db] url`` (psycopg 3 + psycopg_pool) and its schema.
+
+Connections run in autocommit; ``transaction()`` makes one transaction of a block. pgvector's types
+are registered on every connection. The URL is a secret (it may hold a password): messages name
+the server without its credentials, and the config's redaction hides the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from context_harness.errors import ConfigError, StorageFault
+from context_harness.redaction import redact
+from context_harness.store.schema import POSTGRES_META, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, StoreVersionError
+
+log = logging.getLogger(__name__)
+
+MIGRATION_LOCK = 0x6374780001  # advisory lock key: one process migrates at a time
+CONNECT_SECONDS = 15.0
+
+
+def describe_url(url: str) -> str:
+    """The server and database of ``url``, without user or password (for messages and ``stats``)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = conninfo_to_dict(url)
+    except Exception:
+        return "postgresql (unreadable [db] url)"
+    host = params.get("host") or "localhost"
+    port = f":{params['port']}" if params.get("port") else ""
+    return f"postgresql://{host}{port}/{params.get('dbname') or ''}"
+
+
+class Database:
+    def __init__(self, url: str, pool_size: int = 8) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise ConfigError('[db] backend = "postgres" needs the postgres extra: '
+                              "pip install 'context-harness[postgres]'") from None
+        self.where = describe_url(url)
+        try:  # the schema first, on a connection of its own: the pool's connections need the vector type
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_SECONDS)) as conn:
+                self._migrate(conn)
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(exc) from None
+        self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
+                                   configure=_register_vector, open=False, name="context-harness")
+        try:
+            self.pool.open(wait=True, timeout=CONNECT_SECONDS)
+        except Exception as exc:
+            self.pool.close()
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: Exception) -> ConfigError:
+        reason = redact(str(exc)).strip() or type(exc).__name__
+        return ConfigError(f"cannot connect to PostgreSQL at {self.where} ([db] url): {reason}; check the URL, "
+                           "that the server runs, and its credentials")
+
+    def close(self) -> None:
+        self.pool.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with self.pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def _migrate(self, conn: Any) -> None:
+        """Bring the schema up to ``POSTGRES_SCHEMA_VERSION`` (one process at a time, all or nothing)."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute(POSTGRES_META)
+            row = conn.execute("SELECT value FROM ctx_meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > POSTGRES_SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"the database at {self.where} was written by a newer context-harness (schema {version}; "
+                    f"this version understands up to {POSTGRES_SCHEMA_VERSION}); upgrade context-harness")
+            for target in range(version + 1, POSTGRES_SCHEMA_VERSION + 1):
+                try:
+                    for statement in POSTGRES_MIGRATIONS[target].split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                except Exception as exc:
+                    raise StorageFault(f"cannot set up the tables in {self.where}: {redact(str(exc)).strip()}; "
+                                       "the [db] url's user needs CREATE on the database (and the vector "
+                                       "extension installed)") from None
+                conn.execute("INSERT INTO ctx_meta(key, value) VALUES('schema_version', %s) "
+                             "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(target),))
+
+    @property
+    def schema_version(self) -> int:
+        with self.connection() as conn:
+            row = conn.execute("SELECT value FROM ctx_meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+
+def _register_vector(conn: Any) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)

@@ -1,0 +1,272 @@
+"""Documents, chunks and sync state in PostgreSQL (the ``DocumentStorage`` of ``store/backend.py``).
+
+The keyword data shares every write's transaction: ``apply`` stores a document, its chunks, its
+postings (terms per field from PostgreSQL's ``english`` configuration, with their frequencies) and
+the corpus statistics BM25 needs, or deletes all of them, at once. So there is no keyword queue to
+replay after a crash (``queued`` is always empty) and every replica sees a commit at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk
+from context_harness.store.postgres.database import Database
+from context_harness.timestamps import now_iso, since_text, until_text
+
+_DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
+                "body, metadata, tags, content_hash, fingerprint")
+_CHUNK_COLUMNS = "id, idx, text, content_hash, heading, start"
+MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds at most 1 MB)
+
+# Postings and lengths of the documents just written (``%(ids)s``), from the same analysis as queries.
+_POSTINGS = f"""
+WITH t AS (
+    SELECT u.lexeme, 't'::"char" AS field, d.id, coalesce(array_length(u.positions, 1), 1) AS tf
+    FROM documents d, unnest(to_tsvector('english', coalesce(d.title, ''))) u WHERE d.id = ANY(%(ids)s)
+    UNION ALL
+    SELECT u.lexeme, 'b'::"char", d.id, coalesce(array_length(u.positions, 1), 1)
+    FROM documents d, unnest(to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS}))) u WHERE d.id = ANY(%(ids)s))
+INSERT INTO postings(term, field, doc_id, tf, dl)
+SELECT lexeme, field, id, tf, sum(tf) OVER (PARTITION BY id, field) FROM t
+"""
+_LENGTHS = f"""
+UPDATE documents d SET
+    title_len = coalesce((SELECT sum(tf) FROM postings p WHERE p.doc_id = d.id AND p.field = 't'), 0),
+    body_len = coalesce((SELECT sum(tf) FROM postings p WHERE p.doc_id = d.id AND p.field = 'b'), 0),
+    tsv = setweight(to_tsvector('english', coalesce(d.title, '')), 'A')
+          || to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS}))
+WHERE d.id = ANY(%(ids)s)
+RETURNING title_len, body_len
+"""
+
+
+def _row(r: tuple) -> DocumentRow:
+    return DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13])
+
+
+def _strip_nul(text: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL characters (SQLite can): they are dropped."""
+    return text.replace("\x00", "") if text and "\x00" in text else text
+
+
+class PgDocumentStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def close(self) -> None:
+        pass  # the pool closes with the backend
+
+    @property
+    def schema_version(self) -> int:
+        return self.db.schema_version
+
+    def _all(self, sql: str, params: Any = None) -> list[tuple]:
+        with self.db.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    # -- meta and sync state -------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._all("SELECT value FROM ctx_meta WHERE key = %s", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO ctx_meta(key, value) VALUES(%s, %s) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def fingerprints(self, source: str, under: list[str] | None = None) -> dict[str, tuple[str, str | None, str]]:
+        sql = "SELECT source_id, id, fingerprint, content_hash FROM documents WHERE source = %s"
+        params: list[Any] = [source]
+        if under is not None:
+            sql += " AND (source_id = ANY(%s) OR EXISTS (SELECT 1 FROM unnest(%s::text[]) u(p) " \
+                   "WHERE left(source_id, length(u.p) + 1) = u.p || '/'))"
+            params += [under, under]
+        return {r[0]: (r[1], r[2], r[3]) for r in self._all(sql, params)}
+
+    def apply(self, source: str, writes: Iterable[DocumentWrite], deletes: Iterable[str],
+              touches: Iterable[tuple[str, str | None]] = ()) -> None:
+        """Store new/changed documents with their chunks and keyword data, delete removed ones, and
+        refresh fingerprints: one transaction."""
+        synced = now_iso()
+        writes, deletes = list(writes), list(deletes)
+        ids = [w.row.id for w in writes]
+        with self.db.transaction() as conn:
+            known = dict(conn.execute("SELECT id, created_at FROM documents WHERE id = ANY(%s)", (ids,)).fetchall())
+            self._forget(conn, deletes + ids)
+            for write in writes:
+                r = write.row
+                if r.created_at is None:  # no creation date from the source: its first sync stands for it
+                    r.created_at = known.get(r.id) or synced
+            if writes:
+                self._insert(conn, writes, synced)
+            if touches:
+                with conn.cursor() as cur:
+                    cur.executemany("UPDATE documents SET fingerprint = %s WHERE id = %s",
+                                    [(fp, doc_id) for doc_id, fp in touches])
+
+    def _forget(self, conn: Any, doc_ids: list[str]) -> None:
+        """Delete documents (their chunks and postings cascade) and take them out of the statistics."""
+        if not doc_ids:
+            return
+        conn.execute(
+            "WITH gone AS (DELETE FROM documents WHERE id = ANY(%s) RETURNING title_len, body_len) "
+            "UPDATE keyword_stats SET documents = documents - (SELECT count(*) FROM gone), "
+            "title_tokens = title_tokens - (SELECT coalesce(sum(title_len), 0) FROM gone), "
+            "body_tokens = body_tokens - (SELECT coalesce(sum(body_len), 0) FROM gone)", (doc_ids,))
+
+    def _insert(self, conn: Any, writes: list[DocumentWrite], synced: str) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO documents({_DOC_COLUMNS}, tags_lower, synced_at) "
+                "VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                [(r.id, r.source, _strip_nul(r.source_id), r.source_url, _strip_nul(r.title), r.author, r.created_at,
+                  r.updated_at, r.content_type, _strip_nul(r.body), json.dumps(r.metadata, ensure_ascii=False),
+                  json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint,
+                  [t.lower() for t in r.tags], synced) for r in (w.row for w in writes)])
+            cur.executemany(
+                f"INSERT INTO chunks({_CHUNK_COLUMNS}, doc_id) VALUES(%s,%s,%s,%s,%s,%s,%s)",
+                [(c.id, c.idx, _strip_nul(c.text), c.content_hash, c.heading, c.start, w.row.id)
+                 for w in writes for c in w.chunks])
+        ids = [w.row.id for w in writes]
+        conn.execute(_POSTINGS, {"ids": ids})
+        lengths = conn.execute(_LENGTHS, {"ids": ids}).fetchall()
+        conn.execute("UPDATE keyword_stats SET documents = documents + %s, title_tokens = title_tokens + %s, "
+                     "body_tokens = body_tokens + %s",
+                     (len(lengths), sum(t for t, _ in lengths), sum(b for _, b in lengths)))
+
+    def record_sync(self, source: str, notes: str | None, keep_notes: bool = False) -> None:
+        with self.db.transaction() as conn:
+            if keep_notes:
+                conn.execute("INSERT INTO sources(name, last_sync, notes) VALUES(%s, %s, NULL) "
+                             "ON CONFLICT(name) DO UPDATE SET last_sync = excluded.last_sync", (source, now_iso()))
+            else:
+                conn.execute("INSERT INTO sources(name, last_sync, notes) VALUES(%s, %s, %s) ON CONFLICT(name) "
+                             "DO UPDATE SET last_sync = excluded.last_sync, notes = excluded.notes",
+                             (source, now_iso(), notes))
+
+    # -- the keyword queue: none (the keyword data commits with the documents) ------------------
+
+    def queued(self, limit: int = 5000) -> list[str]:
+        return []
+
+    def dequeue(self, doc_ids: list[str]) -> None:
+        pass
+
+    def enqueue(self, doc_ids: Iterable[str]) -> None:
+        pass
+
+    def enqueue_all(self) -> None:
+        pass
+
+    def queued_count(self) -> int:
+        return 0
+
+    # -- consistency ---------------------------------------------------------------------------
+
+    def quick_check(self) -> str:
+        return "ok" if self._all("SELECT 1") == [(1,)] else "the database did not answer"
+
+    def all_ids(self) -> set[str]:
+        return {r[0] for r in self._all("SELECT id FROM documents")}
+
+    def stray_chunks(self, delete: bool = False) -> int:
+        return 0  # a foreign key with ON DELETE CASCADE: chunks cannot outlive their document
+
+    def unchunked(self) -> list[DocumentRow]:
+        rows = self._all(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE trim(body) != '' "
+                         "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.id) ORDER BY source, source_id")
+        return [_row(r) for r in rows]
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def document(self, doc_id: str) -> DocumentRow | None:
+        rows = self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,))
+        return _row(rows[0]) if rows else None
+
+    def documents(self, doc_ids: list[str]) -> dict[str, DocumentRow]:
+        if not doc_ids:
+            return {}
+        return {r[0]: _row(r) for r in self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ANY(%s)",
+                                                 (doc_ids,))}
+
+    def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
+        if not doc_ids:
+            return {}
+        rows = self._all(f"SELECT id, title, source, source_id, updated_at, source_url{', body' if with_body else ''} "
+                         "FROM documents WHERE id = ANY(%s)", (doc_ids,))
+        return {r[0]: tuple(r[1:]) for r in rows}
+
+    def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
+        return [tuple(r) for r in self._all(
+            "SELECT id, title, source, updated_at FROM documents WHERE id > %s ORDER BY id LIMIT %s",
+            (after or "", limit))]
+
+    def chunks(self, doc_id: str) -> list[StoredChunk]:
+        return [StoredChunk(*r) for r in self._all(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = %s ORDER BY idx", (doc_id,))]
+
+    def iter_chunks(self, doc_id: str) -> Iterator[StoredChunk]:
+        yield from self.chunks(doc_id)
+
+    def chunks_at(self, wanted: list[tuple[str, int]]) -> dict[str, ChunkPlace]:
+        if not wanted:
+            return {}
+        rows = self._all(
+            "SELECT w.doc_id, c.idx, c.heading FROM unnest(%s::text[], %s::int[]) w(doc_id, off) "
+            "CROSS JOIN LATERAL (SELECT idx, heading FROM chunks WHERE doc_id = w.doc_id AND start <= w.off "
+            "ORDER BY idx DESC LIMIT 1) c", ([d for d, _ in wanted], [o for _, o in wanted]))
+        return {doc_id: ChunkPlace(idx, heading) for doc_id, idx, heading in rows}
+
+    def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, StoredChunk]:
+        if not chunk_ids:
+            return {}
+        rows = self._all(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id = ANY(%s)", (chunk_ids,))
+        return {r[0]: StoredChunk(*r) for r in rows}
+
+    def source_counts(self) -> dict[str, tuple[int, int]]:
+        rows = self._all("SELECT d.source, count(DISTINCT d.id), count(c.id) FROM documents d "
+                         "LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.source")
+        return {s: (int(docs), int(chunks)) for s, docs, chunks in rows}
+
+    def document_counts(self) -> dict[str, int]:
+        return {s: int(n) for s, n in self._all("SELECT source, count(*) FROM documents GROUP BY source")}
+
+    def source_rows(self) -> dict[str, tuple[str | None, str | None]]:
+        return {r[0]: (r[1], r[2]) for r in self._all("SELECT name, last_sync, notes FROM sources")}
+
+    def counts(self) -> tuple[int, int]:
+        documents, chunks = self._all("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)")[0]
+        return int(documents), int(chunks)
+
+    def document_ids_matching(self, source: str | None = None, tags: Iterable[str] | None = None,
+                              since: dt.datetime | None = None, until: dt.datetime | None = None) -> set[str]:
+        where, params = filter_sql(source, tags, since, until)
+        return {r[0] for r in self._all("SELECT id FROM documents d" + (" WHERE " + where if where else ""),
+                                        params)}
+
+
+def filter_sql(source: str | None, tags: Iterable[str] | None, since: dt.datetime | None,
+               until: dt.datetime | None) -> tuple[str, list[Any]]:
+    """The search filters as a condition on ``documents d`` (the same meaning as the embedded
+    backend's): ``source`` a label or a connector type, any of ``tags`` (case-insensitive),
+    ``updated_at`` within [``since``, ``until``]."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if source:
+        clauses.append("(d.source = %s OR d.source LIKE %s)")
+        params += [source, source.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"]
+    if tags:
+        clauses.append("d.tags_lower && %s::text[]")
+        params.append([t.lower() for t in tags])
+    if since:
+        clauses.append("d.updated_at >= %s")
+        params.append(since_text(since))
+    if until:
+        clauses.append("d.updated_at <= %s")
+        params.append(until_text(until))
+    return " AND ".join(clauses), params

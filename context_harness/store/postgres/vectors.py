@@ -1,0 +1,228 @@
+"""Vectors in pgvector: one unit vector per distinct chunk text (``embeddings``), the embedder
+identity that made them (``embedding_meta``), and an HNSW index (cosine) per dimension, made when
+the first embedder identity is recorded.
+
+Searches run in the database, so every replica sees another's vectors as soon as they commit:
+unfiltered ones walk the HNSW index (``hnsw.ef_search`` at least twice the rows wanted); filtered
+ones (``allowed`` documents) rank the allowed documents' chunks exactly, so filters always apply
+before the top-k cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from context_harness.embedding.base import EmbedderIdentity
+from context_harness.store.postgres.database import Database
+from context_harness.store.queries import PendingChunk
+from context_harness.store.schema import POSTGRES_VECTOR_INDEX
+from context_harness.store.vectors import EmbedderMismatch, VectorStats, rebuild_hint
+
+MIN_EF_SEARCH = 100
+MAX_FETCH = 20_000
+
+_PENDING = """
+SELECT content_hash, title, heading, text FROM (
+    SELECT DISTINCT ON (c.content_hash) c.content_hash, c.seq, d.title, c.heading, c.text
+    FROM chunks c JOIN documents d ON d.id = c.doc_id
+    WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
+    ORDER BY c.content_hash, c.seq) p
+ORDER BY seq
+"""
+
+
+class PgVectorStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def close(self) -> None:
+        pass  # the pool closes with the backend
+
+    def _all(self, sql: str, params: Any = None) -> list[tuple]:
+        with self.db.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    # -- identity ------------------------------------------------------------------------------
+
+    def identity(self) -> EmbedderIdentity | None:
+        rows = dict(self._all("SELECT key, value FROM embedding_meta"))
+        if not {"provider", "model", "dims"} <= rows.keys():
+            return None
+        return EmbedderIdentity(rows["provider"], rows["model"], int(rows["dims"]))
+
+    def set_identity(self, identity: EmbedderIdentity) -> None:
+        values = {"provider": identity.provider, "model": identity.model, "dims": str(identity.dims),
+                  "identity": identity.key}
+        with self.db.transaction() as conn:
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO embedding_meta(key, value) VALUES (%s, %s) "
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", list(values.items()))
+            conn.execute(POSTGRES_VECTOR_INDEX.format(dims=int(identity.dims)))
+
+    def check_identity(self, identity: EmbedderIdentity) -> None:
+        stored = self.identity()
+        if stored == identity or not self.count():
+            return
+        raise EmbedderMismatch(rebuild_hint(stored, identity))
+
+    def ensure_identity(self, identity: EmbedderIdentity) -> None:
+        self.check_identity(identity)
+        if self.identity() != identity:
+            self.set_identity(identity)
+
+    # -- vectors -------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return int(self._all("SELECT count(*) FROM embeddings")[0][0])
+
+    def has_vectors(self) -> bool:
+        return bool(self._all("SELECT EXISTS (SELECT 1 FROM embeddings)")[0][0])
+
+    def put_many(self, pairs: Iterable[tuple[str, np.ndarray]]) -> int:
+        identity = self.identity()
+        if identity is None:
+            raise ValueError("record the embedder identity (set_identity) before storing vectors")
+        rows = [(content_hash, _unit(vector, identity.dims)) for content_hash, vector in pairs]
+        if rows:
+            with self.db.transaction() as conn:
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO embeddings(content_hash, vector) VALUES (%s, %s) "
+                                    "ON CONFLICT(content_hash) DO UPDATE SET vector = excluded.vector", rows)
+                _bump_version(conn)
+        return len(rows)
+
+    def orphans(self) -> int:
+        return int(self._all("SELECT count(*) FROM embeddings e WHERE NOT EXISTS "
+                             "(SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)")[0][0])
+
+    def delete_orphans(self) -> int:
+        with self.db.transaction() as conn:
+            deleted = conn.execute("DELETE FROM embeddings e WHERE NOT EXISTS "
+                                   "(SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)").rowcount
+            if deleted:
+                _bump_version(conn)
+        return int(deleted)
+
+    def clear(self) -> None:
+        with self.db.transaction() as conn:
+            generation = self.generation() + 1
+            for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'embeddings' "
+                                        "AND indexname LIKE 'embeddings_hnsw_%%'").fetchall():
+                conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+            conn.execute("TRUNCATE embeddings")
+            conn.execute("DELETE FROM embedding_meta WHERE key != 'version'")
+            conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('generation', %s)", (str(generation),))
+            _bump_version(conn)
+
+    def generation(self) -> int:
+        rows = self._all("SELECT value FROM embedding_meta WHERE key = 'generation'")
+        return int(rows[0][0]) if rows else 0
+
+    def version(self) -> int:
+        rows = self._all("SELECT value FROM embedding_meta WHERE key = 'version'")
+        return int(rows[0][0]) if rows else 0
+
+    # -- chunks awaiting vectors ---------------------------------------------------------------
+
+    def pending(self, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
+        """Pending chunk texts; ``after`` (the embedded store's row paging) is not used here: every
+        page is the first still without a vector."""
+        sql, params = _PENDING, None
+        if limit is not None:
+            sql += " LIMIT %s"
+            params = (max(0, limit),)
+        return [PendingChunk(h, title, heading or "", text) for h, title, heading, text in self._all(sql, params)]
+
+    def stats(self) -> VectorStats:
+        embedded, total = self._all(
+            "SELECT count(e.content_hash), count(*) FROM chunks c "
+            "LEFT JOIN embeddings e ON e.content_hash = c.content_hash")[0]
+        return VectorStats(int(embedded), int(total) - int(embedded), self.count(), self.identity())
+
+    def embedding_by_source(self) -> dict[str, tuple[int, int]]:
+        rows = self._all("SELECT d.source, count(e.content_hash), count(*) FROM chunks c "
+                         "JOIN documents d ON d.id = c.doc_id "
+                         "LEFT JOIN embeddings e ON e.content_hash = c.content_hash GROUP BY d.source")
+        return {source: (int(embedded), int(total) - int(embedded)) for source, embedded, total in rows}
+
+    def open_index(self) -> PgVectorIndex:
+        return PgVectorIndex(self)
+
+
+class PgVectorIndex:
+    """The semantic search of the seam (``VectorSearch``), answered by the database on every call.
+    Only the set of embedded documents and the count are kept, until ``refresh``."""
+
+    def __init__(self, store: PgVectorStore) -> None:
+        self.store = store
+        self._doc_ids: frozenset[str] | None = None
+        self._len = -1
+
+    def __len__(self) -> int:
+        if self._len < 0:
+            self._len = int(self.store._all("SELECT count(*) FROM chunks c JOIN embeddings e "
+                                            "ON e.content_hash = c.content_hash")[0][0])
+        return self._len
+
+    def doc_ids(self) -> frozenset[str]:
+        if self._doc_ids is None:
+            self._doc_ids = frozenset(r[0] for r in self.store._all(
+                "SELECT DISTINCT c.doc_id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"))
+        return self._doc_ids
+
+    def refresh(self) -> tuple[int, int]:
+        self._doc_ids, self._len = None, -1
+        return 0, 0
+
+    def top_documents(self, query: np.ndarray, k: int, allowed: Any = None) -> list[tuple[str, str, float]]:
+        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
+        identity = self.store.identity()
+        if identity is None or k < 1:
+            return []
+        dims = int(identity.dims)
+        vector = _unit(query, dims)
+        fetch = max(4 * k, 32)
+        while True:
+            rows = self._nearest(vector, dims, fetch, None if allowed is None else list(allowed))
+            best: dict[str, tuple[str, float]] = {}
+            for doc_id, chunk_id, distance in rows:
+                if doc_id not in best:
+                    best[doc_id] = (chunk_id, 1.0 - float(distance))
+            if len(best) >= k or len(rows) < fetch or fetch >= MAX_FETCH:
+                ranked = sorted(best.items(), key=lambda item: (-item[1][1], item[0]))
+                return [(doc_id, chunk_id, score) for doc_id, (chunk_id, score) in ranked[:k]]
+            fetch *= 4
+
+    def _nearest(self, vector: np.ndarray, dims: int, fetch: int, allowed: list[str] | None) -> list[tuple]:
+        distance = f"e.vector::vector({dims}) <=> %(q)s"
+        if allowed is not None:  # exact, over the allowed documents only
+            sql = (f"SELECT c.doc_id, c.id, {distance} AS dist FROM chunks c JOIN embeddings e "
+                   f"ON e.content_hash = c.content_hash WHERE c.doc_id = ANY(%(allowed)s) "
+                   f"AND vector_dims(e.vector) = {dims} ORDER BY dist, c.doc_id, c.idx LIMIT %(n)s")
+            return self.store._all(sql, {"q": vector, "allowed": allowed, "n": fetch})
+        sql = (f"SELECT c.doc_id, c.id, n.dist FROM (SELECT e.content_hash, {distance} AS dist FROM embeddings e "
+               f"WHERE vector_dims(e.vector) = {dims} ORDER BY {distance} LIMIT %(n)s) n "
+               "JOIN chunks c ON c.content_hash = n.content_hash ORDER BY n.dist, c.doc_id, c.idx")
+        with self.store.db.transaction() as conn:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(MIN_EF_SEARCH, 2 * fetch))}")
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # past ef_search when more are wanted
+            return conn.execute(sql, {"q": vector, "n": fetch}).fetchall()
+
+
+def _bump_version(conn: Any) -> None:
+    conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('version', '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = (embedding_meta.value::bigint + 1)::text")
+
+
+def _unit(vector: np.ndarray, dims: int) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if v.shape[0] != dims:
+        raise EmbedderMismatch(f"a {v.shape[0]}-dim vector cannot be stored in an index of {dims}-dim vectors; "
+                               "run `ctx embed rebuild` after changing [embedding]")
+    norm = float(np.linalg.norm(v))
+    if not np.isfinite(norm):
+        raise ValueError("vector contains NaN or infinity")
+    return v / norm if norm > 0 else v

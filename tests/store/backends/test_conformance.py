@@ -1,0 +1,171 @@
+"""The storage backends' one conformance suite: every test runs on the embedded backend (SQLite +
+Tantivy + vectors) and on PostgreSQL (a real server: ``support/postgres.py``), through the real
+``Harness`` and the deterministic fake embedder.
+
+Covered: sync, incremental updates, deletions, filters before the top-k cut (keyword, semantic,
+hybrid), the shape of search results, ids stable across backends, an interrupted write leaving
+nothing behind, ``ctx check``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from context_harness import config as config_mod
+from context_harness.embedding import fake
+from context_harness.errors import NotFound
+from context_harness.harness import Harness
+from context_harness.models import SearchFilters, SearchRequest
+from context_harness.store.documents import DocumentRow, DocumentWrite, StoredChunk
+from support.workspace import Workspace, write_sample_docs
+
+pytestmark = pytest.mark.anyio
+
+BACKENDS = ["embedded", "postgres"]
+
+
+def backend_config(workspace: Workspace, backend: str, url: str | None) -> config_mod.Config:
+    db = 'path = "data/ctx.sqlite"\n'
+    if backend == "postgres":
+        db += f'backend = "postgres"\nurl = "{url}"\n'
+    workspace.config_path.write_text(textwrap.dedent(f"""\
+        [db]
+        {db}
+        [embedding]
+        provider = "fake"
+
+        [connectors.filesystem.docs]
+        root = "docs"
+        """), encoding="utf-8")
+    return workspace.config()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    return request.getfixturevalue("pg_url") if backend == "postgres" else None
+
+
+@pytest.fixture
+async def harness(workspace: Workspace, backend: str, url: str | None) -> AsyncIterator[Harness]:
+    fake.register()
+    write_sample_docs(workspace)
+    async with Harness.open(backend_config(workspace, backend, url)) as h:
+        assert h.backend is not None and h.backend.kind == backend
+        yield h
+
+
+async def titles(h: Harness, query: str, **kw) -> list[str | None]:
+    return [r.title for r in (await h.search(SearchRequest(query=query, **kw))).results]
+
+
+async def test_sync_then_search_in_every_mode(harness: Harness) -> None:
+    report = await harness.sync()
+    assert [(s.source, s.added) for s in report.sources] == [("filesystem:docs", 3)]
+    assert report.embedding is not None and report.embedding.pending == 0
+    for mode in ("keyword", "semantic", "hybrid"):
+        assert (await titles(harness, "tantivy search engine", mode=mode))[0] == "Search Engines", mode
+    assert await titles(harness, "ranked", mode="keyword") == ["Search Engines"]  # stemming: ranks ~ ranked
+    assert await titles(harness, "zyzzyva", mode="keyword") == []
+    stats = await harness.stats()
+    assert (stats.documents, stats.sources) == (3, 1) and stats.chunks >= 3
+
+
+async def test_incremental_update_and_deletion(harness: Harness, workspace: Workspace) -> None:
+    await harness.sync()
+    again = (await harness.sync()).sources[0]
+    assert (again.added, again.updated, again.deleted, again.unchanged) == (0, 0, 0, 3)
+    workspace.write("notes.txt", "Notes about pelicans now.\n")
+    (workspace.docs / "lua.md").unlink()
+    changed = (await harness.sync()).sources[0]
+    assert (changed.added, changed.updated, changed.deleted) == (0, 1, 1)
+    assert await titles(harness, "pelicans", mode="keyword") == ["notes"]
+    assert await titles(harness, "deployment", mode="keyword") == []
+    assert await titles(harness, "sandbox timeout", mode="keyword") == []
+    assert all(r.title != "Lua Sandbox" for r in (await harness.search(
+        SearchRequest(query="sandbox timeout memory", mode="semantic"))).results)
+    with pytest.raises(NotFound):
+        await harness.get(next(iter(await deleted_ids(harness))))
+    assert (await harness.stats()).documents == 2
+    assert (await harness.check()).consistent
+
+
+async def deleted_ids(harness: Harness) -> set[str]:
+    from context_harness.store.documents import document_id
+
+    assert harness.store is not None
+    doc_id = document_id("filesystem:docs", "lua.md")
+    assert harness.store.document(doc_id) is None
+    return {doc_id}
+
+
+async def test_filters_apply_before_the_top_k_cut(harness: Harness, workspace: Workspace) -> None:
+    for i in range(30):  # many better matches without the tag
+        workspace.write(f"bulk/{i:02}.md", f"# Engines {i}\n\nengines engines engines engines search engines {i}\n")
+    workspace.write("tagged.md", "---\ntitle: Tagged\ntags: [Special]\nupdated: 2020-01-02\n---\n"
+                    "A single mention of engines among other words here and there.\n")
+    await harness.sync()
+    for mode in ("keyword", "semantic", "hybrid"):
+        by_tag = await titles(harness, "engines", mode=mode, limit=1, filters=SearchFilters(tags=["special"]))
+        assert by_tag == ["Tagged"], mode
+        until = await titles(harness, "engines", mode=mode, limit=1, filters=SearchFilters(until="2021-01-01"))
+        assert until == ["Tagged"], mode
+    by_source = await harness.search(SearchRequest(query="engines", mode="keyword", limit=50,
+                                                   filters=SearchFilters(source="filesystem")))
+    assert len(by_source.results) == 33  # every document mentioning engines (lua.md does not)
+    assert all(r.heading is None or r.heading == r.title for r in by_source.results)
+    nothing = await titles(harness, "engines", mode="keyword", filters=SearchFilters(source="git"))
+    assert nothing == []
+
+
+async def test_result_shape(harness: Harness) -> None:
+    await harness.sync()
+    result = (await harness.search(SearchRequest(query="lua sandbox timeout", mode="hybrid"))).results[0]
+    payload = result.model_dump(exclude_none=True)
+    assert {"id", "score", "title", "source", "source_id", "updated_at", "snippet", "source_url"} <= set(payload)
+    assert (result.title, result.source, result.source_id, result.chunk) == ("Lua Sandbox", "filesystem:docs",
+                                                                             "lua.md", 0)
+    assert "timeout" in result.snippet and result.id == result.id.lower()
+    document = await harness.get(result.id)
+    assert document.title == "Lua Sandbox" and document.chunks and "timeout" in document.body
+    assert document.updated_at is not None and document.updated_at.startswith("2026-03-01")
+
+
+async def test_an_interrupted_write_leaves_nothing_behind(harness: Harness) -> None:
+    await harness.sync()
+    store = harness.store
+    assert store is not None
+    before = store.counts()
+    chunk = StoredChunk("c" * 32, 0, "a half written pelican", "h1", "")
+    row = DocumentRow("d" * 24, "filesystem:docs", "half.md", None, "Half", None, None, None, "text/plain",
+                      "a half written pelican", {}, [], "x", None)
+    with pytest.raises(Exception):  # noqa: B017  a duplicate chunk id fails the transaction mid-way
+        await harness.run_blocking(store.apply, "filesystem:docs", [DocumentWrite(row, [chunk, chunk])],
+                                   [next(iter(store.all_ids()))])
+    assert store.counts() == before
+    assert store.document("d" * 24) is None
+    assert await titles(harness, "pelican", mode="keyword") == []
+    assert (await harness.check()).consistent
+
+
+async def test_ids_are_the_same_on_every_backend(workspace: Workspace, pg_url: str, tmp_path: Path) -> None:
+    fake.register()
+    write_sample_docs(workspace)
+    seen = []
+    for backend in BACKENDS:
+        async with Harness.open(backend_config(workspace, backend, pg_url)) as h:
+            await h.sync()
+            assert h.store is not None
+            ids = sorted(h.store.all_ids())
+            chunks = {doc_id: [c.id for c in h.store.chunks(doc_id)] for doc_id in ids}
+            found = [(r.id, r.chunk) for r in (await h.search(SearchRequest(query="engines", mode="keyword"))).results]
+            seen.append((ids, chunks, found))
+    assert seen[0] == seen[1]
