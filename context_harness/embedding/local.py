@@ -185,9 +185,9 @@ _QUERY_SESSIONS: dict[tuple[str | None, int | None], Any] = {}
 _RUNNERS: dict[tuple[str, int, int], Any] = {}
 
 
-def _document_runner(path: Path, tokenizer: Any, workers: int, max_texts: int, dims: int) -> Any:
+def _document_runner(path: Path, tokenizer: Any, threads: int, max_texts: int, dims: int) -> Any:
     """The process-wide ``DocumentRunner`` over ``path`` (its sessions are created once)."""
-    key = (str(path), workers, max_texts)
+    key = (str(path), threads, max_texts)
     runner = _RUNNERS.get(key)
     if runner is None:
         with _MODELS_LOCK:
@@ -196,7 +196,7 @@ def _document_runner(path: Path, tokenizer: Any, workers: int, max_texts: int, d
                 from context_harness.embedding.batching import DocumentRunner
 
                 try:
-                    runner = DocumentRunner(path, tokenizer, dims=dims, workers=workers, max_texts=max_texts)
+                    runner = DocumentRunner(path, tokenizer, dims=dims, threads=threads, max_texts=max_texts)
                 except Exception as exc:
                     raise EmbeddingsUnavailable(
                         f"the bundled embedding model {path.name} failed to load ({exc.__class__.__name__}); "
