@@ -121,6 +121,7 @@ class EmbeddingConfig(_Section):
     batch_size: int = Field(default=16, ge=1, le=2048)
     threads: int | None = Field(default=None, ge=1)
     quantized_queries: bool = True
+    quantized_documents: bool = True
     max_retries: int = Field(default=5, ge=0, le=20)
     timeout: float = Field(default=60.0, gt=0)
 

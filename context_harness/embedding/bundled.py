@@ -22,8 +22,11 @@ log = logging.getLogger(__name__)
 
 #: ``identity.model`` of vectors made by the bundled model.
 BUNDLED_MODEL = "all-MiniLM-L6-v2-int8"
+#: ``identity.model`` of vectors made by the bundled model's int8-quantised copy (``query_model``),
+#: which embeds documents unless ``[embedding] quantized_documents = false``.
+QUANTIZED_MODEL = "all-MiniLM-L6-v2-int8-dynamic"
 #: Names in ``[embedding] model`` that select the bundled model.
-BUNDLED_ALIASES = frozenset({BUNDLED_MODEL, "bundled"})
+BUNDLED_ALIASES = frozenset({BUNDLED_MODEL, QUANTIZED_MODEL, "bundled"})
 BUNDLED_DIMS = 384
 #: The fastembed model entry whose pooling (mean) and normalisation match the bundled weights.
 FASTEMBED_NAME = "sentence-transformers/all-MiniLM-L6-v2"

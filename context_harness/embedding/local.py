@@ -12,7 +12,10 @@ A model that fails to load is remembered for ``LOAD_RETRY_AFTER`` seconds: reque
 at once with the same error instead of trying (and, offline, waiting on the hub) again.
 
 Documents are embedded in batches of similar length (sorted by length, then restored to the
-input order), so short chunks are not padded to the length of long ones.
+input order), so short chunks are not padded to the length of long ones. The bundled model embeds
+them through ``batching.DocumentRunner`` (single-threaded ONNX sessions, one per core, runs cut by
+token count), by default with the same int8-quantised copy queries use (``quantized_documents``);
+its vectors then carry the identity ``all-MiniLM-L6-v2-int8-dynamic``.
 """
 
 from __future__ import annotations
@@ -81,7 +84,9 @@ class LocalEmbedder(BaseEmbedder):
         self.threads = config.threads
         self.cache_dir = cache_dir
         self.quantized_queries = config.quantized_queries and self.spec.bundled
+        self.quantized_documents = config.quantized_documents and self.spec.bundled
         self._query_model_checked = False
+        self._runner: Any = None
         if self.spec.model_path is not None and not self.spec.model_path.is_dir():
             raise ConfigError(
                 f"embedding.model_path: {self.spec.model_path} is not a folder "
@@ -89,7 +94,8 @@ class LocalEmbedder(BaseEmbedder):
             )
         self._identity: EmbedderIdentity | None = None
         if self.spec.dims is not None:
-            self._identity = EmbedderIdentity(PROVIDER, self.spec.identity_model, self.spec.dims)
+            model = bundled.QUANTIZED_MODEL if self.quantized_documents else self.spec.identity_model
+            self._identity = EmbedderIdentity(PROVIDER, model, self.spec.dims)
 
     @property  # known only after the first call; BaseEmbedder lets simple embedders set it as an attribute
     def identity(self) -> EmbedderIdentity:  # type: ignore[override]
@@ -114,7 +120,42 @@ class LocalEmbedder(BaseEmbedder):
             return None
         return _query_session(self.threads, self.cache_dir)
 
+    def document_runner(self) -> Any:
+        """The ``DocumentRunner`` the bundled model embeds documents with (None for other models);
+        with ``quantized_documents`` it runs the int8 query copy, which is built here if missing."""
+        if self._runner is not None or not self.spec.bundled:
+            return self._runner
+        model = self.load()
+        inner = getattr(model, "model", None)
+        tokenizer = getattr(inner, "tokenizer", None)
+        if tokenizer is None:
+            if self.quantized_documents:
+                raise EmbeddingsUnavailable(f"{self.identity.key}: the bundled model loaded without its tokenizer")
+            return None
+        model_dir = bundled.prepare_model_dir(self.cache_dir)
+        path: Path | None = model_dir / bundled.MODEL_FILE
+        if self.quantized_queries and not self._query_model_checked:
+            # Build the query copy while documents embed (once per machine, ~3 s), not on a first search.
+            self._query_model_checked = True
+            bundled.query_model(model_dir)
+        if self.quantized_documents:
+            path = bundled.query_model(model_dir)
+            if path is None:
+                raise EmbeddingsUnavailable(
+                    "the int8 copy of the bundled model could not be built (see the warning above); "
+                    "set [embedding] quantized_documents = false to embed with the model itself "
+                    "(then run `ctx embed rebuild`)"
+                )
+        assert path is not None
+        # The int8 copy runs one text at a time: its activation scales are per run (see batching.py).
+        max_texts = 1 if self.quantized_documents else self.batch_size
+        self._runner = _document_runner(path, tokenizer, self.threads or _cores(), max_texts, self.identity.dims)
+        return self._runner
+
     def _embed(self, texts: list[str]) -> np.ndarray:
+        runner = self.document_runner()
+        if runner is not None:
+            return np.asarray(runner.embed(texts), dtype=np.float32)
         model = self.load()
         if self.quantized_queries and not self._query_model_checked:
             # Build the query copy while documents embed (once per machine, ~3 s), not on a first search.
@@ -141,6 +182,36 @@ class LocalEmbedder(BaseEmbedder):
 
 
 _QUERY_SESSIONS: dict[tuple[str | None, int | None], Any] = {}
+_RUNNERS: dict[tuple[str, int, int], Any] = {}
+
+
+def _document_runner(path: Path, tokenizer: Any, threads: int, max_texts: int, dims: int) -> Any:
+    """The process-wide ``DocumentRunner`` over ``path`` (its sessions are created once)."""
+    key = (str(path), threads, max_texts)
+    runner = _RUNNERS.get(key)
+    if runner is None:
+        with _MODELS_LOCK:
+            runner = _RUNNERS.get(key)
+            if runner is None:
+                from context_harness.embedding.batching import DocumentRunner
+
+                try:
+                    runner = DocumentRunner(path, tokenizer, dims=dims, threads=threads, max_texts=max_texts)
+                except Exception as exc:
+                    raise EmbeddingsUnavailable(
+                        f"the bundled embedding model {path.name} failed to load ({exc.__class__.__name__}); "
+                        "reinstall context-harness, or set [embedding] quantized_documents = false"
+                    ) from exc
+                _RUNNERS[key] = runner
+    return runner
+
+
+def _cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _query_session(threads: int | None, cache_dir: Path | None) -> Any:

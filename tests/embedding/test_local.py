@@ -29,8 +29,8 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 def test_bundled_identity_is_known_without_loading() -> None:
     embedder = LocalEmbedder(EmbeddingConfig())
     assert isinstance(embedder, Embedder)
-    assert embedder.identity == EmbedderIdentity("local", "all-MiniLM-L6-v2-int8", 384)
-    assert embedder.identity.key == "local:all-MiniLM-L6-v2-int8:384"
+    assert embedder.identity == EmbedderIdentity("local", "all-MiniLM-L6-v2-int8-dynamic", 384)
+    assert embedder.identity.key == "local:all-MiniLM-L6-v2-int8-dynamic:384"
 
 
 def test_vectors_are_unit_float32_384(local_embedder: LocalEmbedder) -> None:
@@ -162,13 +162,15 @@ def test_building_a_model_folder_removes_those_of_installs_that_are_gone(tmp_pat
     assert live.is_dir() and copied.is_dir()
 
 
-def test_model_path_loads_a_local_folder(local_embedder: LocalEmbedder, model_cache: Path) -> None:
+def test_model_path_loads_a_local_folder(model_cache: Path) -> None:
     folder = bundled.prepare_model_dir(model_cache)
     embedder = LocalEmbedder(EmbeddingConfig(model_path=folder, threads=1))
     assert embedder.identity.dims == 384
     assert embedder.identity.model == f"{bundled.FASTEMBED_NAME}@{folder.name}"
+    assert embedder.document_runner() is None  # fastembed embeds a model_path folder's documents
+    exact = LocalEmbedder(EmbeddingConfig(threads=1, quantized_documents=False), cache_dir=model_cache)
     text = "local folders load without a download"
-    assert _cos(embedder.embed_documents([text])[0], local_embedder.embed_documents([text])[0]) > 0.9999
+    assert _cos(embedder.embed_documents([text])[0], exact.embed_documents([text])[0]) > 0.9999
     with pytest.raises(ConfigError, match="model_path"):
         LocalEmbedder(EmbeddingConfig(model_path=folder / "missing"))
 
@@ -219,7 +221,7 @@ def test_import_is_cheap_and_lazy() -> None:
         dict(os.environ),
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["local:all-MiniLM-L6-v2-int8:384", "False", "False"]
+    assert result.stdout.split() == ["local:all-MiniLM-L6-v2-int8-dynamic:384", "False", "False"]
 
 
 def test_default_config_never_touches_the_network(tmp_path: Path) -> None:
