@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -113,12 +114,12 @@ class KeywordIndex:
                 version = None
             if version != INDEX_VERSION:
                 log.info("keyword index at %s is missing or from another version; rebuilding", self.path)
-                shutil.rmtree(self.path)
+                self._discard()
         if not self.path.exists():
-            self.path.mkdir(parents=True)
-            fresh = True
+            self._create()
+            fresh = True  # made here or by a process that raced us: re-feeding twice is harmless
         try:
-            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=not fresh)
+            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
         except BaseException as exc:  # ValueError, or a Rust panic (a BaseException) on damaged files
             if not (isinstance(exc, ValueError) or is_panic(exc)):
                 raise
@@ -128,17 +129,40 @@ class KeywordIndex:
             log.warning("keyword index at %s could not be opened; rebuilding", self.path)
             self.recreate()
             return True
-        if fresh:
-            marker.write_text(json.dumps({"version": INDEX_VERSION}))
         return fresh
+
+    def _create(self) -> None:
+        """Make an empty index with its version marker in a folder of its own, then rename it into
+        place: another process opening the same workspace at the same moment sees either no index
+        or a whole one, never one half made (which it would take for damaged and delete)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}-new-", dir=self.path.parent))
+        try:
+            tantivy.Index(self.schema, path=str(staging), reuse=False)
+            (staging / "ctx-index.json").write_text(json.dumps({"version": INDEX_VERSION}))
+            os.rename(staging, self.path)
+        except OSError:
+            if not (self.path / "ctx-index.json").exists():
+                raise
+            # another process put its index in place first; use that one
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _discard(self) -> None:
+        """Move the index folder aside, then delete it (a rename is atomic; a delete is not)."""
+        trash = self.path.parent / f".{self.path.name}-old-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            os.rename(self.path, trash)
+        except FileNotFoundError:
+            return  # another process discarded it first
+        shutil.rmtree(trash, ignore_errors=True)
 
     def recreate(self) -> None:
         """Replace the index files with an empty index (the caller re-feeds it from SQLite)."""
         with self._write_lock:
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.path.mkdir(parents=True)
-            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=False)
-            (self.path / "ctx-index.json").write_text(json.dumps({"version": INDEX_VERSION}))
+            self._discard()
+            self._create()
+            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
             self._meta_seen = None
 
     # -- writes ------------------------------------------------------------------------------

@@ -141,3 +141,34 @@ def test_delete_file_left_by_a_killed_commit_does_not_block_the_next_writer(tmp_
     reopened.replace(["d3"], [doc(3, "second words")])
     assert reopened.doc_id_counts()["d3"] == 1
     assert [h.doc_id for h in reopened.search("second", None, 5)] == ["d3"]
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from context_harness.store.keyword import IndexedDocument, KeywordIndex
+
+start = float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))
+index = KeywordIndex(Path(sys.argv[1]))
+print(len(index.doc_id_counts()), flush=True)
+"""
+
+
+def test_processes_opening_a_new_index_at_once_all_succeed(tmp_path: Path) -> None:
+    """Several processes open a workspace whose keyword index does not exist yet, at the same
+    instant (two ``ctx sync`` started together; found by CI): none may take another's half-made
+    index for a damaged one and delete it from under it."""
+    import time
+
+    for round_ in range(4):
+        path = tmp_path / f"round{round_}" / "tantivy"
+        start = time.time() + 1.5  # past every child's import time, so the opens collide
+        children = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, str(path), str(start)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        outcomes = [child.communicate(timeout=60) for child in children]
+        for child, (out, err) in zip(children, outcomes, strict=True):
+            assert child.returncode == 0 and out.strip() == "0", err
+            assert "rebuilding" not in err, err
+        assert json.loads((path / "ctx-index.json").read_text())["version"]
+        assert not [p for p in path.parent.iterdir() if p.name != "tantivy"], "a staging folder was left behind"
