@@ -87,6 +87,29 @@ async def test_an_atomic_save_and_folders_moved_in_and_out(workspace, tmp_path: 
         assert await source_ids(h, "egrets") == ["note.md"]
 
 
+async def test_files_in_new_and_remade_folders_are_watched(workspace) -> None:
+    """Each folder is watched on its own: a folder tree made while serving (``mkdir -p``), a file
+    written into its deepest folder later, and a folder deleted and made again under the same name
+    are all followed."""
+    workspace.write("top.md", "# Top\n\nstarling\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "starling", ["top.md"])
+        deep = workspace.docs / "a" / "b" / "c"
+        deep.mkdir(parents=True)
+        (deep / "first.md").write_text("# First\n\nkestrel one\n")
+        await shows(h, "kestrel", ["a/b/c/first.md"])
+        (deep / "second.md").write_text("# Second\n\nkestrel two\n")  # only a watch on c sees this
+        await shows(h, "kestrel", ["a/b/c/first.md", "a/b/c/second.md"])
+        shutil.rmtree(workspace.docs / "a")
+        await shows(h, "kestrel", [])
+        (workspace.docs / "a").mkdir()
+        (workspace.docs / "a" / "again.md").write_text("# Again\n\nkestrel three\n")
+        await shows(h, "kestrel", ["a/again.md"])
+        (workspace.docs / "a" / "later.md").write_text("# Later\n\nkestrel four\n")
+        await shows(h, "kestrel", ["a/again.md", "a/later.md"])
+        assert (await status(h)).watch == "watched"
+
+
 async def test_excluded_and_gitignored_files_never_enter(workspace) -> None:
     workspace.write_config('exclude_globs = ["private/**"]\n')
     workspace.write(".gitignore", "scratch/\n")
