@@ -13,7 +13,11 @@ apply before the top-k cut.
 
 ``save``/``load`` persist the graph with the position maps beside the SQLite file; a snapshot is a set
 of files named by one token and published by replacing ``ann.json`` last, so a crash leaves either
-the old snapshot or the new one, never a mix.
+the old snapshot or the new one, never a mix. A loaded graph maps its float16 vectors from the file
+(faiss' ``IO_FLAG_MMAP_IFC``) instead of reading them: opening 1M vectors takes 0.2 s, not 1.6 s. A
+mapped graph cannot grow, so the first ``add`` reads it whole from the file handle kept open since
+the load (snapshot files are never rewritten, only replaced by new ones and unlinked, which leaves an
+open handle and a mapping readable).
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ import logging
 import os
 import secrets
 import threading
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -33,12 +38,20 @@ log = logging.getLogger(__name__)
 
 LINKS = 32  # HNSW M: neighbours per node
 BUILD_EFFORT = 40  # efConstruction
-SEARCH_EFFORT = 256  # efSearch at least (more when more results are wanted): recall@10 0.95 at 100k
-LARGE = 500_000  # from here on, search twice as wide (1M: recall@10 0.88 -> 0.92 for 2.4 -> 3.7 ms)
+#: efSearch (at least; more when more results are wanted) by graph size: (vectors from, efSearch).
+#: Measured on benchmarks/scale.py's vectors (exact recall@10, p50 in process, 2 idle cores):
+#: 100k 0.96 at 256; 300k 0.937 / 0.953 / 0.965 at 256 / 384 / 512 (1.3 / 1.9 / 2.3 ms);
+#: 1M 0.930 / 0.944 / 0.954 at 512 / 768 / 1024 (3.7 / 5.4 / 6.9 ms).
+SEARCH_EFFORT = ((0, 256), (200_000, 512), (500_000, 1024))
 ADD_BATCH = 2048  # vectors added per graph lock hold: searches wait at most one batch
 EXACT_BELOW = 20_000  # allowed positions below which a filtered search scores them exactly
 FORMAT = 1
 MANIFEST = "ann.json"
+
+
+def search_effort(n: int) -> int:
+    """efSearch for a graph of ``n`` vectors (``SEARCH_EFFORT``)."""
+    return max(effort for start, effort in SEARCH_EFFORT if n >= start)
 
 
 def _faiss() -> Any:
@@ -54,7 +67,9 @@ class AnnGraph:
     and ``add`` holds it for at most ``ADD_BATCH`` vectors at a time.
     """
 
-    def __init__(self, dims: int, index: Any = None) -> None:
+    def __init__(self, dims: int, index: Any = None, source: BinaryIO | None = None) -> None:
+        """A new empty graph, or ``index`` (a loaded one; ``source``: the open file its vectors are
+        mapped from, closed with the graph)."""
         faiss = _faiss()
         if index is None:
             index = faiss.IndexHNSWSQ(dims, faiss.ScalarQuantizer.QT_fp16, LINKS, faiss.METRIC_INNER_PRODUCT)
@@ -63,6 +78,25 @@ class AnnGraph:
         self.dims = dims
         self._index = index
         self._lock = threading.Lock()
+        self._source = source
+        if source is not None:
+            weakref.finalize(self, source.close)
+
+    @property
+    def mapped(self) -> bool:
+        """True while the vectors are mapped from the snapshot file (until the first ``add``)."""
+        return self._source is not None
+
+    def _own(self) -> None:
+        """Read a mapped graph whole into memory (faiss aborts the process on growing a mapped one).
+        Call with the lock held."""
+        if self._source is None:
+            return
+        faiss = _faiss()
+        self._source.seek(0)
+        self._index = faiss.read_index(faiss.PyCallbackIOReader(self._source.read, 1 << 24))
+        self._source.close()
+        self._source = None
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -77,6 +111,7 @@ class AnnGraph:
         block = np.ascontiguousarray(vectors, dtype=np.float32)
         for start in range(0, len(block), ADD_BATCH):
             with self._lock:
+                self._own()
                 self._index.add(block[start : start + ADD_BATCH])
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
@@ -102,7 +137,7 @@ class AnnGraph:
             return self._exact(q, np.flatnonzero(mask[:n]), fetch)
         faiss = _faiss()
         params = faiss.SearchParametersHNSW()
-        params.efSearch = max(SEARCH_EFFORT if n < LARGE else 2 * SEARCH_EFFORT, fetch)
+        params.efSearch = max(search_effort(n), fetch)
         bits = None
         if mask is not None:
             bits = np.packbits(mask[:n], bitorder="little")  # ids from n on fall outside: not selected
@@ -156,10 +191,16 @@ class AnnGraph:
                 return None
             token = manifest["token"]
             faiss = _faiss()
-            index = faiss.read_index(str(folder / f"ann-{token}.faiss"))
+            graph_file = folder / f"ann-{token}.faiss"
+            source = open(graph_file, "rb")  # kept open by the graph: see ``_own``
+            try:
+                index = faiss.read_index(str(graph_file), faiss.IO_FLAG_MMAP_IFC)
+            except BaseException:
+                source.close()
+                raise
+            graph = cls(int(manifest["dims"]), index, source)
             with np.load(folder / f"ann-{token}.npz") as stored:
                 arrays = {name: stored[name] for name in stored.files}
-            graph = cls(int(manifest["dims"]), index)
             if len(graph) != manifest["count"] or graph.dims != index.d:
                 return None
             return graph, arrays, manifest

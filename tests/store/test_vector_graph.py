@@ -99,6 +99,27 @@ def test_a_saved_graph_reopens_without_reading_the_vectors(
     assert again.doc_ids() == first.doc_ids()
 
 
+def test_a_reopened_graph_is_mapped_and_grows_after_its_file_is_gone(
+    db_path: Path, conn: sqlite3.Connection, small_graphs: None
+) -> None:
+    """A loaded graph maps its vectors from the snapshot file; the first add reads it into memory
+    (faiss would abort the process on growing a mapped graph), even after another process has
+    replaced the snapshot and unlinked the file."""
+    store, vectors = _workspace(db_path, conn, 3000)
+    store.open_index()
+    index = VectorStore(db_path).open_index()
+    assert index._graph is not None and index._graph.mapped
+    before = index.top_k(vectors[7], 10)
+    for old in (db_path.parent / "vectors").glob("ann-*"):
+        old.unlink()
+    add_chunks(conn, "late", ["late text"])
+    store.put_many([(content_hash("late text"), vectors[7])])
+    assert index.refresh() == (1, 0)
+    assert not index._graph.mapped
+    hits = index.top_k(vectors[7], 11)
+    assert "late#0" in {c for c, _, _ in hits} and set(before) <= set(hits)
+
+
 def test_a_graph_saved_before_changes_catches_up(db_path: Path, conn: sqlite3.Connection, small_graphs: None) -> None:
     store, vectors = _workspace(db_path, conn, 3000)
     store.open_index()  # saved
