@@ -81,7 +81,7 @@ class DocumentRunner:
         ids = [encoding.ids for encoding in encodings]
         runs = length_batches([len(row) for row in ids], self.max_texts, self.token_budget)
         out = np.empty((len(texts), self.dims), dtype=np.float32)
-        pending = iter(runs)
+        pending = iter(reversed(runs))  # longest first: the cores finish a call together
         lock = threading.Lock()
         errors: list[BaseException] = []
 
