@@ -21,9 +21,10 @@ documents of one chunk each, one JSON object with:
   trip to the endpoint);
 - ``in_process``: semantic top-10 p50 on the index (query vector given) and keyword search p50
   through ``Harness.search``;
-- ``recall_at_10``: of the index's semantic top-10 against exact search over every vector; and
-  ``recall_at_10_ties_counted``, where a hit scoring as high as the exact 10th also counts (short
-  queries of common words tie many chunks at the cut).
+- ``recall_at_10``: of the index's semantic top-10 against an exact float32 scan of every stored
+  vector; and ``recall_at_10_ties_counted``, where a hit whose exact score equals the exact 10th
+  also counts (ann-benchmarks' definition; short queries of common words put many chunks within a
+  thousandth of each other at the cut).
 
 Prints one JSON line per workspace, then a summary line. Targets (issue 18) are in the README.
 """
