@@ -377,6 +377,9 @@ def demo(query: str, as_json: bool) -> None:
     async def main() -> tuple[SyncReport, SearchResponse]:
         async with Harness.open(config) as harness:
             report = await harness.sync()
+            if report.embedding_error is not None:  # the demo's own workspace, e.g. embedded by an older version
+                report.embedding = await harness.embed(rebuild=True)
+                report.embedding_error = None
             response = await harness.search(SearchRequest(query=query))
             return report, response
 

@@ -155,6 +155,23 @@ def test_demo_indexes_the_bundled_sample(tmp_path: Path) -> None:
     assert results[0]["source_id"] == "mcp-clients.md"
 
 
+def test_demo_embeds_again_a_demo_workspace_embedded_by_another_model(tmp_path: Path) -> None:
+    """The demo's workspace is the product's own: vectors from an earlier version's embedder are
+    replaced, not reported as a mismatch (found by the Quickstart on a machine that ran an older demo)."""
+    import os
+    import sqlite3
+
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "context_harness", "demo", "--json"]
+    assert subprocess.run(command, capture_output=True, text=True, env=env, timeout=120).returncode == 0
+    with sqlite3.connect(tmp_path / "context-harness" / "demo" / "ctx.sqlite") as conn:
+        conn.execute("UPDATE embedding_meta SET value = 'all-MiniLM-L6-v2-int8' WHERE key = 'model'")
+        conn.execute("UPDATE embedding_meta SET value = 'local:all-MiniLM-L6-v2-int8:384' WHERE key = 'identity'")
+    again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["results"][0]["source_id"] == "mcp-clients.md"
+
+
 def test_sync_whose_embedding_fails_still_reports_the_sync(sample_docs, tmp_path: Path) -> None:
     empty = tmp_path / "no-model"
     empty.mkdir()
