@@ -1,5 +1,6 @@
 """The approximate vector graph: recall against exact search, filters before the cut, a saved graph
-reopened without a rebuild, caught up after changes, and rebuilt when stale or damaged."""
+reopened without a rebuild, caught up after changes, rebuilt when stale or damaged, and split into
+shards that are searched at once."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from context_harness.embedding.base import EmbedderIdentity
-from context_harness.store import vector_index
+from context_harness.store import ann, vector_index
 from context_harness.store.vectors import VectorStore
 from support.vectors import add_chunks, content_hash
 
@@ -184,3 +185,52 @@ def test_stale_or_damaged_graphs_are_rebuilt_from_the_database(
     store.put_many([(content_hash("text 3"), vectors[9])])
     index = VectorStore(db_path).open_index()
     assert len(index) == 1 and index.top_k(vectors[9], 1)[0][0] == "doc00000#3"
+
+
+def test_a_large_graph_is_shards_searched_together_saved_and_grown_at_the_last(
+    db_path: Path, conn: sqlite3.Connection, small_graphs: None, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(ann, "SHARD_SIZE", 1200)
+    store, vectors = _workspace(db_path, conn, 3000)
+    index = store.open_index()
+    assert index._graph is not None and index._graph.shards == 3  # 1200 + 1200 + 600
+    rng = np.random.default_rng(8)
+    queries = vectors[rng.choice(3000, 40, replace=False)] + rng.normal(scale=0.05, size=(40, DIMS)).astype(np.float32)
+    found = sum(len(set(_chunk_rows(index.top_k(q, 10))) & set(_exact(vectors, q, 10))) for q in queries)
+    assert found / 400 >= 0.95  # the best of every shard, merged
+    # A filter that spans the shards walks each with its own slice; one that allows a single shard's
+    # documents finds nothing elsewhere.
+    spread = {f"doc{d:05d}" for d in range(0, 300, 2)}
+    middle = {f"doc{d:05d}" for d in range(120, 240)}
+    for allowed in (spread, middle):
+        rows = np.array([r for r in range(3000) if f"doc{r // 10:05d}" in allowed])
+        hits = 0
+        for q in queries[:20]:
+            got = index.top_k(q, 10, allowed=allowed)
+            assert len(got) == 10 and {d for _, d, _ in got} <= allowed
+            hits += len(set(_chunk_rows(got)) & set(_exact(vectors, q, 10, rows)))
+        assert hits / 200 >= 0.95
+    assert index._graph.vectors(np.array([5, 1300, 2999])) == pytest.approx(vectors[[5, 1300, 2999]], abs=1e-3)
+
+    manifest = json.loads((db_path.parent / "vectors" / "ann.json").read_text())
+    assert len(manifest["graphs"]) == 3
+    again = VectorStore(db_path).open_index()
+    assert again._graph is not None and again._graph.shards == 3
+    assert [again.top_k(q, 10) for q in queries[:5]] == [index.top_k(q, 10) for q in queries[:5]]
+
+    texts, more = _texts_and_vectors(700, seed=11)  # fills the last shard, then starts a fourth
+    add_chunks(conn, "more", [f"more {t}" for t in texts])
+    store.put_many((content_hash(f"more {t}"), v) for t, v in zip(texts, more, strict=True))
+    assert again.refresh() == (700, 0)
+    shards = again._graph._shards
+    assert [len(s) for s in shards] == [1200, 1200, 1200, 100]
+    assert shards[0].source is not None and shards[1].source is not None  # full shards stay mapped
+    assert again.top_k(more[650], 1)[0][0] == "more#650" and again.top_k(more[10], 1)[0][0] == "more#10"
+
+    monkeypatch.setattr(ann, "SHARD_SIZE", 1000)  # saved by another version: rebuilt, same answers
+    with caplog.at_level(logging.INFO, logger="context_harness.store.ann"):
+        other = VectorStore(db_path).open_index()
+    assert "shards of another size" in caplog.text
+    assert other._graph is not None and other._graph.shards == 4  # 3700 in shards of 1000
+    assert other.top_k(more[650], 1)[0][0] == "more#650"
