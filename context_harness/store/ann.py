@@ -66,11 +66,12 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    """Threads that walk the shards after the first (the caller's thread walks the first)."""
+    """Threads that walk the shards after the first (the caller's thread walks the first): one per
+    core, so concurrent searches do not queue behind one helper (threads start only when needed)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max(1, min(3, (os.cpu_count() or 2) - 1)), thread_name_prefix="ann-shard")
+            _POOL = ThreadPoolExecutor(os.cpu_count() or 2, thread_name_prefix="ann-shard")
         return _POOL
 
 
