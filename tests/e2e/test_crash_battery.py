@@ -1,7 +1,8 @@
 """Crash battery: syncs (filesystem, git and Lua sources together) and embedding runs are SIGKILLed at
 random moments, at least 30 times in all: syncs until 24 were cut short (at least 30 trials, at most
-70; how many finish before their kill depends on the machine's speed), and 8 embedding runs, at least
-6 of them cut short. After each kill `ctx check` must pass, and the next complete sync must
+70), and 8 embedding runs, at least 6 of them cut short. A sync is killed at a random point of the time
+an uninterrupted sync of the same kind (first or incremental) just took, so the kills land mid-way on
+a fast machine and a slow one alike. After each kill `ctx check` must pass, and the next complete sync must
 give exactly what an uninterrupted sync of the same sources gives (documents, chunks, keyword entries,
 search results). Bounded: every process has a timeout; the seed is fixed, so a failure replays.
 """
@@ -160,19 +161,26 @@ def test_killed_syncs_leave_a_consistent_index_and_the_next_sync_repairs_it(tmp_
     cfg, ref = sources.config("data"), sources.config("ref")
     killed = 0
     started = time.monotonic()
+    done = run(ctx("sync", "--progress", "none", "--config", str(ref)), child_env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    took = dict.fromkeys(("first", "change"), time.monotonic() - started)  # an uninterrupted sync's time
     for trial in range(MAX_SYNC_TRIALS):
         if killed >= SYNC_KILLS and trial >= 30:
             break
-        if trial % 3 == 0:
+        kind = "first" if trial % 3 == 0 else "change"
+        if kind == "first":
             shutil.rmtree(tmp_path / "data", ignore_errors=True)  # a first sync (clone included) killed
         else:
             sources.change()
         killed += kill_during(ctx("sync", "--progress", "none", "--config", str(cfg)), child_env, tmp_path,
-                              rng.uniform(0.5, 1.6))
+                              rng.uniform(0.45, 0.95) * took[kind])
         check_passes(cfg, child_env, tmp_path)
         for config in (cfg, ref):
+            synced = time.monotonic()
             done = run(ctx("sync", "--progress", "none", "--config", str(config)), child_env, tmp_path)
             assert done.returncode == 0, done.stderr
+        if kind == "change":  # ref just applied the same changes as the killed sync, uninterrupted
+            took["change"] = time.monotonic() - synced
         got, expected = snapshot(cfg), snapshot(ref)
         assert got == expected, f"trial {trial}: the index after a killed sync differs"
         assert got["queue"] == [] and set(got["index"].values()) == {1}
