@@ -16,6 +16,7 @@ from context_harness.store.writer_lock import WriterLock, _command
 
 INDEX_LOCK = 0x637478_0002  # syncs: documents and keyword data
 EMBED_LOCK = 0x637478_0003  # embedding runs
+NAME_BYTES = 63  # the longest application_name PostgreSQL keeps (NAMEDATALEN - 1)
 
 
 class AdvisoryLock(WriterLock):
@@ -41,8 +42,7 @@ class AdvisoryLock(WriterLock):
         try:
             taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]
             if taken:
-                note = f"ctx {operation} (pid {os.getpid()}: {_command()})"[:63]
-                conn.execute("SELECT set_config('application_name', %s, false)", (note,))
+                conn.execute("SELECT set_config('application_name', %s, false)", (holder_note(operation),))
         except BaseException:
             self.db.pool.putconn(conn)
             self._thread_lock.release()
@@ -82,6 +82,24 @@ class AdvisoryLock(WriterLock):
             return "another replica"
         where = f" on {row[1]}" if row[1] else ""
         return f"{row[0] or 'another replica'}{where}"
+
+
+def holder_note(operation: str) -> str:
+    """What the holder's connection is named: ``ctx sync all (pid 4242: ctx serve --http ...)``, cut
+    to fit ``application_name`` (63 bytes of ASCII; PostgreSQL would cut a longer one mid-way, closing
+    bracket and all): the command line is shortened first, then the operation, never the pid."""
+    def ascii_(text: str) -> str:
+        return text.encode("ascii", "replace").decode()
+
+    pid, command = f"(pid {os.getpid()}", ascii_(_command())
+    operation = ascii_(operation)
+    longest = NAME_BYTES - len(f"ctx  {pid}: ...)")  # the room for the operation with 3 characters of command
+    if len(operation) > longest:
+        operation = operation[: longest - 3] + "..."
+    room = NAME_BYTES - len(f"ctx {operation} {pid}: )")
+    if len(command) > room:
+        command = command[: room - 3] + "..."
+    return f"ctx {operation} {pid}: {command})"
 
 
 def advisory_locks(db: Database) -> tuple[AdvisoryLock, AdvisoryLock]:

@@ -3,6 +3,7 @@ so across hosts), and every replica sees another's commit at once (no per-proces
 
 from __future__ import annotations
 
+import os
 import time
 
 import anyio
@@ -39,6 +40,21 @@ async def test_one_replica_writes_at_a_time_and_the_others_say_whom_they_wait_fo
             assert not a.index_lock.try_acquire("sync all")
         assert a.index_lock.try_acquire("sync all")
         a.index_lock.release()
+
+
+async def test_the_holder_a_replica_names_fits_postgres_and_keeps_the_pid(workspace: Workspace, pg_url: str) -> None:
+    """PostgreSQL keeps 63 bytes of a connection's name: the note is cut to fit, closing bracket and
+    pid kept, instead of being cut mid-way by the server."""
+    fake.register()
+    config = backend_config(workspace, "postgres", pg_url)
+    async with Harness.open(config) as a, Harness.open(config) as b:
+        assert a.index_lock.try_acquire("sync filesystem:a-source-with-a-rather-long-name-indeed (live)")
+        try:
+            holder = b.index_lock.holder()
+        finally:
+            a.index_lock.release()
+    assert holder.startswith("ctx sync filesystem:a-source-with") and holder.endswith(")"), holder
+    assert f"(pid {os.getpid()}: " in holder and len(holder) <= 63, holder
 
 
 async def test_a_sync_through_one_replica_is_found_through_another_at_once(workspace: Workspace,
