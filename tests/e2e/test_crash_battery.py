@@ -1,8 +1,9 @@
 """Crash battery: syncs (filesystem, git and Lua sources together) and embedding runs are SIGKILLed at
 random moments, at least 30 times in all: syncs until 24 were cut short (at least 30 trials, at most
 70), and 8 embedding runs, at least 6 of them cut short. A sync is killed at a random point of the time
-an uninterrupted sync of the same kind (first or incremental) just took, so the kills land mid-way on
-a fast machine and a slow one alike. After each kill `ctx check` must pass, and the next complete sync must
+an uninterrupted sync of the same kind (first or incremental) just took, and an embedding run once a
+random share of its chunks is committed (its JSON progress says), so the kills land mid-way on a fast
+machine and a slow one alike. After each kill `ctx check` must pass, and the next complete sync must
 give exactly what an uninterrupted sync of the same sources gives (documents, chunks, keyword entries,
 search results). Bounded: every process has a timeout; the seed is fixed, so a failure replays.
 """
@@ -16,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ pytestmark = pytest.mark.slow
 SYNC_KILLS = 24  # syncs cut short, at least (trials go on until then, at most MAX_SYNC_TRIALS)
 MAX_SYNC_TRIALS = 70
 EMBED_TRIALS = 8
+BATCH = 32  # chunks an embedding run commits at a time here (--batch-size 4: eight calls of 4 per commit)
 LUA = """
 connector = {name = "items"}
 function connector.scan(config)
@@ -131,6 +134,39 @@ def kill_during(args: list[str], env: dict[str, str], cwd: Path, delay: float) -
         return True
 
 
+def kill_mid_embedding(args: list[str], env: dict[str, str], cwd: Path, rng: random.Random) -> bool:
+    """Start an embedding run (``args`` without ``--progress``) and SIGKILL it once a random share of
+    its chunks is committed, up to 0.3 s later (mid-batch); a run of a single batch is killed 0.5-2 s
+    after it starts embedding. Driven by the run's JSON progress, not a fixed delay, so the kill lands
+    mid-way on a fast machine too. True when it was still running then."""
+    proc = subprocess.Popen([*args, "--progress", "json"], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    share, extra = rng.uniform(0.05, 0.75), rng.uniform(0.0, 0.3)
+    guard = threading.Timer(180, proc.kill)  # bounded even if the run hangs
+    guard.start()
+    try:
+        for line in proc.stderr:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "start" and event["total"] <= BATCH:
+                extra = rng.uniform(0.5, 2.0)
+                break
+            if event.get("event") == "progress" and event["done"] >= share * event["total"]:
+                break
+        time.sleep(extra)
+        if proc.poll() is not None:
+            return False
+        proc.send_signal(signal.SIGKILL)
+        return True
+    finally:
+        guard.cancel()
+        proc.wait(timeout=30)
+        proc.stderr.close()
+
+
 def snapshot(cfg: Path) -> dict[str, Any]:
     """What a sync produced: documents and their hashes, chunk ids, keyword entries, queue, search."""
     async def main() -> dict[str, Any]:
@@ -197,8 +233,8 @@ def test_killed_embedding_runs_leave_a_consistent_store(tmp_path, child_env, mod
     assert done.returncode == 0, done.stderr
     killed = 0
     for _ in range(EMBED_TRIALS):
-        killed += kill_during(ctx("embed", "pending", "--progress", "none", "--config", str(cfg)), env, tmp_path,
-                              rng.uniform(1.0, 6.0))
+        killed += kill_mid_embedding(ctx("embed", "pending", "--batch-size", str(BATCH // 8), "--config", str(cfg)),
+                                     env, tmp_path, rng)
         check_passes(cfg, env, tmp_path)
         sources.change()
         done = run(ctx("sync", "--no-embed", "--progress", "none", "--config", str(cfg)), env, tmp_path)
