@@ -19,6 +19,7 @@ and so need no version of their own. ``migrate`` joins the connection's open tra
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -86,6 +87,21 @@ CREATE TABLE IF NOT EXISTS embedding_meta(
 
 class StoreVersionError(ConfigError):
     """The database was written by a newer version."""
+
+
+def use_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """Put the database in WAL mode (it stays so). Processes that open a new file at once may each
+    hold a read lock and want the write lock to switch the mode: SQLite answers one of them "database
+    is locked" at once instead of waiting, since waiting could deadlock. So retry for ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def migrate(conn: sqlite3.Connection, name: str = "the database") -> None:

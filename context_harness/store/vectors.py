@@ -64,7 +64,7 @@ class VectorStore:
             path = self.path = Path(db)
             path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            schema.use_wal(self.conn)
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._owns = True
         self.lock = threading.RLock()
