@@ -291,40 +291,50 @@ def child_env(root: Path) -> dict[str, str]:
     return env
 
 
+def start_server(cfg: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen, int]:
+    """``ctx serve --http`` on a free port of 127.0.0.1, its stderr in ``log``; returns once it is healthy."""
+    port = free_port()
+    with open(log, "wb") as out:  # a file: a pipe could fill and block
+        server = subprocess.Popen(ctx("serve", "--http", "--bind", f"127.0.0.1:{port}", "--config", str(cfg)),
+                                  env=env, stdout=subprocess.DEVNULL, stderr=out)
+    deadline = time.monotonic() + 60
+    while True:
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop_server(server)
+            raise RuntimeError(f"the server did not start: {log.read_text(errors='replace')[-2000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return server, port
+        time.sleep(0.1)
+
+
+def stop_server(server: subprocess.Popen, log: Path | None = None) -> None:
+    """Terminate (then kill) the server; print the end of ``log`` if it holds an error."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    if log is not None:
+        text = log.read_text(errors="replace")
+        if any("Traceback" in line or line.startswith("ERROR") for line in text.splitlines()):
+            print(f"{log.name}:\n{text[-4000:]}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         cfg = write_workspace(root, args.notes)
         env = child_env(root)
         subprocess.run(ctx("sync", "--config", str(cfg)), env=env, check=True, capture_output=True, timeout=600)
-        port = free_port()
-        log = open(root / "server.log", "wb")  # a file: a pipe could fill and block
-        server = subprocess.Popen(ctx("serve", "--http", "--bind", f"127.0.0.1:{port}", "--config", str(cfg)),
-                                  env=env, stdout=subprocess.DEVNULL, stderr=log)
+        server, port = start_server(cfg, env, root / "server.log")
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the server did not start")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                        break
-                time.sleep(0.1)
             figures = asyncio.run(drive(port, root, server.pid, args, env))
             figures["server_alive"] = server.poll() is None
             return figures
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-            log.close()
-            text = (root / "server.log").read_text(errors="replace")
-            figures_log = [line for line in text.splitlines() if "Traceback" in line or line.startswith("ERROR")]
-            if figures_log:
-                print(text[-4000:], file=sys.stderr)
+            stop_server(server, root / "server.log")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -76,31 +76,6 @@ def write_configs(root: Path) -> dict[str, Path]:
     return configs
 
 
-def start_server(config: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen, int]:
-    port = load.free_port()
-    with open(log, "wb") as out:  # a file: a pipe could fill and block
-        server = subprocess.Popen(load.ctx("serve", "--http", "--bind", f"127.0.0.1:{port}", "--config", str(config)),
-                                  env=env, stdout=subprocess.DEVNULL, stderr=out)
-    deadline = time.monotonic() + 60
-    while True:
-        if server.poll() is not None or time.monotonic() > deadline:
-            stop(server)
-            raise RuntimeError(f"the server did not start: {log.read_text(errors='replace')[-2000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return server, port
-        time.sleep(0.1)
-
-
-def stop(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
 def postgres_cpu_seconds() -> float:
     """CPU seconds used so far by every PostgreSQL process on this machine (its backends included)."""
     total = 0.0
@@ -190,16 +165,12 @@ def replicas(url: str, args: argparse.Namespace) -> dict[str, Any]:
         ports: dict[str, int] = {}
         try:
             for name, config in configs.items():
-                servers[name], ports[name] = start_server(config, env, root / f"server-{name}.log")
+                servers[name], ports[name] = load.start_server(config, env, root / f"server-{name}.log")
             out = asyncio.run(drive(ports, {n: s.pid for n, s in servers.items()}, root, args, env))
             out["servers_alive"] = all(s.poll() is None for s in servers.values())
         finally:
-            for server in servers.values():
-                stop(server)
-            for name in servers:
-                text = (root / f"server-{name}.log").read_text(errors="replace")
-                if "Traceback" in text or "\nERROR" in text:
-                    print(f"replica {name}:\n{text[-4000:]}", file=sys.stderr)
+            for name, server in servers.items():
+                load.stop_server(server, root / f"server-{name}.log")
         return {"documents": 2 * args.notes, "first_sync_seconds": round(synced, 1), **out}
 
 
