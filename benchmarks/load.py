@@ -254,21 +254,33 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
             await sampler
         await asyncio.sleep(2)  # the last live update's commit settles: what stays is what counts
         rss_end, anon_end, file_end = (rss_kb(server_pid, k) for k in ("VmRSS", "RssAnon", "RssFile"))
-    every = [v for values in load.latency.values() for v in values]
+    figures = request_figures([load], seconds)
     return {
-        "requests": len(every), "clients": args.clients, "failures": len(load.failures),
-        "first_failures": load.failures[:5], "seconds": round(seconds, 1),
-        "throughput_rps": round(len(every) / seconds, 1),
-        "server_cpu_ms_per_request": round(1000 * server_cpu / max(len(every), 1), 2),
-        "p50_ms": round(statistics.median(every) * 1000, 2), "p99_ms": round(percentile(every, 0.99) * 1000, 2),
-        "by_kind": {k: {"n": len(v), "p50_ms": round(percentile(v, 0.5) * 1000, 2),
-                        "p99_ms": round(percentile(v, 0.99) * 1000, 2)} for k, v in load.latency.items()},
+        **figures, "clients": args.clients,
+        "server_cpu_ms_per_request": round(1000 * server_cpu / max(figures["requests"], 1), 2),
         "rss_mb_after_warm_up": round(rss_start / 1024, 1), "rss_mb_end": round(rss_end / 1024, 1),
         "rss_growth_pct": steady_growth(rss_start / 1024, rss_end / 1024, samples),
         "rss_growth_pct_end_points": round(100 * (rss_end - rss_start) / rss_start, 1),
         "rss_anon_mb": [round(anon_start / 1024, 1), round(anon_end / 1024, 1)],
         "rss_file_mb": [round(file_start / 1024, 1), round(file_end / 1024, 1)],
         "rss_mb_every_5s": samples, "slow_clients": args.slow, "slow_clients_still_held": sum(held), **churned,
+    }
+
+
+def request_figures(runs: list[Load], seconds: float) -> dict[str, Any]:
+    """Requests, failures (the first few), throughput and p50/p99 overall and per kind of ``runs`` together."""
+    latency: dict[str, list[float]] = {}
+    for run in runs:
+        for kind, values in run.latency.items():
+            latency.setdefault(kind, []).extend(values)
+    every = [v for values in latency.values() for v in values]
+    failures = [f for run in runs for f in run.failures]
+    return {
+        "requests": len(every), "failures": len(failures), "first_failures": failures[:5],
+        "seconds": round(seconds, 1), "throughput_rps": round(len(every) / seconds, 1),
+        "p50_ms": round(statistics.median(every) * 1000, 2), "p99_ms": round(percentile(every, 0.99) * 1000, 2),
+        "by_kind": {k: {"n": len(v), "p50_ms": round(percentile(v, 0.5) * 1000, 2),
+                        "p99_ms": round(percentile(v, 0.99) * 1000, 2)} for k, v in latency.items()},
     }
 
 

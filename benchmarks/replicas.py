@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,22 +86,6 @@ def postgres_cpu_seconds() -> float:
     return total
 
 
-def figures(runs: list[load.Load], seconds: float) -> dict[str, Any]:
-    latency: dict[str, list[float]] = {}
-    for run in runs:
-        for kind, values in run.latency.items():
-            latency.setdefault(kind, []).extend(values)
-    every = [v for values in latency.values() for v in values]
-    failures = [f for run in runs for f in run.failures]
-    return {
-        "requests": len(every), "failures": len(failures), "first_failures": failures[:5],
-        "seconds": round(seconds, 1), "throughput_rps": round(len(every) / seconds, 1),
-        "p50_ms": round(statistics.median(every) * 1000, 2), "p99_ms": round(load.percentile(every, 0.99) * 1000, 2),
-        "by_kind": {k: {"n": len(v), "p50_ms": round(load.percentile(v, 0.5) * 1000, 2),
-                        "p99_ms": round(load.percentile(v, 0.99) * 1000, 2)} for k, v in latency.items()},
-    }
-
-
 async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: argparse.Namespace,
                 env: dict[str, str]) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
@@ -137,13 +120,13 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
             halt.set()
             churned = await changes
             await asyncio.gather(*samplers)
-    out: dict[str, Any] = {"both": figures(list(runs.values()), seconds)}
+    out: dict[str, Any] = {"both": load.request_figures(list(runs.values()), seconds)}
     # Where the two cores went: a search's BM25 runs in PostgreSQL, so the replicas mostly wait on it.
     out["both"]["postgres_cpu_ms_per_request"] = round(1000 * pg_cpu / max(1, out["both"]["requests"]), 2)
     out["both"]["postgres_cores_busy"] = round(pg_cpu / seconds, 2)
     for name in ports:
         out[f"replica_{name}"] = {
-            **figures([runs[name]], done.get(name, seconds)), "clients": args.clients,
+            **load.request_figures([runs[name]], done.get(name, seconds)), "clients": args.clients,
             "writes": name == "a", "server_cpu_ms_per_request":
                 round(1000 * cpu[name] / max(1, sum(map(len, runs[name].latency.values()))), 2),
             "rss_mb_after_warm_up": round(rss_start[name] / 1024, 1),
