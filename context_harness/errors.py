@@ -96,7 +96,8 @@ class StorageFault(HarnessError):
 
     def __init__(self, message: str, kind: str = "storage") -> None:
         super().__init__(message)
-        self.kind = kind  # read_only, disk_full, sqlite_damaged, index_damaged, database_unavailable
+        self.kind = kind  # read_only, disk_full, sqlite_damaged, index_damaged, database_unavailable,
+        # not_a_database, db_path_folder
 
 
 class InternalError(HarnessError):

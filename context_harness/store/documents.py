@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from context_harness.store.faults import check_db_path
 from context_harness.store.schema import migrate, use_wal
 from context_harness.timestamps import now_iso, since_text, until_text
 
@@ -95,6 +96,7 @@ class DocumentStore:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        check_db_path(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._write_lock = threading.RLock()

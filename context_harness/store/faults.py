@@ -32,6 +32,49 @@ _DAMAGED_SQLITE = ("malformed", "not a database", "file is encrypted")
 _DATABASE_DOWN = ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "AdminShutdown")
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+
+
+def check_db_path(db_path: Path) -> None:
+    """Refuse a ``[db] path`` that is a folder, or an existing file that never was a SQLite database
+    (a user's own file: it must not be "repaired", i.e. renamed aside and replaced). A missing or
+    empty file is fine: SQLite makes a new database in it. A file whose header is SQLite's but whose
+    pages are damaged passes here and is ``sqlite_damaged`` once opened."""
+    if db_path.is_dir():
+        raise StorageFault(f"[db] path {db_path} is a folder, not a database file; set [db] path to a file name "
+                           f"(such as {db_path / 'ctx.sqlite'})", "db_path_folder")
+    try:
+        with open(db_path, "rb") as file:
+            head = file.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # unreadable: opening it gives the read-only or damaged fault with its own advice
+    if head and not SQLITE_MAGIC.startswith(head):
+        what = "not SQLite"
+    elif head == SQLITE_MAGIC and _foreign_tables(db_path):
+        what = "a SQLite database of another program"
+    else:
+        return
+    raise StorageFault(f"[db] path {db_path} holds a file that is not a context-harness database ({what}); it was "
+                       "left untouched: choose another [db] path, or move that file away", "not_a_database")
+
+
+def _foreign_tables(db_path: Path) -> bool:
+    """A SQLite file with tables but without our ``meta`` table: another program's database. Read
+    only; a file SQLite cannot read counts as ours (it is then reported damaged, with its fix)."""
+    try:
+        conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        try:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return bool(names) and "meta" not in names
+
+
 def is_panic(exc: BaseException) -> bool:
     """A Rust panic inside Tantivy (``pyo3_runtime.PanicException``, a ``BaseException``)."""
     return type(exc).__name__ == "PanicException"
@@ -114,4 +157,4 @@ def set_aside(db_path: Path) -> Path:
     return target
 
 
-__all__ = ["fault_of", "is_panic", "set_aside"]
+__all__ = ["SQLITE_MAGIC", "check_db_path", "fault_of", "is_panic", "set_aside"]
