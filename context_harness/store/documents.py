@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from context_harness.store.faults import check_db_path
 from context_harness.store.schema import migrate, use_wal
@@ -56,8 +57,26 @@ class ChunkPlace:
     heading: str
 
 
+URL_SCHEMES = frozenset({"http", "https", "file", "ftp", "sftp", "ssh", "git", "git+ssh", "git+https"})
+"""Schemes a document's ``source_url`` may have. Anything else (``javascript:``, ``data:``,
+``vbscript:``, ...) could run or show content when a client renders the URL as a link: it is not
+stored. A URL without a scheme (a relative path, an scp-style ``git@host:repo``) is kept."""
+
+
+def safe_source_url(url: str | None) -> str | None:
+    """``url`` when its scheme is in ``URL_SCHEMES`` (or it has none), else None. The scheme is read
+    as a browser reads it: leading spaces and control characters skipped, tabs and newlines ignored."""
+    if not url:
+        return url
+    scheme = urlsplit(url).scheme.lower()
+    return url if not scheme or scheme in URL_SCHEMES else None
+
+
 @dataclass
 class DocumentRow:
+    """A stored document. Its ``source_url`` is checked here, at the stores' boundary (both backends
+    build every row they write or read through this class): see ``safe_source_url``."""
+
     id: str
     source: str
     source_id: str
@@ -72,6 +91,13 @@ class DocumentRow:
     tags: list[str]
     content_hash: str
     fingerprint: str | None
+
+    def __post_init__(self) -> None:
+        safe = safe_source_url(self.source_url)
+        if safe != self.source_url:
+            log.warning("%s: %s: not storing its source_url %r (allowed schemes: %s)", self.source, self.source_id,
+                        str(self.source_url)[:80], ", ".join(sorted(URL_SCHEMES)))
+            self.source_url = safe
 
 
 @dataclass
