@@ -72,7 +72,7 @@ class Catalog:
                  tools: Iterable[Tool] = ()) -> None:
         self.config = config
         self.host = host
-        self.agent_registry = AgentRegistry(config, agents)
+        self.agent_registry = AgentRegistry(config, agents, strict=False)  # a broken agent is set aside
         self.tool_registry = ToolRegistry(config, HarnessContext(host))
         offered: list[Tool] = [*builtin_tools(host), *(self._agent_tools() or [])]
         offered.extend(tools)

@@ -226,16 +226,20 @@ class LuaConfig(_Section):
 
 
 class Unavailable(BaseModel):
-    """A component (connector, Lua tool, agent) left out because ``${VAR}``s in its table are not set.
+    """A component (connector, Lua tool, agent) left out because ``${VAR}``s in its table are not set,
+    or (``error``) because its file did not load: a syntax error, an error at load, bad metadata.
     Everything else works; this one is reported unhealthy (sources, tool list, the server log)."""
 
     kind: Literal["connector", "tool", "agent"]
     name: str  # the connector's label (TYPE:NAME), the tool's or the agent's name
     key_path: str  # "tools.script.jira"
     variables: list[str]
+    error: str | None = None  # why its file did not load (then ``variables`` is empty)
 
     @property
     def message(self) -> str:
+        if self.error is not None:
+            return f"{self.error} (fix the file; a running server loads it again within a second, no restart)"
         names = ", ".join(self.variables)
         plural = "s" if len(self.variables) > 1 else ""
         return (f"environment variable{plural} {names} not set (needed by [{self.key_path}]); set "

@@ -17,8 +17,9 @@ import logging
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,24 +74,31 @@ class _State:
     index: list[tuple[str, str, str]]  # (name, uri, description), sorted
     snapshot: Snapshot
     page_size: int
+    broken: dict[str, Unavailable] = field(default_factory=dict)  # agents whose files did not load
     fingerprint: str = ""
     definitions: OrderedDict[str, str] = field(default_factory=OrderedDict)  # uri -> JSON text, LRU
 
 
 class AgentRegistry:
     """See the module docstring. ``extra_agents`` are ``Agent`` objects (or ``(agent, origin)``
-    pairs) from extensions (``context_harness.extensions``: code or entry points)."""
+    pairs) from extensions (``context_harness.extensions``: code or entry points). ``strict``: an
+    agent that does not load is a ``ConfigError``; otherwise (what a server uses) it is set aside
+    as unavailable with its error and the others are served."""
 
-    def __init__(self, config: Config, extra_agents: Iterable[Any] = ()) -> None:
+    def __init__(self, config: Config, extra_agents: Iterable[Any] = (), *, strict: bool = True) -> None:
         self.config = config
+        self.strict = strict
         self._python: list[tuple[Any, str]] = [_with_origin(a) for a in extra_agents]
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()  # the definitions LRU
-        self._state = self._build()
+        self._state = self._build(None)
 
     # -- building -----------------------------------------------------------------------------
 
-    def _build(self) -> _State:
+    def _build(self, previous: _State | None) -> _State:
+        """Read every source. An agent that does not load (syntax error, error at load, bad metadata,
+        a name taken, an unknown skill) is set aside with its error; on a reload the version that
+        loaded before keeps serving instead."""
         settings = load_settings(self.config)
         skills = load_skills(settings.skill_paths)
         watched: list[Path] = []
@@ -100,41 +108,56 @@ class AgentRegistry:
                 watched.extend(p for p in folder.iterdir() if p.is_dir())
             watched.extend(skill_files(folder))
         specs: dict[str, AgentSpec] = {}
+        broken: dict[str, Unavailable] = {}
 
-        def add(spec: AgentSpec) -> None:
-            other = specs.get(spec.name)
-            if other is not None:
-                raise ConfigError(f"agent '{spec.name}' is defined twice: {other.origin} and {spec.origin}")
+        def add(name: str, key_path: str, make: Callable[[], AgentSpec | None]) -> None:
+            try:
+                spec = make()
+                if spec is None:
+                    return
+                other = specs.get(spec.name)
+                if other is not None:
+                    raise ConfigError(f"agent '{spec.name}' is defined twice: {other.origin} and {spec.origin}")
+                _check_skills(spec, skills)
+            except ConfigError as exc:
+                if self.strict:
+                    raise
+                kept = previous.specs.get(name) if previous is not None else None
+                if kept is not None and kept.name not in specs:
+                    log.error("agent %s not reloaded: %s; the previous version keeps serving", name, exc.message)
+                    specs[kept.name] = kept
+                    return
+                broken[name] = Unavailable(kind="agent", name=name, key_path=key_path, variables=[],
+                                           error=exc.message)
+                return
             specs[spec.name] = spec
 
         for name, key_path, entry in settings.inline:
-            add(toml_spec(name, key_path, entry, settings.config_label))
+            add(name, key_path, partial(toml_spec, name, key_path, entry, settings.config_label))
         for name, script in settings.scripts:
             watched.append(script.path)
-            add(lua_spec(name, script, self.config.lua))
+            add(name, f"agents.script.{name}", partial(lua_spec, name, script, self.config.lua))
         for folder in settings.agent_paths:
             files, dirs = markdown_files(folder)
             watched.append(folder)
             watched.extend(dirs)
             for path in files:
                 watched.append(path)
-                spec = markdown_spec(path)
-                if spec is not None:
-                    add(spec)
+                add(path.stem, "agents.paths", partial(markdown_spec, path))
         for agent, origin in self._python:
-            add(python_spec(agent, origin))
-        for spec in specs.values():
-            _check_skills(spec, skills)
+            add(str(getattr(agent, "name", origin)), origin, partial(python_spec, agent, origin))
+        _log_set_aside(broken, previous.broken if previous is not None else {})
 
         ordered = sorted(specs)
         infos = [specs[n].info() for n in ordered]
         index = sorted([(n, AGENT_SCHEME + n, specs[n].description) for n in ordered]
                        + [(s.name, SKILL_SCHEME + s.name, s.description) for s in skills.values()])
         state = _State(specs={n: specs[n] for n in ordered}, skills=skills, infos=infos, index=index,
-                       snapshot=_snapshot(dict.fromkeys(watched)), page_size=settings.page_size)
+                       snapshot=_snapshot(dict.fromkeys(watched)), page_size=settings.page_size, broken=broken)
         digest = hashlib.sha256()
         for _, uri, _ in index:
             digest.update(self._read(state, uri).encode())
+        digest.update("".join(sorted(broken)).encode())  # a file set aside or fixed is a change too
         state.fingerprint = digest.hexdigest()
         return state
 
@@ -150,7 +173,7 @@ class AgentRegistry:
         (e.g. a broken file) propagates and the previous definitions stay in place."""
         with self._lock:
             old = self._state
-            self._state = self._build()
+            self._state = self._build(old)
             return self._state.fingerprint != old.fingerprint
 
     def refresh(self) -> bool:
@@ -190,8 +213,9 @@ class AgentRegistry:
         return spec
 
     def unavailable(self) -> builtins.list[Unavailable]:
-        """The agents set aside because their tables use unset environment variables."""
-        return [u for u in self.config.unavailable if u.kind == "agent"]
+        """The agents set aside: their tables use unset environment variables, or their files did
+        not load (until a reload loads them)."""
+        return [u for u in self.config.unavailable if u.kind == "agent"] + list(self._state.broken.values())
 
     def tools(self, name: str) -> builtins.list[str]:
         """The tools agent ``name`` may use (``NotFound`` for an unknown agent): the tool scope."""
@@ -314,6 +338,16 @@ def _with_origin(item: Any) -> tuple[Any, str]:
         return item
     cls = item if isinstance(item, type) else type(item)
     return item, f"code ({cls.__module__}.{cls.__qualname__})"
+
+
+def _log_set_aside(broken: Mapping[str, Unavailable], before: Mapping[str, Unavailable]) -> None:
+    """Log each agent set aside (once per new error) and each one that loads again."""
+    for name, missing in broken.items():
+        if name not in before or before[name].error != missing.error:
+            log.warning("agent %s is unavailable: %s", name, missing.message)
+    for name in before:
+        if name not in broken:
+            log.info("agent %s loads again and is available", name)
 
 
 def _check_skills(spec: AgentSpec, skills: Mapping[str, Skill]) -> None:

@@ -82,9 +82,9 @@ def _git(name: str, entry: Any, config: Config) -> Connector:
 
 
 def _script(name: str, entry: Any, config: Config) -> Connector:
-    from context_harness.lua.connector import LuaConnector
+    from context_harness.lua.connector import script_connector
 
-    return LuaConnector(name, entry, config.lua)
+    return script_connector(name, entry, config.lua)  # a script that does not load is set aside
 
 
 def default_registry() -> ConnectorRegistry:

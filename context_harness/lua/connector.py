@@ -15,16 +15,19 @@ with one warning each (``ScanReport.skip("invalid_item", ...)``); the source lab
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from context_harness import timestamps
-from context_harness.config import LuaConfig, ScriptConfig
+from context_harness.config import LuaConfig, ScriptConfig, Unavailable
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
-from context_harness.errors import ToolError
+from context_harness.errors import ConfigError, HarnessError, NotConfigured, ToolError
 from context_harness.lua.engine import ItemRow
 from context_harness.lua.script import LuaScript
 
@@ -168,6 +171,85 @@ class LuaConnector:
         message = f"{self.label}: skipped {detail}"
         log.warning("%s", message)
         report.skip(reason, message)
+
+
+class SetAsideLuaConnector:
+    """A ``[connectors.script.NAME]`` whose script did not load (syntax error, error at load): it
+    stands in the connector list like an ``UnavailableConnector`` (``unavailable``, ``health()``
+    false with the error, so ``sources`` names it and ``sync all`` passes it by) until its file
+    changes and loads; from then on it is that ``LuaConnector``, with no restart."""
+
+    type = "script"
+
+    def __init__(self, name: str, script_config: ScriptConfig, lua_config: LuaConfig | None, error: str) -> None:
+        self.name = name
+        self.config = script_config
+        self.lua_config = lua_config
+        self.error = error
+        self._tried = _digest(script_config.path)
+        self._loaded: LuaConnector | None = None
+        self._lock = threading.Lock()
+        log.warning("connector %s is unavailable: %s", self.label, self.message)
+
+    @property
+    def label(self) -> str:
+        return f"script:{self.name}"
+
+    @property
+    def message(self) -> str:
+        return Unavailable(kind="connector", name=self.label, key_path=f"connectors.script.{self.name}",
+                           variables=[], error=self.error).message
+
+    @property
+    def unavailable(self) -> bool:
+        return self.current() is None
+
+    def current(self) -> LuaConnector | None:
+        """The loaded connector, trying the script again when its file changed since the last try."""
+        with self._lock:
+            digest = _digest(self.config.path)
+            if self._loaded is None and digest != self._tried:
+                self._tried = digest
+                try:
+                    self._loaded = LuaConnector(self.name, self.config, self.lua_config)
+                except HarnessError as exc:
+                    self.error = exc.message
+                    log.warning("connector %s is still unavailable: %s", self.label, self.message)
+                else:
+                    log.info("connector %s loads again and is available", self.label)
+            return self._loaded
+
+    def health(self) -> tuple[bool, str | None]:
+        return (True, None) if self.current() is not None else (False, self.message)
+
+    def fetch(self, report: ScanReport | None = None) -> list[SourceItem]:
+        return self._require().fetch(report)
+
+    def scan(self, report: ScanReport) -> Iterator[Candidate]:
+        return self._require().scan(report)
+
+    def _require(self) -> LuaConnector:
+        loaded = self.current()
+        if loaded is None:
+            raise NotConfigured(f"{self.label}: {self.message}")
+        return loaded
+
+
+def script_connector(name: str, script_config: ScriptConfig, lua_config: LuaConfig | None = None
+                     ) -> LuaConnector | SetAsideLuaConnector:
+    """The connector of a ``[connectors.script.NAME]`` table: a ``LuaConnector``, or when its script
+    does not load a ``SetAsideLuaConnector`` (the server starts and serves the other sources)."""
+    try:
+        return LuaConnector(name, script_config, lua_config)
+    except ConfigError as exc:
+        return SetAsideLuaConnector(name, script_config, lua_config, exc.message)
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _loader(item: SourceItem) -> Callable[[], SourceItem]:

@@ -2,8 +2,10 @@
 ``[tools.script.NAME]``, side by side.
 
 The composition root (``catalog.Catalog``) adds the built-ins, agent tools and extension tools, then
-``load_scripts`` registers every Lua tool the config declares the same way (a Lua tool may not take
-another tool's name: ``ConfigError``).
+``load_scripts`` registers every Lua tool the config declares the same way. A Lua tool that does not
+load (syntax error, error at load, bad metadata, another tool's name) is set aside as unavailable
+with its error, as one with an unset ``${VAR}`` is: ``unavailable()`` lists it, the rest serves,
+and the next ``reload()`` after its file changes tries it again.
 While serving, ``reload()`` (blocking; run it in a worker thread) re-reads the config file and the
 tool scripts when they changed and re-registers what differs; the catalog announces the returned
 ``ToolChanges`` to clients (``tools/list_changed``). A script or config that fails to load during a
@@ -70,14 +72,28 @@ class ToolRegistry:
         self._loaded: dict[str, tuple[ScriptConfig, LuaConfig]] = {}
         self._failed: dict[str, str] = {}  # name -> attempt key that failed (not retried until it changes)
         self._unavailable = _unavailable(config)
+        self._broken: dict[str, Unavailable] = {}  # never loaded: the file's error (retried when it changes)
 
     # -- building ---------------------------------------------------------------------------
 
     def load_scripts(self) -> None:
-        """Register every Lua tool of the config (at start-up: errors propagate)."""
+        """Register every Lua tool of the config (at start-up); one that does not load is set aside
+        as unavailable with its error and logged, and the others are registered."""
         for name, entry in sorted(self._desired.items()):
-            self.add(load_script_tool(name, entry, self._desired_lua, self.context))
+            try:
+                tool = load_script_tool(name, entry, self._desired_lua, self.context)
+                self.add(tool)
+            except HarnessError as exc:
+                self._set_aside(name, entry, exc.message)
+                continue
             self._loaded[name] = (entry, self._desired_lua)
+
+    def _set_aside(self, name: str, entry: ScriptConfig, error: str) -> None:
+        """Lua tool ``name`` did not load: list it as unavailable; retry when its file changes."""
+        self._failed[name] = _attempt_key(entry, self._desired_lua)
+        missing = Unavailable(kind="tool", name=name, key_path=f"tools.script.{name}", variables=[], error=error)
+        self._broken[name] = missing
+        log.warning("Lua tool %s is unavailable: %s", name, missing.message)
 
     # -- the registry -----------------------------------------------------------------------
 
@@ -97,8 +113,10 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def unavailable(self) -> list[Unavailable]:
-        """The Lua tools set aside because their tables use unset environment variables."""
-        return sorted(self._unavailable.values(), key=lambda u: u.name)
+        """The Lua tools set aside: their tables use unset environment variables, or their files did
+        not load (until a reload loads them)."""
+        merged = {**self._broken, **self._unavailable}
+        return sorted(merged.values(), key=lambda u: u.name)
 
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
@@ -140,6 +158,7 @@ class ToolRegistry:
             if entry is None:
                 self._loaded.pop(name, None)
                 self._failed.pop(name, None)
+                self._broken.pop(name, None)
                 if isinstance(current, ScriptTool) and self.remove(name):
                     changes.removed.append(name)
                 continue
@@ -150,17 +169,21 @@ class ToolRegistry:
             if self._failed.get(name) == key:
                 continue
             if current is not None and not isinstance(current, ScriptTool):
-                self._failed[name] = key
-                log.warning("Lua tool %s not registered: another tool (built-in or extension) has that name", name)
+                self._set_aside(name, entry, f"a built-in or extension tool named {name!r} is already "
+                                             "registered; choose another name")
                 continue
             try:
                 tool = load_script_tool(name, entry, self._desired_lua, self.context)
             except HarnessError as exc:
+                if current is None:
+                    self._set_aside(name, entry, exc.message)
+                    continue
                 self._failed[name] = key
-                keeping = "; the previous version keeps serving" if current is not None else ""
-                log.warning("Lua tool %s not reloaded: %s%s", name, exc.message, keeping)
+                log.warning("Lua tool %s not reloaded: %s; the previous version keeps serving", name, exc.message)
                 continue
             self._failed.pop(name, None)
+            if self._broken.pop(name, None) is not None:
+                log.info("Lua tool %s loads again and is available", name)
             self._loaded[name] = (entry, self._desired_lua)
             self.add(tool, replace=True)
             (changes.replaced if current is not None else changes.added).append(tool)

@@ -53,9 +53,10 @@ async def test_builtins_and_lua_tools_register_the_same_way(tools_config_path: P
 @pytest.mark.anyio
 async def test_a_lua_tool_may_not_shadow_a_builtin(tmp_path: Path, make_tools_workspace) -> None:
     config_path = make_tools_workspace(tmp_path, '\n[tools.script.search]\npath = "tools/modes.lua"\n')
-    async with Harness.open(config_mod.load(config_path)) as harness:
-        with pytest.raises(ConfigError, match="built-in tool"):
-            harness.tools()
+    async with Harness.open(config_mod.load(config_path)) as harness:  # set aside; the built-in serves
+        assert harness.catalog.tool("search").builtin
+        missing = harness.catalog.tool_listing()["unavailable"]
+        assert [u["name"] for u in missing] == ["search"] and "is a built-in tool" in missing[0]["message"]
 
 
 @pytest.mark.anyio
