@@ -3,6 +3,9 @@ converted to text when the documents extra is installed (``ingest/documents.py``
 
 Never reads outside ``root``: symlinks whose target leaves the root are skipped and counted.
 Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node_modules``.
+Nothing on disk stops a scan: only regular files are read, never past ``max_file_size``
+(``reading.py``); the walk is iterative (any depth) and a folder or entry it cannot read is a named
+skip. Any file name the OS allows is indexed: ``source_id`` is ``names.escape_name`` of the path.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 import stat as stat_mod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 import pathspec
@@ -21,6 +24,17 @@ import pathspec
 from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
+from context_harness.connectors.names import escape_name
+from context_harness.connectors.reading import (
+    DIR_FLAGS,
+    FD_WALK,
+    NOFOLLOW,
+    Skip,
+    open_under,
+    os_reason,
+    read_regular,
+    stat_under,
+)
 from context_harness.ingest import documents
 from context_harness.ingest.documents import EXTRA_HINT, DocumentFormat, document_format
 from context_harness.ingest.markdown import (
@@ -34,8 +48,11 @@ from context_harness.ingest.markdown import (
 log = logging.getLogger(__name__)
 DOCUMENT_COST = 32  # a document to convert, as work, against a text file (Candidate.cost), plus 1 per 64 kB
 ALWAYS_SKIPPED_DIRS = frozenset({".git", "node_modules", ".hg", ".svn", "__pycache__", ".ctx"})
+GITIGNORE_LIMIT = 1 << 20  # bytes of a .gitignore read
 _CONTENT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
                   ".rst": "text/x-rst", ".txt": "text/plain"}
+
+Ignores = list[tuple[str, pathspec.PathSpec]]
 
 
 def _spec(patterns: list[str]) -> pathspec.PathSpec:
@@ -48,9 +65,6 @@ class _Entry(Protocol):
     @property
     def name(self) -> str: ...
 
-    @property
-    def path(self) -> str: ...
-
     def is_symlink(self) -> bool: ...
 
     def is_dir(self, *, follow_symlinks: bool = True) -> bool: ...
@@ -61,10 +75,10 @@ class _Entry(Protocol):
 class _PathEntry:
     """One path looked at the way ``os.scandir`` shows it (raises ``OSError`` when it is gone)."""
 
-    def __init__(self, path: Path) -> None:
-        self.name = path.name
-        self.path = str(path)
-        self._lstat = os.lstat(path)
+    def __init__(self, root: str, rel: str) -> None:
+        self.name = rel.rpartition("/")[2]
+        self._root, self._rel = root, rel
+        self._lstat = stat_under(root, rel, follow_symlinks=False)
 
     def is_symlink(self) -> bool:
         return stat_mod.S_ISLNK(self._lstat.st_mode)
@@ -73,12 +87,48 @@ class _PathEntry:
         if not follow_symlinks or not self.is_symlink():
             return stat_mod.S_ISDIR(self._lstat.st_mode)
         try:
-            return stat_mod.S_ISDIR(os.stat(self.path).st_mode)
+            return stat_mod.S_ISDIR(self.stat().st_mode)
         except OSError:
             return False
 
     def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
-        return os.stat(self.path) if follow_symlinks and self.is_symlink() else self._lstat
+        if follow_symlinks and self.is_symlink():
+            return stat_under(self._root, self._rel, follow_symlinks=True)
+        return self._lstat
+
+
+@dataclass
+class _Sub:
+    """A sub-folder the walk enters after the entries before it."""
+
+    rel: str
+    ignores: Ignores
+
+
+class _Opener:
+    """Opens the walk's folders. It keeps the last one open, so that its sub-folder opens by one short
+    name: a 10,000-deep tree costs no more than a wide one, and no path grows past ``PATH_MAX``."""
+
+    def __init__(self, root: str, follow_symlinks: bool) -> None:
+        self.root = root
+        self.flags = DIR_FLAGS | (0 if follow_symlinks else NOFOLLOW)
+        self.last: tuple[str, int] | None = None
+
+    def open(self, rel: str) -> int:
+        """A descriptor of the folder ``rel``, valid until the next ``open`` or ``close``."""
+        parent, _, name = rel.rpartition("/")
+        if self.last is not None and rel and self.last[0] == parent:
+            fd = open_under(self.root, name, self.flags, dir_fd=self.last[1])
+        else:
+            fd = open_under(self.root, rel, self.flags)
+        self.close()
+        self.last = (rel, fd)
+        return fd
+
+    def close(self) -> None:
+        if self.last is not None:
+            os.close(self.last[1])
+            self.last = None
 
 
 @dataclass
@@ -108,6 +158,10 @@ def birth_time(stat: os.stat_result) -> dt.datetime | None:
     return timestamps.from_unix(born) if isinstance(born, (int, float)) and born > 0 else None
 
 
+def _shown(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
 class FilesystemConnector:
     type = "filesystem"
 
@@ -115,6 +169,8 @@ class FilesystemConnector:
         self.name = name
         self.config = config
         self.root = Path(config.root)
+        self._root = os.fspath(self.root)
+        self._real_root = os.path.realpath(self.root)
         self._include = _spec(config.include_globs)
         self._exclude = _spec(config.exclude_globs)
         self.linked_dirs = False  # the last scan followed a folder symlink
@@ -133,106 +189,145 @@ class FilesystemConnector:
         if not self.root.is_dir():
             raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
         self.linked_dirs = False
-        real_root = os.path.realpath(self.root)
+        self._real_root = os.path.realpath(self.root)
         self._convertible = {}
-        yield from self._walk(self.root, real_root, "", [], set(), report)
+        yield from self._walk("", [], set(), report)
 
     def scan_paths(self, rel_paths: Iterable[str], report: ScanReport) -> PathScan:
-        """What a full scan would list at or under each of ``rel_paths`` (files or folders, relative
-        to the root, ``/``-separated), by the same rules: the folders on the way must be walked by
-        a scan (not skipped, excluded or gitignored), their ``.gitignore`` files apply, and a folder
-        is re-scanned whole. ``covered`` holds the paths whose stored documents not listed are gone.
-        ``full`` is True when only a full scan can tell (a folder on the way is a symlink, or the last
-        scan followed folder symlinks, which makes the listed path of a file depend on walk order)."""
+        """What a full scan would list at or under each of ``rel_paths`` (OS paths relative to the
+        root, ``/``-separated, as ``os`` gives them), by the same rules: the folders on the way must be
+        walked by a scan (not skipped, excluded or gitignored), their ``.gitignore`` files apply, and a
+        folder is re-scanned whole. ``covered`` holds the ``source_id`` prefixes (escaped) whose stored
+        documents not listed are gone. ``full`` is True when only a full scan can tell (a folder on the
+        way is a symlink, or the last scan followed folder symlinks, which makes the listed path of a
+        file depend on walk order)."""
         if not self.root.is_dir():
             raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
-        real_root = os.path.realpath(self.root)
+        self._real_root = os.path.realpath(self.root)
         out = PathScan()
         for rel_path in _outermost(rel_paths):
             if self.linked_dirs:
                 out.full = True
                 return out
-            out.covered.append(rel_path)
-            if not self._path_candidates(rel_path, real_root, report, out):
+            out.covered.append(escape_name(rel_path))
+            if not self._path_candidates(rel_path, report, out):
                 return out
         return out
 
-    def _path_candidates(self, rel_path: str, real_root: str, report: ScanReport, out: PathScan) -> bool:
+    def _path_candidates(self, rel_path: str, report: ScanReport, out: PathScan) -> bool:
         """Add the candidates at or under ``rel_path`` to ``out``; False when a full scan is needed."""
         parts = rel_path.split("/")
-        ignores = self._gitignores(self.root, "", [], report)
-        folder = self.root
+        ignores = self._gitignores(None, "", [], report)
         for depth, name in enumerate(parts[:-1]):
             rel = "/".join(parts[:depth + 1])
-            folder = folder / name
             try:
-                if folder.is_symlink():
-                    out.full = True
-                    return False
-                if not folder.is_dir():
-                    return True
+                mode = stat_under(self._root, rel, follow_symlinks=False).st_mode
             except OSError:
+                return True
+            if stat_mod.S_ISLNK(mode):
+                out.full = True
+                return False
+            if not stat_mod.S_ISDIR(mode):
                 return True
             if name in ALWAYS_SKIPPED_DIRS or self._ignored(rel, True, ignores):
                 return True
-            ignores = self._gitignores(folder, rel, ignores, report)
-        path = folder / parts[-1]
+            ignores = self._gitignores(None, rel, ignores, report)
         try:
-            entry = _PathEntry(path)
+            entry = _PathEntry(self._root, rel_path)
             if entry.is_symlink() and entry.is_dir():
                 out.full = True
                 return False
         except OSError:
             return True  # gone: its stored documents leave
-        found = self._entry(entry, rel_path, real_root, ignores, report)
+        found = self._entry(entry, rel_path, ignores, report)
         if found == "dir":
-            out.candidates.extend(self._walk(path, real_root, rel_path, ignores, set(), report))
+            out.candidates.extend(self._walk(rel_path, ignores, set(), report))
         elif isinstance(found, Candidate):
             out.candidates.append(found)
         return True
 
-    def _gitignores(self, folder: Path, rel: str, ignores: list[tuple[str, pathspec.PathSpec]],
-                    report: ScanReport) -> list[tuple[str, pathspec.PathSpec]]:
-        if self.config.respect_gitignore:
-            gitignore = folder / ".gitignore"
-            if gitignore.is_file():
-                try:
-                    lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-                    return ignores + [(rel, pathspec.GitIgnoreSpec.from_lines(lines))]
-                except OSError:
-                    report.skip("unreadable", f"{rel}/.gitignore")
-        return ignores
-
-    def _walk(self, folder: Path, real_root: str, rel: str, ignores: list[tuple[str, pathspec.PathSpec]],
-              visited: set[str], report: ScanReport) -> Iterator[Candidate]:
-        real_folder = os.path.realpath(folder)
-        if real_folder in visited:
-            return
-        visited.add(real_folder)
-        ignores = self._gitignores(folder, rel, ignores, report)
+    def _gitignores(self, dir_fd: int | None, rel: str, ignores: Ignores, report: ScanReport) -> Ignores:
+        """``ignores`` plus the folder's own ``.gitignore`` (read in the folder open as ``dir_fd``, else
+        by path). One that cannot be read (a FIFO, too large, no permission) is a named skip."""
+        if not self.config.respect_gitignore:
+            return ignores
+        name = f"{rel}/.gitignore" if rel else ".gitignore"
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            report.skip("unreadable", rel or ".")
-            return
-        for entry in entries:
-            rel_path = f"{rel}/{entry.name}" if rel else entry.name
-            found = self._entry(entry, rel_path, real_root, ignores, report)
-            if found == "dir":
-                if entry.is_symlink():
-                    self.linked_dirs = True
-                yield from self._walk(Path(entry.path), real_root, rel_path, ignores, visited, report)
-            elif isinstance(found, Candidate):
-                yield found
+            raw = read_regular(self._root, ".gitignore" if dir_fd is not None else name, GITIGNORE_LIMIT,
+                               dir_fd=dir_fd)
+        except FileNotFoundError:
+            return ignores
+        except Skip as skip:
+            report.skip(skip.reason, f"{name} ({skip.reason})", item=escape_name(name))
+            return ignores
+        except OSError as exc:
+            reason = os_reason(exc)
+            if reason != "vanished":
+                report.skip(reason, f"{name} ({_shown(exc)})", item=escape_name(name))
+            return ignores
+        lines = raw.decode("utf-8", errors="replace").splitlines()
+        return ignores + [(rel, pathspec.GitIgnoreSpec.from_lines(lines))]
 
-    def _entry(self, entry: _Entry, rel_path: str, real_root: str, ignores: list[tuple[str, pathspec.PathSpec]],
+    def _walk(self, rel: str, ignores: Ignores, visited: set[tuple[int, int]],
+              report: ScanReport) -> Iterator[Candidate]:
+        """Every candidate at or under the folder ``rel``, depth first in name order, without recursion
+        (any depth): a stack of the folders entered, each listed whole when entered."""
+        opener = _Opener(self._root, self.config.follow_symlinks)
+        try:
+            stack = [iter(self._folder(opener, rel, ignores, visited, report))]
+            while stack:
+                found = next(stack[-1], None)
+                if found is None:
+                    stack.pop()
+                elif isinstance(found, _Sub):
+                    stack.append(iter(self._folder(opener, found.rel, found.ignores, visited, report)))
+                else:
+                    yield found
+        finally:
+            opener.close()
+
+    def _folder(self, opener: _Opener, rel: str, ignores: Ignores, visited: set[tuple[int, int]],
+                report: ScanReport) -> list[Candidate | _Sub]:
+        """The folder's candidates and sub-folders in name order, read while it is open (its entries,
+        their stat, its ``.gitignore``). A folder that cannot be opened or listed is a named skip
+        (``unreadable``: no permission, ``lost+found``), and one already walked (a link cycle) is empty."""
+        shown = rel or "."
+        try:
+            fd = opener.open(rel) if FD_WALK else None
+            folder_stat = os.fstat(fd) if fd is not None else os.stat(os.path.join(self._root, rel))
+            if (folder_stat.st_dev, folder_stat.st_ino) in visited:
+                return []
+            visited.add((folder_stat.st_dev, folder_stat.st_ino))
+            ignores = self._gitignores(fd, rel, ignores, report)
+            with os.scandir(fd if fd is not None else os.path.join(self._root, rel)) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+            return [found for entry in entries if (found := self._listed(entry, rel, ignores, report)) is not None]
+        except OSError as exc:
+            report.skip(os_reason(exc), f"{shown}/ ({_shown(exc)})", item=escape_name(shown))
+            return []
+
+    def _listed(self, entry: os.DirEntry[str], rel: str, ignores: Ignores,
+                report: ScanReport) -> Candidate | _Sub | None:
+        """One listed entry by the scan's rules; any failure on it is a named skip of it alone."""
+        rel_path = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            found = self._entry(entry, rel_path, ignores, report)
+        except Exception as exc:  # one entry never stops the scan
+            log.warning("%s: skipped %r: %s: %s", self.label, rel_path, type(exc).__name__, exc)
+            report.skip("error", f"{rel_path} ({type(exc).__name__})", item=escape_name(rel_path))
+            return None
+        if found == "dir":
+            return _Sub(rel_path, ignores)
+        return found if isinstance(found, Candidate) else None
+
+    def _entry(self, entry: _Entry, rel_path: str, ignores: Ignores,
                report: ScanReport) -> Candidate | str | None:
         """The scan's rules for one entry: its ``Candidate``, ``"dir"`` for a folder to walk, or None."""
         try:
             is_link = entry.is_symlink()
             is_dir = entry.is_dir(follow_symlinks=True)
-        except OSError:
-            report.skip("unreadable", rel_path, item=rel_path)
+        except OSError as exc:
+            report.skip(os_reason(exc), rel_path, item=escape_name(rel_path))
             return None
         if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
             return None
@@ -240,40 +335,57 @@ class FilesystemConnector:
             return None
         if is_link:
             if not self.config.follow_symlinks:
-                report.skip("symlink", rel_path, item=rel_path)
+                report.skip("symlink", rel_path, item=escape_name(rel_path))
                 return None
-            target = os.path.realpath(entry.path)
+            target = os.path.realpath(os.path.join(self._root, rel_path))
+            real_root = self._real_root
             if target != real_root and not target.startswith(real_root + os.sep):
-                report.skip("symlink_escape", f"{rel_path} -> outside root", item=rel_path)
+                report.skip("symlink_escape", f"{rel_path} -> outside root", item=escape_name(rel_path))
                 return None
         if is_dir:
+            self.linked_dirs = self.linked_dirs or is_link
             return "dir"
         if not self._include.match_file(rel_path) or self._exclude.match_file(rel_path):
             return None
         return self._candidate(entry, rel_path, report)
 
     def _candidate(self, entry: _Entry, rel_path: str, report: ScanReport) -> Candidate | None:
+        source_id = escape_name(rel_path)
         try:
             stat = entry.stat(follow_symlinks=True)
-        except OSError:
-            report.skip("unreadable", rel_path, item=rel_path)
+        except OSError as exc:
+            report.skip(os_reason(exc), rel_path, item=source_id)
+            return None
+        if not stat_mod.S_ISREG(stat.st_mode):
+            report.skip("not_a_regular_file", f"{rel_path} (a FIFO, socket or device)", item=source_id)
             return None
         if stat.st_size > self.config.max_file_size:
-            report.skip("too_large", f"{rel_path} ({stat.st_size} bytes > max_file_size)", item=rel_path)
+            report.skip("too_large", f"{rel_path} ({stat.st_size} bytes > max_file_size)", item=source_id)
             return None
-        path = Path(entry.path)
-        fmt = document_format(path.suffix)
+        fmt = document_format(PurePosixPath(rel_path).suffix)
         if fmt is not None and not self._can_convert(fmt):
-            report.skip("needs_documents_extra", f"{rel_path} (a {fmt.name} file; {EXTRA_HINT})", item=rel_path)
+            report.skip("needs_documents_extra", f"{rel_path} (a {fmt.name} file; {EXTRA_HINT})", item=source_id)
             return None
         fingerprint = f"{stat.st_mtime_ns}:{stat.st_size}"
         born = birth_time(stat)
         if fmt is None:
-            return Candidate(rel_path, fingerprint, self._loader(path, rel_path, stat.st_mtime, report, born))
+            return Candidate(source_id, fingerprint, self._loader(rel_path, stat.st_mtime, report, born))
         # The converter's version is part of the fingerprint: a better converter re-reads unchanged files.
-        return Candidate(rel_path, f"{fingerprint}:c{documents.CONVERTER_VERSION}",
-                         self._document_loader(path, rel_path, stat.st_mtime, fmt, report, born),
+        return Candidate(source_id, f"{fingerprint}:c{documents.CONVERTER_VERSION}",
+                         self._document_loader(rel_path, stat.st_mtime, fmt, report, born),
                          cost=DOCUMENT_COST + stat.st_size // 65_536)
+
+    def _read(self, rel_path: str, report: ScanReport) -> bytes | None:
+        """The file's bytes now (never past ``max_file_size``, never blocking), or None: a named skip
+        when it became something else, grew, vanished or lost permission since it was listed."""
+        try:
+            return read_regular(self._root, rel_path, self.config.max_file_size,
+                                follow_symlinks=self.config.follow_symlinks, real_root=self._real_root)
+        except Skip as skip:
+            report.skip(skip.reason, str(skip), item=escape_name(rel_path))
+        except OSError as exc:
+            report.skip(os_reason(exc), f"{rel_path} ({_shown(exc)})", item=escape_name(rel_path))
+        return None
 
     def _can_convert(self, fmt: DocumentFormat) -> bool:
         """Whether ``fmt``'s converter is installed; says once per scan how to install it if not."""
@@ -293,56 +405,59 @@ class FilesystemConnector:
                 return True
         return False
 
-    def _loader(self, path: Path, rel_path: str, mtime: float, report: ScanReport, born: dt.datetime | None):
+    def _loader(self, rel_path: str, mtime: float, report: ScanReport, born: dt.datetime | None):
         def load() -> SourceItem | None:
-            try:
-                raw = path.read_bytes()
-            except OSError:
-                report.skip("unreadable", rel_path, item=rel_path)
+            raw = self._read(rel_path, report)
+            if raw is None:
                 return None
+            source_id = escape_name(rel_path)
             if b"\x00" in raw[:8192]:
-                report.skip("binary", rel_path, item=rel_path)
+                report.skip("binary", rel_path, item=source_id)
                 return None
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                report.skip("not_utf8", rel_path, item=rel_path)
+                report.skip("not_utf8", rel_path, item=source_id)
                 return None
-            return self._item(path, rel_path, text.lstrip("\ufeff"), mtime, born)
+            return self._item(rel_path, text.lstrip("\ufeff"), mtime, born)
 
         return load
 
-    def _document_loader(self, path: Path, rel_path: str, mtime: float, fmt: DocumentFormat,
-                         report: ScanReport, born: dt.datetime | None):
+    def _document_loader(self, rel_path: str, mtime: float, fmt: DocumentFormat, report: ScanReport,
+                         born: dt.datetime | None):
         """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``ingest/documents.py``)."""
         def load() -> SourceItem | None:
-            try:
-                raw = path.read_bytes()
-            except OSError:
-                report.skip("unreadable", rel_path, item=rel_path)
+            raw = self._read(rel_path, report)
+            if raw is None:
                 return None
-            return SourceItem(source_id=rel_path, body="", title=path.stem, source_url=path.absolute().as_uri(),
-                              content_type=fmt.content_type, updated_at=timestamps.from_unix(mtime), raw=raw,
-                              created_at=born)
+            source_id = escape_name(rel_path)
+            return SourceItem(source_id=source_id, body="", title=PurePosixPath(source_id).stem,
+                              source_url=self._url(rel_path), content_type=fmt.content_type,
+                              updated_at=timestamps.from_unix(mtime), raw=raw, created_at=born)
 
         return load
 
-    def _item(self, path: Path, rel_path: str, text: str, mtime: float, born: dt.datetime | None = None) -> SourceItem:
-        suffix = path.suffix.lower()
+    def _url(self, rel_path: str) -> str:
+        """The file's ``file://`` URL (any bytes of its name percent-encoded)."""
+        return (Path(self._root) / rel_path).absolute().as_uri()
+
+    def _item(self, rel_path: str, text: str, mtime: float, born: dt.datetime | None = None) -> SourceItem:
+        source_id = escape_name(rel_path)
+        suffix = PurePosixPath(rel_path).suffix.lower()
         meta, body = split_front_matter(text) if suffix in (".md", ".markdown", ".mdx") else ({}, text)
         title = meta.get("title")
         if not isinstance(title, str) or not title.strip():
             title = first_heading(body) if suffix != ".txt" else None
         if not title:
-            title = path.stem
+            title = PurePosixPath(source_id).stem
         author = meta.get("author")
         file_time = timestamps.from_unix(mtime)
         return SourceItem(
-            source_id=rel_path,
+            source_id=source_id,
             body=body,
             title=str(title).strip(),
             author=str(author) if author else None,
-            source_url=path.absolute().as_uri(),
+            source_url=self._url(rel_path),
             content_type=_CONTENT_TYPES.get(suffix, "text/plain"),
             metadata=json_safe(meta),
             tags=front_matter_tags(meta),
