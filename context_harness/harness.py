@@ -30,6 +30,7 @@ from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
+from context_harness.embedding import priority as embedding_priority
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
 from context_harness.ingest.check import check as check_store
@@ -525,7 +526,8 @@ class Harness:
         async with self._background_embed:
             try:
                 async with self.writing("embed new chunks", embeddings=True):
-                    summary = await self.run_blocking(self._embed_blocking, None, None, None, False)
+                    with embedding_priority.background():  # answers first (embedding/priority.py)
+                        summary = await self.run_blocking(self._embed_blocking, None, None, None, False)
             except Exception as exc:
                 message = exc.message if isinstance(exc, HarnessError) else f"{exc.__class__.__name__}: {exc}"
                 if self._embed_failure is None:  # once, until embedding works again

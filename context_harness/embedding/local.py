@@ -37,6 +37,7 @@ import numpy as np
 
 import context_harness.embedding.bundled as bundled
 from context_harness.config import EmbeddingConfig
+from context_harness.embedding import priority
 from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
 
@@ -86,7 +87,7 @@ class LocalEmbedder(BaseEmbedder):
         self.quantized_queries = config.quantized_queries and self.spec.bundled
         self.quantized_documents = config.quantized_documents and self.spec.bundled
         self._query_model_checked = False
-        self._runner: Any = None
+        self._runners: dict[int, Any] = {}
         if self.spec.model_path is not None and not self.spec.model_path.is_dir():
             raise ConfigError(
                 f"embedding.model_path: {self.spec.model_path} is not a folder "
@@ -120,11 +121,13 @@ class LocalEmbedder(BaseEmbedder):
             return None
         return _query_session(self.threads, self.cache_dir)
 
-    def document_runner(self) -> Any:
-        """The ``DocumentRunner`` the bundled model embeds documents with (None for other models);
-        with ``quantized_documents`` it runs the int8 query copy, which is built here if missing."""
-        if self._runner is not None or not self.spec.bundled:
-            return self._runner
+    def document_runner(self, workers: int | None = None) -> Any:
+        """The ``DocumentRunner`` the bundled model embeds documents with (None for other models),
+        with ``workers`` sessions (default: ``threads``, else one per core); with
+        ``quantized_documents`` it runs the int8 query copy, which is built here if missing."""
+        threads = workers or self.threads or _cores()
+        if threads in self._runners or not self.spec.bundled:
+            return self._runners.get(threads)
         model = self.load()
         inner = getattr(model, "model", None)
         tokenizer = getattr(inner, "tokenizer", None)
@@ -149,11 +152,19 @@ class LocalEmbedder(BaseEmbedder):
         assert path is not None
         # The int8 copy runs one text at a time: its activation scales are per run (see batching.py).
         max_texts = 1 if self.quantized_documents else self.batch_size
-        self._runner = _document_runner(path, tokenizer, self.threads or _cores(), max_texts, self.identity.dims)
-        return self._runner
+        self._runners[threads] = _document_runner(path, tokenizer, threads, max_texts, self.identity.dims)
+        return self._runners[threads]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        runner = self.document_runner()
+        """Vectors for ``texts``; inside ``priority.background()`` on lowered threads and at most
+        ``background_workers()`` sessions, so a serving process answers first."""
+        if priority.in_background():
+            workers = min(self.threads or _cores(), priority.background_workers())
+            return priority.run_lowered(lambda: self._embed_now(texts, workers))
+        return self._embed_now(texts, None)
+
+    def _embed_now(self, texts: list[str], workers: int | None) -> np.ndarray:
+        runner = self.document_runner(workers)
         if runner is not None:
             return np.asarray(runner.embed(texts), dtype=np.float32)
         model = self.load()
