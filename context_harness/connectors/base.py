@@ -14,6 +14,11 @@ from typing import Any, Protocol, runtime_checkable
 
 MAX_NAMED = 100  # skipped items a report keeps by name (all are counted)
 
+ERROR_SKIP_REASONS = frozenset({"error", "unreadable", "scan_error", "path_too_long"})
+"""Skip reasons that mean something went wrong with an item (an exception loading or parsing it, the
+OS refusing to read it, a scan cut short), as opposed to skips by design (``symlink``, ``too_large``,
+``not_a_regular_file``, ``binary``, ``needs_documents_extra`` ...): a source with any is degraded."""
+
 
 @dataclass
 class SourceItem:

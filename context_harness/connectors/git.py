@@ -27,6 +27,7 @@ from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig, GitConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import FilesystemConnector
+from context_harness.connectors.names import escape_name
 
 log = logging.getLogger(__name__)
 GIT_TIMEOUT = 600
@@ -43,8 +44,8 @@ class GitError(RuntimeError):
 def _git(args: list[str], cwd: Path | None = None) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT,
-                              env=env, stdin=subprocess.DEVNULL)
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="surrogateescape",
+                              timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise GitError("the `git` executable is not installed or not on PATH") from None
     except subprocess.TimeoutExpired:
@@ -139,8 +140,8 @@ def file_dates(checkout: Path) -> Dates:
         if not fields[0].strip().isdigit():
             continue
         when = timestamps.from_unix(int(fields[0].strip()))
-        for status, path in zip(fields[1::2], fields[2::2], strict=False):
-            status = status.strip()[:1]
+        for status, raw_path in zip(fields[1::2], fields[2::2], strict=False):
+            status, path = status.strip()[:1], escape_name(raw_path)  # as the file's source_id
             if status in ("A", "M", "T"):
                 updated.setdefault(path, when)
             if status == "A":

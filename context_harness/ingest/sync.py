@@ -5,6 +5,10 @@ one whose content hash is unchanged costs a read. Items that disappeared are del
 caps the number of changes applied; the rest stay pending for the next sync, never skipped.
 Documents to convert (PDF, DOCX, HTML) are hashed by their bytes and converted where they are
 chunked; one that fails to convert is skipped, counted by reason and named, and never stops a sync.
+Nor does any other one item: an exception loading it (``Candidate.load``) or an item that cannot be
+stored (text that is not UTF-8, metadata that is not JSON) is a skip named ``error``, its stored copy
+kept until it loads again; a scan that fails part-way (``scan_error``) syncs what it listed and
+deletes nothing.
 """
 
 from __future__ import annotations
@@ -82,6 +86,14 @@ def item_hash(item: SourceItem) -> str:
         fields += [hashlib.sha256(item.raw).hexdigest(), documents.CONVERTER_VERSION]
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _check_storable(item: SourceItem) -> None:
+    """Raise unless ``item`` can be stored: its texts UTF-8 (no lone surrogates), its metadata and tags JSON."""
+    for text in (item.source_id, item.title, item.body, item.author, item.source_url, item.content_type):
+        if text is not None:
+            text.encode("utf-8")
+    json.dumps([item.metadata, item.tags], ensure_ascii=False).encode("utf-8")
 
 
 def document_row(source: str, item: SourceItem, fingerprint: str | None, content_hash: str) -> DocumentRow:
@@ -291,6 +303,7 @@ class _SyncRun:
         self.seen: set[str] = set()
         self.changes = DocumentChanges()
         self.partial = False  # a path sync: the rest of the source was not looked at
+        self.cut_short = False  # the scan failed part-way: what it did not list is not known to be gone
 
     def run(self) -> SyncSummary:
         started = time.perf_counter()
@@ -313,9 +326,25 @@ class _SyncRun:
 
     def _scan(self) -> list[Candidate]:
         self.emit({"event": "scan", "source": self.label})
-        candidates = sorted(self.connector.scan(self.report), key=lambda c: c.source_id)
+        candidates = sorted(self._listed(self.connector.scan(self.report)), key=lambda c: c.source_id)
         self.stored = self.store.fingerprints(self.label)
         self.full = self.options.full or self.syncer.chunking_changed(self.label)
+        return candidates
+
+    def _listed(self, scan: Iterable[Candidate]) -> list[Candidate]:
+        """The scan's candidates. A scan that fails before listing anything fails the sync; one that
+        fails part-way keeps what it listed, as a ``scan_error`` skip (and the sync deletes nothing)."""
+        candidates: list[Candidate] = []
+        try:
+            candidates.extend(scan)
+        except Exception as exc:
+            if not candidates:
+                raise
+            log.warning("%s: the scan stopped after %d items: %s: %s", self.label, len(candidates),
+                        type(exc).__name__, exc)
+            self.report.skip("scan_error", f"scan stopped after {len(candidates)} items ({type(exc).__name__})",
+                             item=f"(after {candidates[-1].source_id})")
+            self.cut_short = True
         return candidates
 
     def _writer(self, candidates: list[Candidate]) -> _Writer:
@@ -348,11 +377,10 @@ class _SyncRun:
         if not self.budget.left():
             summary.limited = True
             return True
-        item = candidate.load()
-        if item is None:
-            self.seen.discard(candidate.source_id)  # unreadable now: a stored copy is removed below
+        loaded = self._load(candidate)
+        if loaded is None:
             return True
-        content_hash = item_hash(item)
+        item, content_hash = loaded
         if previous and not self.full and previous[2] == content_hash:
             summary.unchanged += 1
             writer.touch(previous[0], candidate.fingerprint)
@@ -368,6 +396,23 @@ class _SyncRun:
         self.budget.spend()
         return True
 
+    def _load(self, candidate: Candidate) -> tuple[SourceItem, str] | None:
+        """The candidate's item and its hash, or None: skipped by the connector (unreadable now: a
+        stored copy is removed), or failed (``error``: an exception, or an item that cannot be stored;
+        a stored copy is kept, and the item is tried again next sync)."""
+        try:
+            item = candidate.load()
+            if item is None:
+                self.seen.discard(candidate.source_id)
+                return None
+            _check_storable(item)
+            return item, item_hash(item)
+        except Exception as exc:
+            log.warning("%s: skipped %r: %s: %s", self.label, candidate.source_id, type(exc).__name__, exc)
+            self.report.skip("error", f"{candidate.source_id} ({type(exc).__name__}: {str(exc)[:200]})",
+                             item=candidate.source_id)
+            return None
+
     def _failed(self, row: DocumentRow, reason: str) -> None:
         """A document that could not be converted: skipped and named; a stored copy is removed."""
         self.report.skip(reason, f"{row.source_id} ({reason})", item=row.source_id)
@@ -379,7 +424,9 @@ class _SyncRun:
 
     def _missing(self) -> list[str]:
         """Stored documents no longer listed by the connector (within the budget), to delete."""
-        deletes = []
+        deletes: list[str] = []
+        if self.cut_short:
+            return deletes
         for source_id, (doc_id, _, _) in sorted(self.stored.items()):
             if source_id in self.seen:
                 continue
@@ -403,7 +450,7 @@ class _SyncRun:
             flush_index(self.store, self.syncer.index)
             self.store.record_sync(self.label, skip_notes(summary) if summary.skipped else None,
                                    keep_notes=self.partial)
-            if not summary.limited and not self.partial:
+            if not summary.limited and not self.partial and not self.cut_short:
                 self.store.set_meta(f"chunking:{self.label}", chunking_signature(self.syncer.chunking))
         if self.options.dry_run:
             self.changes = DocumentChanges()
