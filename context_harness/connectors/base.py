@@ -14,10 +14,11 @@ from typing import Any, Protocol, runtime_checkable
 
 MAX_NAMED = 100  # skipped items a report keeps by name (all are counted)
 
-ERROR_SKIP_REASONS = frozenset({"error", "unreadable", "scan_error", "path_too_long"})
+ERROR_SKIP_REASONS = frozenset({"error", "unreadable", "scan_error", "path_too_long", "invalid_item"})
 """Skip reasons that mean something went wrong with an item (an exception loading or parsing it, the
-OS refusing to read it, a scan cut short), as opposed to skips by design (``symlink``, ``too_large``,
-``not_a_regular_file``, ``binary``, ``needs_documents_extra`` ...): a source with any is degraded."""
+OS refusing to read it, a scan cut short, a script connector's invalid item), as opposed to skips by
+design (``symlink``, ``too_large``, ``not_a_regular_file``, ``binary``, ``needs_documents_extra``
+...): a source with any of them is degraded."""
 
 
 @dataclass
