@@ -7,13 +7,20 @@ empty fields. Written from the event loop and worker threads alike; each field i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from context_harness.connectors import base
 from context_harness.errors import HarnessError
+from context_harness.models import SyncSummary
 
 WATCHED, POLLED, INTERVAL, OFF = "watched", "polled", "interval", "off"
+OK, DEGRADED, FAILING = "ok", "degraded", "failing"
+ERROR_SKIP_REASONS: frozenset[str] = getattr(base, "ERROR_SKIP_REASONS", frozenset({"unreadable", "error"}))
+_STORED_SKIP = re.compile(r"(?:^skipped: |, )([a-z_]+) (\d+)")  # in ``ingest.sync.skip_notes``' text
 
 
 @dataclass
@@ -24,6 +31,27 @@ class SourceActivity:
     last_outcome: str | None = None  # "ok" or "error"
     last_error: str | None = None
     passes: int = 0  # syncs of this source (whole or some paths) committed by this process
+    last_kind: str | None = None  # "whole" or "paths": what the last sync that ended was
+    error_skips: dict[str, int] = field(default_factory=dict)  # the last sync's skips for errors, by reason
+    first: bool = False  # the running sync is the source's first (nothing of it was indexed before)
+    phase: str | None = None  # the running sync: "scanning", then "indexing" (done of total items)
+    done: int = 0
+    total: int = 0
+
+    def follow(self, progress: Callable[[dict[str, Any]], None] | None) -> Callable[[dict[str, Any]], None]:
+        """A sync's progress callback that also records how far the sync is (``phase``, ``done`` of
+        ``total``) before passing each event on to ``progress``."""
+        def emit(event: dict[str, Any]) -> None:
+            kind = event.get("event")
+            if kind == "scan":
+                self.phase, self.done, self.total = "scanning", 0, 0
+            elif kind == "start":
+                self.phase, self.done, self.total = "indexing", 0, int(event.get("total") or 0)
+            elif kind == "progress":
+                self.done = int(event.get("done") or 0)
+            if progress is not None:
+                progress(event)
+        return emit
 
 
 class Activity:
@@ -39,22 +67,28 @@ class Activity:
     def known(self, label: str) -> SourceActivity | None:
         return self._sources.get(label)
 
+    def first_syncs(self) -> dict[str, SourceActivity]:
+        """The sources whose first sync is running now (nothing of them was indexed before)."""
+        return {label: state for label, state in list(self._sources.items()) if state.running and state.first}
+
     def set_watch(self, label: str, mode: str, note: str | None = None) -> None:
         state = self.of(label)
         state.watch, state.watch_note = mode, note
 
     @contextmanager
-    def syncing(self, label: str) -> Iterator[SourceActivity]:
-        """Mark a sync of ``label`` running; record how it ended (a ``HarnessError``'s message, or a
-        generic one for anything else)."""
+    def syncing(self, label: str, kind: str = "whole", first: bool = False) -> Iterator[SourceActivity]:
+        """Mark a sync of ``label`` running (``kind``: "whole" or "paths"; ``first``: nothing of the
+        source was indexed before); record how it ended (a ``HarnessError``'s message, or a generic
+        one for anything else). ``running`` drops again however the block ends."""
         state = self.of(label)
         state.running += 1
+        state.first = first
         try:
             yield state
         except HarnessError as exc:
             state.last_outcome, state.last_error = "error", exc.message
             raise
-        except Exception as exc:
+        except BaseException as exc:
             state.last_outcome, state.last_error = "error", f"internal error ({exc.__class__.__name__}; see the log)"
             raise
         else:
@@ -62,6 +96,50 @@ class Activity:
             state.passes += 1
         finally:
             state.running -= 1
+            state.last_kind = kind
+            if not state.running:
+                state.first, state.phase = False, None
 
 
-__all__ = ["INTERVAL", "OFF", "POLLED", "WATCHED", "Activity", "SourceActivity"]
+
+
+def source_status(healthy: bool, problem: str | None, state: SourceActivity | None,
+                  stored_notes: str | None) -> tuple[str, str | None]:
+    """``sources``' ``status`` and ``status_reason`` of one source. ``failing``: the connector is not
+    healthy (``problem``: the root is missing, a variable unset, gone from the config) or its last
+    whole sync in this process failed (or every sync did). ``degraded``: it works, but not fully: the
+    last live update failed after earlier syncs worked, it is polled because watching failed (or
+    partly), or the last sync skipped items for errors (``ERROR_SKIP_REASONS``; from ``state`` when
+    this process synced it, else from the stored notes of the last sync). ``ok`` otherwise."""
+    if not healthy:
+        return FAILING, problem or "the source is not available"
+    if state is not None and state.last_outcome == "error" and (state.last_kind != "paths" or not state.passes):
+        return FAILING, f"the last sync failed: {state.last_error}"
+    reasons = []
+    if state is not None and state.last_outcome == "error":
+        reasons.append(f"the last live update failed (earlier syncs worked; it is retried): {state.last_error}")
+    if state is not None and state.watch == POLLED:
+        reasons.append(f"polled, not watched: {state.watch_note}")
+    elif state is not None and state.watch == WATCHED and state.watch_note:
+        reasons.append(f"partly polled: {state.watch_note}")
+    skips = state.error_skips if state is not None and state.last_outcome else stored_error_skips(stored_notes)
+    if skips:
+        counts = ", ".join(f"{reason} {count}" for reason, count in sorted(skips.items()))
+        reasons.append(f"the last sync skipped items for errors ({counts}); `ctx sync --json` names them")
+    return (DEGRADED, "; ".join(reasons)) if reasons else (OK, None)
+
+
+def error_skips(summary: SyncSummary) -> dict[str, int]:
+    """A sync's skips for errors (``ERROR_SKIP_REASONS``), by reason."""
+    return {reason: count for reason, count in summary.skipped_reasons.items() if reason in ERROR_SKIP_REASONS}
+
+
+def stored_error_skips(notes: str | None) -> dict[str, int]:
+    """The skips for errors named in the stored notes of a source's last sync (``skip_notes``)."""
+    if not notes:
+        return {}
+    return {m[1]: int(m[2]) for m in _STORED_SKIP.finditer(notes) if m[1] in ERROR_SKIP_REASONS}
+
+
+__all__ = ["DEGRADED", "FAILING", "INTERVAL", "OFF", "OK", "POLLED", "WATCHED", "Activity", "SourceActivity",
+           "error_skips", "source_status", "stored_error_skips"]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 
 from context_harness import __version__
-from context_harness.activity import Activity
+from context_harness.activity import FAILING, Activity, error_skips, source_status
 from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
@@ -43,6 +43,7 @@ from context_harness.models import (
     DocumentOut,
     EmbedSummary,
     GetRequest,
+    IndexingProgress,
     MigrationReport,
     SearchRequest,
     SearchResponse,
@@ -252,7 +253,28 @@ class Harness:
 
     def search_sync(self, request: SearchRequest) -> SearchResponse:
         assert self.engine is not None
-        return self.engine.search(request)
+        response = self.engine.search(request)
+        self._say_if_incomplete(response)
+        return response
+
+    def _say_if_incomplete(self, response: SearchResponse) -> None:
+        """Add a ``notice`` when the answer may miss documents: while the first sync of some sources
+        runs in this process (with how far it is: ``indexing``), or, with no results, when the
+        knowledge base was never synced at all."""
+        first = self.activity.first_syncs()
+        if first:
+            states = list(first.values())
+            phase = "indexing" if all(s.phase == "indexing" for s in states) else "scanning"
+            done, total = sum(s.done for s in states), sum(s.total for s in states)
+            response.indexing = IndexingProgress(sources=sorted(first), phase=phase, done=done, total=total)
+            far = f"{done:,} of {total:,} items indexed" if phase == "indexing" else "scanning for items"
+            response.notice = (f"indexing is still running (first sync of {', '.join(sorted(first))}: {far}); "
+                               "results may be incomplete: search again shortly")
+        elif not response.results and self.connectors:
+            assert self.store is not None
+            if not any(last_sync for last_sync, _ in self.store.source_rows().values()):
+                response.notice = ("this knowledge base was never synced, so nothing is indexed yet: run `ctx sync` "
+                                   "(with the same --root or --config), or serve it with [server] sync_on_start")
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -313,6 +335,7 @@ class Harness:
                     notes = problem or notes
                 if last_sync is None and healthy:
                     notes = notes or "never synced; run `ctx sync`"
+            trouble = None if healthy else notes
             embedded, pending = embedding.get(label, (0, 0))
             if pending:
                 waiting = f"{pending} chunks awaiting embeddings (`ctx embed pending`)"
@@ -323,6 +346,9 @@ class Harness:
                 live = {"watch": activity.watch, "watch_note": activity.watch_note, "syncing": activity.running > 0,
                         "last_outcome": activity.last_outcome, "last_error": activity.last_error,
                         "sync_passes": activity.passes}
+            live["status"], live["status_reason"] = source_status(healthy, trouble, activity,
+                                                                  synced.get(label, (None, None))[1])
+            healthy = live["status"] != FAILING
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
                                  embedded_chunks=embedded, pending_chunks=pending, **live))
@@ -511,11 +537,13 @@ class Harness:
     def _sync_paths_blocking(self, connector: Connector, rel_paths: list[str], changes: DocumentChanges) -> SyncSummary:
         assert self.store is not None and self.index is not None
         syncer = Syncer(self.store, self.index, self.config.chunking)
-        with self.activity.syncing(connector.label):
+        with self.activity.syncing(connector.label, "paths") as state:
             try:
-                return syncer.sync_paths(connector, rel_paths, changes)
+                summary = syncer.sync_paths(connector, rel_paths, changes)
             except FileNotFoundError as exc:
                 raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
+            state.error_skips = error_skips(summary)
+            return summary
 
     async def embed_new(self) -> EmbedSummary | None:
         """Embed pending chunks in the background of a serving knowledge base: not under the sync
@@ -549,12 +577,17 @@ class Harness:
         options = SyncOptions(full=full, dry_run=dry_run, limit=limit)
         budget = [limit] if limit is not None else None
         summaries = []
+        synced = self.store.source_rows()
         for connector in connectors:
-            with self.activity.syncing(connector.label):
+            first = synced.get(connector.label, (None, None))[0] is None
+            with self.activity.syncing(connector.label, first=first) as state:
                 try:
-                    summaries.append(syncer.sync(connector, options, progress, budget, changes))
+                    summary = syncer.sync(connector, options, state.follow(progress), budget, changes)
                 except FileNotFoundError as exc:
                     raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
+                if not dry_run:
+                    state.error_skips = error_skips(summary)
+                summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))
         return SyncReport(sources=summaries)

@@ -10,6 +10,11 @@
 - When a watcher cannot run (the OS watch limit is exhausted, the root is gone), that is logged once
   and shown in ``sources``; the source is **polled** instead (a full incremental sync every
   ``POLL_SECONDS``: unchanged fingerprints cost a ``stat``) and watched again once possible.
+- A watcher that dies while watching (any exception from ``watchfiles``: an event naming a path that
+  is not UTF-8 is one) is **restarted** at once, after a full incremental sync catches what its lost
+  batch held; one that dies ``RESTARTS`` times within ``RESTART_WINDOW_SECONDS`` is polled instead,
+  and ``sources`` says so. Folders whose names are not UTF-8 cannot be watched (``watchfiles`` takes
+  text): while a source has any, it is also synced in full every ``POLL_SECONDS`` (``watch_note``).
 - Connectors with a ``sync_interval`` (git: 10 minutes by default) are synced on that interval.
 - A write that fails (a full disk, a read-only folder) is logged and **retried** by a full incremental
   sync of that source after a pause that doubles (2 s up to 5 minutes), so no change is lost.
@@ -37,6 +42,7 @@ from context_harness.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
 from context_harness.config import Config
 from context_harness.connectors.base import Connector
 from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, FilesystemConnector
+from context_harness.connectors.names import escape_name
 from context_harness.errors import HarnessError
 from context_harness.models import EmbedSummary, SyncReport, SyncSummary
 
@@ -53,6 +59,8 @@ ROOT_WAIT_SECONDS = 1.0  # how often a missing root is looked for
 RETRY_WATCH_SECONDS = 60.0  # how long a source stays polled before watching is tried again
 RETRY_FIRST_SECONDS = 2.0  # a failed write (full disk, read-only folder) is retried after this, ...
 RETRY_MAX_SECONDS = 300.0  # ... doubling up to this
+RESTARTS = 3  # a watcher that dies this often ...
+RESTART_WINDOW_SECONDS = 60.0  # ... within this long is given up for polling
 
 NotifyFactory = Callable[[list[str]], Any]
 """Makes a watcher of these paths (``watchfiles.RustNotify``-like: ``watch(...)``, ``close()``)."""
@@ -86,10 +94,21 @@ def rust_notify(paths: list[str]) -> Any:
     return RustNotify(paths, False, False, 300, False, True)
 
 
-def folders(top: str, data_dir: str) -> set[str]:
+def watchable(path: str) -> bool:
+    """Whether ``watchfiles`` can take ``path``: it must be valid UTF-8 text (a name with other bytes
+    comes from ``os.scandir`` with surrogates, which the watcher refuses)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def folders(top: str, data_dir: str, unwatchable: set[str] | None = None) -> set[str]:
     """``top`` and every folder under it that a scan could enter: not one of ``ALWAYS_SKIPPED_DIRS``
     nor the workspace's data folder; symlinked folders are followed once (by their real path).
-    Walked in Python, so the event loop keeps turning meanwhile."""
+    A folder whose path is not UTF-8 (see ``watchable``) is left out, with all under it, and added
+    to ``unwatchable``. Walked in Python, so the event loop keeps turning meanwhile."""
     found: set[str] = set()
     seen: set[str] = set()
     stack = [top]
@@ -99,6 +118,10 @@ def folders(top: str, data_dir: str) -> set[str]:
         if real in seen or real == data_dir:
             continue
         seen.add(real)
+        if not watchable(folder):
+            if unwatchable is not None:
+                unwatchable.add(folder)
+            continue
         found.add(folder)
         try:
             with os.scandir(folder) as entries:
@@ -134,6 +157,14 @@ def _config_stamp(path: Path | None) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size) if st is not None else None
 
 
+class WatcherDied(Exception):
+    """A running watcher raised (``watchfiles`` gave up on an event, e.g. a path that is not UTF-8):
+    its batch is lost, the watcher is useless, the source is fine."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"{cause.__class__.__name__}: {cause}")
+
+
 class _StopEvent:
     """What ``RustNotify.watch`` polls to stop early (set when the watching task is cancelled)."""
 
@@ -161,6 +192,8 @@ class LiveIndex:
         self._data_dir = os.path.realpath(harness.config.data_dir)
         self._backoff: dict[str, float] = {}  # label -> the pause before the next retry of a failed write
         self._retry_pending: set[str] = set()
+        self._deaths: dict[str, list[float]] = {}  # label -> when its watchers died (monotonic), recent only
+        self._unwatchable: dict[str, set[str]] = {}  # root -> folders under it whose names are not UTF-8
 
     def start(self) -> None:
         if self.harness.config.embedding.provider != "disabled":
@@ -299,10 +332,25 @@ class LiveIndex:
                 continue
             try:
                 await self._watch(connector, resync)
-            except Exception as exc:  # the OS watch limit, permissions, a watcher error
+            except WatcherDied as exc:
+                if self._may_restart(label):
+                    log.warning("%s: the watcher stopped (%s); watching again after a full sync", label, exc)
+                else:
+                    self._fall_back(label, f"the watcher stopped {RESTARTS} times within "
+                                    f"{RESTART_WINDOW_SECONDS:.0f} s (last: {exc})")
+                    await self._poll(connector, RETRY_WATCH_SECONDS)
+            except Exception as exc:  # the OS watch limit, permissions
                 self._fall_back(label, self._reason(exc))
                 await self._poll(connector, RETRY_WATCH_SECONDS)
             resync = True
+
+    def _may_restart(self, label: str) -> bool:
+        """Record a watcher's death; whether it may be restarted at once (fewer than ``RESTARTS``
+        deaths within ``RESTART_WINDOW_SECONDS``) rather than polled."""
+        now = time.monotonic()
+        deaths = [t for t in self._deaths.get(label, []) if now - t < RESTART_WINDOW_SECONDS] + [now]
+        self._deaths[label] = deaths
+        return len(deaths) < RESTARTS
 
     def _fall_back(self, label: str, reason: str) -> None:
         self.harness.activity.set_watch(label, POLLED, reason)
@@ -341,36 +389,60 @@ class LiveIndex:
         generation = self._generation.get(connector.label, 0)
         watcher, watched = await anyio.to_thread.run_sync(self._open_watcher, root, None)
         try:
-            self.harness.activity.set_watch(connector.label, WATCHED)
+            self._say_watched(connector.label, root)
             if self._told.pop(connector.label, None) is not None:
                 log.warning("%s: watched again", connector.label)
             if resync:
                 await self.sync_source(connector, "catch-up")
+            polled_at = time.monotonic()
             while True:
                 raw = await self._next_batch(watcher)
                 if raw == "stop":
                     return
                 if isinstance(raw, set) and raw:
-                    grown = await anyio.to_thread.run_sync(self._grown, raw, watched)
+                    grown = await anyio.to_thread.run_sync(self._grown, root, raw, watched)
                     if grown is not None:
                         fresh, now_watched = await anyio.to_thread.run_sync(self._open_watcher, root, grown)
-                        last = await anyio.to_thread.run_sync(watcher.watch, 1, 1, 1, self._stop)
+                        last = await self._drain(watcher)
                         watcher.close()
                         watcher, watched = fresh, now_watched
+                        self._say_watched(connector.label, root)
                         if isinstance(last, set):
                             raw |= last
                     await self._apply(connector, root, raw)
+                if self._unwatchable.get(root) and time.monotonic() - polled_at >= POLL_SECONDS:
+                    polled_at = time.monotonic()
+                    await self.sync_source(connector, "poll of unwatchable folders")
                 if _identity(root) != identity or self._generation.get(connector.label, 0) != generation:
                     return
         finally:
             watcher.close()
+
+    def _say_watched(self, label: str, root: str) -> None:
+        """``sources``: watched, with a note when some folders cannot be (names that are not UTF-8)."""
+        skipped = self._unwatchable.get(root)
+        note = None
+        if skipped:
+            example = escape_name(os.path.relpath(min(skipped), root).replace(os.sep, "/"))
+            note = (f"{len(skipped)} folder(s) whose names are not UTF-8 cannot be watched (e.g. {example}); "
+                    f"the source is also synced in full every {POLL_SECONDS:.0f} s")
+        self.harness.activity.set_watch(label, WATCHED, note)
+
+    async def _drain(self, watcher: Any) -> set[tuple[int, str]] | str:
+        """The events a watcher about to be replaced still holds."""
+        try:
+            return await anyio.to_thread.run_sync(watcher.watch, 1, 1, 1, self._stop)
+        except Exception as exc:
+            raise WatcherDied(exc) from exc
 
     def _open_watcher(self, root: str, wanted: set[str] | None) -> tuple[Any, set[str]]:
         """A watcher of ``wanted`` (all of the root's folders when None), and the folders it watches.
         A folder removed before its watch is set up makes the folders be listed again (three tries)."""
         for attempt in range(3):
             if wanted is None or attempt:
-                wanted = folders(root, self._data_dir)
+                skipped: set[str] = set()
+                wanted = folders(root, self._data_dir, skipped)
+                self._unwatchable[root] = skipped
             try:
                 return self.notify(sorted(wanted)), wanted
             except FileNotFoundError:
@@ -378,7 +450,7 @@ class LiveIndex:
                     raise
         raise AssertionError("unreachable")
 
-    def _grown(self, raw: set[tuple[int, str]], watched: set[str]) -> set[str] | None:
+    def _grown(self, root: str, raw: set[tuple[int, str]], watched: set[str]) -> set[str] | None:
         """The folders to watch after ``raw`` when it added folders (made, moved or copied in, or
         made again under a watched name), None when it added none: the watched folders still there
         plus every folder at or under an added one."""
@@ -388,8 +460,9 @@ class LiveIndex:
         if not new:
             return None
         kept = {folder for folder in watched if os.path.isdir(folder)}
+        skipped = self._unwatchable.setdefault(root, set())
         for path in new:
-            kept |= folders(path, self._data_dir)
+            kept |= folders(path, self._data_dir, skipped)
         return kept
 
     async def _next_batch(self, watcher: Any) -> set[tuple[int, str]] | str:
@@ -411,7 +484,9 @@ class LiveIndex:
                     break
                 raw |= more
             return raw
-        except BaseException:
+        except Exception as exc:  # this watcher only: the others of this live index go on
+            raise WatcherDied(exc) from exc
+        except BaseException:  # cancelled: every watcher thread returns (the flag is shared)
             stop.flag = True
             raise
 
@@ -424,7 +499,8 @@ class LiveIndex:
 
     def relevant(self, root: str, paths: Iterable[str]) -> tuple[set[str], bool]:
         """The changed paths relative to ``root`` that a scan could list (not inside ``.git`` and the
-        like, nor the workspace's own data folder), and whether a ``.gitignore`` changed."""
+        like, nor the workspace's own data folder), as ``source_id``-style paths (``escape_name``),
+        and whether a ``.gitignore`` changed."""
         prefix = root.rstrip(os.sep) + os.sep
         data = os.path.relpath(self._data_dir, os.path.realpath(root)).replace(os.sep, "/")
         out: set[str] = set()
@@ -438,7 +514,7 @@ class LiveIndex:
                 continue
             if parts[-1] == ".gitignore":
                 full = True
-            out.add(rel)
+            out.add(escape_name(rel))
         return out, full
 
 

@@ -121,9 +121,22 @@ class SearchCoverage(BaseModel):
                                  "them).")
 
 
+class IndexingProgress(BaseModel):
+    """With a search answered while the first sync of some sources runs: how far it is."""
+
+    sources: list[str] = Field(description="The sources being indexed for the first time.")
+    phase: Literal["scanning", "indexing"] = Field(description="'scanning' the source for items, then "
+                                                   "'indexing' them (done of total).")
+    done: int = Field(description="Items indexed so far.")
+    total: int = Field(description="Items found by the scan (0 while scanning).")
+
+
 class SearchResponse(BaseModel):
     results: list[SearchResult]
     explain: SearchCoverage | None = Field(default=None, exclude_if=lambda v: v is None)
+    notice: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Why the results may "
+                               "be incomplete: a first sync still running, or a knowledge base never synced.")
+    indexing: IndexingProgress | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class GetRequest(BaseModel):
@@ -239,6 +252,12 @@ class SourceOut(BaseModel):
     last_error: str | None = Field(default=None, description="What went wrong, when last_outcome is 'error'.")
     sync_passes: int = Field(default=0, description="Syncs of this source committed by this process "
                              "(whole-source and live path syncs).")
+    status: Literal["ok", "degraded", "failing"] = Field(
+        default="ok", description="'ok'; 'degraded': it works, but not fully (the last sync skipped items for "
+        "errors, the last live update failed after earlier syncs worked, or it is polled because watching "
+        "failed); 'failing': its last sync failed, its root is missing or it is unavailable. 'healthy' is "
+        "false exactly when this is 'failing'.")
+    status_reason: str | None = Field(default=None, description="Why the status is not 'ok'.")
 
 
 class SourcesResponse(BaseModel):

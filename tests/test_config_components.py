@@ -159,7 +159,7 @@ def test_ctx_sources_and_tool_list_report_them(tmp_path: Path, unset: None) -> N
     sources = run_ctx("sources", "--config", str(config), cwd=tmp_path)
     assert sources.returncode == 0, sources.stderr
     assert "filesystem:docs: 1 documents" in sources.stdout
-    assert "script:jira" in sources.stdout and "unhealthy" in sources.stdout and VAR in sources.stdout
+    assert "script:jira" in sources.stdout and "failing" in sources.stdout and VAR in sources.stdout
     listed = run_ctx("tool", "list", "--config", str(config), cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "echo  [lua" in listed.stdout and "jira_create  [lua; UNAVAILABLE]" in listed.stdout

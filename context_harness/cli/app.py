@@ -1,7 +1,7 @@
 """The ``ctx`` group and its knowledge-base commands: init, sync, embed, search, get, sources,
 stats, demo, serve. Each parses options, calls one ``Harness`` method and renders the result.
 
-Exit codes: 0 ok, 1 a user error (one line on stderr, no traceback), 2 usage.
+Exit codes: 0 ok, 1 a user error (one line on stderr, no traceback; JSON under ``--json``), 2 usage.
 ``--json`` prints exactly the payload MCP and REST return for the same operation.
 """
 
@@ -21,7 +21,7 @@ import click
 from context_harness import __version__
 from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
 from context_harness.errors import BadRequest, HarnessError, outcome_of_code
-from context_harness.models import EmbedSummary, SearchResponse, SyncReport
+from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport
 from context_harness.tools.render import live_state
 
 log = logging.getLogger("context_harness")
@@ -149,9 +149,12 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         print_json(report.model_dump(mode="json"))
     else:
         _echo_sync(report)
-    if report.embedding_error:  # synced, but the chunks could not be embedded
+    if report.embedding_error and as_json:  # synced, but the chunks could not be embedded
+        click.echo(json.dumps({"error": report.embedding_error}, ensure_ascii=False), err=True)
+    elif report.embedding_error:
         click.echo(f"error: {report.embedding_error['message']} "
                    "(the documents were synced: keyword search works meanwhile)", err=True)
+    if report.embedding_error:
         sys.exit(outcome_of_code(report.embedding_error["code"]).exit_code)
 
 
@@ -243,6 +246,8 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
     if as_json:
         print_json(response.model_dump(mode="json"))
         return
+    if response.notice:
+        click.echo(f"note: {response.notice}")
     if not response.results:
         click.echo("no results")
     for i, r in enumerate(response.results, 1):
@@ -251,11 +256,24 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
         if r.snippet:
             click.echo(f"   {r.snippet}")
         if r.explain:
-            click.echo(f"   explain: {r.explain.model_dump(exclude_none=True)}")
+            click.echo(f"   explain: {explain_line(r.explain)}")
     if response.explain is not None:
         cover = response.explain
         share = f" ({100 * cover.embedded_chunks / cover.chunks:.0f} %)" if cover.chunks else ""
         click.echo(f"mode {cover.mode}; {cover.embedded_chunks:,} of {cover.chunks:,} chunks embedded{share}")
+
+
+def explain_line(explain: SearchExplain) -> str:
+    """A result's scoring details as text: ``keyword score 0.288 (rank 1); chunk 0; notes``."""
+    parts = []
+    for kind in ("keyword", "semantic", "fused"):
+        score = getattr(explain, f"{kind}_score")
+        rank = getattr(explain, f"{kind}_rank", None)
+        if score is not None:
+            parts.append(f"{kind} score {score:.3f}" + (f" (rank {rank})" if rank is not None else ""))
+    if explain.chunk_index is not None:
+        parts.append(f"chunk {explain.chunk_index}")
+    return "; ".join([*parts, *explain.notes])
 
 
 @cli.command()
@@ -304,7 +322,9 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         click.echo("no sources configured")
     embedding = response.embedding
     for s in response.sources:
-        state = "ok" if s.healthy else "unhealthy"
+        state = s.status
+        if s.status_reason and s.status_reason != s.notes:
+            state += f" ({s.status_reason})"
         embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""
         click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
                    f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else "")
@@ -332,12 +352,30 @@ def stats(ctx: click.Context, as_json: bool, config_path: str | None, root: str 
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
-    for key, value in result.model_dump(mode="json").items():
-        if isinstance(value, dict):
-            for inner, item in value.items():
-                click.echo(f"{key}.{inner}: {item}")
-        else:
-            click.echo(f"{key}: {value}")
+    for line in stats_lines(result):
+        click.echo(line)
+
+
+def stats_lines(stats: StatsOut) -> list[str]:
+    """``ctx stats`` as readable text: counts, where the index is and how big, the embeddings."""
+    embedding = stats.embedding
+    lines = [f"documents: {stats.documents:,}", f"chunks: {stats.chunks:,}", f"sources: {stats.sources}",
+             f"database: {stats.db_path} ({_size(stats.db_bytes)}; keyword index {_size(stats.index_bytes)}; "
+             f"schema version {stats.schema_version})",
+             f"last sync: {stats.last_sync or 'never (run `ctx sync`)'}", _embedder_line(embedding)]
+    if embedding.get("provider") != "disabled" and "embedded_chunks" in embedding:
+        lines.append(f"embedded chunks: {embedding.get('embedded_chunks', 0):,}, pending "
+                     f"{embedding.get('pending_chunks', 0):,} (`ctx embed pending`), vectors "
+                     f"{embedding.get('vectors', 0):,}")
+    return lines
+
+
+def _size(size: int) -> str:
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1000  # type: ignore[assignment]
+    raise AssertionError("unreachable")
 
 
 @cli.command()

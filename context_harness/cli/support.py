@@ -1,5 +1,8 @@
 """Plumbing shared by the ``ctx`` command modules: error exits, JSON output, config options, and
-``run_with_harness`` (open the Harness for the command's config, run one core call)."""
+``run_with_harness`` (open the Harness for the command's config, run one core call).
+
+A command given ``--json`` reports an error as one line of JSON on stderr, ``{"error": {"code",
+"message"}}`` (the shape MCP and REST use), with the same exit code; stdout stays empty."""
 
 from __future__ import annotations
 
@@ -20,11 +23,21 @@ if TYPE_CHECKING:
     from context_harness.harness import Harness
 
 T = TypeVar("T")
+JSON_WANTED = "context_harness.json"  # in ``click.Context.meta`` (shared by a command and its groups)
+
+
+def wants_json() -> bool:
+    """Whether the running command was given ``--json``."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and bool(ctx.meta.get(JSON_WANTED) or ctx.params.get("as_json"))
 
 
 def fail(error: HarnessError) -> NoReturn:
-    """One line on stderr, the exit code from the error table, no traceback."""
-    click.echo(f"error: {error.message}", err=True)
+    """One line on stderr (JSON under ``--json``), the exit code from the error table, no traceback."""
+    if wants_json():
+        click.echo(json.dumps(error.to_dict(), ensure_ascii=False), err=True)
+    else:
+        click.echo(f"error: {error.message}", err=True)
     sys.exit(outcome(error).exit_code)
 
 
@@ -61,6 +74,9 @@ class Group(click.Group):
     """A command group whose commands turn ``HarnessError`` into a one-line error and exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        args = ctx.args[:ctx.args.index("--")] if "--" in ctx.args else ctx.args
+        if "--json" in args:
+            ctx.meta[JSON_WANTED] = True
         try:
             return super().invoke(ctx)
         except HarnessError as error:

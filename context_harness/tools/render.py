@@ -8,10 +8,13 @@ from typing import Any
 
 
 def render_search(payload: dict[str, Any]) -> str:
+    """The results as text; a ``notice`` (indexing still running, never synced) comes first."""
     results = payload.get("results", [])
+    notice = [f"Note: {payload['notice']}."] if payload.get("notice") else []
     if not results:
-        return "No documents matched. Try other words, fewer filters, or `sources` to see what is indexed."
-    lines = [f"{len(results)} result{'s' if len(results) != 1 else ''}:"]
+        return "\n".join([*notice, "No documents matched. Try other words, fewer filters, or `sources` to see "
+                          "what is indexed."])
+    lines = [*notice, f"{len(results)} result{'s' if len(results) != 1 else ''}:"]
     for i, r in enumerate(results, 1):
         lines.append(f"{i}. {r.get('title') or r['source_id']}  [{r['source']} · {r['source_id']}]  "
                      f"score {r['score']:.3f}")
@@ -52,7 +55,9 @@ def render_sources(payload: dict[str, Any]) -> str:
         return "No sources are configured."
     lines = []
     for s in sources:
-        state = "healthy" if s["healthy"] else "unhealthy"
+        state = s.get("status") or ("healthy" if s["healthy"] else "unhealthy")
+        if s.get("status_reason"):
+            state += f" ({s['status_reason']})"
         line = (f"- {s['name']}: {s['document_count']} documents, {s['chunk_count']} chunks, {state}, "
                 f"last sync {s['last_sync'] or 'never'}")
         if s.get("notes"):

@@ -54,7 +54,7 @@ def test_sync_search_get_sources_stats_json(sample_docs) -> None:
     stats = json.loads(ctx("stats", "--config", cfg, "--json").stdout)
     assert stats["documents"] == 3
     human = ctx("search", "sandbox", "--config", cfg, "--explain")
-    assert "Lua Sandbox" in human.stdout and "keyword_score" in human.stdout
+    assert "Lua Sandbox" in human.stdout and "keyword score" in human.stdout and "{" not in human.stdout
 
 
 def test_filters_on_the_command_line(sample_docs) -> None:
