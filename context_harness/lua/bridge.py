@@ -15,6 +15,7 @@ from context_harness.lua.host import as_str, as_table, guard
 from context_harness.lua.runtime import HostError, Sandbox
 
 FILTER_KEYS = ("source", "tags", "since", "until")
+MAX_ID_BYTES = 4096  # a document id is far shorter; a longer one is refused before it is copied
 
 
 class ScriptContext(Protocol):
@@ -82,6 +83,9 @@ class ContextBridge:
         return list(result or [])
 
     def get(self, doc_id: Any = None) -> Any:
+        if isinstance(doc_id, bytes) and len(doc_id) > MAX_ID_BYTES:
+            raise HostError(f"the document id is {len(doc_id)} bytes long; ids are at most {MAX_ID_BYTES} "
+                            "(pass an id from context.search's results)")
         return self._context("context.get").get(as_str(doc_id, "the document id"))
 
     def sources(self) -> list[Any]:
@@ -91,4 +95,4 @@ class ContextBridge:
         return list(result or [])
 
 
-__all__ = ["ContextBridge", "ScriptContext", "search_request"]
+__all__ = ["MAX_ID_BYTES", "ContextBridge", "ScriptContext", "search_request"]

@@ -23,6 +23,7 @@ from lupa.lua54 import lua_type
 from context_harness.lua.runtime import HostTimeout
 
 MAX_DEPTH = 50
+LUA_MIN_INT, LUA_MAX_INT = -(2**63), 2**63 - 1
 
 
 class ConversionError(Exception):
@@ -33,6 +34,10 @@ class ConversionError(Exception):
         self.message = message
 
 
+class TooLarge(ConversionError):
+    """The value holds more values or bytes than the conversion's budget allows."""
+
+
 def encode_for_lua(obj: Any, budget: Budget | None = None) -> Any:
     """Python data -> structure of bytes/numbers/dicts/lists that ``table_from`` accepts.
 
@@ -40,8 +45,10 @@ def encode_for_lua(obj: Any, budget: Budget | None = None) -> Any:
     the data would not fit (a Lua allocation failure inside ``table_from`` would abort the process)."""
     if budget is not None:
         budget.spend(obj)
-    if obj is None or isinstance(obj, (bool, int, float, bytes)):
+    if obj is None or isinstance(obj, (bool, float, bytes)):
         return obj
+    if isinstance(obj, int):
+        return lua_integer(obj)
     if isinstance(obj, str):
         return obj.encode("utf-8", "surrogateescape")
     if isinstance(obj, Mapping):
@@ -57,10 +64,30 @@ def encode_for_lua(obj: Any, budget: Budget | None = None) -> Any:
     return str(obj).encode("utf-8", "surrogateescape")
 
 
+def lua_integer(value: int) -> int | float:
+    """A Python int as Lua keeps it: an integer when it fits in 64 bits, otherwise a float (as Lua
+    reads a decimal integer numeral that overflows; beyond the float range, +-inf)."""
+    if LUA_MIN_INT <= value <= LUA_MAX_INT:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def lua_number(digits: str) -> int | float:
+    """``json.loads``' ``parse_int``: a JSON integer by Lua's number rules (see ``lua_integer``)."""
+    if len(digits.lstrip("-")) < 19:
+        return int(digits)
+    return lua_integer(int(digits)) if len(digits) <= 400 else float(digits)
+
+
 def _encode_key(key: Any) -> Any:
     if isinstance(key, str):
         return key.encode("utf-8", "surrogateescape")
-    if isinstance(key, (bool, int, float, bytes)):
+    if isinstance(key, int) and not isinstance(key, bool):
+        return lua_integer(key)
+    if isinstance(key, (bool, float, bytes)):
         return key
     return str(key).encode("utf-8", "surrogateescape")
 
@@ -96,7 +123,7 @@ class Budget:
     def tick(self, path: str) -> None:
         self.nodes -= 1
         if self.nodes < 0:
-            raise ConversionError(f"{path}: too many values (limit {self.max_nodes})")
+            raise TooLarge(f"{path}: too many values (limit {self.max_nodes})")
         if self.deadline is not None and self.nodes % self.CHECK_EVERY == 0 and time.monotonic() > self.deadline:
             raise HostTimeout()
 
@@ -106,7 +133,7 @@ class Budget:
         if isinstance(obj, (bytes, str)):
             self.bytes -= len(obj)
             if self.bytes < 0:
-                raise ConversionError(f"the value is too large (limit {self.max_bytes} bytes)")
+                raise TooLarge(f"the value is too large (limit {self.max_bytes} bytes)")
 
 
 def to_py(value: Any, *, what: str = "result", max_nodes: int = 1_000_000,
@@ -124,14 +151,14 @@ class _Walk:
         self.budget = budget
         self.max_depth = max_depth
 
-    def fail(self, why: str) -> ConversionError:
-        return ConversionError(f"{''.join(self.trail)}: {why}")
+    def fail(self, why: str, error: type[ConversionError] = ConversionError) -> ConversionError:
+        return error(f"{''.join(self.trail)}: {why}")
 
     def value(self, value: Any, depth: int) -> Any:
         budget = self.budget
         budget.nodes -= 1
         if budget.nodes < 0:
-            raise self.fail(f"too many values (limit {budget.max_nodes})")
+            raise self.fail(f"too many values (limit {budget.max_nodes})", TooLarge)
         if budget.deadline is not None and budget.nodes % Budget.CHECK_EVERY == 0 \
                 and time.monotonic() > budget.deadline:
             raise HostTimeout()
@@ -140,7 +167,7 @@ class _Walk:
         if isinstance(value, bytes):
             budget.bytes -= len(value)
             if budget.bytes < 0:
-                raise self.fail(f"the value is too large (limit {budget.max_bytes} bytes)")
+                raise self.fail(f"the value is too large (limit {budget.max_bytes} bytes)", TooLarge)
             return value.decode("utf-8", "replace")
         if isinstance(value, int):
             return value
@@ -174,6 +201,9 @@ class _Walk:
         result: dict[str, Any] = {}
         for k, v in items:
             key = _key(k, "".join(trail))
+            if key in result:
+                raise self.fail(f"keys {_lua_repr(k)} and {_lua_repr(_other_key(keys, k, key))} both become "
+                                f"{key!r} in JSON; keep only one of them")
             trail.append(f".{key}")
             result[key] = self.value(v, depth + 1)
             trail.pop()
@@ -188,6 +218,20 @@ def _key(key: Any, path: str) -> str:
     if isinstance(key, (int, float)):
         return str(key)
     raise ConversionError(f"{path}: table keys must be strings or numbers, not a Lua {lua_type(key)}")
+
+
+def _other_key(keys: list[Any], key: Any, text_key: str) -> Any:
+    """The first of ``keys`` other than ``key`` that ``_key`` also turns into ``text_key``."""
+    return next(k for k in keys if (type(k) is not type(key) or k != key) and _key(k, "") == text_key)
+
+
+def _lua_repr(key: Any) -> str:
+    """A table key as a script would write it: ``1``, ``"1"``, ``true``."""
+    if isinstance(key, bytes):
+        return '"' + key.decode("utf-8", "replace") + '"'
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
 
 
 def array(value: Any) -> list[tuple[int, Any]] | None:

@@ -15,6 +15,7 @@ import base64 as b64
 import binascii
 import hashlib
 import hmac
+import inspect
 import json as jsonlib
 import logging
 import os
@@ -27,7 +28,7 @@ from urllib.parse import urlencode
 from lupa.lua54 import lua_type
 
 from context_harness.errors import HarnessError, Timeout
-from context_harness.lua.convert import Budget, ConversionError, text, to_lua, to_py
+from context_harness.lua.convert import Budget, ConversionError, TooLarge, lua_integer, lua_number, text, to_lua, to_py
 from context_harness.lua.httpclient import HttpClient
 from context_harness.lua.runtime import HostError, HostLimits, HostTimeout, Sandbox
 
@@ -39,13 +40,18 @@ OK, ERROR, TIMEOUT, MEMORY = b"ok", b"error", b"timeout", b"memory"
 
 
 def guard(sandbox: Sandbox, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap ``fn`` so it returns ``(status, lua_value)`` and never raises into Lua."""
+    """Wrap ``fn`` so it returns ``(status, lua_value)`` and never raises into Lua. Extra arguments
+    are dropped, as a Lua function drops them; an unexpected exception is a script error naming
+    ``name`` (its traceback goes to the log)."""
+    most = _positional_count(fn)
 
     def guarded(*args: Any) -> tuple[bytes, Any]:
         try:
-            result = fn(*args)
-            if result is None or isinstance(result, (bool, int, float)):
+            result = fn(*args[:most])
+            if result is None or isinstance(result, (bool, float)):
                 return OK, result
+            if isinstance(result, int):
+                return OK, lua_integer(result)
             nodes, size = sandbox.host_room()
             try:
                 return OK, to_lua(sandbox.lua, result, Budget(nodes, size, sandbox.deadline))
@@ -57,11 +63,20 @@ def guard(sandbox: Sandbox, name: str, fn: Callable[..., Any]) -> Callable[..., 
             return TIMEOUT, None
         except (HostError, HarnessError, ConversionError) as exc:
             return ERROR, f"{name}: {exc.message}".encode()
-        except Exception:
+        except Exception as exc:  # a bug here, not the script's: say which function, log the traceback
             log.exception("Lua host function %s failed", name)
-            return ERROR, f"{name}: internal error (see the server log)".encode()
+            return ERROR, (f"{name} failed unexpectedly ({type(exc).__name__}); the server log has the "
+                           "details").encode()
 
     return guarded
+
+
+def _positional_count(fn: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``fn`` takes (None: any number)."""
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def as_str(value: Any, what: str) -> str:
@@ -105,9 +120,11 @@ def sandbox_data(sandbox: Sandbox, value: Any, what: str) -> Any:
     nodes, size = sandbox.host_room()
     try:
         return to_py(value, what=what, max_nodes=nodes, max_bytes=size, deadline=sandbox.deadline)
-    except ConversionError as exc:
+    except TooLarge as exc:
         raise HostError(f"{exc.message}: it does not fit in the script's memory limit "
                         "(set `memory_limit` in its config to allow more)") from None
+    except ConversionError as exc:
+        raise HostError(exc.message) from None
 
 
 def parse_json(raw: str | bytes, sandbox: Sandbox) -> Any:
@@ -125,7 +142,7 @@ def parse_json(raw: str | bytes, sandbox: Sandbox) -> Any:
         raise HostError(f"the JSON text holds up to {values} values; the script's memory limit allows {nodes} "
                         "(set `memory_limit` in its config to allow more)")
     try:
-        return jsonlib.loads(raw)
+        return jsonlib.loads(raw, parse_int=lua_number)
     except jsonlib.JSONDecodeError as exc:
         raise InvalidJson(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except (RecursionError, ValueError):

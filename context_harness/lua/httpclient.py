@@ -76,6 +76,9 @@ class HttpClient:
         try:
             addresses = [str(ipaddress.ip_address(host))]
         except ValueError:
+            if ":" in host:  # a bracketed literal ([...]) that is not an IPv6 address
+                raise HostError(f"host [{host}] is not a valid IPv6 address; write it in full, "
+                                "e.g. [::ffff:127.0.0.1]") from None
             try:
                 infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
             except (socket.gaierror, UnicodeError):
@@ -101,7 +104,10 @@ class HttpClient:
 
     def _once(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
               deadline: float, script_deadline: float) -> tuple[Response, str | None]:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # e.g. a bracketed host that is not an IPv6 address: [::ffff:127.1]
+            raise HostError(f"invalid URL {_display(url)!r}: its host is not a valid address or name") from None
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https") or not parts.hostname:
             raise HostError(f"invalid URL {_display(url)!r}: use http:// or https:// with a host")
@@ -224,7 +230,10 @@ def _network_error(exc: BaseException) -> str:
 
 def _display(url: str) -> str:
     """The URL without its query string (which may hold tokens), for messages and logs."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0][:200]
     if parts.scheme and parts.netloc:
         netloc = parts.netloc.rsplit("@", 1)[-1]
         return f"{parts.scheme}://{netloc}{parts.path}"

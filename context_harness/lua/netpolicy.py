@@ -129,7 +129,10 @@ class Policy:
         wildcard = any(r.kind == "any" or (r.kind == "suffix" and host.endswith(r.name)) for r in rules)
         refused: tuple[str, str] | None = None
         for text in addresses:
-            ip = ipaddress.ip_address(text.split("%", 1)[0])
+            try:
+                ip = ipaddress.ip_address(text.split("%", 1)[0])
+            except ValueError:  # not an address the checks can judge: never connected to
+                continue
             if named or any(r.net is not None and ip.version == r.net.version and ip in r.net for r in rules):
                 return text
             kind = address_kind(ip)
