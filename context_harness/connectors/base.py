@@ -67,9 +67,19 @@ class ScanReport:
     def skip(self, reason: str, detail: str | None = None, *, item: str | None = None) -> None:
         self.skipped[reason] += 1
         if detail and len(self.warnings) < MAX_NAMED:
-            self.warnings.append(detail)
+            self.warnings.append(_storable(detail))
         if item is not None and len(self.named) < MAX_NAMED:
-            self.named.append((item, reason))
+            self.named.append((_storable(item), reason))
+
+
+def _storable(text: str) -> str:
+    """``text`` as valid UTF-8 (a lone surrogate from a broken item shown as ``\\udc80``), so the
+    summary and the ``sources`` notes that name it can always be stored and printed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 @runtime_checkable
