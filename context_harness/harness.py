@@ -20,7 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import anyio
 
@@ -264,7 +264,8 @@ class Harness:
         first = self.activity.first_syncs()
         if first:
             states = list(first.values())
-            phase = "indexing" if all(s.phase == "indexing" for s in states) else "scanning"
+            phase: Literal["scanning", "indexing"] = (
+                "indexing" if all(s.phase == "indexing" for s in states) else "scanning")
             done, total = sum(s.done for s in states), sum(s.total for s in states)
             response.indexing = IndexingProgress(sources=sorted(first), phase=phase, done=done, total=total)
             far = f"{done:,} of {total:,} items indexed" if phase == "indexing" else "scanning for items"

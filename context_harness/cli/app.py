@@ -322,7 +322,7 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         click.echo("no sources configured")
     embedding = response.embedding
     for s in response.sources:
-        state = s.status
+        state: str = s.status
         if s.status_reason and s.status_reason != s.notes:
             state += f" ({s.status_reason})"
         embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,56 @@ def test_user_errors_exit_1_with_one_line(sample_docs, tmp_path: Path) -> None:
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_under_json_user_errors_are_one_json_line_on_stderr(sample_docs, tmp_path: Path) -> None:
+    cfg = str(sample_docs.config_path)
+    cases = [
+        (("get", "nope", "--config", cfg, "--json"), "not_found"),
+        (("search", "x", "--limit", "0", "--config", cfg, "--json"), "bad_request"),
+        (("sync", "git:missing", "--json", "--config", cfg), "bad_request"),
+        (("search", "x", "--json", "--config", str(tmp_path / "missing.toml")), "config_error"),
+        (("--root", str(tmp_path / "absent"), "stats", "--json"), "config_error"),
+    ]
+    for args, code in cases:
+        result = ctx(*args, cwd=tmp_path)
+        assert result.returncode == 1 and result.stdout == "", (args, result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, (args, result.stderr)
+        error = json.loads(lines[0])["error"]
+        assert error["code"] == code and error["message"], (args, error)
+
+
+def test_search_on_a_never_synced_root_says_so_and_how_to_sync(tmp_path: Path, sample_docs) -> None:
+    home = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    plain = ctx_env(home, "--root", str(sample_docs.docs), "search", "sandbox")
+    assert plain.returncode == 0, plain.stderr
+    assert "never synced" in plain.stdout and "ctx sync" in plain.stdout and "no results" in plain.stdout
+    payload = json.loads(ctx_env(home, "--root", str(sample_docs.docs), "search", "sandbox", "--json").stdout)
+    assert payload["results"] == [] and "never synced" in payload["notice"]
+    assert ctx_env(home, "--root", str(sample_docs.docs), "sync").returncode == 0
+    synced = json.loads(ctx_env(home, "--root", str(sample_docs.docs), "search", "sandbox", "--json").stdout)
+    assert synced["results"] and "notice" not in synced
+
+
+def test_stats_and_explain_are_readable_text_without_json(sample_docs) -> None:
+    cfg = str(sample_docs.config_path)
+    assert ctx("sync", "--config", cfg, "--no-embed").returncode == 0
+    stats = ctx("stats", "--config", cfg)
+    assert stats.returncode == 0, stats.stderr
+    assert "documents: 3" in stats.stdout and "last sync: " in stats.stdout and "embeddings: " in stats.stdout
+    for python_repr in ("None", "False", "True", "{", "'"):
+        assert python_repr not in stats.stdout, stats.stdout
+    explained = ctx("search", "sandbox", "--explain", "--mode", "keyword", "--config", cfg)
+    assert "explain: keyword score " in explained.stdout and "(rank 1)" in explained.stdout
+    assert "{" not in explained.stdout and "'" not in explained.stdout, explained.stdout
+    as_json = json.loads(ctx("search", "sandbox", "--explain", "--mode", "keyword", "--config", cfg, "--json").stdout)
+    assert as_json["results"][0]["explain"]["keyword_rank"] == 1
+
+
+def ctx_env(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from context_harness.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, **env})
 
 
 def test_get_window_options(tmp_path: Path) -> None:

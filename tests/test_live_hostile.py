@@ -1,0 +1,244 @@
+"""The live index beside what real folders hold (issue 27): a FIFO, a socket, names that are not
+UTF-8, an unreadable folder, a watcher that dies, a sync that fails. A serving Harness with its real
+watcher keeps every source live, finds a note saved beside them within a second, and ``sources``
+says how each source really is (``status``: ok, degraded, failing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from context_harness.errors import NotConfigured
+from context_harness.harness import Harness
+from context_harness.live import LiveIndex, rust_notify
+from context_harness.models import SearchRequest, SourceOut
+
+pytestmark = pytest.mark.anyio
+SAVED_LIMIT = 1.0  # seconds a note saved beside hostile entries may take to be searchable
+LIMIT = 10.0  # seconds anything else may take
+
+
+async def wait_for(check: Callable[[], Awaitable[Any]], what: str, limit: float = LIMIT) -> Any:
+    deadline = time.monotonic() + limit
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {limit:g}s: {what}")
+        await anyio.sleep(0.02)
+
+
+async def source_ids(h: Harness, query: str) -> list[str]:
+    return sorted(r.source_id for r in (await h.search(SearchRequest(query=query, mode="keyword"))).results)
+
+
+async def shows(h: Harness, query: str, expected: list[str], limit: float = LIMIT) -> None:
+    async def check() -> bool:
+        return await source_ids(h, query) == expected
+    await wait_for(check, f"search {query!r} gives {expected}", limit)
+
+
+async def status(h: Harness) -> SourceOut:
+    return (await h.sources()).sources[0]
+
+
+def raw_path(folder: Path, name: bytes) -> bytes:
+    return os.path.join(os.fsencode(folder), name)
+
+
+async def saved_and_found(h: Harness, folder: Path, name: str, word: str, expected: str | None = None) -> float:
+    """Save a note ``name`` holding ``word``; the seconds until a search finds it (fails past the limit)."""
+    started = time.monotonic()
+    (folder / name).write_text(f"# {word}\n\n{word} sighting\n")
+    await shows(h, word, [expected or name], limit=SAVED_LIMIT)
+    return time.monotonic() - started
+
+
+@contextmanager
+def a_socket(path: Path) -> Iterator[None]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    try:
+        yield
+    finally:
+        sock.close()
+
+
+async def test_a_name_that_is_not_utf8_never_stops_the_watch(workspace) -> None:
+    """watchfiles raises on an event naming a path that is not UTF-8; that used to stop every watcher of
+    the live index (a shared stop flag) while ``sources`` said watched."""
+    workspace.write("a.md", "# A\n\nheron\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "heron", ["a.md"])
+        with open(raw_path(workspace.docs, b"caf\xe9.md"), "wb") as f:
+            f.write(b"# Cafe\n\nespresso\n")
+        await shows(h, "espresso", ["caf\\xe9.md"], limit=SAVED_LIMIT + 1)  # the watcher restarts, re-syncs
+        for i in range(3):
+            await saved_and_found(h, workspace.docs, f"later{i}.md", f"ibis{i}")
+        state = await status(h)
+        assert (state.watch, state.status, state.last_outcome) == ("watched", "ok", "ok"), state
+
+
+async def test_a_folder_named_in_latin1_is_polled_and_said_so(workspace) -> None:
+    workspace.write("a.md", "# A\n\nheron\n")
+    odd = raw_path(workspace.docs, b"alt\xe9")
+    os.mkdir(odd)
+    with open(os.path.join(odd, b"inside.md"), "wb") as f:
+        f.write(b"# Inside\n\nkestrel\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "kestrel", ["alt\\xe9/inside.md"])
+        await saved_and_found(h, workspace.docs, "top.md", "plover")
+        state = await status(h)
+        assert state.watch == "watched" and "not UTF-8" in (state.watch_note or "") and "alt\\xe9" in state.watch_note
+        assert state.status == "degraded" and "polled" in (state.status_reason or "")
+
+
+async def test_a_note_beside_a_fifo_a_socket_odd_names_and_a_locked_folder_is_found_within_a_second(
+        workspace) -> None:
+    workspace.write("a.md", "# A\n\nheron\n")
+    os.mkfifo(workspace.docs / "pipe.md")
+    locked = workspace.docs / "locked"
+    locked.mkdir()
+    (locked / "secret.md").write_text("# Secret\n\nhidden\n")
+    locked.chmod(0)
+    with open(raw_path(workspace.docs, b"\xff\xfe.md"), "wb") as f:
+        f.write(b"# Odd\n\nnot utf8 name\n")
+    try:
+        with a_socket(workspace.docs / "sock.md"):
+            async with Harness.open(workspace.config()) as h, h.serving():
+                await shows(h, "heron", ["a.md"])
+                await saved_and_found(h, workspace.docs, "saved.md", "avocet")
+                os.mkfifo(workspace.docs / "second-pipe.md")  # made while serving
+                await saved_and_found(h, workspace.docs, "saved2.md", "godwit")
+                state = await status(h)
+                assert state.watch == "watched" and not state.syncing, state
+                assert state.status in ("ok", "degraded") and state.healthy, state
+    finally:
+        locked.chmod(0o755)
+
+
+async def test_a_watcher_that_keeps_dying_is_polled_and_said_so(workspace) -> None:
+    workspace.write("a.md", "# A\n\nheron\n")
+    workspace.write_config('sync_interval = "1s"\n')
+    async with Harness.open(workspace.config()) as h, anyio.create_task_group() as tg:
+        live = LiveIndex(h, tg, notify=_dying)
+        live.start()
+        state = await wait_for(lambda: _polled(h), "polled after the watcher died three times")
+        assert "stopped 3 times" in (state.watch_note or "") and "RuntimeError" in state.watch_note
+        assert state.status == "degraded" and "polled" in (state.status_reason or "")
+        workspace.write("late.md", "# Late\n\naxolotl\n")
+        await shows(h, "axolotl", ["late.md"])
+        live.stop()
+        tg.cancel_scope.cancel()
+
+
+class _DyingWatcher:
+    """A real watcher whose next ``watch`` raises as watchfiles does on a path it cannot decode."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.real = rust_notify(paths)
+
+    def watch(self, *args: Any) -> Any:
+        raise RuntimeError('Unable to decode path "/x/caf\\xE9.md" to string')
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def _dying(paths: list[str]) -> Any:
+    return _DyingWatcher(paths)
+
+
+async def _polled(h: Harness) -> SourceOut | None:
+    state = await status(h)
+    return state if state.watch == "polled" else None
+
+
+async def test_status_is_failing_when_the_last_sync_failed_and_degraded_when_a_live_update_did(workspace) -> None:
+    workspace.write("a.md", "# A\n\nlynx\n")
+    async with Harness.open(workspace.config()) as h:
+        await h.sync(embed=False)
+        state = await status(h)
+        assert (state.status, state.status_reason, state.healthy) == ("ok", None, True)
+        connector = h.connectors[0]
+        real_scan_paths = connector.scan_paths  # type: ignore[attr-defined]
+
+        def broken(*args: Any) -> Any:
+            raise OSError("disk went away")
+        connector.scan_paths = broken  # type: ignore[attr-defined]
+        with pytest.raises(OSError):
+            await h.sync_paths(connector.label, ["a.md"])
+        state = await status(h)
+        assert state.status == "degraded" and "live update failed" in (state.status_reason or "")
+        assert state.healthy and not state.syncing and state.last_outcome == "error"
+        connector.scan_paths = real_scan_paths  # type: ignore[attr-defined]
+        workspace.write("b.md", "# B\n\nmarten\n")
+        await h.sync_paths(connector.label, ["b.md"])  # the next save is indexed: nothing stayed wedged
+        assert await source_ids(h, "marten") == ["b.md"]
+        assert (await status(h)).status == "ok"
+        shutil.rmtree(workspace.docs)
+        with pytest.raises(NotConfigured, match="does not exist"):
+            await h.sync(embed=False)
+        state = await status(h)
+        assert (state.status, state.healthy, state.syncing) == ("failing", False, False)
+        assert "does not exist" in (state.status_reason or "")
+
+
+async def test_status_is_degraded_when_the_last_sync_skipped_items_for_errors(workspace) -> None:
+    from context_harness.activity import ERROR_SKIP_REASONS
+
+    workspace.write("a.md", "# A\n\nlynx\n")
+    reason = sorted(ERROR_SKIP_REASONS)[0]
+    async with Harness.open(workspace.config()) as h:
+        await h.sync(embed=False)
+        assert (await status(h)).status == "ok"
+        assert h.store is not None  # as the last sync records what it skipped (ingest.sync.skip_notes)
+        h.store.record_sync("filesystem:docs", f"skipped: {reason} 2 (x.md, y.md), too_large 1 (big.md)")
+    async with Harness.open(workspace.config()) as h:  # a process that did not sync it: the stored notes
+        state = await status(h)
+        assert state.status == "degraded" and f"{reason} 2" in (state.status_reason or "") and state.healthy
+        assert "too_large" not in (state.status_reason or "")
+
+
+async def test_a_search_during_the_first_sync_says_indexing_is_running_and_how_far(workspace) -> None:
+    for i in range(3):
+        workspace.write(f"n{i}.md", f"# N{i}\n\nharrier {i}\n")
+    reached, go_on = threading.Event(), threading.Event()
+
+    def progress(event: dict[str, Any]) -> None:  # hold the first sync once every item is read
+        if event["event"] == "progress":
+            reached.set()
+            go_on.wait(LIMIT)
+
+    async with Harness.open(workspace.config()) as h, anyio.create_task_group() as tg:
+        tg.start_soon(partial(h.sync, embed=False, progress=progress))
+        await anyio.to_thread.run_sync(reached.wait, LIMIT)
+        response = await h.search(SearchRequest(query="harrier", mode="keyword"))
+        assert response.indexing is not None and response.notice is not None
+        assert (response.indexing.sources, response.indexing.phase) == (["filesystem:docs"], "indexing")
+        assert (response.indexing.done, response.indexing.total) == (3, 3)
+        assert "indexing is still running" in response.notice and "3 of 3 items" in response.notice
+        payload = response.model_dump(mode="json")
+        assert set(payload) == {"results", "notice", "indexing"}
+        text = (await h.call_tool("search", {"query": "harrier", "mode": "keyword"})).text
+        assert text.startswith("Note: indexing is still running")  # the MCP tool's text block says it too
+        go_on.set()
+    after = await _search_payload(workspace)
+    assert set(after) == {"results"} and len(after["results"]) == 3  # the REST shape: only `results` again
+
+
+async def _search_payload(workspace: Any) -> dict[str, Any]:
+    async with Harness.open(workspace.config()) as h:
+        return (await h.search(SearchRequest(query="harrier", mode="keyword"))).model_dump(mode="json")
