@@ -223,6 +223,8 @@ class LuaConfig(_Section):
     http_allow: list[str] | None = None
     env_allow: list[str] = Field(default_factory=list)
     max_response_bytes: int = Field(default=10_000_000, ge=1024)
+    max_calls_per_tool: int = Field(default=2, ge=1, le=8)  # one Lua tool's calls running at once
+    max_queued_per_tool: int = Field(default=16, ge=0, le=10_000)  # waiting for those; past this: `busy`
 
 
 class Unavailable(BaseModel):

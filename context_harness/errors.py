@@ -88,6 +88,12 @@ class StoreBusy(HarnessError):
     code = "store_busy"
 
 
+class Busy(HarnessError):
+    """Too many calls of one Lua tool are running and waiting already; the message says which limit."""
+
+    code = "busy"
+
+
 class StorageFault(HarnessError):
     """The workspace's files cannot be written or read: a read-only folder, a full disk, a damaged
     SQLite file or keyword index. The message names the path and the fix (``store/faults.py``)."""
@@ -153,6 +159,7 @@ OUTCOMES: dict[type[HarnessError], Outcome] = {
     AgentError: Outcome(500, True, 1, INTERNAL_ERROR),
     ConfigError: Outcome(500, True, 1, INTERNAL_ERROR),
     StoreBusy: Outcome(503, True, 1, INTERNAL_ERROR),
+    Busy: Outcome(503, True, 1, INTERNAL_ERROR),
     StorageFault: Outcome(503, True, 1, INTERNAL_ERROR),
     Unauthorized: Outcome(401, False, 1, INVALID_PARAMS),
     Forbidden: Outcome(403, False, 1, INVALID_PARAMS),

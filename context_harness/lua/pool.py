@@ -69,6 +69,7 @@ class WorkerProcess:
         self.stdin = self.process.stdin
         self.reader = Reader(self.process.stdout.fileno())
         self.loaded: set[str] = set()
+        began = time.monotonic()
         try:
             hello = self.reader.message(time.monotonic() + START_TIMEOUT)
         except (Expired, EOFError, OSError, pickle.UnpicklingError) as exc:
@@ -77,6 +78,7 @@ class WorkerProcess:
         if not (isinstance(hello, tuple) and hello[:1] == ("ready",)):
             self.kill()
             raise Crashed("a Lua worker process did not start (unexpected greeting)")
+        self.start_seconds = time.monotonic() - began  # until its first request, then 0
 
     def send(self, message: object) -> None:
         try:
@@ -241,6 +243,7 @@ class WorkerPool:
             log.warning("could not start a Lua worker process: %s", exc)
             self._forget()
             return
+        worker.start_seconds = 0.0  # started in the background: no caller waited for it
         self.release(worker)
 
     def close(self) -> None:

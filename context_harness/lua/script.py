@@ -92,14 +92,15 @@ class LuaScript:
     # -- calling ----------------------------------------------------------------------------
 
     def call_function(self, path: str, *args: Any, context: ScriptContext | None = None,
-                      timeout: float | None = None) -> Any:
+                      timeout: float | None = None, deadline: float | None = None) -> Any:
         """Call the global function at dotted ``path`` (e.g. ``"tool.execute"``) with ``args``.
 
         Python args are converted to Lua (dicts/lists -> tables); the ``CONTEXT`` marker becomes the
         script's ``context`` table, bound to ``context`` for this call. Returns the first Lua result
-        as JSON-like Python data.
+        as JSON-like Python data. ``deadline`` (monotonic): when the call's time began earlier, e.g.
+        waiting for a slot; the timeout then counts from there.
         """
-        return self._call(path, args, context, timeout, None)
+        return self._call(path, args, context, timeout, None, deadline)
 
     def call_items(self, path: str, *args: Any, max_nodes: int, max_bytes: int,
                    timeout: float | None = None) -> tuple[str | None, list[ItemRow]]:
@@ -109,14 +110,14 @@ class LuaScript:
         return kind, [(row[0], row[1], row[2]) for row in rows]
 
     def _call(self, path: str, args: tuple[Any, ...], context: ScriptContext | None, timeout: float | None,
-              items: tuple[int, int] | None) -> Any:
+              items: tuple[int, int] | None, deadline: float | None = None) -> Any:
         limit = float(timeout) if timeout else self.timeout
 
         def timed_out() -> HarnessError:
             return Timeout(f"{self.what} timed out after {limit:g} s (set `timeout` in its config to allow longer)")
 
         return self._request(("call", path, args, limit, context is not None, items), limit, timed_out,
-                             context=context)
+                             context=context, until=deadline)
 
     def evaluate(self, snippet: str, *, timeout: float | None = None) -> Any:
         """Run trusted Lua ``snippet`` in the script's environment (e.g. to read metadata) and return
@@ -130,10 +131,11 @@ class LuaScript:
     # -- the worker round trip ----------------------------------------------------------------
 
     def _request(self, request: tuple[Any, ...], limit: float, timed_out: Any, *,
-                 context: ScriptContext | None = None) -> Any:
-        """Run ``request`` in a worker within ``limit`` seconds, after waiting at most ``limit`` for one."""
-        until = time.monotonic() + limit
-        if not self._slots.acquire(timeout=limit):
+                 context: ScriptContext | None = None, until: float | None = None) -> Any:
+        """Run ``request`` in a worker by ``until`` (default: ``limit`` seconds from now). Waiting for
+        a slot and a worker counts against it; starting a new worker process does not."""
+        until = time.monotonic() + limit if until is None else until
+        if not self._slots.acquire(timeout=max(0.0, until - time.monotonic())):
             raise Timeout(f"{self.what} is busy; no runtime became free within {limit:g} s")
         try:
             pool = shared_pool()
@@ -143,7 +145,8 @@ class LuaScript:
                 raise Timeout(f"{self.what}: no Lua worker became free within {limit:g} s") from None
             except Crashed as exc:
                 raise self.error_class(f"{self.what}: {exc.message}") from None
-            until = time.monotonic() + limit  # starting a worker process does not count against the script
+            until += worker.start_seconds  # starting a worker process does not count against the script
+            worker.start_seconds = 0.0
             try:
                 reply = self._exchange(worker, request, until, context)
             except Killed:

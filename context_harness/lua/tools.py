@@ -264,10 +264,12 @@ class LuaTool:
                              f"range ({LUA_INT_MIN} to {LUA_INT_MAX})")
         return value
 
-    def call(self, arguments: dict[str, Any] | None, context: ScriptContext | None = None) -> Any:
-        """Validate ``arguments`` and run ``tool.execute(params, context)``; JSON-like result."""
+    def call(self, arguments: dict[str, Any] | None, context: ScriptContext | None = None, *,
+             deadline: float | None = None) -> Any:
+        """Validate ``arguments`` and run ``tool.execute(params, context)``; JSON-like result.
+        ``deadline`` (monotonic): the call's timeout counted from earlier (see ``LuaScript``)."""
         params = self.validate(arguments)
-        return self.script.call_function("tool.execute", params, CONTEXT, context=context)
+        return self.script.call_function("tool.execute", params, CONTEXT, context=context, deadline=deadline)
 
     def parse_cli_params(self, pairs: list[str]) -> dict[str, Any]:
         """``["k=v", ...]`` (``ctx tool test --param k=v``) -> arguments typed by the parameters."""

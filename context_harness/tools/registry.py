@@ -26,7 +26,7 @@ from context_harness.errors import ConfigError, HarnessError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.tools import LuaTool
 from context_harness.tools.base import Tool, ToolChanges
-from context_harness.tools.script import ScriptTool
+from context_harness.tools.script import ScriptCalls, ScriptTool
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +50,12 @@ def _unavailable(config: Config | None) -> dict[str, Unavailable]:
     return {u.name: u for u in (config.unavailable if config is not None else []) if u.kind == "tool"}
 
 
-def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: ScriptContext | None) -> ScriptTool:
-    """One ``[tools.script.NAME]`` entry -> a ``ScriptTool`` (``ConfigError`` if it cannot load)."""
-    return ScriptTool(LuaTool(name, entry, lua), context)
+def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: ScriptContext | None,
+                     calls: ScriptCalls | None = None) -> ScriptTool:
+    """One ``[tools.script.NAME]`` entry -> a ``ScriptTool`` (``ConfigError`` if it cannot load);
+    ``calls``: the admission its calls share with the registry's other Lua tools."""
+    lua_tool = LuaTool(name, entry, lua, max_instances=lua.max_calls_per_tool)
+    return ScriptTool(lua_tool, context, calls=calls, lua_config=lua)
 
 
 class ToolRegistry:
@@ -73,6 +76,7 @@ class ToolRegistry:
         self._failed: dict[str, str] = {}  # name -> attempt key that failed (not retried until it changes)
         self._unavailable = _unavailable(config)
         self._broken: dict[str, Unavailable] = {}  # never loaded: the file's error (retried when it changes)
+        self.calls = ScriptCalls()  # every Lua tool's calls, apart from anyio's default thread limiter
 
     # -- building ---------------------------------------------------------------------------
 
@@ -81,7 +85,7 @@ class ToolRegistry:
         as unavailable with its error and logged, and the others are registered."""
         for name, entry in sorted(self._desired.items()):
             try:
-                tool = load_script_tool(name, entry, self._desired_lua, self.context)
+                tool = load_script_tool(name, entry, self._desired_lua, self.context, self.calls)
                 self.add(tool)
             except HarnessError as exc:
                 self._set_aside(name, entry, exc.message)
@@ -173,7 +177,7 @@ class ToolRegistry:
                                              "registered; choose another name")
                 continue
             try:
-                tool = load_script_tool(name, entry, self._desired_lua, self.context)
+                tool = load_script_tool(name, entry, self._desired_lua, self.context, self.calls)
             except HarnessError as exc:
                 if current is None:
                     self._set_aside(name, entry, exc.message)
