@@ -66,12 +66,15 @@ def make_device(path: Path, major: int = 1, minor: int = 3) -> bool:
 
 def unblock_fifos(root: Path) -> None:
     """Open every FIFO under ``root`` for writing and close it, so a reader blocked on one returns."""
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            if stat.S_ISFIFO(os.lstat(path).st_mode):
-                with contextlib.suppress(OSError):
-                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    folders = [str(root)]
+    while folders:  # not os.walk: it recurses, and fails in a deep tree
+        with contextlib.suppress(OSError), os.scandir(folders.pop()) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif stat.S_ISFIFO(entry.stat(follow_symlinks=False).st_mode):
+                    with contextlib.suppress(OSError):
+                        os.close(os.open(entry.path, os.O_WRONLY | os.O_NONBLOCK))
 
 
 def within(seconds: float, fn: Callable[[], Any], on_timeout: Callable[[], None] = lambda: None) -> Any:
