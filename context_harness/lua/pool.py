@@ -192,6 +192,7 @@ class WorkerPool:
                 if self._idle:
                     worker = self._idle.pop()
                     self._busy.add(worker)
+                    self._top_up()
                     return worker
                 if self._count < self.max_workers:
                     self._count += 1
@@ -208,6 +209,12 @@ class WorkerPool:
         with self._cond:
             self._busy.add(worker)
         return worker
+
+    def _top_up(self) -> None:
+        """(Lock held.) Start a spare in the background when the idle ones run out while workers are
+        busy, so the next call (another tool's, say) finds one ready instead of waiting for a start."""
+        if not self._closed and not self._idle and self._count < self.max_workers:
+            threading.Thread(target=self._replace, name="ctx-lua-worker-start", daemon=True).start()
 
     def release(self, worker: WorkerProcess) -> None:
         with self._cond:
