@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_harness.connectors import base
 from context_harness.errors import HarnessError
-from context_harness.models import SyncSummary
+from context_harness.models import IndexingProgress, SyncSummary
 
 WATCHED, POLLED, INTERVAL, OFF = "watched", "polled", "interval", "off"
 OK, DEGRADED, FAILING = "ok", "degraded", "failing"
-ERROR_SKIP_REASONS: frozenset[str] = getattr(base, "ERROR_SKIP_REASONS", frozenset({"unreadable", "error"}))
+NEVER_SYNCED = ("this knowledge base was never synced, so nothing is indexed yet: run `ctx sync` (with the same "
+                "--root or --config), or serve it with [server] sync_on_start")
 _STORED_SKIP = re.compile(r"(?:^skipped: |, )([a-z_]+) (\d+)")  # in ``ingest.sync.skip_notes``' text
 
 
@@ -67,9 +67,16 @@ class Activity:
     def known(self, label: str) -> SourceActivity | None:
         return self._sources.get(label)
 
-    def first_syncs(self) -> dict[str, SourceActivity]:
-        """The sources whose first sync is running now (nothing of them was indexed before)."""
-        return {label: state for label, state in list(self._sources.items()) if state.running and state.first}
+    def first_syncs(self) -> IndexingProgress | None:
+        """How far the first syncs running now are (of sources nothing of which was indexed before),
+        summed over those sources; None when there are none."""
+        first = {label: state for label, state in list(self._sources.items()) if state.running and state.first}
+        if not first:
+            return None
+        states = list(first.values())
+        return IndexingProgress(sources=sorted(first), done=sum(s.done for s in states),
+                                total=sum(s.total for s in states),
+                                phase="indexing" if all(s.phase == "indexing" for s in states) else "scanning")
 
     def set_watch(self, label: str, mode: str, note: str | None = None) -> None:
         state = self.of(label)
@@ -103,14 +110,15 @@ class Activity:
 
 
 
-def source_status(healthy: bool, problem: str | None, state: SourceActivity | None,
-                  stored_notes: str | None) -> tuple[str, str | None]:
+def source_status(healthy: bool, problem: str | None, state: SourceActivity | None, stored_notes: str | None,
+                  error_reasons: frozenset[str]) -> tuple[str, str | None]:
     """``sources``' ``status`` and ``status_reason`` of one source. ``failing``: the connector is not
     healthy (``problem``: the root is missing, a variable unset, gone from the config) or its last
     whole sync in this process failed (or every sync did). ``degraded``: it works, but not fully: the
     last live update failed after earlier syncs worked, it is polled because watching failed (or
-    partly), or the last sync skipped items for errors (``ERROR_SKIP_REASONS``; from ``state`` when
-    this process synced it, else from the stored notes of the last sync). ``ok`` otherwise."""
+    partly), or the last sync skipped items for errors (``error_reasons``: the connectors'
+    ``ERROR_SKIP_REASONS``; from ``state`` when this process synced it, else from the stored notes of
+    the last sync). ``ok`` otherwise."""
     if not healthy:
         return FAILING, problem or "the source is not available"
     if state is not None and state.last_outcome == "error" and (state.last_kind != "paths" or not state.passes):
@@ -122,24 +130,35 @@ def source_status(healthy: bool, problem: str | None, state: SourceActivity | No
         reasons.append(f"polled, not watched: {state.watch_note}")
     elif state is not None and state.watch == WATCHED and state.watch_note:
         reasons.append(f"partly polled: {state.watch_note}")
-    skips = state.error_skips if state is not None and state.last_outcome else stored_error_skips(stored_notes)
+    if state is not None and state.last_outcome:
+        skips = state.error_skips
+    else:
+        skips = stored_error_skips(stored_notes, error_reasons)
     if skips:
         counts = ", ".join(f"{reason} {count}" for reason, count in sorted(skips.items()))
         reasons.append(f"the last sync skipped items for errors ({counts}); `ctx sync --json` names them")
     return (DEGRADED, "; ".join(reasons)) if reasons else (OK, None)
 
 
-def error_skips(summary: SyncSummary) -> dict[str, int]:
-    """A sync's skips for errors (``ERROR_SKIP_REASONS``), by reason."""
-    return {reason: count for reason, count in summary.skipped_reasons.items() if reason in ERROR_SKIP_REASONS}
+def indexing_notice(progress: IndexingProgress) -> str:
+    """A search's ``notice`` while first syncs run: which, and how far they are."""
+    far = f"{progress.done:,} of {progress.total:,} items indexed" if progress.phase == "indexing" else "scanning"
+    return (f"indexing is still running (first sync of {', '.join(progress.sources)}: {far}); results may be "
+            "incomplete: search again shortly")
 
 
-def stored_error_skips(notes: str | None) -> dict[str, int]:
-    """The skips for errors named in the stored notes of a source's last sync (``skip_notes``)."""
+def error_skips(summary: SyncSummary, error_reasons: frozenset[str]) -> dict[str, int]:
+    """A sync's skips for errors (reasons in ``error_reasons``), by reason."""
+    return {reason: count for reason, count in summary.skipped_reasons.items() if reason in error_reasons}
+
+
+def stored_error_skips(notes: str | None, error_reasons: frozenset[str]) -> dict[str, int]:
+    """The skips for errors (reasons in ``error_reasons``) named in the stored notes of a source's
+    last sync (``ingest.sync.skip_notes``)."""
     if not notes:
         return {}
-    return {m[1]: int(m[2]) for m in _STORED_SKIP.finditer(notes) if m[1] in ERROR_SKIP_REASONS}
+    return {m[1]: int(m[2]) for m in _STORED_SKIP.finditer(notes) if m[1] in error_reasons}
 
 
-__all__ = ["DEGRADED", "FAILING", "INTERVAL", "OFF", "OK", "POLLED", "WATCHED", "Activity", "SourceActivity",
-           "error_skips", "source_status", "stored_error_skips"]
+__all__ = ["DEGRADED", "FAILING", "INTERVAL", "NEVER_SYNCED", "OFF", "OK", "POLLED", "WATCHED", "Activity",
+           "SourceActivity", "error_skips", "indexing_notice", "source_status", "stored_error_skips"]

@@ -20,16 +20,16 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 
 from context_harness import __version__
-from context_harness.activity import FAILING, Activity, error_skips, source_status
+from context_harness.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
 from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
-from context_harness.connectors.base import Connector
+from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector
 from context_harness.embedding import priority as embedding_priority
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
@@ -43,7 +43,6 @@ from context_harness.models import (
     DocumentOut,
     EmbedSummary,
     GetRequest,
-    IndexingProgress,
     MigrationReport,
     SearchRequest,
     SearchResponse,
@@ -261,21 +260,13 @@ class Harness:
         """Add a ``notice`` when the answer may miss documents: while the first sync of some sources
         runs in this process (with how far it is: ``indexing``), or, with no results, when the
         knowledge base was never synced at all."""
-        first = self.activity.first_syncs()
-        if first:
-            states = list(first.values())
-            phase: Literal["scanning", "indexing"] = (
-                "indexing" if all(s.phase == "indexing" for s in states) else "scanning")
-            done, total = sum(s.done for s in states), sum(s.total for s in states)
-            response.indexing = IndexingProgress(sources=sorted(first), phase=phase, done=done, total=total)
-            far = f"{done:,} of {total:,} items indexed" if phase == "indexing" else "scanning for items"
-            response.notice = (f"indexing is still running (first sync of {', '.join(sorted(first))}: {far}); "
-                               "results may be incomplete: search again shortly")
+        response.indexing = self.activity.first_syncs()
+        if response.indexing is not None:
+            response.notice = indexing_notice(response.indexing)
         elif not response.results and self.connectors:
             assert self.store is not None
             if not any(last_sync for last_sync, _ in self.store.source_rows().values()):
-                response.notice = ("this knowledge base was never synced, so nothing is indexed yet: run `ctx sync` "
-                                   "(with the same --root or --config), or serve it with [server] sync_on_start")
+                response.notice = NEVER_SYNCED
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -348,7 +339,8 @@ class Harness:
                         "last_outcome": activity.last_outcome, "last_error": activity.last_error,
                         "sync_passes": activity.passes}
             live["status"], live["status_reason"] = source_status(healthy, trouble, activity,
-                                                                  synced.get(label, (None, None))[1])
+                                                                  synced.get(label, (None, None))[1],
+                                                                  ERROR_SKIP_REASONS)
             healthy = live["status"] != FAILING
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
@@ -543,7 +535,7 @@ class Harness:
                 summary = syncer.sync_paths(connector, rel_paths, changes)
             except FileNotFoundError as exc:
                 raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
-            state.error_skips = error_skips(summary)
+            state.error_skips = error_skips(summary, ERROR_SKIP_REASONS)
             return summary
 
     async def embed_new(self) -> EmbedSummary | None:
@@ -587,7 +579,7 @@ class Harness:
                 except FileNotFoundError as exc:
                     raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
                 if not dry_run:
-                    state.error_skips = error_skips(summary)
+                    state.error_skips = error_skips(summary, ERROR_SKIP_REASONS)
                 summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))

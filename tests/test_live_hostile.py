@@ -197,7 +197,7 @@ async def test_status_is_failing_when_the_last_sync_failed_and_degraded_when_a_l
 
 
 async def test_status_is_degraded_when_the_last_sync_skipped_items_for_errors(workspace) -> None:
-    from context_harness.activity import ERROR_SKIP_REASONS
+    from context_harness.connectors.base import ERROR_SKIP_REASONS
 
     workspace.write("a.md", "# A\n\nlynx\n")
     reason = sorted(ERROR_SKIP_REASONS)[0]
