@@ -5,6 +5,7 @@ says how each source really is (``status``: ok, degraded, failing)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -242,3 +243,22 @@ async def test_a_search_during_the_first_sync_says_indexing_is_running_and_how_f
 async def _search_payload(workspace: Any) -> dict[str, Any]:
     async with Harness.open(workspace.config()) as h:
         return (await h.search(SearchRequest(query="harrier", mode="keyword"))).model_dump(mode="json")
+
+
+async def test_a_sync_that_skipped_items_for_errors_leaves_the_source_degraded(workspace) -> None:
+    scripts = workspace.root / "scripts"
+    scripts.mkdir()
+    (scripts / "items.lua").write_text('connector = {name = "items"}\nfunction connector.scan(config)\n'
+                                       '    return json.parse(fs.read("items.json"))\nend\n')
+    items = [{"source_id": "a", "title": "Alpha", "body": "aardvark"}, {"title": "no id", "body": "x"}]
+    (scripts / "items.json").write_text(json.dumps(items))
+    workspace.write_config('[connectors.script.items]\npath = "scripts/items.lua"\n')
+    async with Harness.open(workspace.config()) as h:
+        await h.sync("script:items", embed=False)
+        items_source = {s.name: s for s in (await h.sources()).sources}["script:items"]
+        assert items_source.status == "degraded" and items_source.healthy
+        assert "invalid_item 1" in (items_source.status_reason or "")
+        (scripts / "items.json").write_text(json.dumps(items[:1]))
+        await h.sync("script:items", embed=False)
+        items_source = {s.name: s for s in (await h.sources()).sources}["script:items"]
+        assert (items_source.status, items_source.status_reason) == ("ok", None)
