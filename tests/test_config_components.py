@@ -19,6 +19,7 @@ from context_harness.server.http import build_app
 from context_harness.server.mcp import build_server
 from support.cli import run_ctx
 from support.paths import EXAMPLES
+from support.results import error_of
 from support.workspace import config_toml, write_files
 
 VAR = "CTX_TEST_JIRA_API_TOKEN"
@@ -125,13 +126,13 @@ async def test_everything_else_works_and_the_broken_ones_say_why(tmp_path: Path,
 
         async with Client(build_server(harness)) as client:
             called = await client.call_tool("jira_create", {"text": "x"})
-            assert called.is_error and called.structured_content["error"]["code"] == "not_configured"
-            assert VAR in called.structured_content["error"]["message"]
+            assert error_of(called)["code"] == "not_configured"
+            assert VAR in error_of(called)["message"]
             assert not (await client.call_tool("echo", {"text": "x"})).is_error
             with pytest.raises(MCPError, match="CTX_TEST_OTHER_UNSET"):
                 await client.get_prompt("jira-agent", {})
             missing_agent = await client.call_tool("agent_get", {"name": "jira-lua"})
-            assert missing_agent.structured_content["error"]["code"] == "not_configured"
+            assert error_of(missing_agent)["code"] == "not_configured"
 
         app = build_app(harness)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:

@@ -50,6 +50,7 @@ from context_harness.agents.render import fold_system
 from context_harness.errors import HarnessError, NotConfigured, NotFound, as_harness_error, outcome
 from context_harness.harness import DocumentChanges, Harness
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
+from context_harness.server.schemas import portable_input, portable_output
 from context_harness.tools.base import hints
 from context_harness.tools.render import render_document
 from context_harness.validation import parse_get
@@ -75,11 +76,12 @@ def protocol_error(error: HarnessError, data: Any = None) -> MCPError:
 
 
 def tool_error_result(error: HarnessError) -> t.CallToolResult:
+    """An ``isError`` result: its one text block is the JSON error (``{"error": {"code", "message"}}``).
+    It carries no ``structuredContent``: that would have to match the tool's ``outputSchema``, and
+    clients that check it (the TypeScript SDK does) would show their own complaint instead of ours."""
     payload = error.to_dict()
-    return t.CallToolResult(
-        content=[t.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-        structured_content=payload, is_error=True,
-    )
+    return t.CallToolResult(content=[t.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+                            is_error=True)
 
 
 def instructions_message(name: str, system: str) -> str:
@@ -279,8 +281,9 @@ class HarnessServer(Server[dict[str, Any]]):
                           params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
         self._remember(ctx)
         tools = [
-            t.Tool(name=tool.name, title=tool.title, description=tool.description, input_schema=tool.input_schema,
-                   output_schema=tool.output_schema, annotations=t.ToolAnnotations.model_validate(hints(tool)))
+            t.Tool(name=tool.name, title=tool.title, description=tool.description,
+                   input_schema=portable_input(tool.input_schema), output_schema=portable_output(tool.output_schema),
+                   annotations=t.ToolAnnotations.model_validate(hints(tool)))
             for tool in self.harness.tools(self.agent)
         ]
         listed, cursor = page(tools, params)

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from support.paths import BIN
+from support.results import error_of
 
 pytestmark = pytest.mark.anyio
 TEE = Path(__file__).resolve().parent / "stdout_tee.py"
@@ -56,7 +57,7 @@ async def test_python_m_with_root_syncs_on_start_and_searches(tmp_path, docs, ch
         doc = await client.call_tool("get", {"id": hit["id"]})
         assert "full-text search" in doc.structured_content["body"]
         error = await client.call_tool("search", {"query": ""})
-        assert error.is_error and error.structured_content["error"]["code"] == "bad_request"
+        assert error_of(error)["code"] == "bad_request"
     assert assert_pure_jsonrpc(capture) >= 6
     # --root keeps the workspace in the user data dir, keyed by the folder
     assert list((Path(child_env["XDG_DATA_HOME"]) / "context-harness" / "roots").glob("docs-*/ctx.sqlite"))

@@ -21,6 +21,7 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 from support.paths import REPO
+from support.results import payload_of
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]
@@ -108,7 +109,7 @@ async def test_agents_mcp_completion(served, mode) -> None:
 
 async def call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
     result = await client.call_tool(name, arguments)
-    return bool(result.is_error), result.structured_content, result.content[0].text
+    return bool(result.is_error), payload_of(result), result.content[0].text
 
 
 async def test_agents_mcp_tools_success(served, mode) -> None:

@@ -17,6 +17,7 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.server.http import build_app
 from context_harness.server.mcp import build_server
+from support.results import error_of
 from support.workspace import write_served
 
 pytestmark = pytest.mark.anyio
@@ -182,7 +183,7 @@ async def test_agentzoo_is_off_by_default_but_agent_id_always_works(served, mode
         assert injected.structured_content["name"] == "reviewer"
         assert injected.structured_content["compiled"].startswith('You are now acting as the agent "reviewer".')
         neither = await client.call_tool("agent_inject", {})
-        assert neither.is_error and neither.structured_content["error"]["code"] == "bad_request"
-        assert "agentId" in neither.structured_content["error"]["message"]
+        assert error_of(neither)["code"] == "bad_request"
+        assert "agentId" in error_of(neither)["message"]
         both = await client.call_tool("agent_get", {"name": "reviewer", "agentId": "debugger"})
-        assert both.is_error and both.structured_content["error"]["code"] == "bad_request"
+        assert error_of(both)["code"] == "bad_request"

@@ -17,6 +17,7 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.server.http import build_app
 from context_harness.server.mcp import build_server
+from support.results import error_of
 from support.workspace import long_markdown, marker, write_long_document
 
 pytestmark = pytest.mark.anyio
@@ -62,7 +63,7 @@ async def test_mcp_search_then_get_the_hit_chunk_then_page_on(kb) -> None:
         second = await client.call_tool("get", {"id": hit["id"], "offset": first.structured_content["next_offset"]})
         assert BODY.startswith(first.structured_content["body"] + second.structured_content["body"])
         bad = await client.call_tool("get", {"id": hit["id"], "offset": -1})
-    assert bad.is_error and bad.structured_content["error"] == {"code": "bad_request",
+    assert error_of(bad) == {"code": "bad_request",
                                                                 "message": "offset: offset must be 0 or more"}
 
 

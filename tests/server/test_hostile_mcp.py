@@ -119,7 +119,8 @@ def check_answer(session: Session, call: Any, where: str, scripted: bool, counte
     else:
         text = json.dumps(result, ensure_ascii=False, default=repr)
         if result.get("isError"):
-            code = result["structuredContent"]["error"]["code"]
+            assert "structuredContent" not in result, f"{where}: {text[:1000]}"  # it would have to fit outputSchema
+            code = json.loads(result["content"][0]["text"])["error"]["code"]
             assert code in allowed and code != "internal", f"{where}: {text[:1000]}"
             counter.count(code)
         else:

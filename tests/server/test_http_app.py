@@ -10,6 +10,7 @@ from mcp import Client
 
 from context_harness import config as config_mod
 from context_harness.server.http import parse_bind
+from support.results import error_of
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ async def test_mcp_over_streamable_http(app_server, mode):
         result = await client.call_tool("search", {"query": "claude desktop"})
         assert result.structured_content["results"][0]["title"] == "Connecting Claude Desktop"
         error = await client.call_tool("get", {"id": "missing"})
-        assert error.is_error and error.structured_content["error"]["code"] == "not_found"
+        assert error_of(error)["code"] == "not_found"
         doc_id = result.structured_content["results"][0]["id"]
         resource = await client.read_resource(f"ctx://documents/{doc_id}")
         assert resource.contents[0].text.startswith("# Connecting Claude Desktop")

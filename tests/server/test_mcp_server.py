@@ -15,6 +15,7 @@ from context_harness.extensions import collect_extensions
 from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 from context_harness.tools.base import FunctionTool
+from support.results import error_of
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]
@@ -99,18 +100,15 @@ async def test_search_filters_and_source_shorthand(server, mode):
 async def test_search_bad_arguments_are_tool_errors(server, mode, arguments, fragment):
     async with Client(server, mode=mode) as client:
         result = await client.call_tool("search", arguments)
-    assert result.is_error
-    error = result.structured_content["error"]
+    error = error_of(result)
     assert error["code"] == "bad_request"
     assert fragment in error["message"]
-    assert json.loads(result.content[0].text) == result.structured_content
 
 
 async def test_semantic_search_without_embeddings(server, mode):
     async with Client(server, mode=mode) as client:
         result = await client.call_tool("search", {"query": "meaning", "mode": "semantic"})
-    assert result.is_error
-    assert result.structured_content["error"]["code"] == "embeddings_disabled"
+    assert error_of(result)["code"] == "embeddings_disabled"
 
 
 async def test_get_document(server, mode):
@@ -134,8 +132,7 @@ async def test_get_document(server, mode):
 async def test_get_errors(server, mode, arguments, code):
     async with Client(server, mode=mode) as client:
         result = await client.call_tool("get", arguments)
-    assert result.is_error
-    assert result.structured_content["error"]["code"] == code
+    assert error_of(result)["code"] == code
 
 
 async def test_sources(server, mode):
@@ -145,7 +142,7 @@ async def test_sources(server, mode):
     [source] = result.structured_content["sources"]
     assert source["name"] == "filesystem:docs" and source["document_count"] == 4 and source["healthy"]
     assert "filesystem:docs: 4 documents" in result.content[0].text
-    assert bad.is_error and bad.structured_content["error"]["code"] == "bad_request"
+    assert error_of(bad)["code"] == "bad_request"
 
 
 async def test_unknown_tool_is_a_protocol_error(server, mode):
@@ -169,8 +166,7 @@ async def test_unexpected_exception_is_logged_never_echoed(config, mode, caplog)
     with caplog.at_level(logging.ERROR, logger="context_harness.errors"):
         async with Harness.open(config, extensions) as harness, Client(build_server(harness), mode=mode) as client:
             result = await client.call_tool("explode", {})
-    assert result.is_error
-    assert result.structured_content["error"]["code"] == "internal"
+    assert error_of(result)["code"] == "internal"
     assert "secret" not in result.content[0].text
     assert any(r.exc_info and "secret" in str(r.exc_info[1]) for r in caplog.records)
 

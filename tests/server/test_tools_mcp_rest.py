@@ -14,6 +14,7 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.server.http import build_app
 from context_harness.server.mcp import build_server
+from support.results import error_of, payload_of
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]
@@ -27,7 +28,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 async def via_mcp(client: Client, name: str, arguments: Any) -> tuple[bool, dict[str, Any], str]:
     result = await client.call_tool(name, arguments)
-    return result.is_error, result.structured_content, result.content[0].text
+    return result.is_error, payload_of(result), result.content[0].text
 
 
 async def via_rest(harness: Any, name: str, arguments: Any) -> tuple[int, dict[str, Any]]:
@@ -175,10 +176,10 @@ async def test_hostile_scripts_same_outcome_through_mcp_and_rest(tmp_path, api_u
                 assert time.monotonic() - started < TIMEOUT + 1.0, name
                 response = await rest.post(f"/tools/{name}", json=arguments)
                 assert result.is_error, name
-                assert result.structured_content["error"]["code"] == code, (name, result.structured_content)
+                assert error_of(result)["code"] == code, (name, result.content)
                 assert response.json()["error"]["code"] == code, name
                 assert response.status_code == {"tool_error": 500, "timeout": 408}[code]
-                message = result.structured_content["error"]["message"]
+                message = error_of(result)["message"]
                 assert message.startswith(f"Lua tool '{name}'") and "Traceback" not in message
                 # the next legitimate call on the same tool succeeds, through both adapters
                 ok = await client.call_tool(name, {"mode": "ok"})

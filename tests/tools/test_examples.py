@@ -12,6 +12,7 @@ from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 from support.paths import REPO
+from support.results import error_of
 
 pytestmark = pytest.mark.anyio
 
@@ -52,8 +53,8 @@ max_pages = 10
             assert none.structured_content["result"]["count"] == 0
 
             semantic = await client.call_tool("search_summary", {"query": "quokka", "mode": "semantic"})
-            assert semantic.is_error and semantic.structured_content["error"]["code"] == "tool_error"
-            message = semantic.structured_content["error"]["message"]
+            assert error_of(semantic)["code"] == "tool_error"
+            message = error_of(semantic)["message"]
             assert "context.search" in message and "embeddings" in message and "disabled" in message
 
             echo = await client.call_tool("echo", {"text": "quokka", "case": "upper"})
