@@ -499,8 +499,8 @@ class LiveIndex:
 
     def relevant(self, root: str, paths: Iterable[str]) -> tuple[set[str], bool]:
         """The changed paths relative to ``root`` that a scan could list (not inside ``.git`` and the
-        like, nor the workspace's own data folder), as ``source_id``-style paths (``escape_name``),
-        and whether a ``.gitignore`` changed."""
+        like, nor the workspace's own data folder), as the OS names them (``scan_paths`` escapes them
+        into source ids, as a full scan does), and whether a ``.gitignore`` changed."""
         prefix = root.rstrip(os.sep) + os.sep
         data = os.path.relpath(self._data_dir, os.path.realpath(root)).replace(os.sep, "/")
         out: set[str] = set()
@@ -514,7 +514,7 @@ class LiveIndex:
                 continue
             if parts[-1] == ".gitignore":
                 full = True
-            out.add(escape_name(rel))
+            out.add(rel)
         return out, full
 
 

@@ -262,3 +262,12 @@ async def test_a_sync_that_skipped_items_for_errors_leaves_the_source_degraded(w
         await h.sync("script:items", embed=False)
         items_source = {s.name: s for s in (await h.sources()).sources}["script:items"]
         assert (items_source.status, items_source.status_reason) == ("ok", None)
+
+
+async def test_a_saved_name_that_merely_looks_escaped_is_indexed_under_its_escaped_id(workspace) -> None:
+    """The watcher's paths become source ids by ``escape_name``, as a full scan's do."""
+    workspace.write("a.md", "# A\n\nheron\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "heron", ["a.md"])
+        await saved_and_found(h, workspace.docs, "caf\\xe9.md", "dunlin", expected="caf\\x5cxe9.md")
+        assert (await h.sync(embed=False)).total("unchanged") == 2  # a full scan agrees: same ids
