@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -104,6 +105,8 @@ async def test_a_folder_named_in_latin1_is_polled_and_said_so(workspace) -> None
         state = await status(h)
         assert state.watch == "watched" and "not UTF-8" in (state.watch_note or "") and "alt\\xe9" in state.watch_note
         assert state.status == "degraded" and "polled" in (state.status_reason or "")
+        text = (await h.call_tool("sources", {})).text  # the MCP tool's text block says it too
+        assert "filesystem:docs: 2 documents, 2 chunks, degraded (partly polled: 1 folder(s)" in text
 
 
 async def test_a_note_beside_a_fifo_a_socket_odd_names_and_a_locked_folder_is_found_within_a_second(
@@ -116,6 +119,10 @@ async def test_a_note_beside_a_fifo_a_socket_odd_names_and_a_locked_folder_is_fo
     locked.chmod(0)
     with open(raw_path(workspace.docs, b"\xff\xfe.md"), "wb") as f:
         f.write(b"# Odd\n\nnot utf8 name\n")
+    try:  # a twin of /dev/zero named like a note, where this process may make device nodes
+        os.mknod(workspace.docs / "zero.md", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except PermissionError:
+        pass
     try:
         with a_socket(workspace.docs / "sock.md"):
             async with Harness.open(workspace.config()) as h, h.serving():
