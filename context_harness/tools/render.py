@@ -70,8 +70,11 @@ def render_sources(payload: dict[str, Any]) -> str:
 def live_state(source: dict[str, Any]) -> str:
     """How a serving process keeps the source fresh, and its last sync there ("" when not serving)."""
     parts = []
+    note = source.get("watch_note")
+    if note and note in (source.get("status_reason") or ""):
+        note = None  # said already, with the status
     if source.get("watch"):
-        parts.append(source["watch"] + (f": {source['watch_note']}" if source.get("watch_note") else ""))
+        parts.append(source["watch"] + (f": {note}" if note else ""))
     if source.get("syncing"):
         parts.append("syncing now")
     if source.get("last_outcome") == "error":
