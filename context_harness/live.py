@@ -10,11 +10,15 @@
 - When a watcher cannot run (the OS watch limit is exhausted, the root is gone), that is logged once
   and shown in ``sources``; the source is **polled** instead (a full incremental sync every
   ``POLL_SECONDS``: unchanged fingerprints cost a ``stat``) and watched again once possible.
-- A watcher that dies while watching (any exception from ``watchfiles``: an event naming a path that
-  is not UTF-8 is one) is **restarted** at once, after a full incremental sync catches what its lost
-  batch held; one that dies ``RESTARTS`` times within ``RESTART_WINDOW_SECONDS`` is polled instead,
-  and ``sources`` says so. Folders whose names are not UTF-8 cannot be watched (``watchfiles`` takes
-  text): while a source has any, it is also synced in full every ``POLL_SECONDS`` (``watch_note``).
+- Names that are not UTF-8 (a Latin-1 file from an old disk): ``watchfiles`` cannot decode them, and
+  any event naming one, even a mere read of it, stops its OS watcher for good. So a folder holding
+  such names is watched by a polling watcher of its own (``PAIR_POLL_MS``; it reports only real
+  changes), the rest by OS events (``_Paired``). A folder whose own path is not UTF-8 cannot be
+  watched at all (``watchfiles`` takes text): while a source has any, it is also synced in full every
+  ``POLL_SECONDS`` (``watch_note``).
+- A watcher that dies while watching (any exception from ``watchfiles``) is **restarted** at once,
+  after a full incremental sync catches what its lost batch held; one that dies ``RESTARTS`` times
+  within ``RESTART_WINDOW_SECONDS`` is polled instead, and ``sources`` says so.
 - Connectors with a ``sync_interval`` (git: 10 minutes by default) are synced on that interval.
 - A write that fails (a full disk, a read-only folder) is logged and **retried** by a full incremental
   sync of that source after a pause that doubles (2 s up to 5 minutes), so no change is lost.
@@ -59,8 +63,10 @@ ROOT_WAIT_SECONDS = 1.0  # how often a missing root is looked for
 RETRY_WATCH_SECONDS = 60.0  # how long a source stays polled before watching is tried again
 RETRY_FIRST_SECONDS = 2.0  # a failed write (full disk, read-only folder) is retried after this, ...
 RETRY_MAX_SECONDS = 300.0  # ... doubling up to this
-RESTARTS = 3  # a watcher that dies this often ...
-RESTART_WINDOW_SECONDS = 60.0  # ... within this long is given up for polling
+RESTARTS = 10  # a watcher that dies this often within ...
+RESTART_WINDOW_SECONDS = 60.0  # ... this long is given up for polling
+PAIR_POLL_MS = 300  # how often the folders holding names that are not UTF-8 are polled ...
+PAIR_STEP_MS = 200  # ... and checked for what that found, between waits for OS events
 
 NotifyFactory = Callable[[list[str]], Any]
 """Makes a watcher of these paths (``watchfiles.RustNotify``-like: ``watch(...)``, ``close()``)."""
@@ -94,6 +100,38 @@ def rust_notify(paths: list[str]) -> Any:
     return RustNotify(paths, False, False, 300, False, True)
 
 
+def rust_poll(paths: list[str]) -> Any:
+    """A polling watcher of the folders in ``paths`` (each without its subfolders): it compares what
+    it lists every ``PAIR_POLL_MS``, so it reports real changes only, never a mere read."""
+    from watchfiles._rust_notify import RustNotify
+
+    return RustNotify(paths, False, True, PAIR_POLL_MS, False, True)
+
+
+class _Paired:
+    """An OS-event watcher of most folders and a polling one of the folders holding names that are not
+    UTF-8, behind one ``watch`` (as ``RustNotify``'s): waits for OS events ``PAIR_STEP_MS`` at a time,
+    gathering what the polling watcher found in between."""
+
+    def __init__(self, events: Any, polled: Any) -> None:
+        self.events, self.polled = events, polled
+
+    def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int, stop: Any) -> set[tuple[int, str]] | str:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            got = self.events.watch(debounce_ms, step_ms, min(PAIR_STEP_MS, timeout_ms), stop)
+            more = self.polled.watch(1, 1, 1, stop)
+            if "stop" in (got, more):
+                return "stop"
+            changes = (got if isinstance(got, set) else set()) | (more if isinstance(more, set) else set())
+            if changes or time.monotonic() >= deadline:
+                return changes or "timeout"
+
+    def close(self) -> None:
+        self.events.close()
+        self.polled.close()
+
+
 def watchable(path: str) -> bool:
     """Whether ``watchfiles`` can take ``path``: it must be valid UTF-8 text (a name with other bytes
     comes from ``os.scandir`` with surrogates, which the watcher refuses)."""
@@ -104,11 +142,13 @@ def watchable(path: str) -> bool:
     return True
 
 
-def folders(top: str, data_dir: str, unwatchable: set[str] | None = None) -> set[str]:
+def folders(top: str, data_dir: str, unwatchable: set[str] | None = None,
+            odd: set[str] | None = None) -> set[str]:
     """``top`` and every folder under it that a scan could enter: not one of ``ALWAYS_SKIPPED_DIRS``
     nor the workspace's data folder; symlinked folders are followed once (by their real path).
     A folder whose path is not UTF-8 (see ``watchable``) is left out, with all under it, and added
-    to ``unwatchable``. Walked in Python, so the event loop keeps turning meanwhile."""
+    to ``unwatchable``; a folder listed that holds such a name is also added to ``odd``. Walked in
+    Python, so the event loop keeps turning meanwhile."""
     found: set[str] = set()
     seen: set[str] = set()
     stack = [top]
@@ -126,6 +166,8 @@ def folders(top: str, data_dir: str, unwatchable: set[str] | None = None) -> set
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
+                    if odd is not None and not watchable(entry.name):
+                        odd.add(folder)
                     try:
                         if entry.is_dir() and entry.name not in ALWAYS_SKIPPED_DIRS:
                             stack.append(entry.path)
@@ -179,10 +221,11 @@ class LiveIndex:
     """The live index of one serving Harness, in the serving task group."""
 
     def __init__(self, harness: LiveHost, task_group: anyio.abc.TaskGroup, *,
-                 notify: NotifyFactory = rust_notify, watch: bool = True) -> None:
+                 notify: NotifyFactory = rust_notify, watch: bool = True, poll: NotifyFactory = rust_poll) -> None:
         self.harness = harness
         self.task_group = task_group
         self.notify = notify
+        self.poll = poll
         self.watch = watch
         self._embed_wanted = anyio.Event()
         self._stop = _StopEvent()  # shared by every watcher of this live index
@@ -194,6 +237,7 @@ class LiveIndex:
         self._retry_pending: set[str] = set()
         self._deaths: dict[str, list[float]] = {}  # label -> when its watchers died (monotonic), recent only
         self._unwatchable: dict[str, set[str]] = {}  # root -> folders under it whose names are not UTF-8
+        self._odd: dict[str, set[str]] = {}  # root -> folders under it holding such names (polled)
 
     def start(self) -> None:
         if self.harness.config.embedding.provider != "disabled":
@@ -441,14 +485,29 @@ class LiveIndex:
         for attempt in range(3):
             if wanted is None or attempt:
                 skipped: set[str] = set()
-                wanted = folders(root, self._data_dir, skipped)
-                self._unwatchable[root] = skipped
+                odd: set[str] = set()
+                wanted = folders(root, self._data_dir, skipped, odd)
+                self._unwatchable[root], self._odd[root] = skipped, odd
             try:
-                return self.notify(sorted(wanted)), wanted
+                return self._watcher(sorted(wanted - self._odd.get(root, set())),
+                                     sorted(wanted & self._odd.get(root, set()))), wanted
             except FileNotFoundError:
                 if attempt == 2 or not os.path.isdir(root):
                     raise
         raise AssertionError("unreachable")
+
+    def _watcher(self, plain: list[str], odd: list[str]) -> Any:
+        """One watcher of ``plain`` folders (OS events) and ``odd`` ones (polled: see ``_Paired``)."""
+        if not odd:
+            return self.notify(plain)
+        polled = self.poll(odd)
+        if not plain:
+            return polled
+        try:
+            return _Paired(self.notify(plain), polled)
+        except BaseException:
+            polled.close()
+            raise
 
     def _grown(self, root: str, raw: set[tuple[int, str]], watched: set[str]) -> set[str] | None:
         """The folders to watch after ``raw`` when it added folders (made, moved or copied in, or
@@ -460,9 +519,9 @@ class LiveIndex:
         if not new:
             return None
         kept = {folder for folder in watched if os.path.isdir(folder)}
-        skipped = self._unwatchable.setdefault(root, set())
+        skipped, odd = self._unwatchable.setdefault(root, set()), self._odd.setdefault(root, set())
         for path in new:
-            kept |= folders(path, self._data_dir, skipped)
+            kept |= folders(path, self._data_dir, skipped, odd)
         return kept
 
     async def _next_batch(self, watcher: Any) -> set[tuple[int, str]] | str:

@@ -23,7 +23,7 @@ import pytest
 
 from context_harness.errors import NotConfigured
 from context_harness.harness import Harness
-from context_harness.live import LiveIndex, rust_notify
+from context_harness.live import RESTARTS, LiveIndex, rust_notify
 from context_harness.models import SearchRequest, SourceOut
 
 pytestmark = pytest.mark.anyio
@@ -93,6 +93,31 @@ async def test_a_name_that_is_not_utf8_never_stops_the_watch(workspace) -> None:
         assert (state.watch, state.status, state.last_outcome) == ("watched", "ok", "ok"), state
 
 
+async def test_reading_a_file_named_in_latin1_never_stops_the_watch(workspace, caplog: pytest.LogCaptureFixture) -> None:
+    """Any event naming such a file, a mere read of it too, stops an OS watcher for good: its folder
+    is polled instead, and a note saved there or elsewhere is still found within a second."""
+    workspace.write("a.md", "# A\n\nheron\n")
+    workspace.write("sub/b.md", "# B\n\ncurlew\n")
+    odd = raw_path(workspace.docs, b"caf\xe9.md")
+    with open(odd, "wb") as f:
+        f.write(b"# Cafe\n\nespresso\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        await shows(h, "espresso", ["caf\\xe9.md"])
+        for i in range(3):
+            with open(odd, "rb") as f:
+                f.read()
+            os.listdir(workspace.docs)
+            await saved_and_found(h, workspace.docs, f"top{i}.md", f"stint{i}")
+            await saved_and_found(h, workspace.docs / "sub", f"low{i}.md", f"knot{i}", expected=f"sub/low{i}.md")
+        assert not [r for r in caplog.records if "watcher stopped" in r.getMessage()]
+        with open(odd, "wb") as f:  # a real change of it is seen too (it stops the polling watcher once)
+            f.write(b"# Cafe\n\nristretto\n")
+        await shows(h, "ristretto", ["caf\\xe9.md"], limit=SAVED_LIMIT)
+        await saved_and_found(h, workspace.docs, "last.md", "sanderling")
+        state = await status(h)
+        assert (state.watch, state.status) == ("watched", "ok"), state
+
+
 async def test_a_folder_named_in_latin1_is_polled_and_said_so(workspace) -> None:
     workspace.write("a.md", "# A\n\nheron\n")
     odd = raw_path(workspace.docs, b"alt\xe9")
@@ -144,8 +169,8 @@ async def test_a_watcher_that_keeps_dying_is_polled_and_said_so(workspace) -> No
     async with Harness.open(workspace.config()) as h, anyio.create_task_group() as tg:
         live = LiveIndex(h, tg, notify=_dying)
         live.start()
-        state = await wait_for(lambda: _polled(h), "polled after the watcher died three times")
-        assert "stopped 3 times" in (state.watch_note or "") and "RuntimeError" in state.watch_note
+        state = await wait_for(lambda: _polled(h), f"polled after the watcher died {RESTARTS} times")
+        assert f"stopped {RESTARTS} times" in (state.watch_note or "") and "RuntimeError" in state.watch_note
         assert state.status == "degraded" and "polled" in (state.status_reason or "")
         workspace.write("late.md", "# Late\n\naxolotl\n")
         await shows(h, "axolotl", ["late.md"])
