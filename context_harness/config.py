@@ -151,6 +151,10 @@ class ServerConfig(_Section):
     get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)
     compat: list[Literal["agentzoo", "orchestr8"]] = Field(
         default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
+    session_idle_timeout: float = Field(default=600, gt=0, le=86_400)
+    max_sessions: int = Field(default=1000, ge=1)
+    header_timeout: float = Field(default=10, gt=0, le=600)
+    max_connections: int = Field(default=1000, ge=1)
 
 
 class FilesystemConnectorConfig(_Section, _Interval):

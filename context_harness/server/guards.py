@@ -1,5 +1,6 @@
-"""The HTTP guards (pure ASGI), in the order every request meets them: Host/Origin (the
-DNS-rebinding defence), then the body size limit and the bearer token. CORS, when ``[server]
+"""The HTTP guards (pure ASGI), in the order every request meets them: message framing
+(``Content-Length`` with ``Transfer-Encoding``), Host/Origin (the DNS-rebinding defence), then the
+body size limit and the bearer token. CORS, when ``[server]
 cors_origins`` lists origins, sits between them (Starlette's middleware). Each refusal is a
 ``HarnessError`` rendered through the error table."""
 
@@ -12,7 +13,15 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_harness.config import ServerConfig
-from context_harness.errors import BodyTooLarge, Forbidden, HarnessError, MisdirectedHost, Unauthorized, outcome
+from context_harness.errors import (
+    BadRequest,
+    BodyTooLarge,
+    Forbidden,
+    HarnessError,
+    MisdirectedHost,
+    Unauthorized,
+    outcome,
+)
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +167,23 @@ class BodyLimitAndAuth:
                 await too_large(scope, receive, send)
 
 
+class FramingGuard:
+    """Refuse a request that carries both ``Content-Length`` and ``Transfer-Encoding`` (a request-smuggling
+    shape) with 400 and close its connection, as RFC 9112 §6.3 requires."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = {name.lower() for name, _ in scope.get("headers", [])}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                await error_response(BadRequest("send either Content-Length or Transfer-Encoding, not both"),
+                                     headers={"Connection": "close"})(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class BodyLimitExceeded(Exception):
     """Raised inside ``receive`` when a streamed body passes the limit (answered with 413)."""
 
@@ -166,4 +192,5 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-__all__ = ["LOOPBACK_HOSTS", "BodyLimitAndAuth", "BodyLimitExceeded", "HostOriginGuard", "error_response", "split_host"]
+__all__ = ["LOOPBACK_HOSTS", "BodyLimitAndAuth", "BodyLimitExceeded", "FramingGuard", "HostOriginGuard",
+           "error_response", "split_host"]

@@ -17,9 +17,13 @@ status); every error body is ``{"error": {"code", "message"}}``. Guards: see ``s
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
+import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -32,7 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_harness import __version__
-from context_harness.config import Config
+from context_harness.config import Config, ServerConfig
 from context_harness.errors import (
     BadRequest,
     ConfigError,
@@ -45,11 +49,13 @@ from context_harness.harness import Harness
 from context_harness.server.guards import (
     BodyLimitAndAuth,
     BodyLimitExceeded,
+    FramingGuard,
     HostOriginGuard,
     error_response,
     split_host,
 )
 from context_harness.server.mcp import HarnessServer, build_server
+from context_harness.server.rpc import JsonRpcGuard
 from context_harness.validation import decode_json
 
 log = logging.getLogger(__name__)
@@ -182,8 +188,8 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
     The app's lifespan runs the MCP session manager; the caller runs ``harness.serving()``."""
     settings = harness.config.server
     server = build_server(harness, agent)
-    mcp_app, mcp_run = streamable_http(server, max_body_bytes=settings.max_body_bytes)
-    middleware = [Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
+    mcp_app, mcp_run = streamable_http(server, settings)
+    middleware = [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
     if settings.cors_origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
@@ -198,19 +204,28 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
     return app
 
 
-def streamable_http(server: HarnessServer, *, max_body_bytes: int) -> tuple[Any, Any]:
+def streamable_http(server: HarnessServer, settings: ServerConfig) -> tuple[Any, Any]:
     """The Streamable HTTP endpoint for ``server``: ``(asgi_app, run)``.
 
     ``run()`` is the async context manager the HTTP app's lifespan must enter (it enters the server
     lifespan once). Host/Origin checks, auth and CORS are the HTTP app's job, so the SDK's own
     DNS-rebinding check is left off here; the SDK still enforces the JSON Content-Type and the
-    body limit. Sessions are kept (stateful) so 2025-era clients get list_changed notifications.
+    body limit. Sessions are kept (stateful) so 2025-era clients get list_changed notifications;
+    idle ones close after ``[server] session_idle_timeout``, at most ``max_sessions`` are open, and
+    ``JsonRpcGuard`` checks ids first (``server.rpc``).
     """
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     manager = StreamableHTTPSessionManager(app=server, json_response=False, stateless=False,
-                                           max_request_body_size=max_body_bytes)
-    return StreamableHTTPASGIApp(manager), manager.run
+                                           max_request_body_size=settings.max_body_bytes,
+                                           session_idle_timeout=settings.session_idle_timeout,
+                                           max_sessions=settings.max_sessions)
+    # The session table has no public accessor in mcp 2.3.0; the guard falls back to the SDK's own limit.
+    guard = JsonRpcGuard(StreamableHTTPASGIApp(manager), max_sessions=settings.max_sessions,
+                         open_sessions=lambda: manager._server_instances,
+                         handshake_versions=frozenset(HANDSHAKE_PROTOCOL_VERSIONS))
+    return guard, manager.run
 
 
 # -- running --------------------------------------------------------------------------------------
@@ -254,20 +269,54 @@ def check_bind(config: Config, host: str) -> None:
 
 
 async def serve_http(harness: Harness, bind: str | None = None, agent: str | None = None) -> None:
-    """Serve ``harness`` over HTTP until interrupted, with the core's services running."""
+    """Serve ``harness`` over HTTP until interrupted, with the core's services running. The address
+    is taken before anything starts, so a busy one is a one-line ``ConfigError``."""
     import uvicorn
 
-    host, port = parse_bind(bind or harness.config.server.bind)
+    from context_harness.server.connections import protocol_class
+
+    settings = harness.config.server
+    host, port = parse_bind(bind or settings.bind)
     check_bind(harness.config, host)
-    async with harness.serving():
-        app = build_app(harness, agent, bind_host=host)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                               lifespan="on", server_header=False,
-                                               timeout_keep_alive=KEEP_ALIVE_SECONDS))
-        shown = f"[{host}]" if ":" in host else host
-        sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, f"http://{shown}:{port}", agent)))
-        sys.stderr.flush()
-        await server.serve()
+    shown = f"[{host}]" if ":" in host else host
+    with listening_socket(host, port) as sock:
+        async with harness.serving():
+            app = build_app(harness, agent, bind_host=host)
+            server = uvicorn.Server(uvicorn.Config(
+                app, log_level="warning", access_log=False, lifespan="on", server_header=False,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS, http=protocol_class(settings.header_timeout,
+                                                                           settings.max_connections)))
+            url = f"http://{shown}:{sock.getsockname()[1]}"
+            sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, url, agent)))
+            sys.stderr.flush()
+            await server.serve(sockets=[sock])
+
+
+@contextmanager
+def listening_socket(host: str, port: int) -> Iterator[socket.socket]:
+    """A TCP socket bound to ``host:port`` and listening, closed on exit; ``ConfigError`` naming the
+    address and ``--bind`` when it cannot be had (in use, not this machine's, no permission)."""
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {shown}: {exc.strerror or exc}; pick another address with "
+                          "--bind HOST:PORT (or [server] bind)") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = "the address is already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise ConfigError(f"cannot listen on {shown}: {reason}; stop the other server or pick another port "
+                          "with --bind HOST:PORT (or [server] bind)") from None
+    with sock:
+        yield sock
 
 
 def startup_lines(harness: Harness, url: str, agent: str | None = None) -> list[str]:
@@ -282,5 +331,5 @@ def startup_lines(harness: Harness, url: str, agent: str | None = None) -> list[
             f"  REST: {url}/tools/* and {url}/agents/* (Ctrl-C to stop)"]
 
 
-__all__ = ["RestShim", "UnknownErrors", "build_app", "check_bind", "is_loopback", "parse_bind", "serve_http",
-           "startup_lines", "streamable_http"]
+__all__ = ["RestShim", "UnknownErrors", "build_app", "check_bind", "is_loopback", "listening_socket", "parse_bind",
+           "serve_http", "startup_lines", "streamable_http"]
