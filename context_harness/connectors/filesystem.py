@@ -73,12 +73,18 @@ class _Entry(Protocol):
 
 
 class _PathEntry:
-    """One path looked at the way ``os.scandir`` shows it (raises ``OSError`` when it is gone)."""
+    """One path looked at the way ``os.scandir`` shows it (raises ``OSError`` when it is gone); with
+    ``dir_fd``, its name in the folder open as that descriptor (which must stay open while it is used)."""
 
-    def __init__(self, root: str, rel: str) -> None:
+    def __init__(self, root: str, rel: str, dir_fd: int | None = None) -> None:
         self.name = rel.rpartition("/")[2]
-        self._root, self._rel = root, rel
-        self._lstat = stat_under(root, rel, follow_symlinks=False)
+        self._root, self._rel, self._dir_fd = root, rel, dir_fd
+        self._lstat = self._stat(follow_symlinks=False)
+
+    def _stat(self, follow_symlinks: bool) -> os.stat_result:
+        if self._dir_fd is not None:
+            return os.stat(self.name, dir_fd=self._dir_fd, follow_symlinks=follow_symlinks)
+        return stat_under(self._root, self._rel, follow_symlinks=follow_symlinks)
 
     def is_symlink(self) -> bool:
         return stat_mod.S_ISLNK(self._lstat.st_mode)
@@ -92,9 +98,7 @@ class _PathEntry:
             return False
 
     def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
-        if follow_symlinks and self.is_symlink():
-            return stat_under(self._root, self._rel, follow_symlinks=True)
-        return self._lstat
+        return self._stat(follow_symlinks=True) if follow_symlinks and self.is_symlink() else self._lstat
 
 
 @dataclass
@@ -117,7 +121,9 @@ class _Opener:
     def open(self, rel: str) -> int:
         """A descriptor of the folder ``rel``, valid until the next ``open`` or ``close``."""
         parent, _, name = rel.rpartition("/")
-        if self.last is not None and rel and self.last[0] == parent:
+        if not rel:
+            fd = open_under(self.root, "", DIR_FLAGS)  # the root itself may be a symlink
+        elif self.last is not None and self.last[0] == parent:
             fd = open_under(self.root, name, self.flags, dir_fd=self.last[1])
         else:
             fd = open_under(self.root, rel, self.flags)
@@ -145,8 +151,8 @@ def _outermost(rel_paths: Iterable[str]) -> list[str]:
     paths = {p.strip("/") for p in rel_paths if p.strip("/") not in ("", ".")}
     out = []
     for path in sorted(paths):
-        parts = path.split("/")
-        if not any("/".join(parts[:i]) in paths for i in range(1, len(parts))):
+        ends = (i for i, char in enumerate(path) if char == "/")
+        if not any(path[:i] in paths for i in ends):
             out.append(path)
     return out
 
@@ -215,25 +221,40 @@ class FilesystemConnector:
         return out
 
     def _path_candidates(self, rel_path: str, report: ScanReport, out: PathScan) -> bool:
-        """Add the candidates at or under ``rel_path`` to ``out``; False when a full scan is needed."""
+        """Add the candidates at or under ``rel_path`` to ``out``; False when a full scan is needed.
+        The folders on the way are opened one from the other (any depth costs one step each)."""
+        opener = _Opener(self._root, follow_symlinks=False)
+        try:
+            return self._path_in(opener, rel_path, report, out)
+        finally:
+            opener.close()
+
+    def _path_in(self, opener: _Opener, rel_path: str, report: ScanReport, out: PathScan) -> bool:
         parts = rel_path.split("/")
-        ignores = self._gitignores(None, "", [], report)
-        for depth, name in enumerate(parts[:-1]):
-            rel = "/".join(parts[:depth + 1])
+        try:
+            fd = opener.open("") if FD_WALK else None
+        except OSError:
+            return True
+        ignores = self._gitignores(fd, "", [], report)
+        rel = ""
+        for name in parts[:-1]:
+            rel = f"{rel}/{name}" if rel else name
             try:
-                mode = stat_under(self._root, rel, follow_symlinks=False).st_mode
+                mode = _PathEntry(self._root, rel, fd)._lstat.st_mode
             except OSError:
                 return True
             if stat_mod.S_ISLNK(mode):
                 out.full = True
                 return False
-            if not stat_mod.S_ISDIR(mode):
+            if not stat_mod.S_ISDIR(mode) or name in ALWAYS_SKIPPED_DIRS or self._ignored(rel, True, ignores):
                 return True
-            if name in ALWAYS_SKIPPED_DIRS or self._ignored(rel, True, ignores):
-                return True
-            ignores = self._gitignores(None, rel, ignores, report)
+            try:
+                fd = opener.open(rel) if FD_WALK else None
+            except OSError:
+                return True  # unreadable or gone: as a full scan, nothing under it is listed
+            ignores = self._gitignores(fd, rel, ignores, report)
         try:
-            entry = _PathEntry(self._root, rel_path)
+            entry = _PathEntry(self._root, rel_path, fd)
             if entry.is_symlink() and entry.is_dir():
                 out.full = True
                 return False

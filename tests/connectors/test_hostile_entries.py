@@ -157,8 +157,22 @@ def test_a_10000_deep_folder_past_path_max_is_walked_and_its_note_read(root: Pat
         assert set(items) == {"ok.md", deep} and "very bottom" in items[deep].body
         assert not report.skipped
         assert seconds < 15, f"a 10,000-deep walk took {seconds:.1f} s"
+        started = time.perf_counter()
+        found = connector(root).scan_paths([deep], ScanReport())  # the watcher's way in
+        assert [c.source_id for c in found.candidates] == [deep] and found.covered == [deep]
+        assert time.perf_counter() - started < 10
     finally:
         remove_deep(root)
+
+
+def test_a_root_that_is_a_symlink_is_walked_even_when_symlinks_inside_are_not_followed(root: Path) -> None:
+    (root / "sub").mkdir()
+    (root / "sub" / "a.md").write_text("# A\n")
+    link = root.parent / "link"
+    link.symlink_to(root)
+    fs = connector(link, follow_symlinks=False)
+    assert set(read_all(fs, ScanReport())) == {"ok.md", "sub/a.md"}
+    assert [c.source_id for c in fs.scan_paths(["sub/a.md"], ScanReport()).candidates] == ["sub/a.md"]
 
 
 @pytest.mark.slow  # making 100,000 files takes ~20 s on 2 cores
