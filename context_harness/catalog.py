@@ -18,18 +18,21 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from context_harness.agents.lua_agent import MAX_INSTANCES as AGENT_INSTANCES
 from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.context import BlockingKnowledgeBase, HarnessContext
-from context_harness.errors import NotConfigured, NotFound
+from context_harness.errors import NotConfigured, NotFound, Timeout
 from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
 from context_harness.tools.base import Tool, ToolChanges, describe, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
 from context_harness.tools.registry import ToolRegistry
+from context_harness.tools.script import CallGate
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class Catalog:
             self.tool_registry.add(tool)
         self.tool_registry.load_scripts()
         self._listeners: list[Listener] = []
+        self._agent_gates: dict[str, CallGate] = {}  # Lua agents' admission, like Lua tools'
 
     # -- listeners ----------------------------------------------------------------------------
 
@@ -156,14 +160,35 @@ class Catalog:
             prompt = self.agent_registry.resolve(name, arguments or {}, context)
             return AgentResolution(prompt, (time.perf_counter() - start) * 1000, context.searches, context.fetches)
 
-        resolution: AgentResolution = await self.host.run_blocking(timed)
+        resolution: AgentResolution = await self._run_agent(name, timed)
         return resolution
 
     async def compile_agent(self, name: str, arguments: dict[str, Any], format: str) -> str | dict[str, Any]:
         """``agent_inject``: the agent resolved and compiled (``compiled`` text or ``structured``)."""
-        result: str | dict[str, Any] = await self.host.run_blocking(
-            self.agent_registry.compile, name, arguments, format, HarnessContext(self.host))
+        result: str | dict[str, Any] = await self._run_agent(name, partial(
+            self.agent_registry.compile, name, arguments, format, HarnessContext(self.host)))
         return result
+
+    async def _run_agent(self, name: str, fn: Callable[[], T]) -> T:
+        """A Lua agent runs like a Lua tool (its own gate, then the shared Lua admission), never on
+        the threads searches use; the other agents build their prompts on the host's threads."""
+        spec = self.agent_registry.find_spec(name)
+        if spec is None or spec.source != "lua":
+            result: T = await self.host.run_blocking(fn)
+            return result
+        timeout = float(spec.metadata.get("timeout") or 30.0)
+        deadline = time.monotonic() + timeout
+        what = f"Lua agent '{name}'"
+        gate = self._agent_gates.get(name)
+        if gate is None:
+            gate = self._agent_gates[name] = CallGate(AGENT_INSTANCES, self.config.lua.max_queued_per_tool)
+
+        def waited_out() -> Exception:
+            return Timeout(f"{what} timed out after {timeout:g} s waiting for a free slot (other calls were "
+                           "running; set `timeout` in its config to allow longer)")
+
+        async with gate.slot(deadline, what, waited_out):
+            return await self.tool_registry.calls.run(fn, deadline, waited_out)
 
     def complete_agent_argument(self, agent: str, argument: str, prefix: str) -> list[str]:
         return self.agent_registry.complete(agent, argument, prefix)

@@ -39,7 +39,11 @@ return {name = a.name, description = a.description, tools = a.tools, arguments =
 """
 
 
-def lua_spec(name: str, entry: ScriptConfig, lua_config: LuaConfig | None, *, max_instances: int = 2) -> AgentSpec:
+MAX_INSTANCES = 2  # resolutions of one Lua agent that run at once (more wait: ``catalog.Catalog``)
+
+
+def lua_spec(name: str, entry: ScriptConfig, lua_config: LuaConfig | None, *,
+             max_instances: int = MAX_INSTANCES) -> AgentSpec:
     where = f"[agents.script.{name}] ({entry.path})"
     check_name(name, f"[agents.script.{name}]")
     script = LuaScript(entry.path, name=name, kind="agent", lua_config=lua_config, timeout=entry.timeout,
@@ -73,4 +77,4 @@ def lua_spec(name: str, entry: ScriptConfig, lua_config: LuaConfig | None, *, ma
     )
 
 
-__all__ = ["lua_spec"]
+__all__ = ["MAX_INSTANCES", "lua_spec"]

@@ -203,6 +203,9 @@ class AgentRegistry:
         spec = self._state.specs.get(name)
         return spec.info() if spec is not None else None
 
+    def find_spec(self, name: str) -> AgentSpec | None:
+        return self._state.specs.get(name)
+
     def spec(self, name: str) -> AgentSpec:
         spec = self._state.specs.get(name)
         if spec is None:

@@ -178,6 +178,7 @@ class WorkerPool:
         self._cond = threading.Condition()
         self._idle: list[WorkerProcess] = []
         self._count = 0  # workers alive or starting
+        self._spares = 0  # workers starting in the background (``_replace``)
         self._busy: set[WorkerProcess] = set()
         self._closed = False
 
@@ -185,6 +186,11 @@ class WorkerPool:
         """Process ids of the workers running a request now (for diagnostics and tests)."""
         with self._cond:
             return [worker.process.pid for worker in self._busy]
+
+    def idle_count(self) -> int:
+        """Workers ready for a request now (for diagnostics and tests)."""
+        with self._cond:
+            return len(self._idle)
 
     def acquire(self, until: float) -> WorkerProcess:
         with self._cond:
@@ -194,13 +200,13 @@ class WorkerPool:
                     self._busy.add(worker)
                     self._top_up()
                     return worker
-                if self._count < self.max_workers:
+                left = until - time.monotonic()
+                if self._count < self.max_workers and not (self._spares and left > 0):
                     self._count += 1
                     break
-                left = until - time.monotonic()
                 if left <= 0:
                     raise Busy()
-                self._cond.wait(left)
+                self._cond.wait(left)  # a worker is released, or a spare already starting is ready
         try:
             worker = WorkerProcess()
         except BaseException:
@@ -237,21 +243,31 @@ class WorkerPool:
     def _forget(self) -> None:
         with self._cond:
             self._count -= 1
-            self._cond.notify()
+            self._cond.notify_all()
 
     def _replace(self) -> None:
         with self._cond:
             if self._closed or len(self._idle) >= self.warm or self._count >= self.max_workers:
                 return
             self._count += 1
+            self._spares += 1
         try:
             worker = WorkerProcess()
         except (Crashed, OSError) as exc:
             log.warning("could not start a Lua worker process: %s", exc)
+            with self._cond:
+                self._spares -= 1
             self._forget()
             return
         worker.start_seconds = 0.0  # started in the background: no caller waited for it
-        self.release(worker)
+        with self._cond:
+            self._spares -= 1
+            if not self._closed and len(self._idle) < self.warm:
+                self._idle.append(worker)
+                self._cond.notify_all()  # one takes it; the others, no spare coming now, start their own
+                return
+        worker.close()
+        self._forget()
 
     def close(self) -> None:
         with self._cond:

@@ -18,15 +18,16 @@ from mcp import Client
 from context_harness import config as config_mod
 from context_harness.errors import Busy, HarnessError, Timeout
 from context_harness.harness import Harness
+from context_harness.lua.pool import shared_pool
 from context_harness.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 
 SLOW = """
-tool = {description = "sleeps", parameters = {{name = "s", type = "number", default = 1.2}}}
+tool = {description = "sleeps", parameters = {{name = "s", type = "number", default = 2.5}}}
 function tool.execute(p) sleep(p.s) return "slept" end
 """
-TIMEOUT = 2.0
+TIMEOUT = 4.0
 EXTRA = f"""
 [tools.script.slow]
 path = "tools/slow.lua"
@@ -45,6 +46,15 @@ def slow_config(tmp_path: Path, make_tools_workspace: Any) -> Path:
     return config_path
 
 
+async def spare_ready() -> None:
+    """Wait until the burst holds its workers and the pool's spare helper process has started (it
+    is started in the background when the idle ones run out: ~0.3 s, more on a loaded machine)."""
+    await anyio.sleep(0.2)
+    with anyio.fail_after(20):
+        while shared_pool().idle_count() < 1:
+            await anyio.sleep(0.02)
+
+
 async def timed_call(harness: Harness, name: str, arguments: dict[str, Any]) -> tuple[str, float]:
     """``(outcome, seconds)``: the result or the error code of one call, and its wall time."""
     start = time.monotonic()
@@ -56,9 +66,11 @@ async def timed_call(harness: Harness, name: str, arguments: dict[str, Any]) -> 
     return outcome, time.monotonic() - start
 
 
+@pytest.mark.slow
 async def test_a_burst_of_one_tool_queues_then_answers_busy_and_others_still_run(slow_config: Path) -> None:
     async with Harness.open(config_mod.load(slow_config)) as harness:
         await harness.call_tool("echo", {"text": "warm"})  # workers started before the clock runs
+        await harness.call_tool("search", {"query": "tantivy", "mode": "keyword"})  # the index opened
         outcomes: list[tuple[str, float]] = []
         default_borrowed: list[float] = []
 
@@ -68,7 +80,7 @@ async def test_a_burst_of_one_tool_queues_then_answers_busy_and_others_still_run
         async with anyio.create_task_group() as tg:
             for _ in range(8):
                 tg.start_soon(one)
-            await anyio.sleep(0.3)
+            await spare_ready()
             default_borrowed.append(anyio.to_thread.current_default_thread_limiter().borrowed_tokens)
             echo = await timed_call(harness, "echo", {"text": "still here"})  # another tool: a slot of its own
             keyword = await timed_call(harness, "search", {"query": "tantivy", "mode": "keyword"})
@@ -85,13 +97,14 @@ async def test_a_burst_of_one_tool_queues_then_answers_busy_and_others_still_run
         assert max(s for _, s in outcomes) <= TIMEOUT + 1.0, by_kind  # waiting counted against the timeout
 
 
+@pytest.mark.slow
 async def test_busy_and_waited_out_errors_name_the_fix(slow_config: Path) -> None:
     async with Harness.open(config_mod.load(slow_config)) as harness:
         errors: list[HarnessError] = []
 
         async def one() -> None:
             try:
-                await harness.call_tool("slow", {"s": 3})
+                await harness.call_tool("slow", {"s": 5})
             except HarnessError as exc:
                 errors.append(exc)
 
@@ -118,3 +131,38 @@ async def test_busy_reaches_an_mcp_client_as_a_tool_error(slow_config: Path) -> 
                     tg.start_soon(one)
             busy = [r for r in results if r.is_error and "is busy" in r.content[0].text]
             assert len(busy) == 2, [r.content[0].text for r in results]
+
+
+SLOW_AGENT = """
+agent = {description = "slow"}
+function agent.resolve() sleep(1.5) return {system = "done"} end
+"""
+
+
+async def test_slow_lua_agents_do_not_hold_the_threads_searches_need(slow_config: Path) -> None:
+    root = slow_config.parent
+    (root / "agents").mkdir()
+    (root / "agents" / "slow.lua").write_text(SLOW_AGENT, encoding="utf-8")
+    with slow_config.open("a", encoding="utf-8") as config:
+        config.write('\n[agents.script.slowagent]\npath = "agents/slow.lua"\n')
+    async with Harness.open(config_mod.load(slow_config)) as harness:
+        await harness.sync()
+        await timed_call(harness, "search", {"query": "tantivy", "mode": "keyword"})  # opens the index
+        outcomes: list[str] = []
+
+        async def resolve() -> None:
+            try:
+                await harness.resolve_agent("slowagent")
+                outcomes.append("ok")
+            except HarnessError as exc:
+                outcomes.append(exc.code)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(resolve)
+            await spare_ready()
+            keyword = await timed_call(harness, "search", {"query": "tantivy", "mode": "keyword"})
+            echo = await timed_call(harness, "echo", {"text": "x"})
+        assert keyword[0] == "ok" and keyword[1] < 1.0, keyword
+        assert echo[0] == "ok" and echo[1] < 1.0, echo
+        assert outcomes.count("ok") >= 2, outcomes
