@@ -109,6 +109,9 @@ async def test_reading_a_file_named_in_latin1_never_stops_the_watch(workspace, c
             os.listdir(workspace.docs)
             await saved_and_found(h, workspace.docs, f"top{i}.md", f"stint{i}")
             await saved_and_found(h, workspace.docs / "sub", f"low{i}.md", f"knot{i}", expected=f"sub/low{i}.md")
+        (workspace.docs / "made").mkdir()  # a folder made in the polled one is watched too
+        await saved_and_found(h, workspace.docs / "made", "in.md", "turnstone", expected="made/in.md")
+        await saved_and_found(h, workspace.docs / "made", "in2.md", "phalarope", expected="made/in2.md")
         assert not [r for r in caplog.records if "watcher stopped" in r.getMessage()]
         with open(odd, "wb") as f:  # a real change of it is seen too (it stops the polling watcher once)
             f.write(b"# Cafe\n\nristretto\n")
