@@ -147,9 +147,9 @@ def _answer(context: Any, method: Any, argument: Any) -> tuple[bool, Any]:
         return True, plain(value)
     except HarnessError as exc:
         return False, (type(exc).__name__, exc.message)
-    except Exception:
+    except Exception as exc:
         log.exception("a Lua script's context.%s call failed", method)
-        return False, ("InternalError", "internal error (see the server log)")
+        return False, ("HostError", f"failed unexpectedly ({type(exc).__name__}); the server log has the details")
 
 
 def plain(obj: Any) -> Any:

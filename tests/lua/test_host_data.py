@@ -144,3 +144,24 @@ def test_host_functions_never_fail_internally_on_data(tmp_path: Path, name: str,
         assert status == ERROR, (status, value)
         text = value.decode()
         assert text.startswith(f"{name}: ") and "internal error" not in text, text  # a clean script error
+
+
+class ExplodingContext:
+    """A knowledge base whose every call fails with an exception nobody planned for."""
+
+    def search(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        raise RuntimeError("boom")
+
+    def get(self, id: str) -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+    def sources(self) -> list[dict[str, Any]]:
+        raise RuntimeError("boom")
+
+
+def test_an_unexpected_failure_of_the_knowledge_base_names_the_context_function(probe: Any, caplog: Any) -> None:
+    with caplog.at_level(logging.ERROR), pytest.raises(ToolError) as err:
+        run(probe, "get", "d1", ExplodingContext())
+    assert err.value.message == ("Lua tool 'probe' failed: context.get: failed unexpectedly (RuntimeError); "
+                                 "the server log has the details")
+    assert "boom" not in err.value.message and "context.get call failed" in caplog.text
