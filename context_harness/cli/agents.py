@@ -20,6 +20,7 @@ from context_harness.errors import BadRequest
 if TYPE_CHECKING:
     from context_harness.agents.models import AgentInfo
     from context_harness.catalog import AgentResolution
+    from context_harness.config import Unavailable
     from context_harness.harness import Harness
 
 LUA_TEMPLATE = '''-- {name}: a Lua agent. Register it in ctx.toml:
@@ -77,15 +78,14 @@ def agent() -> None:
 @click.pass_context
 def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the agents MCP clients see as prompts (TOML, Markdown, Lua and Python)."""
-    async def agents(harness: Harness) -> list[AgentInfo]:
-        return harness.agents()
+    async def agents(harness: Harness) -> tuple[list[AgentInfo], list[Unavailable]]:
+        return harness.agents(), harness.catalog.agent_registry.unavailable()
 
     config = load_config(ctx)
-    infos = run_with_harness(ctx, agents, config)
+    infos, unavailable = run_with_harness(ctx, agents, config)  # unset ${VAR}s and files that did not load
     if as_json:
         print_json({"agents": [info.model_dump(mode="json") for info in infos]})
         return
-    unavailable = [u for u in (config.unavailable if config is not None else []) if u.kind == "agent"]
     if not infos and not unavailable:
         click.echo("no agents defined (see `ctx agent init NAME`)")
     for missing in unavailable:

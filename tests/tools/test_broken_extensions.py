@@ -138,11 +138,14 @@ async def test_fixing_the_files_brings_them_back_without_a_restart(broken_config
             assert found.structured_content["results"][0]["source_id"] == "n1"
 
 
-def test_ctx_tool_list_names_a_broken_tool(broken_config: Path) -> None:
+def test_ctx_tool_and_agent_list_name_broken_files(broken_config: Path) -> None:
     done = run_ctx("tool", "list", "--config", str(broken_config), cwd=broken_config.parent)
     assert done.returncode == 0, done.stderr
     assert "broken  [lua; UNAVAILABLE]" in done.stdout
     assert "echo  [lua" in done.stdout
+    agents = run_ctx("agent", "list", "--config", str(broken_config), cwd=broken_config.parent)
+    assert agents.returncode == 0, agents.stderr
+    assert "bad  [UNAVAILABLE]  agent file" in agents.stdout and "good  [markdown]" in agents.stdout
 
 
 @pytest.mark.slow
