@@ -2,7 +2,8 @@
 
 It stands in the connector list so that ``sources`` reports it (``healthy: false``, the variable's
 name in ``notes``), its documents are kept (it is still configured), ``sync all`` passes it by and
-``sync NAME`` says what to set.
+``sync NAME`` says what to set. A Lua connector whose script does not load stands in the same way
+(``lua.connector.SetAsideLuaConnector``), and loads once its file is fixed.
 """
 
 from __future__ import annotations
