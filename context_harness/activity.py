@@ -1,5 +1,6 @@
 """What each source is doing in this process: how it is kept fresh (watched, polled, on an interval),
-whether a sync is running, and how the last one ended. ``sources`` reports it.
+whether a sync is running (a first one: how far it is), and how the last one ended. ``sources``
+reports it, with the ``status`` it adds up to (``source_status``: ok, degraded, failing).
 
 In memory only: a process that serves nothing (``ctx sources``) knows none of it, and says so with
 empty fields. Written from the event loop and worker threads alike; each field is one assignment.

@@ -535,7 +535,7 @@ class Harness:
                 summary = syncer.sync_paths(connector, rel_paths, changes)
             except FileNotFoundError as exc:
                 raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
-            state.error_skips = error_skips(summary, ERROR_SKIP_REASONS)
+            state.error_skips |= error_skips(summary, ERROR_SKIP_REASONS)  # a whole sync's still stand
             return summary
 
     async def embed_new(self) -> EmbedSummary | None:
