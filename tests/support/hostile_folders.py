@@ -225,22 +225,37 @@ class Finished:
 
 
 def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Finished:
-    """Run ``argv``; its wall time and peak RSS (``wait4``'s ``ru_maxrss`` of that one child). Past
-    ``timeout`` it is killed and the result says so (returncode -9)."""
+    """Run ``argv``; its wall time and peak RSS: the largest ``VmHWM`` read every 20 ms while it
+    runs (``wait4``'s ``ru_maxrss`` would also count the forking test process's pages), or
+    ``ru_maxrss`` when it ended before the first reading. Past ``timeout`` it is killed and the
+    result says so (returncode -9)."""
     with open(cwd / ".out", "w+") as out, open(cwd / ".err", "w+") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
+        peaks: list[float] = []
+        ended = threading.Event()
+        sampler = threading.Thread(target=_sample_peak, args=(proc.pid, ended, peaks), daemon=True)
+        sampler.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
+            ended.set()
             killer.cancel()
+        sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         seconds = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
-        return Finished(proc.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024)
+        peak = max(peaks) if peaks else usage.ru_maxrss / 1024
+        return Finished(proc.returncode, out.read(), err.read(), seconds, peak)
+
+
+def _sample_peak(pid: int, ended: threading.Event, peaks: list[float]) -> None:
+    while not ended.wait(0.02):
+        with contextlib.suppress(OSError, AssertionError, ValueError):
+            peaks.append(peak_rss_mb(pid))
 
 
 def ctx(*args: str) -> list[str]:
