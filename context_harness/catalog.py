@@ -120,7 +120,7 @@ class Catalog:
     def tool_listing(self, agent: str | None = None) -> dict[str, Any]:
         """``GET /tools/list`` and ``ctx tool list --json`` (one body): ``{"tools": [{name, description,
         builtin, parameters}]}``, plus ``"unavailable": [{name, key_path, variables, message}]`` when
-        Lua tools are set aside for unset environment variables."""
+        Lua tools are set aside (unset environment variables, or a script that did not load)."""
         body: dict[str, Any] = {"tools": [describe(tool) for tool in self.tools(agent)]}
         scope = set(self.agent_scope(agent)) if agent is not None else None
         missing = [u for u in self.tool_registry.unavailable() if scope is None or u.name in scope]
