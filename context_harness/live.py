@@ -67,6 +67,7 @@ RESTARTS = 10  # a watcher that dies this often within ...
 RESTART_WINDOW_SECONDS = 60.0  # ... this long is given up for polling
 PAIR_POLL_MS = 300  # how often the folders holding names that are not UTF-8 are polled ...
 PAIR_STEP_MS = 200  # ... and checked for what that found, between waits for OS events
+MAX_WATCH_PATH = 3000  # bytes of a folder path the watcher is given (PATH_MAX: 4096 on Linux, 1024 on macOS)
 
 NotifyFactory = Callable[[list[str]], Any]
 """Makes a watcher of these paths (``watchfiles.RustNotify``-like: ``watch(...)``, ``close()``)."""
@@ -134,34 +135,37 @@ class _Paired:
 
 def watchable(path: str) -> bool:
     """Whether ``watchfiles`` can take ``path``: it must be valid UTF-8 text (a name with other bytes
-    comes from ``os.scandir`` with surrogates, which the watcher refuses)."""
+    comes from ``os.scandir`` with surrogates, which the watcher refuses) and short enough for one
+    system call (``MAX_WATCH_PATH``; the OS refuses longer paths)."""
     try:
-        path.encode("utf-8")
+        return len(path.encode("utf-8")) <= MAX_WATCH_PATH
     except UnicodeEncodeError:
         return False
-    return True
 
 
 def folders(top: str, data_dir: str, unwatchable: set[str] | None = None,
             odd: set[str] | None = None) -> set[str]:
     """``top`` and every folder under it that a scan could enter: not one of ``ALWAYS_SKIPPED_DIRS``
     nor the workspace's data folder; symlinked folders are followed once (by their real path).
-    A folder whose path is not UTF-8 (see ``watchable``) is left out, with all under it, and added
+    A folder whose path is not UTF-8 or too long (see ``watchable``) is left out, with all under it, and added
     to ``unwatchable``; a folder listed that holds such a name is also added to ``odd``. Walked in
     Python, so the event loop keeps turning meanwhile."""
     found: set[str] = set()
-    seen: set[str] = set()
+    seen: set[tuple[int, int]] = set()
+    data = _identity(data_dir)
     stack = [top]
     while stack:
         folder = stack.pop()
-        real = os.path.realpath(folder)
-        if real in seen or real == data_dir:
-            continue
-        seen.add(real)
         if not watchable(folder):
             if unwatchable is not None:
                 unwatchable.add(folder)
             continue
+        # A folder is known by its device and inode, not its real path: ``realpath`` of every folder
+        # costs a look-up per path component, quadratic in depth (25 s for a 1,000-deep tree).
+        identity = _identity(folder)
+        if identity is None or identity in seen or identity == data:
+            continue
+        seen.add(identity)
         found.add(folder)
         try:
             with os.scandir(folder) as entries:
@@ -236,7 +240,7 @@ class LiveIndex:
         self._backoff: dict[str, float] = {}  # label -> the pause before the next retry of a failed write
         self._retry_pending: set[str] = set()
         self._deaths: dict[str, list[float]] = {}  # label -> when its watchers died (monotonic), recent only
-        self._unwatchable: dict[str, set[str]] = {}  # root -> folders under it whose names are not UTF-8
+        self._unwatchable: dict[str, set[str]] = {}  # root -> folders under it that cannot be watched
         self._odd: dict[str, set[str]] = {}  # root -> folders under it holding such names (polled)
 
     def start(self) -> None:
@@ -468,7 +472,8 @@ class LiveIndex:
         note = None
         if skipped:
             example = escape_name(os.path.relpath(min(skipped), root).replace(os.sep, "/"))
-            note = (f"{len(skipped)} folder(s) whose names are not UTF-8 cannot be watched (e.g. {example}); "
+            example = example if len(example) <= 80 else example[:38] + "…" + example[-38:]
+            note = (f"{len(skipped)} folder(s) whose paths are not UTF-8 or too long cannot be watched (e.g. {example}); "
                     f"the source is also synced in full every {POLL_SECONDS:.0f} s")
         self.harness.activity.set_watch(label, WATCHED, note)
 
