@@ -473,8 +473,8 @@ class LiveIndex:
         if skipped:
             example = escape_name(os.path.relpath(min(skipped), root).replace(os.sep, "/"))
             example = example if len(example) <= 80 else example[:38] + "…" + example[-38:]
-            note = (f"{len(skipped)} folder(s) whose paths are not UTF-8 or too long cannot be watched (e.g. {example}); "
-                    f"the source is also synced in full every {POLL_SECONDS:.0f} s")
+            note = (f"{len(skipped)} folder(s) whose paths are not UTF-8 or too long cannot be watched "
+                    f"(e.g. {example}); the source is also synced in full every {POLL_SECONDS:.0f} s")
         self.harness.activity.set_watch(label, WATCHED, note)
 
     async def _drain(self, watcher: Any) -> set[tuple[int, str]] | str:
