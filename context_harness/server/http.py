@@ -297,18 +297,11 @@ def listening_socket(host: str, port: int) -> Iterator[socket.socket]:
     """A TCP socket bound to ``host:port`` and listening, closed on exit; ``ConfigError`` naming the
     address and ``--bind`` when it cannot be had (in use, not this machine's, no permission)."""
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {shown}: {exc.strerror or exc}; pick another address with "
-                          "--bind HOST:PORT (or [server] bind)") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses it
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind(address)
+        sock.bind((host, port))
         sock.listen(2048)
     except OSError as exc:
         sock.close()
