@@ -66,6 +66,18 @@ def closed_within(sock: socket.socket, seconds: float) -> tuple[bool, bytes]:
         return True, received
 
 
+def read_response(sock: socket.socket) -> bytes:
+    """One whole response with a ``content-length`` body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head + b"\r\n\r\n" + body
+
+
 def initialize(client: httpx2.Client, url: str) -> str:
     response = client.post(f"{url}/mcp", json=INITIALIZE, headers=HEADERS)
     assert response.status_code == 200, response.text
@@ -95,10 +107,13 @@ def test_idle_and_slowloris_connections_are_closed_after_header_timeout(serve: C
         cut_after = trickle(slow, request[:-1], 0.25)  # one byte every 0.25 s: never a complete header block
         assert cut_after is not None and cut_after < 3, "a slowloris connection was kept open past header_timeout"
         assert closed_within(idle, 1)[0], "an idle connection was kept open past header_timeout"
-    with connect(url) as quick:  # an ordinary request is unaffected
-        quick.sendall(request)
+    with connect(url) as quick:  # an ordinary request is unaffected, and so is a kept-alive connection's idle time
         quick.settimeout(5)
-        assert quick.recv(4096).startswith(b"HTTP/1.1 200")
+        quick.sendall(request)
+        assert read_response(quick).startswith(b"HTTP/1.1 200")
+        time.sleep(1.5)
+        quick.sendall(request)
+        assert read_response(quick).startswith(b"HTTP/1.1 200")
 
 
 def test_connections_past_max_connections_get_503_and_are_closed(serve: Callable[[str], str]) -> None:
