@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 import context_harness.embedding.bundled as bundled
+import context_harness.embedding.priority as priority
 from context_harness.config import EmbeddingConfig
-from context_harness.embedding import priority
 from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
 
