@@ -49,6 +49,7 @@ from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, Filesyste
 from context_harness.connectors.names import escape_name
 from context_harness.errors import HarnessError
 from context_harness.models import EmbedSummary, SyncReport, SyncSummary
+from context_harness.polling import ListingPoller
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +102,10 @@ def rust_notify(paths: list[str]) -> Any:
     return RustNotify(paths, False, False, 300, False, True)
 
 
-def rust_poll(paths: list[str]) -> Any:
+def listing_poll(paths: list[str]) -> Any:
     """A polling watcher of the folders in ``paths`` (each without its subfolders): it compares what
     it lists every ``PAIR_POLL_MS``, so it reports real changes only, never a mere read."""
-    from watchfiles._rust_notify import RustNotify
-
-    return RustNotify(paths, False, True, PAIR_POLL_MS, False, True)
+    return ListingPoller(paths, PAIR_POLL_MS / 1000)
 
 
 class _Paired:
@@ -225,7 +224,7 @@ class LiveIndex:
     """The live index of one serving Harness, in the serving task group."""
 
     def __init__(self, harness: LiveHost, task_group: anyio.abc.TaskGroup, *,
-                 notify: NotifyFactory = rust_notify, watch: bool = True, poll: NotifyFactory = rust_poll) -> None:
+                 notify: NotifyFactory = rust_notify, watch: bool = True, poll: NotifyFactory = listing_poll) -> None:
         self.harness = harness
         self.task_group = task_group
         self.notify = notify
