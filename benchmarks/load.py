@@ -10,14 +10,16 @@ load is on the server, not on a model), with a Lua tool and the folder watched. 
   runs ``context.search``);
 - a second process runs ``ctx sync`` of another source into the same workspace, twice;
 - notes are written into the watched folder every 0.2 s (the live index updates them);
-- ``--slow`` slowloris clients hold connections open, sending a header byte every second (half of
-  them instead a request body, one byte a second).
+- ``--slow`` slowloris clients try to hold connections open, sending a header byte every second
+  (half of them instead a request body, one byte a second); the server cuts those still sending
+  headers after ``[server] header_timeout``.
 
 Prints one JSON line: requests, failures (with the first few), throughput, p50/p99 per kind and
 overall, the server's RSS after a warm-up under the same load (``--warm-up`` requests, not counted) and
 at the end (growth in % between the medians of the first and the last readings, and a sample every
 5 s), live updates seen, and
-whether the slow connections were still held at the end. Bounded: every request has a timeout, and
+how many slow connections were cut by the server (those trickling headers) and how many
+still held. Bounded: every request has a timeout, and
 the run stops after ``--max-seconds``.
 """
 
@@ -151,7 +153,7 @@ class Load:
                         self.hits.append((hit["id"], hit.get("chunk") or 0))
 
 
-async def slowloris(port: int, stop: asyncio.Event, body: bool, held: list[bool]) -> None:
+async def slowloris(port: int, stop: asyncio.Event, body: bool, held: list[tuple[bool, bool]]) -> None:
     """Hold one connection open, sending one byte a second (of the headers, or of a body)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     if body:
@@ -175,7 +177,7 @@ async def slowloris(port: int, stop: asyncio.Event, body: bool, held: list[bool]
             alive = False
             break
         await asyncio.sleep(1.0)
-    held.append(alive)
+    held.append((body, alive))
     writer.close()
     with contextlib.suppress(ConnectionError, OSError):
         await writer.wait_closed()
@@ -237,7 +239,7 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
         rss_start, anon_start, file_start = (rss_kb(server_pid, k) for k in ("VmRSS", "RssAnon", "RssFile"))
         load = Load(base, args.requests, args.clients)
         load.hits = warm.hits
-        held: list[bool] = []
+        held: list[tuple[bool, bool]] = []  # (trickling a body rather than headers, still open at the end)
         slow = [asyncio.create_task(slowloris(port, stop, i % 2 == 1, held)) for i in range(args.slow)]
         samples: list[float] = []
         sampler = asyncio.create_task(sample_rss(server_pid, stop, samples))
@@ -263,7 +265,9 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
         "rss_growth_pct_end_points": round(100 * (rss_end - rss_start) / rss_start, 1),
         "rss_anon_mb": [round(anon_start / 1024, 1), round(anon_end / 1024, 1)],
         "rss_file_mb": [round(file_start / 1024, 1), round(file_end / 1024, 1)],
-        "rss_mb_every_5s": samples, "slow_clients": args.slow, "slow_clients_still_held": sum(held), **churned,
+        "rss_mb_every_5s": samples, "slow_clients": args.slow,
+        "slow_header_clients_cut": sum(not alive for body, alive in held if not body),
+        "slow_body_clients_held": sum(alive for body, alive in held if body), **churned,
     }
 
 
