@@ -172,8 +172,6 @@ class KeywordIndex:
         while True:
             try:
                 writer = self.index.writer(heap_size=128_000_000, num_threads=0)
-                self._sweep_stale_deletes()
-                return writer
             except ValueError as exc:
                 if "IoError" in str(exc):  # not another writer: e.g. a read-only folder (a StorageFault upstream)
                     raise
@@ -183,6 +181,13 @@ class KeywordIndex:
                         "`ctx sync` or server); try again when it has finished"
                     ) from None
                 time.sleep(0.1)
+                continue
+            try:
+                self._sweep_stale_deletes()
+            except BaseException:
+                _release(writer)
+                raise
+            return writer
 
     def _sweep_stale_deletes(self) -> None:
         """Remove delete files that no commit references; called holding Tantivy's writer lock.
@@ -224,10 +229,7 @@ class KeywordIndex:
                 writer.commit()
                 writer.wait_merging_threads()
             except BaseException:
-                try:
-                    writer.rollback()
-                except ValueError:
-                    pass
+                _release(writer)
                 raise
             finally:
                 del writer
@@ -236,9 +238,13 @@ class KeywordIndex:
     def clear(self) -> None:
         with self._write_lock:
             writer = self._writer()
-            writer.delete_all_documents()
-            writer.commit()
-            writer.wait_merging_threads()
+            try:
+                writer.delete_all_documents()
+                writer.commit()
+                writer.wait_merging_threads()
+            except BaseException:
+                _release(writer)
+                raise
             self.index.reload()
 
     def all_doc_ids(self) -> set[str]:
@@ -365,6 +371,19 @@ class KeywordIndex:
             if len(raw) < fetch or fetch >= 20_000 or hits[-1].score < hits[limit - 1].score:
                 return hits[:limit]
             fetch *= 4
+
+
+def _release(writer: tantivy.IndexWriter) -> None:
+    """Roll back ``writer`` and give up Tantivy's writer lock now. Dropping the Python object is not
+    enough: a failed write's traceback (kept as an error's cause, or for a log line) holds the frames
+    that hold the writer, and while it lives the lock stays taken; every later write then waited 30 s
+    and failed as "locked by another process" (a live index wedged after one read-only moment).
+    ``wait_merging_threads`` consumes the writer, which releases the lock."""
+    for step in (writer.rollback, writer.wait_merging_threads):
+        try:
+            step()
+        except (ValueError, RuntimeError):  # already rolled back or consumed
+            pass
 
 
 class IndexSession:

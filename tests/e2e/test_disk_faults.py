@@ -275,6 +275,11 @@ def test_a_server_keeps_serving_when_its_live_sync_cannot_write(pair, tmp_path: 
             assert r.status_code == 200, r.text
             return [hit["source_id"] for hit in r.json()["results"]]
 
+        def started() -> bool:  # the sync on start is done: this test is about the live index's writes
+            state = httpx.get(f"http://127.0.0.1:{port}/tools/sources", timeout=10).json()["sources"][0]
+            return state["sync_passes"] >= 1 and not state["syncing"]
+
+        wait_for(started, 30, lambda: read_available(proc))
         with read_only(ws.data / "tantivy"):
             (ws.docs / "blocked.md").write_text("# Blocked\n\nquokkablocked\n")
             wait_for(lambda: "live update failed: the data folder" in read_available(proc), 20,
@@ -284,7 +289,7 @@ def test_a_server_keeps_serving_when_its_live_sync_cannot_write(pair, tmp_path: 
             assert r.status_code == 200 or r.json()["error"]["code"] == "storage_error", r.text
             assert "Traceback" not in read_available(proc)
         (ws.docs / "later.md").write_text("# Later\n\nquokkalater\n")
-        wait_for(lambda: found("quokkalater") == ["later.md"], 20)
+        wait_for(lambda: found("quokkalater") == ["later.md"], 20, lambda: read_available(proc))
         # The failed write is retried (a full incremental sync after 2 s, doubling): caught up too.
         wait_for(lambda: found("quokkablocked") == ["blocked.md"], 30, lambda: read_available(proc))
         assert "trying again in 2 s" in read_available(proc)
