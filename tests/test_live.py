@@ -6,8 +6,6 @@ import errno
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +18,9 @@ from context_harness.ingest.sync import DocumentChanges
 from context_harness.live import LiveIndex
 from context_harness.models import SearchRequest, SourceOut
 from context_harness.store.documents import document_id
+from support.waiting import source_ids, wait_for
 
 pytestmark = pytest.mark.anyio
-LIMIT = 10.0  # seconds any one change may take to show
-
-
-async def wait_for(check: Callable[[], Awaitable[Any]], what: str, limit: float = LIMIT) -> Any:
-    deadline = time.monotonic() + limit
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {limit:g}s: {what}")
-        await anyio.sleep(0.05)
-
-
-async def source_ids(h: Harness, query: str) -> list[str]:
-    return sorted(r.source_id for r in (await h.search(SearchRequest(query=query, mode="keyword"))).results)
 
 
 async def shows(h: Harness, query: str, expected: list[str]) -> None:

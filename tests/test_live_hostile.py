@@ -12,7 +12,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -25,25 +25,10 @@ from context_harness.errors import NotConfigured
 from context_harness.harness import Harness
 from context_harness.live import RESTARTS, LiveIndex, rust_notify
 from context_harness.models import SearchRequest, SourceOut
+from support.waiting import LIMIT, source_ids, wait_for
 
 pytestmark = pytest.mark.anyio
 SAVED_LIMIT = 1.0  # seconds a note saved beside hostile entries may take to be searchable
-LIMIT = 10.0  # seconds anything else may take
-
-
-async def wait_for(check: Callable[[], Awaitable[Any]], what: str, limit: float = LIMIT) -> Any:
-    deadline = time.monotonic() + limit
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {limit:g}s: {what}")
-        await anyio.sleep(0.02)
-
-
-async def source_ids(h: Harness, query: str) -> list[str]:
-    return sorted(r.source_id for r in (await h.search(SearchRequest(query=query, mode="keyword"))).results)
 
 
 async def shows(h: Harness, query: str, expected: list[str], limit: float = LIMIT) -> None:
