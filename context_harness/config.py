@@ -3,7 +3,7 @@
 Discovery order: ``--config``, ``$CTX_CONFIG``, ``./.ctx/config.toml``, ``./ctx.toml``, then the XDG
 config file. ``${VAR}`` and ``${VAR:-default}`` expand in every string; relative paths resolve
 against the config file's folder. A component (connector, Lua tool, agent) whose table uses an unset
-variable is set aside (``Config.unavailable``) and reported unhealthy; an unset variable anywhere
+variable is set aside and reported unhealthy; an unset variable anywhere
 else (``[db]``, ``[server]`` ...) fails the load, naming the key path.
 Every error names the file, the key path and what was expected.
 """
@@ -54,7 +54,10 @@ def parse_duration(text: str) -> float | None:
 class _Interval(BaseModel):
     """``sync_interval``: how often a serving process re-syncs the connector (``"off"``: never)."""
 
-    sync_interval: str | None = None
+    sync_interval: str | None = Field(
+        default=None, description='how often a server (or `ctx watch`) re-syncs this source: a duration such as "30s", '
+        '"15m", "1h" or "1h30m" (at least 1 s); unset or "off": never. Folders are watched as well; this is also '
+        "their poll interval when watching fails (10 s then by default)")
 
     @field_validator("sync_interval")
     @classmethod
@@ -82,6 +85,8 @@ class _Section(BaseModel):
 
 
 class DbConfig(_Section):
+    """``[db]``: where the workspace (documents, chunks, keyword index, vectors) lives."""
+
     path: Path = Field(default=Path("data/ctx.sqlite"), description="SQLite file; other stores live beside it.")
     backend: Literal["embedded", "postgres"] = Field(
         default="embedded", description="embedded (SQLite + Tantivy + vectors in the data folder) or postgres")
@@ -98,8 +103,12 @@ class DbConfig(_Section):
 
 
 class ChunkingConfig(_Section):
-    max_tokens: int = Field(default=224, ge=32, le=8192)
-    overlap_tokens: int = Field(default=0, ge=0)
+    """``[chunking]``: how documents are cut into the chunks that are indexed and embedded."""
+
+    max_tokens: int = Field(default=224, ge=32, le=8192, description="estimated tokens per chunk; the estimate is "
+                            "calibrated on the bundled MiniLM tokenizer so chunks fit its 256-token window")
+    overlap_tokens: int = Field(default=0, ge=0, description="tokens of the previous chunk repeated at the start of "
+                                "the next when a section is split")
 
     @field_validator("overlap_tokens")
     @classmethod
@@ -111,81 +120,122 @@ class ChunkingConfig(_Section):
 
 
 class EmbeddingConfig(_Section):
+    """``[embedding]``: the model that turns chunks and queries into vectors for semantic search."""
+
     provider: str = Field(default="local", pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$",
                           description="local, openai, disabled, or a provider registered by an extension")
-    model: str | None = None
-    model_path: Path | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    dims: int | None = Field(default=None, ge=1)
-    batch_size: int = Field(default=16, ge=1, le=2048)
-    threads: int | None = Field(default=None, ge=1)
-    quantized_queries: bool = True
-    quantized_documents: bool = True
-    max_retries: int = Field(default=5, ge=0, le=20)
-    timeout: float = Field(default=60.0, gt=0)
+    model: str | None = Field(default=None, description="a fastembed model name, or the remote model for openai; "
+                              "unset: the bundled offline model (all-MiniLM-L6-v2)")
+    model_path: Path | None = Field(default=None, description="a local model folder")
+    base_url: str | None = Field(default=None, description='openai: the OpenAI-compatible endpoint, e.g. '
+                                 '"http://127.0.0.1:11434/v1"')
+    api_key: str | None = Field(default=None, description='openai: the API key, usually "${OPENAI_API_KEY}"')
+    dims: int | None = Field(default=None, ge=1, description="vector size, when the provider cannot tell")
+    batch_size: int = Field(default=16, ge=1, le=2048, description="texts per embedding batch")
+    threads: int | None = Field(default=None, ge=1, description="local: ONNX threads (bundled model: parallel "
+                                "single-threaded sessions for documents); unset: one per core")
+    quantized_queries: bool = Field(default=True, description="bundled model: embed queries with an int8-quantised "
+                                    "copy of the model (about 1.5x faster; cosine ~0.994 with the exact vector)")
+    quantized_documents: bool = Field(default=True, description="bundled model: embed documents with the int8 copy "
+                                      "too (about 2x the chunks/s); changing it asks for `ctx embed rebuild`")
+    max_retries: int = Field(default=5, ge=0, le=20, description="openai: retries on 429/5xx, timeouts and dropped "
+                             "connections (a refused connection fails at once)")
+    timeout: float = Field(default=60.0, gt=0, description="seconds per embedding request")
 
 
 class RetrievalConfig(_Section):
-    default_mode: Literal["auto", "keyword", "semantic", "hybrid"] = "auto"
-    final_limit: int = Field(default=12, ge=1, le=100)
-    candidate_k: int = Field(default=50, ge=1, le=10_000)
-    title_boost: float = Field(default=0.25, ge=0)
-    fusion: Literal["convex", "rrf"] = "convex"
-    hybrid_alpha: float = Field(default=0.5, ge=0, le=1)
-    rrf_k: int = Field(default=60, ge=1)
-    snippet_chars: int = Field(default=240, ge=40, le=4000)
+    """``[retrieval]``: how searches rank and cut their results."""
+
+    default_mode: Literal["auto", "keyword", "semantic", "hybrid"] = Field(
+        default="auto", description="the mode of a search that names none; auto: hybrid when the index holds "
+        "vectors, else keyword")
+    final_limit: int = Field(default=12, ge=1, le=100, description="results returned when a search gives no limit")
+    candidate_k: int = Field(default=50, ge=1, le=10_000, description="candidates per retriever before hybrid "
+                             "fusion (raised to the request's limit when that is larger)")
+    title_boost: float = Field(default=0.25, ge=0, description="weight of a title match relative to a body match")
+    fusion: Literal["convex", "rrf"] = Field(default="convex", description="hybrid fusion: convex (min-max "
+                                             "normalised scores) or rrf (reciprocal rank fusion)")
+    hybrid_alpha: float = Field(default=0.5, ge=0, le=1, description="weight of the semantic list in convex fusion")
+    rrf_k: int = Field(default=60, ge=1, description="the constant k of reciprocal rank fusion")
+    snippet_chars: int = Field(default=240, ge=40, le=4000, description="snippet length in characters")
 
 
 class ServerConfig(_Section):
-    sync_on_start: bool = True
-    watch: bool = True
-    bind: str = "127.0.0.1:7331"
-    allowed_hosts: list[str] = Field(default_factory=list)
-    allowed_origins: list[str] = Field(default_factory=list)
-    cors_origins: list[str] = Field(default_factory=list)
-    auth_token: str | None = None
-    allow_unauthenticated: bool = False
-    max_body_bytes: int = Field(default=1_048_576, ge=1024)
-    agent_tools: bool = True
-    get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000)
+    """``[server]``: what a serving process does (stdio and HTTP), and the HTTP transport's guards."""
+
+    sync_on_start: bool = Field(default=True, description="sync stale connectors in the background when the server "
+                                "starts")
+    watch: bool = Field(default=True, description="while serving (and in `ctx watch`), watch each filesystem "
+                        "connector's root and apply changes as they are saved; false: sources follow their "
+                        "sync_interval only")
+    bind: str = Field(default="127.0.0.1:7331", description="HOST:PORT that `ctx serve --http` listens on")
+    allowed_hosts: list[str] = Field(default_factory=list, description="extra Host header values accepted over HTTP "
+                                     "(DNS-rebinding protection)")
+    allowed_origins: list[str] = Field(default_factory=list, description="extra Origin header values accepted over "
+                                       "HTTP")
+    cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS (off when empty)")
+    auth_token: str | None = Field(default=None, description='bearer token required on every HTTP route but /health, '
+                                   'e.g. "${CTX_TOKEN}"; required to serve HTTP on any address but loopback')
+    allow_unauthenticated: bool = Field(default=False, description="serve HTTP on a non-loopback address without "
+                                        "auth_token anyway (logged loudly at every start)")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="HTTP request body limit in bytes")
+    agent_tools: bool = Field(default=True, description="offer the agent tools agent_list, agent_get and "
+                              "agent_inject (when at least one agent is defined)")
+    get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000, description="characters of body a `get` returns "
+                               "when the request gives no max_chars; 0: whole documents")
     compat: list[Literal["agentzoo", "orchestr8"]] = Field(
         default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
-    session_idle_timeout: float = Field(default=600, gt=0, le=86_400)
-    max_sessions: int = Field(default=1000, ge=1)
-    header_timeout: float = Field(default=10, gt=0, le=600)
-    max_connections: int = Field(default=1000, ge=1)
+    session_idle_timeout: float = Field(default=600, gt=0, le=86_400, description="seconds an MCP session over "
+                                        "HTTP may stay idle before the server closes it")
+    max_sessions: int = Field(default=1000, ge=1, description="most MCP sessions open at once over HTTP; one more "
+                              "initialize is answered 503")
+    header_timeout: float = Field(default=10, gt=0, le=600, description="seconds a client has to send a request line "
+                                  "and headers before the connection is closed (slowloris)")
+    max_connections: int = Field(default=1000, ge=1, description="most HTTP connections open at once; one more is "
+                                 "answered 503 and closed")
 
 
 class FilesystemConnectorConfig(_Section, _Interval):
-    root: Path
-    include_globs: list[str] = Field(default_factory=default_include_globs)
-    exclude_globs: list[str] = Field(default_factory=list)
-    respect_gitignore: bool = True
-    follow_symlinks: bool = True
-    max_file_size: int = Field(default=2_000_000, ge=1)
+    """``[connectors.filesystem.NAME]``: a folder, watched while serving; source label ``filesystem:NAME``."""
+
+    root: Path = Field(description="the folder to index")
+    include_globs: list[str] = Field(default_factory=default_include_globs, description="files to index "
+                                     "(gitignore-style patterns)")
+    exclude_globs: list[str] = Field(default_factory=list, description="files or folders to leave out")
+    respect_gitignore: bool = Field(default=True, description="honour .gitignore files (root and nested)")
+    follow_symlinks: bool = Field(default=True, description="follow symlinks that stay inside root (ones that "
+                                  "escape are always skipped)")
+    max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger files are skipped and counted")
 
 
 class GitConnectorConfig(_Section, _Interval):
-    sync_interval: str | None = "10m"
-    url: str
-    branch: str | None = None
-    root: str = "."
-    include_globs: list[str] = Field(default_factory=default_include_globs)
-    exclude_globs: list[str] = Field(default_factory=list)
-    max_file_size: int = Field(default=2_000_000, ge=1)
-    shallow: bool = True
+    """``[connectors.git.NAME]``: a git repository, cloned and pulled; source label ``git:NAME``."""
+
+    sync_interval: str | None = Field(default="10m", description="how often a server (or `ctx watch`) fetches and "
+                                      're-syncs the repository; "off": only on `ctx sync` and at start')
+    url: str = Field(description="the repository: any URL or path `git clone` accepts (credentials come from your "
+                     "git setup)")
+    branch: str | None = Field(default=None, description="the branch to check out; unset: the remote's default")
+    root: str = Field(default=".", description="the folder inside the repository to index")
+    include_globs: list[str] = Field(default_factory=default_include_globs, description="files to index "
+                                     "(gitignore-style patterns)")
+    exclude_globs: list[str] = Field(default_factory=list, description="files or folders to leave out")
+    max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger files are skipped and counted")
+    shallow: bool = Field(default=True, description="clone and fetch with --depth 1")
 
 
 class ScriptConfig(BaseModel):
-    """A Lua script entry: known keys validated, every other key passed to the script as config."""
+    """A Lua script entry (a tool, or an agent of ``[agents.script.NAME]``): the keys listed here are validated;
+    every other key reaches the script in its ``config`` table."""
 
     model_config = ConfigDict(extra="allow")
 
-    path: Path
-    timeout: float | None = Field(default=None, gt=0)
-    memory_limit: int | None = Field(default=None, ge=1_048_576)
-    env: list[str] = Field(default_factory=list)
+    path: Path = Field(description="the Lua script")
+    timeout: float | None = Field(default=None, gt=0, description="seconds before the script is stopped; unset: 30 "
+                                  "for a tool or agent, 300 for a connector")
+    memory_limit: int | None = Field(default=None, ge=1_048_576, description="bytes of Lua memory; unset: 64 MiB")
+    env: list[str] = Field(default_factory=list, description="environment variables the script may read with "
+                           "env.get")
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -193,7 +243,8 @@ class ScriptConfig(BaseModel):
 
 
 class ScriptConnectorConfig(ScriptConfig, _Interval):
-    """A ``[connectors.script.NAME]`` entry: a Lua script, plus how often a server re-syncs it."""
+    """``[connectors.script.NAME]``: a Lua connector script defining ``connector.scan(config)``; source label
+    ``script:NAME``. Every key not listed here reaches the script in its ``config`` table."""
 
 
 class ConnectorsConfig(_Section):
@@ -202,9 +253,9 @@ class ConnectorsConfig(_Section):
 
     model_config = ConfigDict(extra="allow", validate_default=True)
 
-    filesystem: dict[str, FilesystemConnectorConfig] = Field(default_factory=dict)
-    git: dict[str, GitConnectorConfig] = Field(default_factory=dict)
-    script: dict[str, ScriptConnectorConfig] = Field(default_factory=dict)
+    filesystem: dict[str, FilesystemConnectorConfig] = Field(default_factory=dict, description="folders by name")
+    git: dict[str, GitConnectorConfig] = Field(default_factory=dict, description="git repositories by name")
+    script: dict[str, ScriptConnectorConfig] = Field(default_factory=dict, description="Lua connectors by name")
 
     @model_validator(mode="after")
     def _extension_tables(self) -> ConnectorsConfig:
@@ -220,15 +271,24 @@ class ConnectorsConfig(_Section):
 
 
 class ToolsConfig(_Section):
-    script: dict[str, ScriptConfig] = Field(default_factory=dict)
+    """``[tools]``: user tools; ``[tools.script.NAME]`` is a Lua tool named NAME."""
+
+    script: dict[str, ScriptConfig] = Field(default_factory=dict, description="Lua tools by name")
 
 
 class LuaConfig(_Section):
-    http_allow: list[str] | None = None
-    env_allow: list[str] = Field(default_factory=list)
-    max_response_bytes: int = Field(default=10_000_000, ge=1024)
-    max_calls_per_tool: int = Field(default=2, ge=1, le=8)  # one Lua tool's calls running at once
-    max_queued_per_tool: int = Field(default=16, ge=0, le=10_000)  # waiting for those; past this: `busy`
+    """``[lua]``: what every Lua script (tool, connector, agent) may reach, and how many calls run at once."""
+
+    http_allow: list[str] | None = Field(default=None, description='where http.* may connect: "*" (any public '
+                                         'address), names, "*.domain", IPs or CIDR ranges, each with an optional '
+                                         ':port; unset: ["*"]; []: nowhere')
+    env_allow: list[str] = Field(default_factory=list, description="environment variables every script may read")
+    max_response_bytes: int = Field(default=10_000_000, ge=1024, description="cap on an HTTP response body read by "
+                                    "Lua")
+    max_calls_per_tool: int = Field(default=2, ge=1, le=8,  # one Lua tool's calls running at once
+                                    description="calls of one Lua tool that run at once")
+    max_queued_per_tool: int = Field(default=16, ge=0, le=10_000,  # waiting for those; past this: `busy`
+                                     description="calls of one Lua tool that wait for those; one more answers busy")
 
 
 class Unavailable(BaseModel):
@@ -406,8 +466,8 @@ def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     label = str(path) if path else "<config>"
     for reserved in ("source_path", "unavailable"):
         if reserved in raw:
-            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; see the README's config "
-                              "reference)")
+            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; see the config reference, "
+                              "docs/reference/config.md)")
     raw, unavailable = set_aside(raw)
     try:
         expanded = expand_vars(raw, "")
@@ -429,7 +489,7 @@ def describe_validation_error(exc: ValidationError) -> str:
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
         kind = err["type"]
         if kind == "extra_forbidden":
-            parts.append(f"{key}: unknown key (check the spelling; see the README's config reference)")
+            parts.append(f"{key}: unknown key (check the spelling; see the config reference, docs/reference/config.md)")
         elif kind == "missing":
             parts.append(f"{key}: required key is missing")
         else:

@@ -36,14 +36,20 @@ class HarnessError(Exception):
 
 
 class BadRequest(HarnessError):
+    """Invalid arguments or JSON; the message names the field."""
+
     code = "bad_request"
 
 
 class NotFound(HarnessError):
+    """An unknown document id, tool, agent or route."""
+
     code = "not_found"
 
 
 class EmbeddingsDisabled(HarnessError):
+    """Semantic or hybrid search asked for, but ``[embedding] provider = "disabled"``."""
+
     code = "embeddings_disabled"
 
 
@@ -57,22 +63,33 @@ def embeddings_disabled() -> EmbeddingsDisabled:
 
 
 class EmbeddingsUnavailable(HarnessError):
+    """The embedding model cannot be loaded or reached (yet); the message says why."""
+
     code = "embeddings_unavailable"
 
 
 class NotConfigured(HarnessError):
+    """Something the request needs is not configured: no connectors, or a component set aside for an unset
+    environment variable (the message names it)."""
+
     code = "not_configured"
 
 
 class Timeout(HarnessError):
+    """A tool, agent or script ran out of time."""
+
     code = "timeout"
 
 
 class ToolError(HarnessError):
+    """A Lua or extension tool failed; the message carries its error."""
+
     code = "tool_error"
 
 
 class AgentError(HarnessError):
+    """An agent failed to resolve."""
+
     code = "agent_error"
 
 
@@ -107,6 +124,8 @@ class StorageFault(HarnessError):
 
 
 class InternalError(HarnessError):
+    """Anything unexpected: details only in the server log, never in the response."""
+
     code = "internal"
 
     def __init__(self, message: str = "internal error; see the server log for details") -> None:

@@ -45,20 +45,28 @@ class _Strict(BaseModel):
 
 
 class ArgumentConfig(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-    description: str = ""
-    required: bool = False
-    enum: list[str] | None = Field(default=None, min_length=1)
-    default: str | None = None
+    """One argument of a TOML agent (an MCP prompt argument)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$", description="the argument's name; {{name}} in "
+                      "system_prompt is replaced by its value")
+    description: str = Field(default="", description="what to pass, shown by prompt pickers")
+    required: bool = Field(default=False, description="a call without it is refused")
+    enum: list[str] | None = Field(default=None, min_length=1, description="the values it takes (offered as "
+                                   "completions)")
+    default: str | None = Field(default=None, description="the value when none is given")
 
 
 class InlineAgentConfig(_Strict):
-    description: str = ""
-    tools: list[str] = Field(default_factory=list)
-    system_prompt: str
-    arguments: list[ArgumentConfig] = Field(default_factory=list)
-    skills: list[str] = Field(default_factory=list)
-    disabled_skills: list[str] = Field(default_factory=list)
+    """A TOML agent: ``[agents.NAME]`` or ``[agents.inline.NAME]``."""
+
+    description: str = Field(default="", description="what the agent does, shown in prompt pickers and agent_list")
+    tools: list[str] = Field(default_factory=list, description="the tools the agent may use (its tool scope); a list "
+                             "or a comma-separated string")
+    system_prompt: str = Field(description="the instructions; {{argument}} is replaced by the argument's value")
+    arguments: list[ArgumentConfig] = Field(default_factory=list, description="the agent's arguments, as "
+                                            "[{name, description, required, enum, default}]")
+    skills: list[str] = Field(default_factory=list, description="skills the agent uses (appended to its prompt)")
+    disabled_skills: list[str] = Field(default_factory=list, description="listed skills switched off")
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -67,16 +75,20 @@ class InlineAgentConfig(_Strict):
 
 
 class AgentsSection(BaseModel):
-    """``[agents]``: the reserved keys typed; every other key is an inline agent."""
+    """``[agents]``: where agent files are found; every key not listed here is a TOML agent ``[agents.NAME]``."""
 
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, InlineAgentConfig] = Field(init=False)
 
-    paths: list[Path] | None = None
-    skill_paths: list[Path] | None = None
-    inline: dict[str, InlineAgentConfig] = Field(default_factory=dict)
-    script: dict[str, ScriptConfig] = Field(default_factory=dict)
-    page_size: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    paths: list[Path] | None = Field(default=None, description='folders searched for Markdown agents (relative to '
+                                     'the config file); unset: ["agents", ".claude/agents"]')
+    skill_paths: list[Path] | None = Field(default=None, description="folders holding skill folders (NAME/SKILL.md); "
+                                           'unset: ["skills", "agents/skills", ".claude/skills"]')
+    inline: dict[str, InlineAgentConfig] = Field(default_factory=dict, description="TOML agents by name (the "
+                                                 "same as [agents.NAME])")
+    script: dict[str, ScriptConfig] = Field(default_factory=dict, description="Lua agents by name")
+    page_size: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="resources/list page size "
+                           "for agent:// and skill:// resources")
 
 
 class _Root(BaseModel):

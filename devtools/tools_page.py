@@ -1,0 +1,110 @@
+"""``reference/mcp-tools.md``: every MCP tool the server can publish, from the one tool registry.
+
+The registry is built three times, as the server builds it: for a config without agents (the
+built-in tools), with one agent (plus the agent tools) and with ``[server] compat = ["agentzoo"]`` (plus
+AgentZoo's). The schemas are the ones ``tools/list`` publishes (``server/schemas.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from devtools.markdown import GENERATED_NOTE, Undocumented, code
+
+LAYERS = (
+    ("Built-in tools", "Always published.", {}),
+    ("Agent tools", "Published when at least one agent is defined and `[server] agent_tools` is true (the default).",
+     {"agents": {"example": {"system_prompt": "An example agent."}}}),
+    ("Compatibility tools", 'Published with `[server] compat = ["agentzoo"]` when at least one agent is defined: '
+     "AgentZoo's names and shapes, for clients written for it.",
+     {"agents": {"example": {"system_prompt": "An example agent."}}, "server": {"compat": ["agentzoo"]}}),
+)
+
+
+def registry_tools(extra: dict[str, Any]) -> list[Any]:
+    """The tools a server publishes for a config made of ``extra`` (no extensions, no agent files)."""
+    from context_harness.config import from_dict
+    from context_harness.extensions import Extensions
+    from context_harness.harness import Harness
+
+    with tempfile.TemporaryDirectory() as folder:
+        agents = {"paths": [], "skill_paths": [], **extra.get("agents", {})}
+        raw = {**extra, "db": {"path": str(Path(folder) / "ctx.sqlite")}, "agents": agents}
+        return list(Harness(from_dict(raw, None), Extensions()).tools())
+
+
+def layers() -> list[tuple[str, str, list[Any]]]:
+    """``(title, when, tools)``: each layer holds the tools the ones before it do not."""
+    seen: set[str] = set()
+    out = []
+    for title, when, extra in LAYERS:
+        tools = [t for t in registry_tools(extra) if t.name not in seen]
+        seen.update(t.name for t in tools)
+        out.append((title, when, tools))
+    return out
+
+
+def undescribed(schema: dict[str, Any], path: str = "") -> list[str]:
+    """The properties of an input schema (nested ones too) without a description."""
+    out = []
+    for name, node in (schema.get("properties") or {}).items():
+        if not node.get("description"):
+            out.append(path + name)
+        out += undescribed(node, f"{path}{name}.")
+        if isinstance(node.get("items"), dict):
+            out += undescribed(node["items"], f"{path}{name}[].")
+    return out
+
+
+def missing(found: list[tuple[str, str, list[Any]]]) -> list[str]:
+    out = []
+    for _title, _when, tools in found:
+        for tool in tools:
+            if not (tool.description or "").strip():
+                out.append(f"{tool.name} (its description)")
+            out += [f"{tool.name}: argument {p}" for p in undescribed(tool.input_schema)]
+    return out
+
+
+def schema_block(schema: dict[str, Any] | None) -> list[str]:
+    if schema is None:
+        return ["None: the result is the text block only.", ""]
+    return ["```json", json.dumps(schema, indent=2, ensure_ascii=False), "```", ""]
+
+
+def page() -> str:
+    from context_harness.server.schemas import portable_input, portable_output
+    from context_harness.tools.base import hints
+
+    found = layers()
+    problems = missing(found)
+    if problems:
+        raise Undocumented("reference/mcp-tools.md", problems, "the tool's module (description=, the request "
+                           "model's Field(description=...))")
+    out = ["# MCP tools reference", "", GENERATED_NOTE.format(source="the tool registry (`context_harness/tools/`)"),
+           "", "Every tool a server publishes in `tools/list`, with the JSON Schemas of its arguments and of its "
+           "`structuredContent`, exactly as published. The same tools answer over REST (`POST /tools/NAME`) and "
+           "`ctx tool test`. Besides these, every Lua tool of your config (`[tools.script.NAME]`) and every tool an "
+           "installed extension registers is published the same way: `ctx tool list` shows them all.", "",
+           "The annotations below are those of a config whose agents are all TOML or Markdown agents: "
+           "`agent_inject` is not read-only, and open-world, when a Lua or Python agent may reach the network.", ""]
+    for title, when, tools in found:
+        out += [f"## {title}", "", when, ""]
+        for tool in tools:
+            annotations = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in hints(tool).items() if k != "title")
+            out += [f"### {tool.name}", "", f"**{tool.title}**" if tool.title else "", "", tool.description, "",
+                    f"Annotations: {annotations}.", "", "Arguments (`inputSchema`):", ""]
+            out += schema_block(portable_input(tool.input_schema))
+            out += ["Result (`outputSchema`):", ""]
+            out += schema_block(portable_output(tool.output_schema))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def names() -> list[str]:
+    return [tool.name for _title, _when, tools in layers() for tool in tools]
+
+
+__all__ = ["code", "layers", "names", "page"]
