@@ -40,9 +40,10 @@ def options(ctx: click.Context, command: click.Command) -> list[click.Option]:
     return [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
 
 
-def missing() -> list[str]:
+def missing(group: click.Group | None = None) -> list[str]:
+    """The commands and options of ``group`` (default: ``ctx``) without help text."""
     out = []
-    for ctx, command in commands():
+    for ctx, command in commands(group):
         path = ctx.command_path
         if not help_text(command).strip():
             out.append(f"{path} (its docstring or help=)")
