@@ -82,7 +82,7 @@ def default_text(info: FieldInfo) -> str:
     factory = info.default_factory
     if factory is not None:
         if factory in (list, dict):
-            return code(toml_value(factory()))  # type: ignore[call-arg]
+            return code(toml_value(factory()))
         return first_paragraph(own_doc(factory)) or code(toml_value(factory()))  # type: ignore[call-arg]
     return "unset" if info.default is None else code(toml_value(info.default))
 

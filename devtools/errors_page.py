@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
+from context_harness.errors import OUTCOMES, HarnessError, Outcome
 from devtools.markdown import GENERATED_NOTE, Undocumented, code, first_paragraph, own_doc, table
 
 
-def rows() -> list[tuple[type, object]]:
-    from context_harness.errors import OUTCOMES
-
+def rows() -> list[tuple[type[HarnessError], Outcome]]:
     return list(OUTCOMES.items())
 
 
@@ -36,8 +35,8 @@ def page() -> str:
                         and not any(a in errors.OUTCOMES for a in c.__mro__[:c.__mro__.index(cls)])]
             name = ", ".join([*(code(c.__name__) for c in fallback), "any other"])
             meaning = " ".join(first_paragraph(own_doc(c)) for c in fallback) or meaning
-        mcp = "tool result (`isError`)" if row.mcp_tool_error else "protocol error"  # type: ignore[attr-defined]
-        body.append((name, code(cls.code), str(row.http_status), mcp, str(row.jsonrpc_code),  # type: ignore[attr-defined]
-                     str(row.exit_code), meaning))  # type: ignore[attr-defined]
+        mcp = "tool result (`isError`)" if row.mcp_tool_error else "protocol error"
+        body.append((name, code(cls.code), str(row.http_status), mcp, str(row.jsonrpc_code),
+                     str(row.exit_code), meaning))
     out += [table(["class", "code", "HTTP", "MCP", "JSON-RPC", "exit code", "meaning"], body), ""]
     return "\n".join(out).rstrip() + "\n"

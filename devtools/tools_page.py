@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from devtools.markdown import GENERATED_NOTE, Undocumented, code
+from devtools.markdown import GENERATED_NOTE, Undocumented
 
-LAYERS = (
+LAYERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("Built-in tools", "Always published.", {}),
     ("Agent tools", "Published when at least one agent is defined and `[server] agent_tools` is true (the default).",
      {"agents": {"example": {"system_prompt": "An example agent."}}}),
@@ -71,7 +71,7 @@ def missing(found: list[tuple[str, str, list[Any]]]) -> list[str]:
 
 def schema_block(schema: dict[str, Any] | None) -> list[str]:
     if schema is None:
-        return ["None: the result is the text block only.", ""]
+        return ["None published (the description above says what the result holds).", ""]
     return ["```json", json.dumps(schema, indent=2, ensure_ascii=False), "```", ""]
 
 
@@ -106,5 +106,3 @@ def page() -> str:
 def names() -> list[str]:
     return [tool.name for _title, _when, tools in layers() for tool in tools]
 
-
-__all__ = ["code", "layers", "names", "page"]
