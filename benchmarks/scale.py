@@ -26,7 +26,7 @@ documents of one chunk each, one JSON object with:
   also counts (ann-benchmarks' definition; short queries of common words put many chunks within a
   thousandth of each other at the cut).
 
-Prints one JSON line per workspace, then a summary line. Targets (issue 18) are in the README.
+Prints one JSON line per workspace, then a summary line. Targets (issue 18) and results are in docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-CONFIG_TEMPLATE = '''# context-harness configuration. Every key is documented in the README ("Configuration").
+CONFIG_TEMPLATE = '''# context-harness configuration. Every key is documented in docs/reference/config.md.
 # Relative paths resolve against this file's folder. ${VAR} and ${VAR:-default} expand everywhere.
 
 [db]

@@ -14,7 +14,7 @@ the core's (``Harness.serving``); this adapter only asks for the warm-up on a fi
 
 ``prompts/get`` delivers an agent's system prompt as the first **user** message, wrapped as
 ``<instructions agent="NAME">…</instructions>`` plus a line asking the model to follow them (MCP
-prompt messages have no system role; see docs/agents.md), then the agent's own messages; messages
+prompt messages have no system role; see docs/reference/agents.md), then the agent's own messages; messages
 with role ``system`` from Lua/Python agents are folded into that instructions block.
 """
 

@@ -6,7 +6,7 @@ are the ``VectorIndex`` positions: vectors are only ever appended, deleted posit
 the filter, and the owner rebuilds the graph when it compacts.
 
 The choice (measured on this 2-core machine, 100k x 384 bag-of-words vectors, M=32,
-efConstruction=40; see the README): faiss HNSW with float16 storage gives the recall of float32
+efConstruction=40; see docs/benchmarks.md): faiss HNSW with float16 storage gives the recall of float32
 (0.982 at efSearch 128) at half the memory; int8 storage lost 2 points of recall, usearch's int8 13
 points, and hnswlib ships no wheel. faiss also takes a filter into the graph walk, so filters still
 apply before the top-k cut.
