@@ -127,13 +127,13 @@ class Walk:
                             self.missing.append(f"{key} ({model.__module__}.{model.__qualname__}.{name})")
                         kind = "array of tables" if found[0] == "[]" else "table"
                         section.rows.append((code(key), kind, default_text(info),
-                                             f"{info.description or ''}: see {sub_heading}"))
+                                             f"{info.description or ''}: see {code(sub_heading)}"))
                     continue
             if not info.description:
                 self.missing.append(f"{key} ({model.__module__}.{model.__qualname__}.{name})")
             if found is not None:
-                section.rows.append((code(key), "table", "", f"{info.description or ''}: the keys of "
-                                     f"{self.home[found[1]]}"))
+                section.rows.append((code(key), "table", default_text(info), f"{info.description or ''}: the keys of "
+                                     f"{code(self.home[found[1]])}"))
                 continue
             kind, limit = type_text(info.annotation), bounds(info)
             section.rows.append((code(key), f"{kind} ({limit})" if limit else kind, default_text(info),

@@ -63,8 +63,8 @@ class InlineAgentConfig(_Strict):
     tools: list[str] = Field(default_factory=list, description="the tools the agent may use (its tool scope); a list "
                              "or a comma-separated string")
     system_prompt: str = Field(description="the instructions; {{argument}} is replaced by the argument's value")
-    arguments: list[ArgumentConfig] = Field(default_factory=list, description="the agent's arguments, as "
-                                            "[{name, description, required, enum, default}]")
+    arguments: list[ArgumentConfig] = Field(default_factory=list, description="the agent's arguments (MCP "
+                                            "prompt arguments)")
     skills: list[str] = Field(default_factory=list, description="skills the agent uses (appended to its prompt)")
     disabled_skills: list[str] = Field(default_factory=list, description="listed skills switched off")
 
@@ -84,8 +84,7 @@ class AgentsSection(BaseModel):
                                      'the config file); unset: ["agents", ".claude/agents"]')
     skill_paths: list[Path] | None = Field(default=None, description="folders holding skill folders (NAME/SKILL.md); "
                                            'unset: ["skills", "agents/skills", ".claude/skills"]')
-    inline: dict[str, InlineAgentConfig] = Field(default_factory=dict, description="TOML agents by name (the "
-                                                 "same as [agents.NAME])")
+    inline: dict[str, InlineAgentConfig] = Field(default_factory=dict, description="TOML agents by name")
     script: dict[str, ScriptConfig] = Field(default_factory=dict, description="Lua agents by name")
     page_size: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="resources/list page size "
                            "for agent:// and skill:// resources")
