@@ -408,7 +408,10 @@ def demo(query: str, as_json: bool) -> None:
     """Index the bundled sample knowledge base and search it (a self-contained tour)."""
     from context_harness.sample import demo_config
 
-    config = demo_config()
+    try:
+        config = demo_config()
+    except HarnessError as error:  # a broken install without its sample
+        fail(error)
     from context_harness.harness import Harness
     from context_harness.models import SearchRequest
 

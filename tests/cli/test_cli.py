@@ -196,6 +196,14 @@ def test_root_option_indexes_without_config(tmp_path: Path, sample_docs) -> None
     assert (tmp_path / "xdg" / "context-harness" / "roots").is_dir()
 
 
+def assert_answers_how_to_connect(results: list[dict]) -> None:
+    """The demo's question ("how do I connect Claude Desktop") is answered from the docs site (docs/): its
+    best hit is a page that tells how, quoting Claude Desktop, and the how-to or the tutorial is among the first."""
+    assert results[0]["source_id"] in {"how-to/connect-a-client.md", "tutorial.md", "index.md"}, results[0]
+    assert "Claude Desktop" in results[0]["snippet"]
+    assert {"how-to/connect-a-client.md", "tutorial.md"} & {r["source_id"] for r in results[:3]}
+
+
 def test_demo_indexes_the_bundled_sample(tmp_path: Path) -> None:
     import os
 
@@ -203,7 +211,7 @@ def test_demo_indexes_the_bundled_sample(tmp_path: Path) -> None:
                             text=True, env={**os.environ, "XDG_DATA_HOME": str(tmp_path)}, timeout=60)
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)["results"]
-    assert results[0]["source_id"] == "mcp-clients.md"
+    assert_answers_how_to_connect(results)
 
 
 def test_demo_embeds_again_a_demo_workspace_embedded_by_another_model(tmp_path: Path) -> None:
@@ -220,7 +228,7 @@ def test_demo_embeds_again_a_demo_workspace_embedded_by_another_model(tmp_path: 
         conn.execute("UPDATE embedding_meta SET value = 'local:all-MiniLM-L6-v2-int8:384' WHERE key = 'identity'")
     again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["results"][0]["source_id"] == "mcp-clients.md"
+    assert_answers_how_to_connect(json.loads(again.stdout)["results"])
 
 
 def test_sync_whose_embedding_fails_still_reports_the_sync(sample_docs, tmp_path: Path) -> None:
