@@ -8,6 +8,7 @@ object is refused with a ``ConfigError`` and left as it is.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -157,7 +158,7 @@ def read_object(path: Path, client: Client) -> dict[str, Any] | None:
     except UnicodeDecodeError:
         raise _refuse(path, "is not UTF-8 text", client) from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+        raise ConfigError(f"{exc.filename or path}: cannot be read ({exc.strerror})") from None
     if not text.strip():
         return {}
     try:
@@ -201,18 +202,19 @@ def apply(plan: Plan) -> Path | None:
     """Write the plan's content: back up the existing file first, then replace it atomically
     (a symlinked file is written through the link). Returns the backup's path, if one was made."""
     target = plan.path.resolve() if plan.path.is_symlink() else plan.path
-    target.parent.mkdir(parents=True, exist_ok=True)
     backup = None
-    if target.exists():
-        backup = backup_name(plan.path)
-        shutil.copy2(target, backup)
     temporary = target.with_name(f".{target.name}.ctx-setup.tmp")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            backup = backup_name(plan.path)
+            shutil.copy2(target, backup)
         temporary.write_text(dumps(plan.after), encoding="utf-8")
         if target.exists():
             shutil.copymode(target, temporary)
         os.replace(temporary, target)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise ConfigError(f"{target}: cannot be written ({exc.strerror}); check the folder's permissions") from None
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise ConfigError(f"{exc.filename or target}: cannot be written ({exc.strerror})") from None
     return backup

@@ -196,6 +196,14 @@ def test_a_file_it_cannot_read_is_refused_and_left_untouched(run: Run, home: Pat
     assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
+def test_a_path_it_cannot_use_is_an_error_naming_it(run: Run, home: Path, kb: Path) -> None:
+    (home / ".cursor").write_text("not a folder", encoding="utf-8")
+    result = run("setup", "cursor", "--config", str(kb))
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {home / '.cursor' / 'mcp.json'}: cannot be read (Not a directory)\n"
+    assert [p.name for p in home.iterdir()] == [".cursor"]
+
+
 def test_print_shows_the_entry_and_the_change_and_writes_nothing(run: Run, home: Path, kb: Path) -> None:
     result = run("setup", "claude-desktop", "--print", "--config", str(kb), platform="darwin")
     assert result.exit_code == 0, result.output
