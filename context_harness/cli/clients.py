@@ -23,8 +23,8 @@ from context_harness.errors import ConfigError
 
 PLATFORM_ENV = "CTX_SETUP_PLATFORM"  # linux, darwin or win32: whose file locations to use (tests, --print)
 # Keys of an existing entry that describe how to reach the server: replaced, never merged. Any other key
-# the user added to the entry (env, disabled, alwaysAllow ...) is kept.
-TRANSPORT_KEYS = frozenset({"type", "command", "args", "url", "headers", "transport", "cwd"})
+# the user added to the entry (env, cwd, disabled ...) is kept.
+TRANSPORT_KEYS = frozenset({"type", "command", "args", "url", "headers", "transport"})
 
 
 @dataclass(frozen=True)
