@@ -19,6 +19,7 @@ import anyio
 import click
 
 from context_harness import __version__
+from context_harness.cli.setup import setup
 from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
 from context_harness.errors import BadRequest, HarnessError, outcome_of_code
 from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport
@@ -51,6 +52,9 @@ def cli(ctx: click.Context, config_path: str | None, root: str | None, verbose: 
             ctx.invoke(serve, config_path=config_path, root=root)
         else:
             click.echo(ctx.get_help())
+
+
+cli.add_command(setup)
 
 
 @cli.command()

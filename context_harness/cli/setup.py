@@ -1,0 +1,89 @@
+"""``ctx setup CLIENT``: write this install's MCP server into a client's config file (``clients``
+knows the files and the merge). A rim utility: it reads and writes client files, no ``Harness``.
+``clients`` is imported when the command runs, not when ``context-harness`` starts to serve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from context_harness import config as config_mod
+from context_harness.cli.support import config_option
+from context_harness.errors import BadRequest
+
+
+def server_args(ctx: click.Context, config_path: str | None, root: str | None) -> list[str]:
+    """``--config FILE`` (absolute) for the config ``ctx`` itself would use here, or ``--root DIR``.
+    The config is loaded first, so a broken one is reported now rather than by the client."""
+    obj = ctx.find_root().obj or {}
+    explicit = config_path or obj.get("config_path")
+    root = root or obj.get("root")
+    if root and not explicit:
+        folder = Path(root).expanduser().resolve()
+        if not folder.is_dir():
+            raise BadRequest(f"--root {root}: no such folder")
+        return ["--root", str(folder)]
+    path = config_mod.discover(explicit)
+    config_mod.load_file(path)
+    return ["--config", str(path)]
+
+
+CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode")  # clients.CLIENTS, without importing it
+SERVER_NAME = "context-harness"
+
+
+@click.command()
+@click.argument("client", type=click.Choice(CLIENT_NAMES))
+@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
+              help="The user's config file, or the project's in the current folder (not for claude-desktop).")
+@click.option("--name", default=SERVER_NAME, show_default=True, help="The server's name in the client.")
+@click.option("--print", "print_only", is_flag=True, help="Show the entry and what would change; write nothing.")
+@config_option
+@click.pass_context
+def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bool, config_path: str | None,
+          root: str | None) -> None:
+    """Add this install's MCP server to CLIENT's config (claude-desktop, claude-code, cursor, vscode).
+
+    Merges one entry into the file: other servers and settings stay, the old file is kept as a backup,
+    a second run changes nothing. The entry runs the installed `context-harness` with --config FILE."""
+    import shlex
+
+    from context_harness.cli.clients import (
+        CLIENTS,
+        apply,
+        config_file,
+        current_platform,
+        plan,
+        server_entry,
+        server_executable,
+        temporary_install,
+    )
+
+    chosen = CLIENTS[client]
+    if scope == "project" and chosen.project_file is None:
+        raise click.BadParameter(f"{chosen.title} has no project config; use --scope user", param_hint="--scope")
+    command, found = server_executable()
+    entry = server_entry(chosen, [*command, *server_args(ctx, config_path, root)])
+    path = config_file(chosen, scope, current_platform(), Path.cwd())
+    click.echo(f"{chosen.title} ({scope}): {path}")
+    click.echo(f"server {name!r}: {shlex.join([entry['command'], *entry['args']])}")
+    click.echo(f"  ({found})")
+    if temporary_install(command):
+        click.echo("warning: this command lives in uv's cache, which uv may clean; install first "
+                   "(`uv tool install`, `pipx install`) and run `ctx setup` from that install", err=True)
+    if print_only:
+        click.echo(json.dumps({chosen.servers_key: {name: entry}}, indent=2, ensure_ascii=False))
+    result = plan(chosen, path, name, entry)
+    if not result.changed:
+        click.echo(f"{path} already has this entry; nothing changed")
+        return
+    click.echo(result.diff())
+    if print_only:
+        click.echo("--print: nothing written")
+        return
+    backup = apply(result)
+    if backup is not None:
+        click.echo(f"backup of the previous file: {backup}")
+    click.echo(f"wrote {path}; restart {chosen.title} (or reload its MCP servers) to start it")
