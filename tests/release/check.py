@@ -83,7 +83,10 @@ def run_checks(work: Path) -> None:
     venv = work / "venv"
     with step("install the wheel into a fresh venv"):
         run([sys.executable, "-m", "venv", str(venv)], cwd=work)
-        run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], cwd=work, env=pip_env())
+        # --no-compile: byte-compiling every dependency (sympy alone is large) took most of this step;
+        # the commands below compile what they import, as a first run does.
+        run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)],
+            cwd=work, env=pip_env())
     env = user_env(work)
     with step("the installed package is the wheel's"):
         where = run([str(venv / "bin" / "python"), "-c", f"import {PACKAGE}; print({PACKAGE}.__file__)"],
