@@ -2,7 +2,7 @@
 
 import os
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version lives: hatch reads it at build ([tool.hatch.version])
 
 # OpenBLAS (numpy's BLAS on Linux and Windows wheels) keeps its worker threads spinning for 2**28
 # cycles, about 0.1 s, after every matrix product. A vector top-k takes well under a millisecond at
