@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
 DEFERRED_PACKAGES = ("mcp", "mcp.server")  # parents first
+_INIT_LOCK = threading.RLock()
 
 
 def defer_package_inits() -> None:
@@ -40,11 +42,12 @@ def _init_on_first_lookup(package: ModuleType, spec: ModuleSpec) -> Any:
     """A module ``__getattr__`` (PEP 562): the first name the package lacks runs its ``__init__``."""
 
     def lookup(attribute: str) -> Any:
-        if attribute.startswith("__") or "__getattr__" not in package.__dict__:
+        if attribute.startswith("__") and attribute != "__all__":  # the import system's probes
             raise AttributeError(f"module {package.__name__!r} has no attribute {attribute!r}")
-        del package.__dict__["__getattr__"]
-        assert spec.loader is not None
-        spec.loader.exec_module(package)
+        with _INIT_LOCK:  # once, even when two threads look up at the same time
+            if package.__dict__.pop("__getattr__", None) is not None:
+                assert spec.loader is not None
+                spec.loader.exec_module(package)
         return getattr(package, attribute)
 
     return lookup
