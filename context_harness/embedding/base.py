@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from context_harness.errors import EmbeddingsUnavailable
+
 if TYPE_CHECKING:  # numpy loads on first use, keeping `import context_harness.embedding` cheap
     import numpy as np
 
@@ -34,6 +36,10 @@ class EmbedderIdentity:
 
     def __str__(self) -> str:
         return self.key
+
+
+class EmbedderMismatch(EmbeddingsUnavailable):
+    """The stored vectors were made by another embedder than the configured one."""
 
 
 @runtime_checkable

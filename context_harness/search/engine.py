@@ -29,7 +29,6 @@ from context_harness.passages import chunk_at
 from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
 from context_harness.search.snippets import Snippet, make_snippet, salient
-from context_harness.store import vector_index
 from context_harness.store.backend import DocumentStorage, KeywordRanking
 from context_harness.store.documents import ChunkPlace, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters
@@ -345,6 +344,8 @@ class SemanticBackend:
         """After embedding: when the vectors are many enough for the approximate graph, build or
         update it (and its saved copy) now, so the next search or server start does not wait on it.
         Progress events name the source ``vector graph``."""
+        from context_harness.store import vector_index
+
         # Only the embedded store keeps a graph (PostgreSQL's HNSW index lives in the database).
         if not hasattr(self.vectors, "graph_folder") or self.vectors.count() < vector_index.ANN_FROM:
             return

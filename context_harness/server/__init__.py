@@ -14,6 +14,9 @@ import anyio
 
 from context_harness.extensions import ServerSetup
 from context_harness.harness import Harness
+from context_harness.server.sdk import defer_package_inits
+
+defer_package_inits()  # before a module of this package imports the SDK: see sdk.py
 
 
 async def serve(setup: ServerSetup, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:

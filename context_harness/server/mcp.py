@@ -30,8 +30,8 @@ from urllib.parse import parse_qsl, unquote
 
 import anyio
 import mcp.types as t
-from mcp import MCPError
-from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -41,6 +41,7 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from context_harness import __version__

@@ -22,14 +22,15 @@ import datetime as dt
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk
 from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters
 from context_harness.store.queries import PendingChunk
+
+if TYPE_CHECKING:  # numpy loads with the vectors, not with the server
+    import numpy as np
 
 __all__ = ["Backend", "DocumentStorage", "KeywordRanking", "KeywordSession", "StoredVectors", "VectorSearch",
            "VectorStorage"]

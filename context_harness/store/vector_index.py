@@ -21,8 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from context_harness.embedding.base import EmbedderIdentity
-from context_harness.errors import EmbeddingsUnavailable
+from context_harness.embedding.base import EmbedderIdentity, EmbedderMismatch
 from context_harness.store.ann import AnnGraph
 
 
@@ -58,10 +57,6 @@ _SAVE_SHARE = 0.01  # save the graph after a refresh once this share of position
 
 RowFilter = np.ndarray | Collection[str] | None
 Hit = tuple[str, str, float]  # (chunk_id, doc_id, cosine score)
-
-
-class EmbedderMismatch(EmbeddingsUnavailable):
-    """The stored vectors were made by another embedder than the configured one."""
 
 
 class VectorIndex:

@@ -17,16 +17,18 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from context_harness.embedding.base import EmbedderIdentity
+from context_harness.embedding.base import EmbedderIdentity, EmbedderMismatch
 from context_harness.store import queries, schema
 from context_harness.store.queries import PendingChunk
-from context_harness.store.vector_index import EmbedderMismatch, VectorIndex
 
-__all__ = ["EmbedderMismatch", "PendingChunk", "VectorIndex", "VectorStats", "VectorStore", "rebuild_hint"]
+if TYPE_CHECKING:  # numpy and the index load with the first search or embedding, not with the server
+    import numpy as np
+
+    from context_harness.store.vector_index import VectorIndex
+
+__all__ = ["EmbedderMismatch", "PendingChunk", "VectorStats", "VectorStore", "rebuild_hint"]
 
 _BATCH = 500  # SQL parameters per IN (...) query
 _FETCH = 4096  # rows per fetchmany while loading the matrix
@@ -183,6 +185,8 @@ class VectorStore:
         return len(rows)
 
     def get(self, content_hash: str) -> np.ndarray | None:
+        import numpy as np
+
         with self.lock:
             row = self.conn.execute("SELECT vector FROM embeddings WHERE content_hash = ?", (content_hash,)).fetchone()
         return None if row is None else np.frombuffer(row[0], dtype="<f4").astype(np.float32)
@@ -265,6 +269,8 @@ class VectorStore:
 
     def vectors_of(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """content hash -> stored vector (read-only view of the blob), for the hashes that have one."""
+        import numpy as np
+
         out: dict[str, np.ndarray] = {}
         wanted = list(hashes)
         with self.lock:
@@ -290,6 +296,8 @@ class VectorStore:
 
     def open_index(self) -> VectorIndex:
         """Load the search index for the current chunks (see ``VectorIndex``)."""
+        from context_harness.store.vector_index import VectorIndex
+
         index = VectorIndex(self, self.graph_folder())
         index.load()
         return index
@@ -310,6 +318,8 @@ def _bump_version(conn: sqlite3.Connection) -> None:
 
 
 def _to_blob(vector: np.ndarray, dims: int) -> bytes:
+    import numpy as np
+
     v = np.asarray(vector, dtype=np.float32).reshape(-1)
     if v.shape[0] != dims:
         raise EmbedderMismatch(
