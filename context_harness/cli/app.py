@@ -444,7 +444,8 @@ def demo(query: str, as_json: bool) -> None:
     for i, r in enumerate(response.results[:5], 1):
         click.echo(f"{i}. {r.title}  [{r.source_id}]  score {r.score:.2f}")
         click.echo(f"   {r.snippet}\n")
-    click.echo("next: `ctx init` in your own folder, or see the README for MCP client setup.")
+    click.echo("next: `ctx init` in your own folder, then `ctx setup claude-desktop` "
+               "(or claude-code, cursor, vscode) to connect a client.")
 
 
 @cli.command()

@@ -198,9 +198,10 @@ def test_root_option_indexes_without_config(tmp_path: Path, sample_docs) -> None
 
 def assert_answers_how_to_connect(results: list[dict]) -> None:
     """The demo's question ("how do I connect Claude Desktop") is answered from the docs site (docs/): its
-    best hit is a page that tells how, quoting Claude Desktop, and the how-to or the tutorial is among the first."""
+    best hit is a page that tells how, the first three quote Claude Desktop, and the how-to or the tutorial is
+    among them."""
     assert results[0]["source_id"] in {"how-to/connect-a-client.md", "tutorial.md", "index.md"}, results[0]
-    assert "Claude Desktop" in results[0]["snippet"]
+    assert any("Claude Desktop" in r["snippet"] for r in results[:3]), results[:3]
     assert {"how-to/connect-a-client.md", "tutorial.md"} & {r["source_id"] for r in results[:3]}
 
 
