@@ -1,5 +1,5 @@
 """The filesystem connector: Markdown and text files under a folder, and PDF, DOCX and HTML files
-converted to text when the documents extra is installed (``ingest/documents.py``).
+converted to text when the documents extra is installed (``formats/documents.py``).
 
 Never reads outside ``root``: symlinks whose target leaves the root are skipped and counted.
 Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node_modules``.
@@ -36,9 +36,9 @@ from context_harness.connectors.reading import (
     read_regular,
     stat_under,
 )
-from context_harness.ingest import documents
-from context_harness.ingest.documents import EXTRA_HINT, DocumentFormat, document_format
-from context_harness.ingest.markdown import (
+from context_harness.formats import documents
+from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format
+from context_harness.formats.markdown import (
     first_heading,
     front_matter_tags,
     front_matter_time,
@@ -448,7 +448,7 @@ class FilesystemConnector:
 
     def _document_loader(self, rel_path: str, mtime: float, fmt: DocumentFormat, report: ScanReport,
                          born: dt.datetime | None):
-        """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``ingest/documents.py``)."""
+        """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``formats/documents.py``)."""
         def load() -> SourceItem | None:
             raw = self._read(rel_path, report)
             if raw is None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from context_harness.config import ChunkingConfig
 from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
-from context_harness.ingest import documents
+from context_harness.formats import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
