@@ -44,7 +44,7 @@ import anyio.abc
 from context_harness import config as config_mod
 from context_harness.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
 from context_harness.config import Config
-from context_harness.connectors.base import Connector
+from context_harness.connectors.base import Connector, sync_seconds
 from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, FilesystemConnector
 from context_harness.connectors.names import escape_name
 from context_harness.errors import HarnessError
@@ -179,13 +179,6 @@ def folders(top: str, data_dir: str, unwatchable: set[str] | None = None,
         except OSError:  # gone or unreadable meanwhile: nothing under it to watch
             continue
     return found
-
-
-def sync_seconds(connector: Connector) -> float | None:
-    """The connector's ``sync_interval`` in seconds (None: off or not configurable)."""
-    config = getattr(connector, "config", None)
-    seconds = getattr(config, "sync_seconds", None)
-    return seconds if isinstance(seconds, float) else None
 
 
 def changed(summary: SyncSummary | SyncReport) -> int:

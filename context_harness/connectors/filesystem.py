@@ -15,7 +15,7 @@ import logging
 import os
 import stat as stat_mod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 from urllib.parse import quote_from_bytes
@@ -24,7 +24,7 @@ import pathspec
 
 from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig
-from context_harness.connectors.base import Candidate, ScanReport, SourceItem
+from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem
 from context_harness.connectors.names import escape_name
 from context_harness.connectors.reading import (
     DIR_FLAGS,
@@ -136,15 +136,6 @@ class _Opener:
         if self.last is not None:
             os.close(self.last[1])
             self.last = None
-
-
-@dataclass
-class PathScan:
-    """The result of ``FilesystemConnector.scan_paths``."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-    covered: list[str] = field(default_factory=list)
-    full: bool = False
 
 
 def _outermost(rel_paths: Iterable[str]) -> list[str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_harness.config import ChunkingConfig
-from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
+from context_harness.connectors.base import Candidate, Connector, PathScanning, ScanReport, SourceItem
 from context_harness.formats import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
@@ -464,8 +464,8 @@ class _PathSyncRun(_SyncRun):
     paths: list[str]
 
     def _scan(self) -> list[Candidate]:
-        scan_paths = getattr(self.connector, "scan_paths", None)
-        scan = scan_paths(self.paths, self.report) if scan_paths is not None else None
+        connector = self.connector
+        scan = connector.scan_paths(self.paths, self.report) if isinstance(connector, PathScanning) else None
         if scan is None or scan.full:
             return super()._scan()
         self.partial = True
