@@ -36,7 +36,7 @@ from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotF
 from context_harness.extensions import Extensions
 from context_harness.ingest.check import check as check_store
 from context_harness.ingest.embed import embedding_status
-from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, flush_index
+from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions
 from context_harness.models import (
     CheckReport,
     DocumentEntry,
@@ -56,9 +56,9 @@ from context_harness.models import (
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
-from context_harness.storage import migrate_to_postgres, open_backend
-from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
+from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage, flush_index
 from context_harness.store.faults import fault_of, is_panic
+from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 from context_harness.tools.base import Tool
 
@@ -153,7 +153,7 @@ class Harness:
             self._services.warm_up_soon()
 
     def open_stores(self) -> None:
-        """Open the storage backend the config selects (``storage.py``) and the search engine over it."""
+        """Open the storage backend the config selects (``store/opening.py``) and the search engine over it."""
         self.backend = open_backend(self.config, self.index_lock)
         if self.backend.locks is not None:  # the database's own (replicas on several hosts take turns)
             self.index_lock, self.embed_lock = self.backend.locks
@@ -382,7 +382,7 @@ class Harness:
 
     async def migrate_to_postgres(self, url: str) -> MigrationReport:
         """``ctx db migrate --to postgres``: copy this embedded workspace into the empty PostgreSQL
-        database at ``url`` (``storage.py``), holding the workspace's writer locks meanwhile."""
+        database at ``url`` (``store/opening.py``), holding the workspace's writer locks meanwhile."""
         assert self.backend is not None
         async with self._sync_lock, self.writing("db migrate"), self.writing("db migrate", embeddings=True):
             return await self.run_blocking(migrate_to_postgres, self.backend, url, self.config)
