@@ -75,7 +75,9 @@ NotifyFactory = Callable[[list[str]], Any]
 
 
 class LiveHost(Protocol):
-    """What the live index needs of the Harness."""
+    """What the live index (watchers, interval syncs, background embedding) needs of ``Harness``: its
+    config, connectors and activity, and the syncs it starts; a protocol, so ``live.py`` stays below
+    ``harness.py``."""
 
     config: Config
     connectors: list[Connector]
