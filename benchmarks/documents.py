@@ -6,7 +6,7 @@ Needs the `test` extra (the documents extra, and fpdf2 to write the PDFs). Makes
 ``--pdfs`` PDFs of ``--pages`` pages (about 350 words and a bookmark a page, a /Title), DOCX files of 20 headed
 sections, HTML pages of 20 headed sections with navigation, scripts and lists; plus one corrupt,
 one encrypted and one empty (no text layer) PDF. Measures, in this process:
-1. extraction alone (``ingest/documents.convert`` over every file): PDF pages/s, DOCX and HTML
+1. extraction alone (``formats/documents.convert`` over every file): PDF pages/s, DOCX and HTML
    files/s and MB/s;
 2. a full keyword-only ``Harness.sync`` of the folder (conversion in the chunk helper processes,
    chunking, SQLite, Tantivy), and the skipped files the summary names with their reasons.
@@ -34,9 +34,9 @@ import docx  # noqa: E402
 from fpdf import FPDF  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
+from context_harness.formats.documents import FORMATS, convert  # noqa: E402
 from context_harness.harness import Harness  # noqa: E402
 from context_harness.ingest.chunk_worker import available_cores  # noqa: E402
-from context_harness.ingest.documents import FORMATS, convert  # noqa: E402
 
 WORDS = ("harbour lantern keeper tide signal beacon ledger rope anchor storm gull chart compass "
          "voyage cargo vessel mooring quay pilot drift current reef buoy shoal").split()

@@ -42,8 +42,9 @@ Listener = Callable[[str], None]
 """Called with ``"tools"``, ``"prompts"``, ``"resources"`` or ``"instructions"`` after a change."""
 
 
-class Host(KnowledgeBase, BlockingKnowledgeBase, Protocol):
-    """What the catalog needs of the Harness: the async and blocking knowledge-base calls."""
+class CatalogHost(KnowledgeBase, BlockingKnowledgeBase, Protocol):
+    """What the catalog needs of ``Harness``: the async document calls for the built-in tools, their
+    blocking form for agents' contexts, and ``run_blocking`` to resolve agents off the event loop."""
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T: ...
 
@@ -71,7 +72,7 @@ class AgentResolution:
 
 
 class Catalog:
-    def __init__(self, config: Config, host: Host, *, agents: Iterable[Any] = (),
+    def __init__(self, config: Config, host: CatalogHost, *, agents: Iterable[Any] = (),
                  tools: Iterable[Tool] = ()) -> None:
         self.config = config
         self.host = host

@@ -27,7 +27,7 @@ from context_harness.errors import ConfigError
 CONFIG_ENV = "CTX_CONFIG"
 DEFAULT_INCLUDE_GLOBS = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
 # PDF, DOCX and HTML join the default globs when the extra `context-harness[documents]` is installed:
-# these are the modules it brings (ingest/documents.py converts with them).
+# these are the modules it brings (formats/documents.py converts with them).
 DOCUMENT_INCLUDE_GLOBS = ["**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm"]
 DOCUMENTS_EXTRA_MODULES = ("pypdfium2", "docx", "lxml")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")

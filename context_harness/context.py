@@ -16,7 +16,8 @@ from context_harness.validation import parse_search
 
 
 class BlockingKnowledgeBase(Protocol):
-    """The part of ``Harness`` a context needs (blocking calls)."""
+    """The document calls of ``KnowledgeBase`` in their blocking form (``Harness.*_sync``), for the
+    scripts and agents that run on a worker thread; a protocol, so ``context.py`` stays below ``harness.py``."""
 
     def search_sync(self, request: SearchRequest) -> SearchResponse: ...
 

@@ -103,6 +103,7 @@ class Extensions:
     def connector_registry(self) -> ConnectorRegistry:
         """The built-in connector types plus the extension types and instances."""
         registry = default_registry()
+        registry.register("script", _lua_script)
         for connector, _ in self.connectors:
             registry.add_instance(connector)
         for type_name, (factory, origin) in self.connector_types.items():
@@ -114,6 +115,14 @@ class Extensions:
 
     def tool_names(self) -> list[str]:
         return [t.name for t, _ in self.tools]
+
+
+def _lua_script(name: str, entry: Any, config: Config) -> Connector:
+    """The built-in ``script`` type: a ``[connectors.script.NAME]`` Lua connector (``lua/connector.py``,
+    imported on first use); a script that does not load is set aside."""
+    from context_harness.lua.connector import script_connector
+
+    return script_connector(name, entry, config.lua)
 
 
 def _origin(obj: Any) -> str:

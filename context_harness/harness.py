@@ -29,13 +29,14 @@ from context_harness.activity import FAILING, NEVER_SYNCED, Activity, error_skip
 from context_harness.agents.models import AgentInfo
 from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
 from context_harness.config import Config
-from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector
+from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
 from context_harness.embedding import priority as embedding_priority
+from context_harness.embedding.base import Warming
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
 from context_harness.extensions import Extensions
 from context_harness.ingest.check import check as check_store
 from context_harness.ingest.embed import embedding_status
-from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, flush_index
+from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions
 from context_harness.models import (
     CheckReport,
     DocumentEntry,
@@ -55,9 +56,9 @@ from context_harness.models import (
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
-from context_harness.storage import migrate_to_postgres, open_backend
-from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
+from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage, flush_index
 from context_harness.store.faults import fault_of, is_panic
+from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 from context_harness.tools.base import Tool
 
@@ -152,7 +153,7 @@ class Harness:
             self._services.warm_up_soon()
 
     def open_stores(self) -> None:
-        """Open the storage backend the config selects (``storage.py``) and the search engine over it."""
+        """Open the storage backend the config selects (``store/opening.py``) and the search engine over it."""
         self.backend = open_backend(self.config, self.index_lock)
         if self.backend.locks is not None:  # the database's own (replicas on several hosts take turns)
             self.index_lock, self.embed_lock = self.backend.locks
@@ -180,9 +181,8 @@ class Harness:
         if not backend.has_vectors():
             return False
         backend.index()
-        warm = getattr(backend.embedder, "warm", None)
-        if callable(warm):
-            warm()
+        if isinstance(backend.embedder, Warming):
+            backend.embedder.warm()
         return True
 
     def close(self) -> None:
@@ -321,9 +321,8 @@ class Harness:
             if connector is None:
                 notes = "no longer in the config; `ctx sync all` removes its documents"
             else:
-                health = getattr(connector, "health", None)
-                if health is not None:
-                    healthy, problem = health()
+                if isinstance(connector, HealthReporting):
+                    healthy, problem = connector.health()
                     notes = problem or notes
                 if last_sync is None and healthy:
                     notes = notes or "never synced; run `ctx sync`"
@@ -383,7 +382,7 @@ class Harness:
 
     async def migrate_to_postgres(self, url: str) -> MigrationReport:
         """``ctx db migrate --to postgres``: copy this embedded workspace into the empty PostgreSQL
-        database at ``url`` (``storage.py``), holding the workspace's writer locks meanwhile."""
+        database at ``url`` (``store/opening.py``), holding the workspace's writer locks meanwhile."""
         assert self.backend is not None
         async with self._sync_lock, self.writing("db migrate"), self.writing("db migrate", embeddings=True):
             return await self.run_blocking(migrate_to_postgres, self.backend, url, self.config)
@@ -426,7 +425,7 @@ class Harness:
             log.warning("the config adds or removes sources (%s); restart to serve them",
                         ", ".join(sorted(set(fresh) ^ set(current))))
         changed = [c for label, c in fresh.items()
-                   if label in current and getattr(c, "config", None) != getattr(current[label], "config", None)]
+                   if label in current and settings_of(c) != settings_of(current[label])]
         by_label = {c.label: c for c in changed}
         self.connectors = [by_label.get(c.label, c) for c in self.connectors]
         return changed
@@ -438,7 +437,7 @@ class Harness:
                 "no connectors are configured; add a [connectors.filesystem.NAME] section with a root folder"
             )
         if target == "all":  # passing by those set aside for unset variables (``sources`` says which)
-            return [c for c in self.connectors if not getattr(c, "unavailable", False)]
+            return [c for c in self.connectors if runnable(c)]
         chosen = [c for c in self.connectors if c.label == target or c.type == target]
         if not chosen:
             known = ", ".join(["all", *sorted({c.type for c in self.connectors}), *(c.label for c in self.connectors)])

@@ -44,7 +44,7 @@ import anyio.abc
 from context_harness import config as config_mod
 from context_harness.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
 from context_harness.config import Config
-from context_harness.connectors.base import Connector
+from context_harness.connectors.base import Connector, sync_seconds
 from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, FilesystemConnector
 from context_harness.connectors.names import escape_name
 from context_harness.errors import HarnessError
@@ -75,7 +75,9 @@ NotifyFactory = Callable[[list[str]], Any]
 
 
 class LiveHost(Protocol):
-    """What the live index needs of the Harness."""
+    """What the live index (watchers, interval syncs, background embedding) needs of ``Harness``: its
+    config, connectors and activity, and the syncs it starts; a protocol, so ``live.py`` stays below
+    ``harness.py``."""
 
     config: Config
     connectors: list[Connector]
@@ -179,13 +181,6 @@ def folders(top: str, data_dir: str, unwatchable: set[str] | None = None,
         except OSError:  # gone or unreadable meanwhile: nothing under it to watch
             continue
     return found
-
-
-def sync_seconds(connector: Connector) -> float | None:
-    """The connector's ``sync_interval`` in seconds (None: off or not configurable)."""
-    config = getattr(connector, "config", None)
-    seconds = getattr(config, "sync_seconds", None)
-    return seconds if isinstance(seconds, float) else None
 
 
 def changed(summary: SyncSummary | SyncReport) -> int:

@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 RELOAD_INTERVAL = 1.0  # seconds between checks of the config file, the Lua tool scripts and agent files
 
 
-class Served(LiveHost, Protocol):
-    """What the services need of the Harness."""
+class ServedHarness(LiveHost, Protocol):
+    """``LiveHost`` plus what the other serving services need of ``Harness``: the catalog they reload,
+    the sync on start and the search warm-up."""
 
     config: Config
 
@@ -42,7 +43,7 @@ class Served(LiveHost, Protocol):
 class Services:
     """Background work of one serving Harness, in one task group (cancelled when serving ends)."""
 
-    def __init__(self, harness: Served, task_group: anyio.abc.TaskGroup,
+    def __init__(self, harness: ServedHarness, task_group: anyio.abc.TaskGroup,
                  reload_interval: float = RELOAD_INTERVAL) -> None:
         self.harness = harness
         self.task_group = task_group

@@ -99,13 +99,13 @@ def test_for_root_keeps_workspace_in_user_data_dir(tmp_path: Path, monkeypatch: 
 
 
 def test_connector_tables_of_extension_types_are_kept_and_unknown_types_named() -> None:
-    from context_harness.connectors.registry import default_registry
+    from context_harness.extensions import collect_extensions
 
     config = config_mod.from_dict({"connectors": {"changelog": {"notes": {"path": "CHANGELOG.md"}}}}, None)
     assert config.connectors.extension_tables() == {"changelog": {"notes": {"path": "CHANGELOG.md"}}}
     with pytest.raises(ConfigError, match=r"connectors.changelog: unknown connector type \(available: "
                                           r"filesystem, git, script"):
-        default_registry().build(config)
+        collect_extensions(discover=False).connector_registry().build(config)
     with pytest.raises(ConfigError, match=r"connectors: changelog: expected tables \[connectors.changelog.NAME\]"):
         config_mod.from_dict({"connectors": {"changelog": 3}}, None)
 

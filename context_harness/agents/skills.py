@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from context_harness.errors import ConfigError
-from context_harness.ingest.markdown import split_front_matter
+from context_harness.formats.markdown import split_front_matter
 
 SKILL_FILE = "SKILL.md"
 SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

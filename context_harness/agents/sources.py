@@ -34,7 +34,7 @@ from context_harness.agents.base import (
 from context_harness.agents.settings import InlineAgentConfig
 from context_harness.agents.skills import SKILL_FILE
 from context_harness.errors import ConfigError
-from context_harness.ingest.markdown import split_front_matter
+from context_harness.formats.markdown import split_front_matter
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,3 +94,71 @@ class Connector(Protocol):
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
         """List every current item. Blocking; runs in a worker thread."""
         ...
+
+
+# -- capabilities: what some connectors offer beyond ``Connector`` ---------------------------------
+
+
+@runtime_checkable
+class Configured(Protocol):
+    """A connector made from a config table: ``config`` holds its settings (compared to notice a
+    changed config file); a connector made in code has none."""
+
+    config: Any
+
+
+@runtime_checkable
+class Scheduled(Protocol):
+    """Settings with an interval sync (``sync_interval`` in seconds, ``None`` when off)."""
+
+    @property
+    def sync_seconds(self) -> float | None: ...
+
+
+@runtime_checkable
+class HealthReporting(Protocol):
+    """A connector that can say whether it can run now and, if not, why (``sources`` shows it)."""
+
+    def health(self) -> tuple[bool, str | None]: ...
+
+
+@runtime_checkable
+class SetAside(Protocol):
+    """A connector that stands in for one that cannot run (an unset variable, a script that does
+    not load): while ``unavailable``, ``sync all`` passes it by."""
+
+    @property
+    def unavailable(self) -> bool: ...
+
+
+@dataclass
+class PathScan:
+    """What a ``PathScanning`` connector found at some paths: their ``candidates``, the paths they
+    ``covered`` (stored documents there that it did not find are gone), or ``full``: scan it all."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    covered: list[str] = field(default_factory=list)
+    full: bool = False
+
+
+@runtime_checkable
+class PathScanning(Protocol):
+    """A connector that can scan some of its paths (what a watcher saw change) without a full scan."""
+
+    def scan_paths(self, rel_paths: Iterable[str], report: ScanReport) -> PathScan: ...
+
+
+def sync_seconds(connector: Connector) -> float | None:
+    """The connector's ``sync_interval`` in seconds (None: off or not configurable)."""
+    settings = connector.config if isinstance(connector, Configured) else None
+    return settings.sync_seconds if isinstance(settings, Scheduled) else None
+
+
+def settings_of(connector: Connector) -> Any:
+    """The connector's config settings, ``None`` for one made in code."""
+    return connector.config if isinstance(connector, Configured) else None
+
+
+def runnable(connector: Connector) -> bool:
+    """False for a connector set aside (``SetAside``) that cannot run now."""
+    return not (isinstance(connector, SetAside) and connector.unavailable)

@@ -1,5 +1,5 @@
 """The filesystem connector: Markdown and text files under a folder, and PDF, DOCX and HTML files
-converted to text when the documents extra is installed (``ingest/documents.py``).
+converted to text when the documents extra is installed (``formats/documents.py``).
 
 Never reads outside ``root``: symlinks whose target leaves the root are skipped and counted.
 Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node_modules``.
@@ -15,7 +15,7 @@ import logging
 import os
 import stat as stat_mod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 from urllib.parse import quote_from_bytes
@@ -24,7 +24,7 @@ import pathspec
 
 from context_harness import timestamps
 from context_harness.config import FilesystemConnectorConfig
-from context_harness.connectors.base import Candidate, ScanReport, SourceItem
+from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem
 from context_harness.connectors.names import escape_name
 from context_harness.connectors.reading import (
     DIR_FLAGS,
@@ -36,9 +36,9 @@ from context_harness.connectors.reading import (
     read_regular,
     stat_under,
 )
-from context_harness.ingest import documents
-from context_harness.ingest.documents import EXTRA_HINT, DocumentFormat, document_format
-from context_harness.ingest.markdown import (
+from context_harness.formats import documents
+from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format
+from context_harness.formats.markdown import (
     first_heading,
     front_matter_tags,
     front_matter_time,
@@ -136,15 +136,6 @@ class _Opener:
         if self.last is not None:
             os.close(self.last[1])
             self.last = None
-
-
-@dataclass
-class PathScan:
-    """The result of ``FilesystemConnector.scan_paths``."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-    covered: list[str] = field(default_factory=list)
-    full: bool = False
 
 
 def _outermost(rel_paths: Iterable[str]) -> list[str]:
@@ -448,7 +439,7 @@ class FilesystemConnector:
 
     def _document_loader(self, rel_path: str, mtime: float, fmt: DocumentFormat, report: ScanReport,
                          born: dt.datetime | None):
-        """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``ingest/documents.py``)."""
+        """A PDF, DOCX or HTML file as raw bytes: the sync converts it (see ``formats/documents.py``)."""
         def load() -> SourceItem | None:
             raw = self._read(rel_path, report)
             if raw is None:

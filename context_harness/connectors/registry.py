@@ -2,6 +2,8 @@
 
 ``build(config)`` makes a connector for every ``[connectors.<type>.NAME]`` table of the config,
 built-in types and extension types alike, plus the connector instances registered in code.
+``default_registry()`` holds the types of this package (filesystem, git); the Lua ``script`` type
+is registered by ``extensions.py``, as an extension's type is, so connectors never import ``lua/``.
 """
 
 from __future__ import annotations
@@ -81,15 +83,8 @@ def _git(name: str, entry: Any, config: Config) -> Connector:
     return GitConnector(name, entry, config.data_dir / "git" / name)
 
 
-def _script(name: str, entry: Any, config: Config) -> Connector:
-    from context_harness.lua.connector import script_connector
-
-    return script_connector(name, entry, config.lua)  # a script that does not load is set aside
-
-
 def default_registry() -> ConnectorRegistry:
     registry = ConnectorRegistry()
     registry.register("filesystem", _filesystem)
     registry.register("git", _git)
-    registry.register("script", _script)
     return registry

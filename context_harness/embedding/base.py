@@ -58,6 +58,13 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class Warming(Protocol):
+    """An embedder that can load what its first query would wait for (a model) ahead of time."""
+
+    def warm(self) -> None: ...
+
+
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """L2-normalise each row in float32; all-zero rows stay zero."""
     import numpy as np

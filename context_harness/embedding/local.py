@@ -328,11 +328,6 @@ def _raise_recent_failure(failure_key: tuple[tuple[str, str, int | None], str | 
         raise EmbeddingsUnavailable(f"{message} (not tried again for {wait:.0f} s)")
 
 
-def loaded_models() -> int:
-    """How many models this process holds (for tests and stats)."""
-    return len(_MODELS)
-
-
 def _load(spec: ModelSpec, threads: int | None, cache_dir: Path | None) -> Any:
     text_embedding = _import_fastembed()
     kwargs: dict[str, Any] = {"model_name": spec.fastembed_name, "threads": threads}

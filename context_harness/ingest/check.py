@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 from context_harness.config import ChunkingConfig
 from context_harness.ingest.chunk_worker import chunk_rows
-from context_harness.ingest.sync import flush_index
 from context_harness.models import CheckProblem
-from context_harness.store.backend import DocumentStorage, KeywordRanking, VectorStorage
+from context_harness.store.backend import DocumentStorage, KeywordRanking, VectorStorage, flush_index
 from context_harness.store.documents import DocumentWrite, StoredChunk
 from context_harness.store.faults import is_panic
 

@@ -1,7 +1,7 @@
 """Chunking in helper processes, so that a large sync uses more than one core.
 
 Chunking is pure Python and bound by the interpreter lock; converting a document (PDF, DOCX, HTML:
-``ingest/documents.py``) is heavy too and happens here, just before its chunking. The rest of a sync
+``formats/documents.py``) is heavy too and happens here, just before its chunking. The rest of a sync
 (reading files, SQLite writes, feeding Tantivy, whose indexing runs in its own threads) stays in the
 main process.
 A ``ChunkPool`` starts ``python -m context_harness.ingest.chunk_worker`` helpers and talks to each
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from context_harness import pipes
+from context_harness.formats.documents import ConversionFailed, Converted, convert
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
-from context_harness.ingest.documents import ConversionFailed, Converted, convert
 from context_harness.passages import chunk_starts
 from context_harness.store.documents import StoredChunk, chunk_id
 

@@ -25,25 +25,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_harness.config import ChunkingConfig
-from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
-from context_harness.ingest import documents
+from context_harness.connectors.base import Candidate, Connector, PathScanning, ScanReport, SourceItem
+from context_harness.formats import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
-from context_harness.store.backend import DocumentStorage, KeywordRanking, KeywordSession
+from context_harness.store.backend import DocumentStorage, KeywordRanking, KeywordSession, flush_index, indexed_document
 from context_harness.store.documents import (
     DocumentRow,
     DocumentWrite,
     document_id,
 )
-from context_harness.store.keyword import IndexedDocument
-from context_harness.timestamps import from_iso, to_iso
+from context_harness.timestamps import to_iso
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
 WRITE_BATCH = 500
-INDEX_BATCH = 5000
 CHUNK_BATCH = 128  # documents per chunking job (a document to convert counts as its cost)
 NAMES_IN_NOTES = 3  # skipped items named per reason in the `sources` notes
 MAX_JOBS = 8  # chunking jobs in flight before the sync waits for the oldest
@@ -103,23 +101,6 @@ def document_row(source: str, item: SourceItem, fingerprint: str | None, content
         updated_at=to_iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
         metadata=item.metadata or {}, tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
     )
-
-
-def indexed_document(row: DocumentRow) -> IndexedDocument:
-    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at))
-
-
-def flush_index(store: DocumentStorage, index: KeywordRanking) -> int:
-    """Bring the keyword index up to date with every document queued in SQLite. Idempotent."""
-    total = 0
-    while True:
-        doc_ids = store.queued(INDEX_BATCH)
-        if not doc_ids:
-            return total
-        rows = store.documents(doc_ids)
-        index.replace(doc_ids, [indexed_document(row) for row in rows.values()])
-        store.dequeue(doc_ids)
-        total += len(doc_ids)
 
 
 def skip_notes(summary: SyncSummary) -> str:
@@ -464,8 +445,8 @@ class _PathSyncRun(_SyncRun):
     paths: list[str]
 
     def _scan(self) -> list[Candidate]:
-        scan_paths = getattr(self.connector, "scan_paths", None)
-        scan = scan_paths(self.paths, self.report) if scan_paths is not None else None
+        connector = self.connector
+        scan = connector.scan_paths(self.paths, self.report) if isinstance(connector, PathScanning) else None
         if scan is None or scan.full:
             return super()._scan()
         self.partial = True

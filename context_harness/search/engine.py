@@ -4,7 +4,7 @@ Keyword: Tantivy BM25 over whole documents. Semantic: exact cosine top-k over ch
 chunk per document. Hybrid: both lists fused (``[retrieval] fusion``). Filters apply before every
 top-k cut. Snippets: the passage of the document showing the most query words; when it has none,
 the semantic best chunk (or the document's opening). A hybrid search ranks BM25, and cuts the
-snippets of its best hits, on a helper thread while the query embeds (``alongside.py``).
+snippets of its best hits, on a helper thread while the query embeds (``helper_thread.py``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from context_harness.models import (
     SearchResult,
 )
 from context_harness.passages import chunk_at
-from context_harness.search.alongside import Alongside
 from context_harness.search.fusion import FUSION_VERSION, fuse
+from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.store.backend import DocumentStorage, KeywordRanking
 from context_harness.store.documents import ChunkPlace, StoredChunk
@@ -139,10 +139,10 @@ class SearchEngine:
                 limit: int) -> tuple[list[_Candidate], _Prepared | None]:
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
-        # BM25 ranks on a helper thread while this one waits for the query embedding (see alongside.py).
+        # BM25 ranks on a helper thread while this one waits for the query embedding (see helper_thread.py).
         # It starts only once the embedder blocks: started earlier, its Python parts would hold up the
         # embedding's own; with a cached vector it runs here, in turn.
-        keyword = Alongside(lambda alongside: self._keyword_half(request, filters, k, alongside))
+        keyword = HelperThreadJob(lambda spare: self._keyword_half(request, filters, k, spare))
         try:
             backend, semantic_hits = self._semantic_hits(request, filters, k, keyword.start)
         except Exception:
@@ -175,11 +175,11 @@ class SearchEngine:
         return out, prepared
 
     def _keyword_half(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
-                      alongside: bool) -> tuple[list[DocumentHit], _Prepared | None]:
+                      spare: bool) -> tuple[list[DocumentHit], _Prepared | None]:
         """The BM25 list; on a helper with a CPU to spare, also the rows and snippets of its best hits,
         cut while the query still embeds (most of them make the fused results: ~8 of 10 on SciFact)."""
         hits = self.index.search(request.query, filters, k)
-        if not alongside or not hits:
+        if not spare or not hits:
             return hits, None
         deadline = time.perf_counter() + SPECULATION_SECONDS
         ids = [h.doc_id for h in hits[:SPECULATIVE_SNIPPETS]]

@@ -14,6 +14,7 @@ Two backends implement it: ``store/embedded`` (SQLite + Tantivy + the in-memory 
 default for one user) and ``store/postgres`` (PostgreSQL + pgvector, for replicas on one database).
 ``tests/store/backends`` holds the one conformance suite both pass. Ids are the same in both:
 ``document_id``/``chunk_id`` (``store/documents.py``) derive them from the source, never from a row.
+``store/opening.py`` opens the backend a config selects.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk
 from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters
 from context_harness.store.queries import PendingChunk
+from context_harness.timestamps import from_iso
 
 if TYPE_CHECKING:  # numpy loads with the vectors, not with the server
     import numpy as np
 
 __all__ = ["Backend", "DocumentStorage", "KeywordRanking", "KeywordSession", "StoredVectors", "VectorSearch",
-           "VectorStorage"]
+           "VectorStorage", "flush_index", "indexed_document"]
+
+INDEX_BATCH = 5000  # queued documents indexed per keyword commit
 
 
 class DocumentStorage(Protocol):
@@ -153,3 +157,21 @@ class Backend:
 
     def byte_sizes(self) -> tuple[int, int]:
         return self.sizes() if self.sizes is not None else (0, 0)
+
+
+def indexed_document(row: DocumentRow) -> IndexedDocument:
+    """What the keyword index keeps of a stored document."""
+    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at))
+
+
+def flush_index(store: DocumentStorage, index: KeywordRanking) -> int:
+    """Bring the keyword index up to date with every document queued in ``store``. Idempotent."""
+    total = 0
+    while True:
+        doc_ids = store.queued(INDEX_BATCH)
+        if not doc_ids:
+            return total
+        rows = store.documents(doc_ids)
+        index.replace(doc_ids, [indexed_document(row) for row in rows.values()])
+        store.dequeue(doc_ids)
+        total += len(doc_ids)

@@ -330,17 +330,6 @@ class DocumentStore:
             "SELECT id, title, source, updated_at FROM documents WHERE id > ? ORDER BY id LIMIT ?",
             (after or "", limit)).fetchall()
 
-    def first_chunk_id(self, doc_id: str) -> str | None:
-        row = self.connection().execute("SELECT id FROM chunks WHERE doc_id=? ORDER BY idx LIMIT 1",
-                                        (doc_id,)).fetchone()
-        return row[0] if row else None
-
-    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
-        if not chunk_ids:
-            return {}
-        marks = ",".join("?" * len(chunk_ids))
-        return dict(self.connection().execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", chunk_ids))
-
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         rows = self.connection().execute(
             "SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id=? ORDER BY idx", (doc_id,))
@@ -376,18 +365,6 @@ class DocumentStore:
         rows = self.connection().execute(
             f"SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE id IN ({marks})", chunk_ids)
         return {r[0]: StoredChunk(*r) for r in rows}
-
-    def chunks_of(self, doc_ids: list[str]) -> dict[str, list[StoredChunk]]:
-        out: dict[str, list[StoredChunk]] = {d: [] for d in doc_ids}
-        for start in range(0, len(doc_ids), 500):
-            part = doc_ids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.connection().execute(
-                f"SELECT doc_id, id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id IN ({marks}) "
-                "ORDER BY doc_id, idx", part)
-            for r in rows:
-                out[r[0]].append(StoredChunk(*r[1:]))
-        return out
 
     def source_counts(self) -> dict[str, tuple[int, int]]:
         """source -> (documents, chunks)."""

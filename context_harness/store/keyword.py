@@ -84,6 +84,28 @@ def _analyzer() -> tantivy.TextAnalyzer:
             .filter(Filter.lowercase()).filter(Filter.stemmer("english")).build())
 
 
+class Stemmer:
+    """The indexed form of single words (as ``en_stem`` makes it: lowercased, stemmed), remembered:
+    snippets ask for the same words again and again. Both keyword backends stem with it."""
+
+    MAX_REMEMBERED = 100_000
+
+    def __init__(self) -> None:
+        self.analyzer = _analyzer()
+        self._stems: dict[str, str | None] = {}
+
+    def stem(self, word: str) -> str | None:
+        """The indexed form of one word, or None when the analyser drops it (or splits it)."""
+        stem = self._stems.get(word, "")
+        if stem == "":
+            tokens = self.analyzer.analyze(word)
+            stem = tokens[0] if len(tokens) == 1 else None
+            if len(self._stems) > self.MAX_REMEMBERED:
+                self._stems.clear()
+            self._stems[word] = stem
+        return stem
+
+
 class KeywordIndex:
     """The document index in ``<data>/tantivy``. Readers are cheap; writes take the index lock briefly.
 
@@ -96,8 +118,8 @@ class KeywordIndex:
         self.path = Path(path)
         self.title_boost = title_boost
         self.schema = _schema()
-        self.analyzer = _analyzer()
-        self._stems: dict[str, str | None] = {}
+        self.stemmer = Stemmer()
+        self.analyzer = self.stemmer.analyzer
         self._write_lock = threading.Lock()
         self._meta_seen: tuple[int, int, int] | None = None
         self._next_check = 0.0
@@ -282,14 +304,7 @@ class KeywordIndex:
 
     def stem(self, word: str) -> str | None:
         """The indexed form of one word (lowercased, stemmed), or None when the analyser drops it."""
-        stem = self._stems.get(word, "")
-        if stem == "":
-            tokens = self.analyzer.analyze(word)
-            stem = tokens[0] if len(tokens) == 1 else None
-            if len(self._stems) > 100_000:
-                self._stems.clear()
-            self._stems[word] = stem
-        return stem
+        return self.stemmer.stem(word)
 
     def term_weights(self, text: str) -> dict[str, float]:
         """Every analysed word of a query (phrases included) with its BM25 IDF in the body field:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # numpy and the index load with the first search or embedding
 
     from context_harness.store.vector_index import VectorIndex
 
-__all__ = ["EmbedderMismatch", "PendingChunk", "VectorStats", "VectorStore", "rebuild_hint"]
+__all__ = ["EmbedderMismatch", "IdentityRules", "PendingChunk", "VectorStats", "VectorStore", "rebuild_hint"]
 
 _BATCH = 500  # SQL parameters per IN (...) query
 _FETCH = 4096  # rows per fetchmany while loading the matrix
@@ -43,7 +43,48 @@ def rebuild_hint(stored: EmbedderIdentity | None, wanted: EmbedderIdentity) -> s
     )
 
 
-class VectorStore:
+class IdentityRules:
+    """The embedder-identity rules every vector store follows (embedded and PostgreSQL alike), over
+    the store's own ``identity``, ``set_identity`` and ``count``, and how the identity is kept: the
+    ``embedding_meta`` rows ``provider``, ``model``, ``dims`` and ``identity`` (its key)."""
+
+    def identity(self) -> EmbedderIdentity | None:
+        raise NotImplementedError
+
+    def set_identity(self, identity: EmbedderIdentity) -> None:
+        raise NotImplementedError
+
+    def count(self) -> int:
+        raise NotImplementedError
+
+    @staticmethod
+    def identity_from_meta(rows: dict[str, str]) -> EmbedderIdentity | None:
+        if not {"provider", "model", "dims"} <= rows.keys():
+            return None
+        return EmbedderIdentity(rows["provider"], rows["model"], int(rows["dims"]))
+
+    @staticmethod
+    def meta_of(identity: EmbedderIdentity) -> dict[str, str]:
+        return {"provider": identity.provider, "model": identity.model, "dims": str(identity.dims),
+                "identity": identity.key}
+
+    def check_identity(self, identity: EmbedderIdentity) -> None:
+        """Raise ``EmbedderMismatch`` when stored vectors come from another embedder. Without stored
+        vectors nothing can be mixed: an identity recorded by an embedder that never delivered a
+        vector (a model that failed to download, say) does not bind the store."""
+        stored = self.identity()
+        if stored == identity or not self.count():
+            return
+        raise EmbedderMismatch(rebuild_hint(stored, identity))
+
+    def ensure_identity(self, identity: EmbedderIdentity) -> None:
+        """``check_identity``, then record ``identity`` unless the store holds it already."""
+        self.check_identity(identity)
+        if self.identity() != identity:
+            self.set_identity(identity)
+
+
+class VectorStore(IdentityRules):
     """Persistent content-hash -> vector map plus the embedder identity.
 
     ``db`` is an open ``sqlite3.Connection`` (shared with the core store; it must allow use from
@@ -112,30 +153,12 @@ class VectorStore:
     def identity(self) -> EmbedderIdentity | None:
         with self.lock:
             rows = dict(self.conn.execute("SELECT key, value FROM embedding_meta").fetchall())
-        if not {"provider", "model", "dims"} <= rows.keys():
-            return None
-        return EmbedderIdentity(rows["provider"], rows["model"], int(rows["dims"]))
+        return self.identity_from_meta(rows)
 
     def set_identity(self, identity: EmbedderIdentity) -> None:
-        values = {"provider": identity.provider, "model": identity.model, "dims": str(identity.dims)}
-        values["identity"] = identity.key
         with self.transaction() as conn:
-            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)", values.items())
-
-    def check_identity(self, identity: EmbedderIdentity) -> None:
-        """Raise ``EmbedderMismatch`` when stored vectors come from another embedder. Without stored
-        vectors nothing can be mixed: an identity recorded by an embedder that never delivered a
-        vector (a model that failed to download, say) does not bind the store."""
-        stored = self.identity()
-        if stored == identity or not self.count():
-            return
-        raise EmbedderMismatch(rebuild_hint(stored, identity))
-
-    def ensure_identity(self, identity: EmbedderIdentity) -> None:
-        """``check_identity``, then record ``identity`` unless the store holds it already."""
-        self.check_identity(identity)
-        if self.identity() != identity:
-            self.set_identity(identity)
+            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)",
+                             self.meta_of(identity).items())
 
     # -- vectors ----------------------------------------------------------------------------
 

@@ -73,7 +73,8 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class KnowledgeBase(Protocol):
-    """The part of ``Harness`` the built-in tools call."""
+    """The async document calls of ``Harness`` (search, get, sources) that the built-in tools wrap; a
+    protocol, so that ``tools/`` never imports ``harness.py``, which sits above it."""
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 

@@ -2,7 +2,8 @@
 vectors, ``store/documents.py``, ``store/vectors.py``), Tantivy (``store/keyword.py``) and the
 in-memory vector index (``store/vector_index.py``), all in the data folder beside ``[db] path``.
 
-This module only puts those stores behind the seam (``store/backend.py``); they stay where they are.
+This module only puts those stores behind the seam (``store/backend.py``). They sit one level up,
+in ``store/``, because they also hold what both backends share (see ``store/__init__.py``).
 """
 
 from __future__ import annotations

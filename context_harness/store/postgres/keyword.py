@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters, _analyzer
+from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters, Stemmer
 from context_harness.store.postgres.database import Database
 from context_harness.store.postgres.documents import filter_sql
 
@@ -55,8 +55,7 @@ class PgKeywordIndex:
     def __init__(self, db: Database, title_boost: float = 0.25) -> None:
         self.db = db
         self.title_boost = title_boost
-        self.analyzer = _analyzer()  # for snippets only: which words of a text to highlight
-        self._stems: dict[str, str | None] = {}
+        self.stemmer = Stemmer()  # for snippets only: which words of a text to highlight
 
     # -- writes: the documents' own transaction keeps the keyword data -------------------------
 
@@ -115,14 +114,7 @@ class PgKeywordIndex:
 
     def stem(self, word: str) -> str | None:
         """The indexed form of one word, by the embedded analyser (English Snowball, as PostgreSQL's)."""
-        stem = self._stems.get(word, "")
-        if stem == "":
-            tokens = self.analyzer.analyze(word)
-            stem = tokens[0] if len(tokens) == 1 else None
-            if len(self._stems) > 100_000:
-                self._stems.clear()
-            self._stems[word] = stem
-        return stem
+        return self.stemmer.stem(word)
 
     def term_weights(self, text: str) -> dict[str, float]:
         """Every analysed word of a query with its BM25 IDF in the bodies (what a snippet shows)."""

@@ -19,7 +19,7 @@ from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.postgres.database import Database
 from context_harness.store.queries import PendingChunk
 from context_harness.store.schema import POSTGRES_VECTOR_INDEX
-from context_harness.store.vectors import EmbedderMismatch, VectorStats, rebuild_hint
+from context_harness.store.vectors import EmbedderMismatch, IdentityRules, VectorStats
 
 #: hnsw.ef_search at least (benchmarks/postgres.py --vectors 1000000: recall@10 0.86 / 0.91 / 0.94 at
 #: 100 / 200 / 400, p50 4.2 ms at 200 and 4.4 ms at 400 on 2 cores).
@@ -36,7 +36,7 @@ ORDER BY seq
 """
 
 
-class PgVectorStore:
+class PgVectorStore(IdentityRules):
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -50,30 +50,15 @@ class PgVectorStore:
     # -- identity ------------------------------------------------------------------------------
 
     def identity(self) -> EmbedderIdentity | None:
-        rows = dict(self._all("SELECT key, value FROM embedding_meta"))
-        if not {"provider", "model", "dims"} <= rows.keys():
-            return None
-        return EmbedderIdentity(rows["provider"], rows["model"], int(rows["dims"]))
+        return self.identity_from_meta(dict(self._all("SELECT key, value FROM embedding_meta")))
 
     def set_identity(self, identity: EmbedderIdentity) -> None:
-        values = {"provider": identity.provider, "model": identity.model, "dims": str(identity.dims),
-                  "identity": identity.key}
         with self.db.transaction() as conn:
             with conn.cursor() as cur:
                 cur.executemany("INSERT INTO embedding_meta(key, value) VALUES (%s, %s) "
-                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", list(values.items()))
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                                list(self.meta_of(identity).items()))
             conn.execute(POSTGRES_VECTOR_INDEX.format(dims=int(identity.dims)))
-
-    def check_identity(self, identity: EmbedderIdentity) -> None:
-        stored = self.identity()
-        if stored == identity or not self.count():
-            return
-        raise EmbedderMismatch(rebuild_hint(stored, identity))
-
-    def ensure_identity(self, identity: EmbedderIdentity) -> None:
-        self.check_identity(identity)
-        if self.identity() != identity:
-            self.set_identity(identity)
 
     # -- vectors -------------------------------------------------------------------------------
 

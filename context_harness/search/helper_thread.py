@@ -1,7 +1,8 @@
 """Work run on a helper thread while the calling thread waits outside Python.
 
 A hybrid search embeds its query (ONNX Runtime or an HTTP call, both outside the GIL) and ranks
-BM25 (Tantivy plus Python). ``Alongside`` lets the second run on a helper thread during the first.
+BM25 (Tantivy plus Python). A ``HelperThreadJob`` lets the second run on a helper thread during the
+first.
 
 One scheduling detail decides whether that pays. Linux tends to wake a helper on the CPU of the
 thread that woke it, expecting the waker to sleep; here the waker goes on computing, and the two
@@ -25,7 +26,7 @@ from typing import Any
 MAX_HELPERS = 4
 
 
-class Alongside:
+class HelperThreadJob:
     """``work`` for a helper thread, started by ``start`` (at most once); ``result`` waits for it, or
     runs it on the calling thread when it was never started or still waits behind busy helpers.
     ``work`` is told whether spare CPU time may go to likely-useful extras: True on a helper that
@@ -87,7 +88,7 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         with _LOCK:
             if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=MAX_HELPERS, thread_name_prefix="ctx-alongside")
+                _POOL = ThreadPoolExecutor(max_workers=MAX_HELPERS, thread_name_prefix="ctx-search-helper")
     return _POOL
 
 
@@ -123,4 +124,4 @@ def _find_getcpu() -> Callable[[], int] | None:
         return None
 
 
-__all__ = ["Alongside"]
+__all__ = ["HelperThreadJob"]

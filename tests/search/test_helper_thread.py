@@ -1,4 +1,4 @@
-"""Hybrid search ranks BM25 on a helper thread while the query embeds (``search/alongside.py``)."""
+"""Hybrid search ranks BM25 on a helper thread while the query embeds (``search/helper_thread.py``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import pytest
 from context_harness.embedding import fake
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
-from context_harness.search import alongside, engine
-from context_harness.search.alongside import Alongside
+from context_harness.search import engine, helper_thread
+from context_harness.search.helper_thread import HelperThreadJob
 
 
 @pytest.fixture(autouse=True)
 def two_cpus(monkeypatch) -> None:
     """Helpers run wherever the tests run (on one CPU the product runs the work in turn instead)."""
-    monkeypatch.setattr(alongside, "_CPUS", max(alongside._cpus(), 2))
+    monkeypatch.setattr(helper_thread, "_CPUS", max(helper_thread._cpus(), 2))
 
 
 def where(on_helper: bool) -> tuple[int, bool]:
@@ -27,37 +27,37 @@ def where(on_helper: bool) -> tuple[int, bool]:
 
 def test_started_work_runs_on_a_helper_and_unstarted_work_runs_here() -> None:
     here = threading.get_ident()
-    started = Alongside(where)
+    started = HelperThreadJob(where)
     started.start()
     future = started.future
     started.start()  # at most once
     assert started.future is future
     thread, on_helper = started.result()
     assert thread != here and on_helper
-    assert Alongside(where).result() == (here, False)
+    assert HelperThreadJob(where).result() == (here, False)
 
 
 def test_errors_reach_the_caller() -> None:
-    job = Alongside(lambda _: 1 / 0)
+    job = HelperThreadJob(lambda _: 1 / 0)
     job.start()
     with pytest.raises(ZeroDivisionError):
         job.result()
     with pytest.raises(ZeroDivisionError):
-        Alongside(lambda _: 1 / 0).result()
+        HelperThreadJob(lambda _: 1 / 0).result()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
                     reason="moving between CPUs needs Linux and two allowed CPUs")
 def test_a_helper_on_its_callers_cpu_moves_for_the_job_and_back() -> None:
     before = os.sched_getaffinity(0)
-    cpu = alongside._cpu()
+    cpu = helper_thread._cpu()
     assert cpu in before
-    seen_cpu, seen_allowed = alongside._away_from(cpu, lambda _: (alongside._cpu(), os.sched_getaffinity(0)))
+    seen_cpu, seen_allowed = helper_thread._away_from(cpu, lambda _: (helper_thread._cpu(), os.sched_getaffinity(0)))
     assert seen_cpu != cpu
     assert cpu not in seen_allowed or seen_allowed == before  # moved, unless the scheduler already had
     assert os.sched_getaffinity(0) == before
     # No caller CPU known (-1): nothing moves.
-    assert alongside._away_from(-1, lambda _: os.sched_getaffinity(0)) == before
+    assert helper_thread._away_from(-1, lambda _: os.sched_getaffinity(0)) == before
 
 
 @pytest.mark.anyio
@@ -157,8 +157,8 @@ async def test_snippets_past_the_time_budget_are_left_to_rendering(sample_docs, 
 
 
 def test_on_one_cpu_work_runs_in_turn(monkeypatch) -> None:
-    monkeypatch.setattr(alongside, "_CPUS", 1)
-    job = Alongside(where)
+    monkeypatch.setattr(helper_thread, "_CPUS", 1)
+    job = HelperThreadJob(where)
     job.start()
     assert job.future is None and job.result() == (threading.get_ident(), False)
 
@@ -194,10 +194,10 @@ def test_a_helper_competing_with_another_helper_does_no_extras() -> None:
         release.wait(5)
         return spare
 
-    alone = Alongside(first)
+    alone = HelperThreadJob(first)
     alone.start()
     assert entered.wait(5)
-    crowded = Alongside(lambda spare: spare)
+    crowded = HelperThreadJob(lambda spare: spare)
     crowded.start()
     assert crowded.result() is False  # another helper job holds a CPU: no spare time for extras
     release.set()
@@ -212,13 +212,13 @@ def test_a_job_queued_behind_busy_helpers_runs_on_its_caller() -> None:
         entered.release()
         release.wait(5)
 
-    blockers = [Alongside(busy) for _ in range(alongside.MAX_HELPERS)]
+    blockers = [HelperThreadJob(busy) for _ in range(helper_thread.MAX_HELPERS)]
     try:
         for blocker in blockers:
             blocker.start()
         for _ in blockers:
             assert entered.acquire(timeout=5)
-        job = Alongside(where)
+        job = HelperThreadJob(where)
         job.start()
         assert job.result() == (threading.get_ident(), False)  # not left waiting for a helper to free up
         assert job.future is not None and job.future.cancelled()  # ran once, here

@@ -1,5 +1,6 @@
 """Opening the storage backend a config selects (``[db] backend``), behind the seam of
-``store/backend.py``: the embedded stores in the data folder, or PostgreSQL at ``[db] url``.
+``store/backend.py``: the embedded stores in the data folder, or PostgreSQL at ``[db] url``; and
+copying an embedded workspace into PostgreSQL (``ctx db migrate``).
 
 Opening the embedded backend also finishes a keyword-index write that an earlier process left
 queued (see ``store/documents.py``), unless another writer holds the workspace's lock.
@@ -12,9 +13,8 @@ import time
 
 from context_harness.config import Config
 from context_harness.errors import BadRequest
-from context_harness.ingest.sync import flush_index
 from context_harness.models import MigrationReport
-from context_harness.store.backend import Backend
+from context_harness.store.backend import Backend, flush_index
 from context_harness.store.writer_lock import WriterLock
 
 log = logging.getLogger(__name__)

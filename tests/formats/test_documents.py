@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.formats.documents import FORMATS, ConversionFailed, convert
 from context_harness.ingest.chunk_worker import Chunker, chunk_rows
-from context_harness.ingest.documents import FORMATS, ConversionFailed, convert
 from support.documents import docx_bytes, pdf_bytes
 
 DOCX = FORMATS[".docx"].content_type
