@@ -26,7 +26,7 @@ from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.context import BlockingKnowledgeBase, HarnessContext
-from context_harness.errors import NotConfigured, NotFound, Timeout
+from context_harness.errors import NotConfigured, NotFound, Timeout, UnknownTool
 from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
 from context_harness.tools.base import Tool, ToolChanges, describe, render
@@ -110,12 +110,13 @@ class Catalog:
         return [tool for tool in tools if tool.name in allowed]
 
     def tool(self, name: str, agent: str | None = None) -> Tool:
+        """Tool ``name`` (in agent ``agent``'s scope): ``UnknownTool``, or ``NotConfigured`` when set aside."""
         tool = self.tool_registry.get(name)
         if tool is None or (agent is not None and name not in self.agent_scope(agent)):
             missing = next((u for u in self.tool_registry.unavailable() if u.name == name), None)
             if missing is not None and (agent is None or name in self.agent_scope(agent)):
                 raise NotConfigured(f"tool {name!r} is unavailable: {missing.message}")
-            raise NotFound(f"unknown tool {name!r}; list the tools to see the available ones")
+            raise UnknownTool(f"unknown tool {name!r}; list the tools to see the available ones")
         return tool
 
     def tool_listing(self, agent: str | None = None) -> dict[str, Any]:

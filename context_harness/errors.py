@@ -2,8 +2,14 @@
 
 Every error a user can cause is a ``HarnessError`` with a stable ``code`` and a message that
 names what to fix. The rims never decide an outcome themselves: MCP, HTTP and the CLI look the
-error up here (``outcome``) and render what the table says. Unknown exceptions become
-``InternalError`` (``as_harness_error``): logged with their traceback, never echoed.
+error up here (``outcome``) and render what the table says: the HTTP status, whether MCP answers
+with an ``isError`` tool result or a JSON-RPC protocol error, and that error's code. The protocol's
+own errors (a body that is not JSON, an invalid request, an unknown tool) are rows too. Unknown
+exceptions become ``InternalError`` (``as_harness_error``): logged with their traceback, never
+echoed, and ``internal`` (JSON-RPC ``-32603``) on every rim.
+
+The command line exits 1 for every error in the table (one line on stderr names the fix); 2 is a
+usage error its option parser reports (a missing argument, an unknown option or command).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from context_harness.redaction import redact
 log = logging.getLogger(__name__)
 
 # JSON-RPC 2.0 error codes (the MCP protocol errors).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -45,6 +53,10 @@ class NotFound(HarnessError):
     """An unknown document id, tool, agent or route."""
 
     code = "not_found"
+
+
+class UnknownTool(NotFound):
+    """A tool that is not there (or not in the agent's scope): MCP answers with a protocol error."""
 
 
 class EmbeddingsDisabled(HarnessError):
@@ -158,34 +170,51 @@ class MethodNotAllowed(BadRequest):
     """An HTTP method the route does not take."""
 
 
+# -- JSON-RPC errors the HTTP rim answers before the MCP SDK sees a message (``server/rpc.py``) --
+
+class ParseError(BadRequest):
+    """A ``POST /mcp`` body that is not strict JSON."""
+
+
+class InvalidRequest(BadRequest):
+    """A JSON-RPC message that is not a valid request (a bad ``id``, an id already in flight)."""
+
+
+class TooManySessions(Busy):
+    """A new MCP session beyond ``[server] max_sessions``."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     http_status: int
-    mcp_tool_error: bool  # True: an isError tool result the model can read; False: a protocol error
-    exit_code: int
-    jsonrpc_code: int  # the JSON-RPC error code where MCP answers with a protocol error
+    mcp_tool_error: bool  # True (tools/call): an isError result the model can read; False: a protocol error
+    jsonrpc_code: int  # the JSON-RPC error code where MCP answers with a protocol error (always, outside tools/call)
 
 
 # One row per class; a subclass without a row takes its nearest ancestor's.
 OUTCOMES: dict[type[HarnessError], Outcome] = {
-    BadRequest: Outcome(400, True, 1, INVALID_PARAMS),
-    NotFound: Outcome(404, True, 1, INVALID_PARAMS),
-    EmbeddingsDisabled: Outcome(400, True, 1, INVALID_PARAMS),
-    EmbeddingsUnavailable: Outcome(503, True, 1, INTERNAL_ERROR),
-    NotConfigured: Outcome(400, True, 1, INVALID_PARAMS),
-    Timeout: Outcome(408, True, 1, INVALID_PARAMS),
-    ToolError: Outcome(500, True, 1, INTERNAL_ERROR),
-    AgentError: Outcome(500, True, 1, INTERNAL_ERROR),
-    ConfigError: Outcome(500, True, 1, INTERNAL_ERROR),
-    StoreBusy: Outcome(503, True, 1, INTERNAL_ERROR),
-    Busy: Outcome(503, True, 1, INTERNAL_ERROR),
-    StorageFault: Outcome(503, True, 1, INTERNAL_ERROR),
-    Unauthorized: Outcome(401, False, 1, INVALID_PARAMS),
-    Forbidden: Outcome(403, False, 1, INVALID_PARAMS),
-    MisdirectedHost: Outcome(421, False, 1, INVALID_PARAMS),
-    BodyTooLarge: Outcome(413, False, 1, INVALID_PARAMS),
-    MethodNotAllowed: Outcome(405, False, 1, INVALID_PARAMS),
-    HarnessError: Outcome(500, True, 1, INTERNAL_ERROR),
+    BadRequest: Outcome(400, True, INVALID_PARAMS),
+    NotFound: Outcome(404, True, INVALID_PARAMS),
+    UnknownTool: Outcome(404, False, INVALID_PARAMS),
+    EmbeddingsDisabled: Outcome(400, True, INVALID_PARAMS),
+    EmbeddingsUnavailable: Outcome(503, True, INTERNAL_ERROR),
+    NotConfigured: Outcome(400, True, INVALID_PARAMS),
+    Timeout: Outcome(408, True, INVALID_PARAMS),
+    ToolError: Outcome(500, True, INTERNAL_ERROR),
+    AgentError: Outcome(500, True, INTERNAL_ERROR),
+    ConfigError: Outcome(500, True, INTERNAL_ERROR),
+    StoreBusy: Outcome(503, True, INTERNAL_ERROR),
+    Busy: Outcome(503, True, INTERNAL_ERROR),
+    StorageFault: Outcome(503, True, INTERNAL_ERROR),
+    Unauthorized: Outcome(401, False, INVALID_PARAMS),
+    Forbidden: Outcome(403, False, INVALID_PARAMS),
+    MisdirectedHost: Outcome(421, False, INVALID_PARAMS),
+    BodyTooLarge: Outcome(413, False, INVALID_PARAMS),
+    MethodNotAllowed: Outcome(405, False, INVALID_PARAMS),
+    ParseError: Outcome(400, False, PARSE_ERROR),
+    InvalidRequest: Outcome(400, False, INVALID_REQUEST),
+    TooManySessions: Outcome(503, False, INTERNAL_ERROR),
+    HarnessError: Outcome(500, True, INTERNAL_ERROR),
 }
 
 
@@ -197,12 +226,13 @@ def outcome(error: HarnessError) -> Outcome:
     return OUTCOMES[HarnessError]
 
 
-def outcome_of_code(code: str) -> Outcome:
-    """The outcome for an error already turned into ``{"code", "message"}`` (e.g. a report field)."""
-    for cls, row in OUTCOMES.items():
-        if cls.code == code:
-            return row
-    return OUTCOMES[HarnessError]
+def error_for_status(status: int, message: str) -> HarnessError:
+    """An error for an HTTP status the web framework chose (its router's 404 or 405): the table's
+    first row with that status, else ``BadRequest`` for another 4xx; ``InternalError`` for the rest."""
+    if not 400 <= status < 500:
+        return InternalError()
+    cls = next((cls for cls, row in OUTCOMES.items() if row.http_status == status), BadRequest)
+    return cls(message)
 
 
 def as_harness_error(exc: BaseException, where: str) -> HarnessError:

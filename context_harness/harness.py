@@ -6,7 +6,7 @@ blocking work (SQLite, Tantivy, file reads) runs in worker threads through ``run
 
 Documents: ``search``, ``get``, ``sources``, ``stats``, ``sync``, ``embed``; the live index's writes
 ``sync_paths`` and ``embed_new``. Tools and agents (the ``Catalog``, built on first use): ``tools``,
-``call_tool``, ``agents``, ``resolve_agent``. While serving: ``async with harness.serving()`` runs the
+``call_tool``, ``agents`` ... (``Offering``). While serving: ``async with harness.serving()`` runs the
 background services (sync on start, the live index, reloads, warm-up); ``subscribe`` tells a rim what
 tools, prompts or resources changed, ``subscribe_documents`` which documents a sync changed. Writes
 take turns with other threads and processes on the same workspace: ``async with
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -26,14 +26,13 @@ import anyio
 
 from context_harness import __version__
 from context_harness.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
-from context_harness.agents.models import AgentInfo
-from context_harness.catalog import AgentResolution, Catalog, Listener, ToolResult
+from context_harness.catalog import Catalog, Listener
 from context_harness.config import Config
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
 from context_harness.embedding import priority as embedding_priority
 from context_harness.embedding.base import Warming
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
-from context_harness.extensions import Extensions
+from context_harness.extensions import Extensions, collect_extensions
 from context_harness.ingest.check import check as check_store
 from context_harness.ingest.embed import embedding_status
 from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions
@@ -53,6 +52,7 @@ from context_harness.models import (
     SyncReport,
     SyncSummary,
 )
+from context_harness.offering import Offering
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
@@ -60,7 +60,6 @@ from context_harness.store.backend import Backend, DocumentStorage, KeywordRanki
 from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
-from context_harness.tools.base import Tool
 
 if TYPE_CHECKING:
     from context_harness.store.vectors import VectorStore  # what ``embed_pending`` is typed for
@@ -74,7 +73,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
-class Harness:
+class Harness(Offering):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = config
         self.extensions = extensions or Extensions()
@@ -113,6 +112,11 @@ class Harness:
             yield harness
         finally:
             await harness.run_blocking(harness.close)
+
+    @classmethod
+    def installed(cls, config: Config) -> AbstractAsyncContextManager[Harness]:
+        """``open`` with the extensions installed packages declare (entry points), as ``ctx`` opens it."""
+        return cls.open(config, collect_extensions())
 
     @asynccontextmanager
     async def serving(self, reload_interval: float = RELOAD_INTERVAL) -> AsyncIterator[Services]:
@@ -232,18 +236,6 @@ class Harness:
                 listener(changes)
             except Exception:
                 log.exception("document listener failed")
-
-    def tools(self, agent: str | None = None) -> list[Tool]:
-        return self.catalog.tools(agent)
-
-    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
-        return await self.catalog.call_tool(name, arguments, agent)
-
-    def agents(self) -> list[AgentInfo]:
-        return self.catalog.agents()
-
-    async def resolve_agent(self, name: str, arguments: dict[str, Any] | None = None) -> AgentResolution:
-        return await self.catalog.resolve_agent(name, arguments)
 
     # -- search ------------------------------------------------------------------------------
 

@@ -260,6 +260,21 @@ class SourceOut(BaseModel):
     status_reason: str | None = Field(default=None, description="Why the status is not 'ok'.")
 
 
+def live_state(source: dict[str, Any]) -> str:
+    """How a serving process keeps the source fresh, and its last sync there ("" when not serving)."""
+    parts = []
+    note = source.get("watch_note")
+    if note and note in (source.get("status_reason") or ""):
+        note = None  # said already, with the status
+    if source.get("watch"):
+        parts.append(source["watch"] + (f": {note}" if note else ""))
+    if source.get("syncing"):
+        parts.append("syncing now")
+    if source.get("last_outcome") == "error":
+        parts.append(f"last sync failed: {source.get('last_error')}")
+    return f"; {'; '.join(parts)}" if parts else ""
+
+
 class SourcesResponse(BaseModel):
     sources: list[SourceOut]
     embedding: dict[str, Any] = Field(default_factory=dict)

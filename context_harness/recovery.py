@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from context_harness.config import Config
 from context_harness.errors import StorageFault
-from context_harness.extensions import Extensions
+from context_harness.extensions import Extensions, collect_extensions
 from context_harness.harness import Harness
 from context_harness.models import CheckProblem, CheckReport
 from context_harness.store.faults import set_aside
@@ -41,4 +41,9 @@ async def check_workspace(config: Config, extensions: Extensions | None = None, 
     return report
 
 
-__all__ = ["check_workspace"]
+async def check_installed(config: Config, repair: bool = False) -> CheckReport:
+    """``ctx check``: ``check_workspace`` with the extensions installed packages declare."""
+    return await check_workspace(config, collect_extensions(), repair)
+
+
+__all__ = ["check_installed", "check_workspace"]

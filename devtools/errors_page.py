@@ -26,7 +26,8 @@ def page() -> str:
            "In MCP, an error whose outcome is a *tool result* comes back from `tools/call` as a result with "
            "`isError: true` and that body as its text, so the model can read it; the JSON-RPC code is used where "
            "MCP answers with a protocol error instead. A class without a row of its own takes its nearest "
-           "ancestor's. The CLI exits with the row's exit code (2 is a usage error).", ""]
+           "ancestor's. The CLI exits 1 for every error of this table (one line on stderr names the fix) and "
+           "2 for a usage error its option parser reports.", ""]
     body = []
     for cls, row in found:
         name, meaning = code(cls.__name__), first_paragraph(own_doc(cls))
@@ -36,7 +37,6 @@ def page() -> str:
             name = ", ".join([*(code(c.__name__) for c in fallback), "any other"])
             meaning = " ".join(first_paragraph(own_doc(c)) for c in fallback) or meaning
         mcp = "tool result (`isError`)" if row.mcp_tool_error else "protocol error"
-        body.append((name, code(cls.code), str(row.http_status), mcp, str(row.jsonrpc_code),
-                     str(row.exit_code), meaning))
-    out += [table(["class", "code", "HTTP", "MCP", "JSON-RPC", "exit code", "meaning"], body), ""]
+        body.append((name, code(cls.code), str(row.http_status), mcp, str(row.jsonrpc_code), meaning))
+    out += [table(["class", "code", "HTTP", "MCP", "JSON-RPC", "meaning"], body), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -37,20 +37,21 @@ ALLOWED: dict[str, set[str]] = {
     "agents": LOWER | {"lua", "formats"},
     "tools": LOWER | {"lua", "agents"},
     "context": LOWER,
+    "scripts": LOWER | {"lua", "tools", "connectors", "context", "agents"},
     "catalog": LOWER | {"agents", "tools", "context"},
     "activity": LOWER,
     "polling": set(),
     "live": LOWER | {"activity", "connectors", "polling"},
     "services": LOWER | {"catalog", "live"},
     "extensions": LOWER | {"agents", "tools", "connectors", "lua"},
+    "offering": LOWER | {"agents", "catalog", "context", "scripts", "tools"},
     "harness": LOWER | {"store", "ingest", "search", "embedding", "connectors", "catalog", "services", "extensions",
-                        "tools", "agents", "activity"},
+                        "tools", "agents", "activity", "offering"},
     "recovery": LOWER | {"harness", "extensions", "store"},
     "workspace": set(),
     "sample": LOWER,
     "server": LOWER | {"harness", "extensions", "tools", "agents", "catalog"},
-    "cli": LOWER | {"harness", "extensions", "tools", "agents", "catalog", "context", "lua", "connectors",
-                    "server", "sample", "workspace", "recovery"},
+    "cli": LOWER | {"harness", "tools", "agents", "catalog", "server", "sample", "workspace", "recovery", "scripts"},
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -182,6 +183,43 @@ def test_the_package_cycle_check_finds_a_cycle_between_packages() -> None:
     module_edges = {m: {t for t in targets if t in planted} for m, targets in planted.items()}
     assert strongly_connected(module_edges) == []  # no module cycle: only the packages form one
     assert strongly_connected(package_edges(planted)) == [["connectors", "ingest", "lua"]]
+
+
+# The rims make core calls: they never compose the core's parts themselves.
+RIM_MAY_NOT_IMPORT = ("context_harness.extensions", "context_harness.tools.render", "context_harness.agents.base",
+                      "context_harness.lua")
+# ``run_server(setup)`` is the public way to serve what ``extensions.prepare_server`` made.
+RIM_EXCEPTIONS = {("context_harness.server", "context_harness.extensions")}
+
+
+def rim_offenses(module: str, path: Path, known: dict[str, Path]) -> list[str]:
+    """What rim module ``module`` does that only the core may: import the core's parts, or reach
+    into the Harness's ``catalog`` instead of calling the Harness."""
+    found = [f"{module} imports {target}" for target in sorted(imports_of(module, path, known))
+             if (module, target) not in RIM_EXCEPTIONS
+             and any(target == banned or target.startswith(banned + ".") for banned in RIM_MAY_NOT_IMPORT)]
+    found += [f"{module}:{node.lineno} reaches into .catalog"
+              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+              if isinstance(node, ast.Attribute) and node.attr == "catalog"]
+    return found
+
+
+def test_the_rims_make_core_calls_and_never_reach_into_the_core() -> None:
+    known = modules()
+    offenders = [o for m, path in known.items() if unit(m) in RIMS for o in rim_offenses(m, path, known)]
+    assert offenders == []
+
+
+def test_the_rim_check_finds_an_offense(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("from context_harness.lua.tools import LuaTool\n"
+                       "from context_harness.tools import render\n"
+                       "def f(harness):\n    return harness.catalog.tool('x')\n", encoding="utf-8")
+    known = {**modules(), "context_harness.tools.render": PACKAGE / "tools" / "render.py"}
+    assert rim_offenses("context_harness.cli.planted", planted, known) == [
+        "context_harness.cli.planted imports context_harness.lua.tools",
+        "context_harness.cli.planted imports context_harness.tools.render",
+        "context_harness.cli.planted:4 reaches into .catalog"]
 
 
 def test_storage_imports_nothing_from_ingest_search_or_the_rims() -> None:

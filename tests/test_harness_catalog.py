@@ -9,7 +9,6 @@ import pytest
 
 from context_harness import config as config_mod
 from context_harness.errors import (
-    OUTCOMES,
     BadRequest,
     Forbidden,
     HarnessError,
@@ -19,7 +18,6 @@ from context_harness.errors import (
     Unauthorized,
     as_harness_error,
     outcome,
-    outcome_of_code,
 )
 from context_harness.extensions import collect_extensions
 from context_harness.harness import Harness
@@ -110,11 +108,9 @@ def test_the_error_table_covers_every_error_and_every_rim() -> None:
 
     for cls in subclasses(HarnessError):
         row = outcome(cls("x") if cls is not InternalError else cls())
-        assert row.http_status >= 400 and row.exit_code == 1 and row.jsonrpc_code in (-32602, -32603)
+        assert row.http_status >= 400 and row.jsonrpc_code in (-32700, -32600, -32602, -32603)
     assert outcome(Unauthorized("x")).http_status == 401 and not outcome(Unauthorized("x")).mcp_tool_error
     assert (outcome(Forbidden("x")).http_status, outcome(MisdirectedHost("x")).http_status) == (403, 421)
-    assert outcome_of_code("not_found") is OUTCOMES[NotFound]
-    assert outcome_of_code("no such code") is OUTCOMES[HarnessError]
 
 
 def test_unknown_exceptions_become_internal_without_their_text(caplog: pytest.LogCaptureFixture) -> None:

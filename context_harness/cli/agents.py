@@ -3,7 +3,7 @@
 Part of the CLI rim. ``ctx agent list --json`` prints exactly ``GET /agents/list``; ``ctx agent
 test`` resolves an agent through ``Harness.resolve_agent``, as ``prompts/get`` and ``POST
 /agents/{name}/prompt`` do, and reports the time taken and the searches and fetches it ran.
-Errors print one line on stderr and exit with the code from ``errors.outcome`` (1).
+Errors print one line on stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def agent() -> None:
 def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the agents MCP clients see as prompts (TOML, Markdown, Lua and Python)."""
     async def agents(harness: Harness) -> tuple[list[AgentInfo], list[Unavailable]]:
-        return harness.agents(), harness.catalog.agent_registry.unavailable()
+        return harness.agents(), harness.unavailable_agents()
 
     config = load_config(ctx)
     infos, unavailable = run_with_harness(ctx, agents, config)  # unset ${VAR}s and files that did not load
@@ -122,7 +122,7 @@ def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bo
     arguments = _parse_args(args)
 
     async def resolve(harness: Harness) -> tuple[AgentInfo, AgentResolution]:
-        info = harness.catalog.find_agent(name)
+        info = harness.agent(name)
         return info, await harness.resolve_agent(name, arguments)
 
     info, resolution = run_with_harness(ctx, resolve)
@@ -154,9 +154,9 @@ def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bo
 @click.pass_context
 def agent_init(ctx: click.Context, name: str, kind: str, path: str | None) -> None:
     """Write a starter agent that resolves as generated; print how to register and try it."""
-    from context_harness.agents.base import check_name
+    from context_harness.scripts import check_agent_name
 
-    check_name(name, "ctx agent init")
+    check_agent_name(name)
     config = load_config(ctx, required=False)
     folder = Path("agents")
     if config is not None and config.source_path is not None:

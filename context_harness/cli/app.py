@@ -20,10 +20,17 @@ import click
 
 from context_harness import __version__
 from context_harness.cli.setup import setup
-from context_harness.cli.support import Group, config_option, fail, print_json, required_config, run_with_harness
-from context_harness.errors import BadRequest, HarnessError, outcome_of_code
-from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport
-from context_harness.tools.render import live_state
+from context_harness.cli.support import (
+    ERROR_EXIT,
+    Group,
+    config_option,
+    fail,
+    print_json,
+    required_config,
+    run_with_harness,
+)
+from context_harness.errors import BadRequest, HarnessError
+from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport, live_state
 
 log = logging.getLogger("context_harness")
 SKIPPED_SHOWN = 10  # skipped items `ctx sync` names per source
@@ -159,7 +166,7 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         click.echo(f"error: {report.embedding_error['message']} "
                    "(the documents were synced: keyword search works meanwhile)", err=True)
     if report.embedding_error:
-        sys.exit(outcome_of_code(report.embedding_error["code"]).exit_code)
+        sys.exit(ERROR_EXIT)
 
 
 def _echo_sync(report: SyncReport) -> None:
@@ -389,11 +396,10 @@ def _size(size: int) -> str:
 @click.pass_context
 def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Check that SQLite, the keyword index and the vectors agree; exit 1 while a problem remains."""
-    from context_harness.extensions import collect_extensions
-    from context_harness.recovery import check_workspace
+    from context_harness.recovery import check_installed
 
     config = required_config(ctx)
-    result = anyio.run(check_workspace, config, collect_extensions(), repair)
+    result = anyio.run(check_installed, config, repair)
     if as_json:
         print_json(result.model_dump(mode="json"))
     else:
@@ -457,12 +463,11 @@ def demo(query: str, as_json: bool) -> None:
 def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, config_path: str | None,
           root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
-    from context_harness.extensions import prepare_server
     from context_harness.memory import limit_malloc_arenas
     from context_harness.server import run_server
 
     limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
-    run_server(prepare_server(required_config(ctx)), http=http, bind=bind, agent=agent)
+    run_server(required_config(ctx), http=http, bind=bind, agent=agent)
 
 
 @cli.group()

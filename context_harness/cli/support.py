@@ -2,7 +2,8 @@
 ``run_with_harness`` (open the Harness for the command's config, run one core call).
 
 A command given ``--json`` reports an error as one line of JSON on stderr, ``{"error": {"code",
-"message"}}`` (the shape MCP and REST use), with the same exit code; stdout stays empty."""
+"message"}}`` (the shape MCP and REST use), with the same exit code; stdout stays empty. Every error
+exits ``ERROR_EXIT`` (1); click exits 2 for a usage error (see ``errors``)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ import click
 
 from context_harness import config as config_mod
 from context_harness.config import Config
-from context_harness.errors import ConfigError, HarnessError, outcome
+from context_harness.errors import ConfigError, HarnessError
 
 if TYPE_CHECKING:
     from context_harness.harness import Harness
 
 T = TypeVar("T")
+ERROR_EXIT = 1
 JSON_WANTED = "context_harness.json"  # in ``click.Context.meta`` (shared by a command and its groups)
 
 
@@ -33,12 +35,12 @@ def wants_json() -> bool:
 
 
 def fail(error: HarnessError) -> NoReturn:
-    """One line on stderr (JSON under ``--json``), the exit code from the error table, no traceback."""
+    """One line on stderr (JSON under ``--json``), exit ``ERROR_EXIT``, no traceback."""
     if wants_json():
         click.echo(json.dumps(error.to_dict(), ensure_ascii=False), err=True)
     else:
         click.echo(f"error: {error.message}", err=True)
-    sys.exit(outcome(error).exit_code)
+    sys.exit(ERROR_EXIT)
 
 
 def print_json(payload: Any) -> None:
@@ -93,12 +95,11 @@ def run_with_harness(ctx: click.Context, body: Callable[[Harness], Awaitable[T]]
                      config: Config | None = None) -> T:
     """Open the Harness for the command's config (with the extensions of installed packages), run
     ``body(harness)``, and turn a ``HarnessError`` into one line on stderr and its exit code."""
-    from context_harness.extensions import collect_extensions
     from context_harness.harness import Harness
 
     async def main() -> T:
         chosen = config if config is not None else required_config(ctx)
-        async with Harness.open(chosen, collect_extensions()) as harness:
+        async with Harness.installed(chosen) as harness:
             return await body(harness)
 
     try:

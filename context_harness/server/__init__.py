@@ -3,7 +3,8 @@ both over the SDK adapter in ``mcp``. Only this package imports the MCP SDK's se
 Starlette and uvicorn.
 
 ``run_server(setup)`` opens a ``Harness`` for a ``ServerSetup`` (config + extensions) and serves it;
-``ctx serve`` calls it with the extensions discovered from installed entry points.
+``ctx serve`` gives it a ``Config``, served with the extensions installed packages declare. This is
+the one rim module that imports ``extensions``: its public entry takes what ``prepare_server`` made.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from functools import partial
 
 import anyio
 
-from context_harness.extensions import ServerSetup
+from context_harness.config import Config
+from context_harness.extensions import ServerSetup, prepare_server
 from context_harness.harness import Harness
 from context_harness.server.sdk import defer_package_inits
 
@@ -32,9 +34,13 @@ async def serve(setup: ServerSetup, *, http: bool = False, bind: str | None = No
             await serve_stdio(harness, agent)
 
 
-def run_server(setup: ServerSetup, *, http: bool = False, bind: str | None = None, agent: str | None = None) -> None:
+def run_server(setup: ServerSetup | Config, *, http: bool = False, bind: str | None = None,
+               agent: str | None = None) -> None:
     """Serve a ``ServerSetup`` (``context_harness.extensions.prepare_server``: config, extension
-    agents, tools and connectors) over stdio, or Streamable HTTP + REST with ``http=True``. Blocks."""
+    agents, tools and connectors), or a ``Config`` with the installed extensions (an entry point that
+    cannot load is a ``ConfigError`` now), over stdio, or Streamable HTTP + REST with ``http=True``. Blocks."""
+    if isinstance(setup, Config):
+        setup = prepare_server(setup)
     anyio.run(partial(serve, setup, http=http, bind=bind, agent=agent))
 
 

@@ -41,9 +41,10 @@ from context_harness.errors import (
     BadRequest,
     ConfigError,
     HarnessError,
-    MethodNotAllowed,
     NotFound,
+    UnknownTool,
     as_harness_error,
+    error_for_status,
 )
 from context_harness.harness import Harness
 from context_harness.server.guards import (
@@ -104,12 +105,11 @@ async def _harness_error(request: Request, exc: Exception) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """The router's own errors (no route, a method the route does not take), through the error table."""
     assert isinstance(exc, HTTPException)
-    if exc.status_code == 405:
-        return error_response(MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"))
-    if exc.status_code == 404:
-        return error_response(NotFound(f"no route {request.url.path}"))
-    return JSONResponse({"error": {"code": "bad_request", "message": str(exc.detail)}}, status_code=exc.status_code)
+    path = request.url.path
+    message = {405: f"{request.method} is not allowed on {path}", 404: f"no route {path}"}.get(exc.status_code)
+    return error_response(error_for_status(exc.status_code, message or str(exc.detail)))
 
 
 async def _json_body(request: Request) -> Any:
@@ -142,38 +142,32 @@ class RestShim:
         scope_agent = request.query_params.get("agent") or self.agent
         if self.agent is not None and scope_agent != self.agent:
             raise NotFound(f"unknown agent {scope_agent!r}: this server serves agent {self.agent!r} only")
-        return JSONResponse(self.harness.catalog.tool_listing(scope_agent))
+        return JSONResponse(self.harness.tool_listing(scope_agent))
 
     async def call_tool(self, request: Request) -> Response:
         name = request.path_params["name"]
-        try:
-            self.harness.catalog.tool(name, self.agent)
-        except NotFound:
-            raise NotFound(f"unknown tool {name!r}; GET /tools/list shows the available tools") from None
-        if request.method == "GET":
-            if name != "sources":
-                raise BadRequest(f"use POST /tools/{name} with a JSON body")
-            arguments: Any = {}
-        else:
-            arguments = await _json_body(request)
+        if request.method == "GET" and name != "sources":
+            raise BadRequest(f"use POST /tools/{name} with a JSON body")
+        arguments = await _json_body(request) if request.method == "POST" else {}
         if not isinstance(arguments, dict):
             raise BadRequest("the request body must be a JSON object")
-        return JSONResponse((await self.harness.call_tool(name, arguments, self.agent)).payload)
+        try:
+            result = await self.harness.call_tool(name, arguments, self.agent)
+        except UnknownTool:
+            raise UnknownTool(f"unknown tool {name!r}; GET /tools/list shows the available tools") from None
+        return JSONResponse(result.payload)
 
     async def agents_list(self, request: Request) -> Response:
         return JSONResponse({"agents": [info.model_dump(mode="json") for info in self.harness.agents()]})
 
     async def agent_prompt(self, request: Request) -> Response:
         name = request.path_params["name"]
-        known = [info.name for info in self.harness.agents()]
-        if name not in known:
-            try:
-                self.harness.catalog.find_agent(name)  # an agent set aside for an unset variable: not_configured
-            except NotFound:
-                pass
-            listed = ", ".join(known)
+        try:
+            self.harness.agent(name)  # NotConfigured for an agent set aside for an unset variable
+        except NotFound:
+            listed = ", ".join(info.name for info in self.harness.agents())
             raise NotFound(f"unknown agent {name!r}; GET /agents/list shows the agents"
-                           + (f" ({listed})" if listed and len(listed) < 200 else ""))
+                           + (f" ({listed})" if listed and len(listed) < 200 else "")) from None
         body = await _json_body(request)
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object of arguments")
@@ -315,7 +309,7 @@ def listening_socket(host: str, port: int) -> Iterator[socket.socket]:
 def startup_lines(harness: Harness, url: str, agent: str | None = None) -> list[str]:
     """What ``ctx serve --http`` prints to stderr on start, as the original's ``ctx serve mcp`` does:
     the Lua tools with their routes (and those set aside for unset variables), then the addresses."""
-    listing = harness.catalog.tool_listing(agent)
+    listing = harness.tool_listing(agent)
     lua = [tool for tool in listing["tools"] if not tool["builtin"]]
     lines = [f"Loaded {len(lua)} Lua tool(s):"] if lua else []
     lines += [f"  POST /tools/{tool['name']} — {tool['description']}" for tool in lua]

@@ -48,12 +48,20 @@ from context_harness import __version__
 from context_harness.agents.models import AgentPrompt
 from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.render import fold_system
-from context_harness.errors import HarnessError, NotConfigured, NotFound, as_harness_error, outcome
+from context_harness.errors import (
+    BadRequest,
+    HarnessError,
+    InternalError,
+    NotConfigured,
+    NotFound,
+    UnknownTool,
+    as_harness_error,
+    outcome,
+)
 from context_harness.harness import DocumentChanges, Harness
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
 from context_harness.server.schemas import portable_input, portable_output
 from context_harness.tools.base import hints
-from context_harness.tools.render import render_document
 from context_harness.validation import parse_get
 
 log = logging.getLogger(__name__)
@@ -72,8 +80,15 @@ Item = TypeVar("Item")
 
 
 def protocol_error(error: HarnessError, data: Any = None) -> MCPError:
-    """A JSON-RPC error for ``error``, with the code from the error table."""
+    """A JSON-RPC error for ``error``, with the code from the error table (every protocol error this
+    adapter raises is made here)."""
     return MCPError(outcome(error).jsonrpc_code, error.message, data=data)
+
+
+def unexpected(exc: Exception, where: str, data: Any = None) -> MCPError:
+    """The protocol error for whatever a request handler's core call raised: a ``HarnessError`` by
+    its row, anything else ``internal`` (logged, never echoed)."""
+    return protocol_error(as_harness_error(exc, where), data)
 
 
 def tool_error_result(error: HarnessError) -> t.CallToolResult:
@@ -118,7 +133,7 @@ def page(items: Sequence[Item], params: t.PaginatedRequestParams | None) -> tupl
     start = 0
     if cursor:
         if not cursor.isdigit():
-            raise MCPError(t.INVALID_PARAMS, "invalid cursor")
+            raise protocol_error(BadRequest("invalid cursor"))
         start = int(cursor)
     end = start + PAGE_SIZE
     return list(items[start:end]), (str(end) if end < len(items) else None)
@@ -252,15 +267,15 @@ class HarnessServer(Server[dict[str, Any]]):
         uri = str(params.uri)
         arguments = document_arguments(uri)
         if arguments is None:
-            raise MCPError(t.INVALID_PARAMS, f"cannot subscribe to {uri!r}: only documents "
-                           f"({DOCUMENT_TEMPLATE}) announce updates", data={"uri": uri})
+            raise protocol_error(BadRequest(f"cannot subscribe to {uri!r}: only documents ({DOCUMENT_TEMPLATE}) "
+                                            "announce updates"), data={"uri": uri})
         connection = self._connection(ctx)
         if connection is None:
-            raise MCPError(t.INTERNAL_ERROR, "this connection cannot receive resources/updated")
+            raise protocol_error(InternalError("this connection cannot receive resources/updated"))
         subscribed = self._subscriptions.setdefault(connection, {})
         if sum(map(len, subscribed.values())) >= MAX_SUBSCRIPTIONS:
-            raise MCPError(t.INVALID_PARAMS, f"at most {MAX_SUBSCRIPTIONS} subscriptions per connection; "
-                           "unsubscribe from some first")
+            raise protocol_error(BadRequest(f"at most {MAX_SUBSCRIPTIONS} subscriptions per connection; "
+                                            "unsubscribe from some first"))
         subscribed.setdefault(arguments["id"].strip().lower(), set()).add(uri)
         return t.EmptyResult()
 
@@ -293,16 +308,12 @@ class HarnessServer(Server[dict[str, Any]]):
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> t.CallToolResult:
         self._remember(ctx)
         try:
-            tool = self.harness.catalog.tool(params.name, self.agent)
-        except NotFound:
-            raise MCPError(t.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
-        except NotConfigured as exc:  # a Lua tool set aside for an unset variable: say which
-            return tool_error_result(exc)
-        try:
-            result = await self.harness.call_tool(tool.name, params.arguments or {}, self.agent)
+            result = await self.harness.call_tool(params.name, params.arguments or {}, self.agent)
             text = result.text
-        except Exception as exc:
-            error = as_harness_error(exc, f"tool {tool.name!r}")
+        except UnknownTool:  # the table makes it a protocol error; the wording is MCP's
+            raise protocol_error(UnknownTool(f"Unknown tool: {params.name}")) from None
+        except Exception as exc:  # a Lua tool set aside (not_configured) is an isError result: says which
+            error = as_harness_error(exc, f"tool {params.name!r}")
             if not outcome(error).mcp_tool_error:
                 raise protocol_error(error) from None
             return tool_error_result(error)
@@ -325,16 +336,16 @@ class HarnessServer(Server[dict[str, Any]]):
     async def _get_prompt(self, ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams) -> t.GetPromptResult:
         self._remember(ctx)
         try:
-            info = self.harness.catalog.find_agent(params.name)
+            info = self.harness.agent(params.name)
         except NotFound:
-            raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.name}") from None
+            raise protocol_error(NotFound(f"Unknown prompt: {params.name}")) from None
         except NotConfigured as exc:  # an agent set aside for an unset variable
             raise protocol_error(exc, data=exc.to_dict()["error"]) from None
         arguments = dict(params.arguments or {})
         missing = [a.name for a in info.arguments if a.required and not arguments.get(a.name)]
         if missing:
-            raise MCPError(t.INVALID_PARAMS, f"prompt {info.name!r}: missing required argument(s): "
-                           f"{', '.join(missing)}", data={"code": "bad_request", "missing": missing})
+            bad = BadRequest(f"prompt {info.name!r}: missing required argument(s): {', '.join(missing)}")
+            raise protocol_error(bad, data={"code": bad.code, "missing": missing})
         try:
             resolution = await self.harness.resolve_agent(info.name, arguments)
         except Exception as exc:
@@ -347,16 +358,13 @@ class HarnessServer(Server[dict[str, Any]]):
         """Argument completion for prompts whose arguments have known values; nothing otherwise."""
         values: list[str] = []
         if isinstance(params.ref, t.PromptReference):
+            name = params.ref.name
             try:
-                info = self.harness.catalog.find_agent(params.ref.name)
+                values = self.harness.complete_agent_argument(name, params.argument.name, params.argument.value)
             except NotFound:
-                raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.ref.name}") from None
-            try:
-                values = self.harness.catalog.complete_agent_argument(info.name, params.argument.name,
-                                                                       params.argument.value)
+                raise protocol_error(NotFound(f"Unknown prompt: {name}")) from None
             except Exception as exc:
-                error = as_harness_error(exc, f"completion for prompt {info.name!r}")
-                raise MCPError(t.INVALID_PARAMS, error.message) from None
+                raise unexpected(exc, f"completion for prompt {name!r}") from None
         return t.CompleteResult(completion=t.Completion(values=values[:100], total=len(values), has_more=False))
 
     # -- resources ----------------------------------------------------------------------------
@@ -369,13 +377,13 @@ class HarnessServer(Server[dict[str, Any]]):
         cursor = (params.cursor if params is not None else None) or None
         if cursor is not None and cursor.startswith(DOCUMENTS_CURSOR):
             documents, following = await self._documents(cursor[len(DOCUMENTS_CURSOR):] or None, PAGE_SIZE)
-            meta = {"total": self.harness.catalog.agent_resources(None, numeric=True)["total"],
+            meta = {"total": self.harness.agent_resources(None, numeric=True)["total"],
                     "count": len(documents)} if self.orchestr8 else None
             return t.ListResourcesResult(resources=documents, next_cursor=following, _meta=meta)
         try:
-            listed = self.harness.catalog.agent_resources(cursor, numeric=self.orchestr8)
+            listed = self.harness.agent_resources(cursor, numeric=self.orchestr8)
         except Exception as exc:
-            raise MCPError(t.INVALID_PARAMS, as_harness_error(exc, "resources/list").message) from None
+            raise unexpected(exc, "resources/list") from None
         resources = [t.Resource(uri=r["uri"], name=r["name"], description=r.get("description"),
                                 mime_type=self._list_mime(r["uri"], r.get("mimeType"))) for r in listed["resources"]]
         following = listed.get("nextCursor")
@@ -416,7 +424,7 @@ class HarnessServer(Server[dict[str, Any]]):
         uri = str(params.uri)
         reader = self._reader(uri)
         if reader is None:
-            raise MCPError(t.INVALID_PARAMS, f"Unknown resource: {uri}", data={"uri": uri})
+            raise protocol_error(NotFound(f"Unknown resource: {uri}"), data={"uri": uri})
         read, mime_type = reader
         try:
             text = await read()
@@ -431,7 +439,7 @@ class HarnessServer(Server[dict[str, Any]]):
             orchestr8 = self.orchestr8 and uri.startswith(AGENT_SCHEME)
 
             async def read_agent() -> str:
-                text = self.harness.catalog.read_agent_resource(uri)
+                text = self.harness.read_agent_resource(uri)
                 return orchestr8_definition(text) if orchestr8 else text
 
             return read_agent, ORCHESTR8_READ_MIME if orchestr8 else "application/json"
@@ -440,9 +448,8 @@ class HarnessServer(Server[dict[str, Any]]):
             return None
 
         async def read_document() -> str:
-            doc = (await self.harness.get(parse_get(arguments))).model_dump(mode="json")
-            read_on = f"read `{DOCUMENT_PREFIX}{doc['id']}?offset={doc['next_offset']}`"
-            return render_document(doc, read_on)
+            read_on = f"read `{DOCUMENT_PREFIX}{{id}}?offset={{next_offset}}`"
+            return await self.harness.document_markdown(parse_get(arguments), read_on)
 
         return read_document, "text/markdown"
 

@@ -1,5 +1,8 @@
 """Checks on ``POST /mcp`` bodies before the SDK's Streamable HTTP transport sees them.
 
+Each refusal is an error of the table (``errors``: ``ParseError``, ``InvalidRequest``,
+``TooManySessions``), which gives its HTTP status and JSON-RPC code:
+
 - the body must be strict JSON (no ``NaN``/``Infinity``): else **400**, JSON-RPC ``-32700``;
 - every message's ``id`` must be a string or an integer: an object, a float, ``NaN`` or a boolean id
   is **400**, ``-32600`` (the SDK accepted such a message with 202 and never answered it);
@@ -20,20 +23,21 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from context_harness.errors import HarnessError
+from context_harness.errors import HarnessError, InvalidRequest, ParseError, TooManySessions, outcome
 from context_harness.validation import decode_json
 
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
-PARSE_ERROR, INVALID_REQUEST, INTERNAL_ERROR = -32700, -32600, -32603
 
 
-def rpc_error(message: str, status: int, code: int, request_id: Any = None) -> Response:
-    """A JSON-RPC error body with an HTTP status (``id`` null unless the request's is known)."""
-    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-    return Response(json.dumps(body), status_code=status, media_type="application/json")
+def rpc_error(error: HarnessError, request_id: Any = None) -> Response:
+    """A JSON-RPC error body for ``error``, with the HTTP status and JSON-RPC code of its row (``id``
+    null unless the request's is known)."""
+    row = outcome(error)
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": row.jsonrpc_code, "message": error.message}}
+    return Response(json.dumps(body), status_code=row.http_status, media_type="application/json")
 
 
 class JsonRpcGuard:
@@ -56,27 +60,28 @@ class JsonRpcGuard:
         try:
             messages = _messages(body)
         except HarnessError as exc:
-            await rpc_error(exc.message, 400, PARSE_ERROR)(scope, receive, send)
+            await rpc_error(ParseError(exc.message))(scope, receive, send)
             return
         invalid = [m["id"] for m in messages if "id" in m and not _valid_id(m["id"])]
         if invalid:
-            await rpc_error(f"invalid JSON-RPC id {json.dumps(invalid[0])[:80]}: an id must be a string or an "
-                            "integer", 400, INVALID_REQUEST)(scope, receive, send)
+            await rpc_error(InvalidRequest(f"invalid JSON-RPC id {json.dumps(invalid[0])[:80]}: an id must be a "
+                                           "string or an integer"))(scope, receive, send)
             return
         headers = dict(scope["headers"])
         session = headers.get(SESSION_HEADER, b"").decode("latin-1")
         if not session and self._opens_session(headers, messages) and self._sessions() >= self.max_sessions:
             log.warning("refused a new MCP session: %d open ([server] max_sessions)", self.max_sessions)
-            await rpc_error(f"too many open MCP sessions ({self.max_sessions}, [server] max_sessions): close idle "
-                            "clients, or raise the limit; idle sessions close after [server] session_idle_timeout",
-                            503, INTERNAL_ERROR)(scope, receive, send)
+            await rpc_error(TooManySessions(
+                f"too many open MCP sessions ({self.max_sessions}, [server] max_sessions): close idle clients, or "
+                "raise the limit; idle sessions close after [server] session_idle_timeout"))(scope, receive, send)
             return
         keys = {(session, json.dumps(m["id"])) for m in messages if session and "method" in m and "id" in m}
         clash = keys & self.in_flight
         if clash:
             request_id = json.loads(next(iter(clash))[1])
-            await rpc_error(f"request id {json.dumps(request_id)[:80]} is already in flight in this session: send "
-                            "each request with a new id", 400, INVALID_REQUEST, request_id)(scope, receive, send)
+            clashed = InvalidRequest(f"request id {json.dumps(request_id)[:80]} is already in flight in this session: "
+                                     "send each request with a new id")
+            await rpc_error(clashed, request_id)(scope, receive, send)
             return
         with self._tracking(keys):
             await self.app(scope, _replay(body, receive), send)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from context_harness.models import live_state
+
 
 def render_search(payload: dict[str, Any]) -> str:
     """The results as text; a ``notice`` (indexing still running, never synced) comes first."""
@@ -65,21 +67,6 @@ def render_sources(payload: dict[str, Any]) -> str:
         line += live_state(s)
         lines.append(line)
     return "\n".join(lines)
-
-
-def live_state(source: dict[str, Any]) -> str:
-    """How a serving process keeps the source fresh, and its last sync there ("" when not serving)."""
-    parts = []
-    note = source.get("watch_note")
-    if note and note in (source.get("status_reason") or ""):
-        note = None  # said already, with the status
-    if source.get("watch"):
-        parts.append(source["watch"] + (f": {note}" if note else ""))
-    if source.get("syncing"):
-        parts.append("syncing now")
-    if source.get("last_outcome") == "error":
-        parts.append(f"last sync failed: {source.get('last_error')}")
-    return f"; {'; '.join(parts)}" if parts else ""
 
 
 def render_result(payload: dict[str, Any]) -> str:
