@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import weakref
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -139,6 +140,25 @@ def page(items: Sequence[Item], params: t.PaginatedRequestParams | None) -> tupl
     return list(items[start:end]), (str(end) if end < len(items) else None)
 
 
+class CountedListen:
+    """The SDK's ``subscriptions/listen`` handler, counting the resource URIs its open streams asked
+    for: a sync that changed 100,000 documents publishes ``resources/updated`` for those URIs only,
+    not 100,000 events to streams that drop them (that held the event loop for most of a second)."""
+
+    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+        self.handler = ListenHandler(bus)
+        self.uris: Counter[str] = Counter()
+
+    async def __call__(self, ctx: ServerRequestContext[Any], params: t.SubscriptionsListenRequestParams) -> Any:
+        uris = list(params.notifications.resource_subscriptions or ())
+        self.uris.update(uris)
+        try:
+            return await self.handler(ctx, params)
+        finally:
+            self.uris.subtract(uris)
+            self.uris += Counter()  # drops the URIs no stream listens to any more
+
+
 class HarnessServer(Server[dict[str, Any]]):
     """The low-level SDK server over a ``Harness``; announces the core's changes to clients."""
 
@@ -147,6 +167,7 @@ class HarnessServer(Server[dict[str, Any]]):
         self.agent = agent
         self.orchestr8 = ORCHESTR8 in harness.config.server.compat
         self.bus = InMemorySubscriptionBus()
+        self.listen = CountedListen(self.bus)
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._change_queues: set[Any] = set()  # one per running lifespan
         # 2025-era connections -> {document id: the URIs it subscribed to (``resources/subscribe``)}
@@ -158,7 +179,7 @@ class HarnessServer(Server[dict[str, Any]]):
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
             on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
-            on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+            on_read_resource=self._read_resource, on_subscriptions_listen=self.listen,
             on_subscribe_resource=self._subscribe, on_unsubscribe_resource=self._unsubscribe,
             on_completion=self._complete,
         )
@@ -248,8 +269,9 @@ class HarnessServer(Server[dict[str, Any]]):
         ``resources/subscribe``; 2026-07-28: listen streams, which filter by their URIs), and
         ``resources/list_changed`` when documents came or went."""
         touched = changes.added | changes.updated | changes.deleted
-        for doc_id in sorted(touched):
-            await self.bus.publish(ResourceUpdated(uri=DOCUMENT_PREFIX + doc_id))
+        for uri in sorted(self.listen.uris):  # the few a stream listens to, not every change
+            if uri.startswith(DOCUMENT_PREFIX) and uri[len(DOCUMENT_PREFIX):] in touched:
+                await self.bus.publish(ResourceUpdated(uri=uri))
         for session, subscribed in list(self._subscriptions.items()):
             try:
                 for doc_id in sorted(touched & subscribed.keys()):

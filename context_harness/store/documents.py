@@ -207,10 +207,12 @@ class DocumentStore:
         out = {}
         for start in range(0, len(under), 200):
             part = under[start:start + 200]
-            terms = " OR ".join(["source_id = ? OR substr(source_id, 1, ?) = ?"] * len(part))
+            # a range per folder ("/" sorts just before "0"), so the (source, source_id) index
+            # answers it: a prefix test scanned every document of the source (0.2-0.7 s at 100,000)
+            terms = " OR ".join(["source_id = ? OR (source_id >= ? AND source_id < ?)"] * len(part))
             params: list[Any] = [source]
             for path in part:
-                params += [path, len(path) + 1, path + "/"]
+                params += [path, path + "/", path + "0"]
             rows = self.connection().execute(
                 f"SELECT source_id, id, fingerprint, content_hash FROM documents WHERE source=? AND ({terms})",
                 params)

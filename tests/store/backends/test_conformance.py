@@ -107,6 +107,19 @@ async def deleted_ids(harness: Harness) -> set[str]:
     return {doc_id}
 
 
+async def test_the_documents_under_some_paths_are_exactly_those_at_or_inside_them(harness: Harness,
+                                                                                 workspace: Workspace) -> None:
+    """What a live update re-reads: a path itself and what lies inside it as a folder, never a
+    neighbour whose name merely starts the same (``a-b``, ``a0``, ``ab/``, ``a.md`` for ``a``)."""
+    for name in ["a.md", "a/b.md", "a/c/d.md", "a-b.md", "a0.md", "ab/x.md", "é/x.md", "é-x.md"]:
+        workspace.write(name, f"# {name}\n\nbody\n")
+    await harness.sync()
+    assert harness.store is not None
+    under = harness.store.fingerprints("filesystem:docs", under=["a", "é", "notes.txt"])
+    assert sorted(under) == ["a/b.md", "a/c/d.md", "notes.txt", "é/x.md"]
+    assert sorted(harness.store.fingerprints("filesystem:docs", under=["a.md"])) == ["a.md"]
+
+
 async def test_filters_apply_before_the_top_k_cut(harness: Harness, workspace: Workspace) -> None:
     for i in range(30):  # many better matches without the tag
         workspace.write(f"bulk/{i:02}.md", f"# Engines {i}\n\nengines engines engines engines search engines {i}\n")
