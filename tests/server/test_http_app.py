@@ -8,6 +8,7 @@ import httpx2
 import pytest
 from mcp import Client
 
+from context_harness import __version__
 from context_harness import config as config_mod
 from context_harness.server.http import parse_bind
 from support.results import error_of
@@ -20,7 +21,7 @@ def rest(app_server):
 
 
 def test_health_and_tools_list(rest):
-    assert rest.get("/health").json() == {"status": "ok", "version": "0.1.0"}
+    assert rest.get("/health").json() == {"status": "ok", "version": __version__}
     tools = rest.get("/tools/list").json()["tools"]
     assert [t["name"] for t in tools] == ["search", "get", "sources"]
     assert all(t["builtin"] and t["description"] for t in tools)
