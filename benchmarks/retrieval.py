@@ -29,6 +29,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 from context_harness import config as config_mod  # noqa: E402
 from context_harness.harness import Harness  # noqa: E402
 from context_harness.models import SearchRequest  # noqa: E402
+from context_harness.search.fusion import DEFAULT_ALPHA  # noqa: E402
 
 
 def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config:
@@ -101,7 +102,9 @@ async def run(args: argparse.Namespace) -> dict:
                     "latency_ms_p95": round(scifact.percentile(latencies, 95), 3),
                     "sync_seconds": round(sync_seconds, 2), "sync_cpu_seconds": round(sync_cpu_seconds, 2),
                     "max_tokens": config.chunking.max_tokens, "title_boost": config.retrieval.title_boost,
-                    "fusion": config.retrieval.fusion, "hybrid_alpha": config.retrieval.hybrid_alpha,
+                    "fusion": config.retrieval.fusion,
+                    "hybrid_alpha": DEFAULT_ALPHA.get(config.retrieval.fusion) if config.retrieval.hybrid_alpha is None
+                    else config.retrieval.hybrid_alpha,
                     "candidate_k": config.retrieval.candidate_k,
                     "cores": os.cpu_count(),
                 })
@@ -122,7 +125,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--alpha", type=float, default=None)
     parser.add_argument("--candidate-k", type=int, default=None, help="[retrieval] candidate_k (hybrid).")
     parser.add_argument("--limit", type=int, default=100, help="results per query (recall@100 needs 100)")
-    parser.add_argument("--fusion", choices=["convex", "rrf"], default=None)
+    parser.add_argument("--fusion", choices=["scaled", "convex", "rrf"], default=None)
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
     parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")
     parser.add_argument("--alphas", default=None, help="Comma-separated hybrid_alpha values to evaluate in one run.")

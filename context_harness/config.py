@@ -153,9 +153,12 @@ class RetrievalConfig(_Section):
     candidate_k: int = Field(default=50, ge=1, le=10_000, description="candidates per retriever before hybrid "
                              "fusion (raised to the request's limit when that is larger)")
     title_boost: float = Field(default=0.25, ge=0, description="weight of a title match relative to a body match")
-    fusion: Literal["convex", "rrf"] = Field(default="convex", description="hybrid fusion: convex (min-max "
-                                             "normalised scores) or rrf (reciprocal rank fusion)")
-    hybrid_alpha: float = Field(default=0.5, ge=0, le=1, description="weight of the semantic list in convex fusion")
+    fusion: Literal["scaled", "convex", "rrf"] = Field(
+        default="scaled", description="hybrid fusion: scaled (BM25 over the query's own reference plus cosine "
+        "similarity: the same at any candidate count), convex (min-max normalised scores) or rrf (reciprocal "
+        "rank fusion)")
+    hybrid_alpha: float | None = Field(default=None, ge=0, le=1, description="weight of the semantic list in "
+                                       "scaled and convex fusion; unset: the tuned default (scaled 0.63, convex 0.5)")
     rrf_k: int = Field(default=60, ge=1, description="the constant k of reciprocal rank fusion")
     snippet_chars: int = Field(default=240, ge=40, le=4000, description="snippet length in characters")
 

@@ -26,7 +26,7 @@ from context_harness.models import (
     SearchResult,
 )
 from context_harness.passages import chunk_at
-from context_harness.search.fusion import FUSION_VERSION, fuse
+from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.store.backend import DocumentStorage, KeywordRanking
@@ -150,27 +150,17 @@ class SearchEngine:
             raise
         keyword_hits, prepared = keyword.result()
         embedded = backend.embedded_documents()
+        reference = sum(self.index.term_weights(request.query).values()) if retrieval.fusion == "scaled" else 1.0
+        alpha = DEFAULT_ALPHA.get(retrieval.fusion, 0.0) if retrieval.hybrid_alpha is None else retrieval.hybrid_alpha
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
-                     alpha=retrieval.hybrid_alpha, rrf_k=retrieval.rrf_k, limit=limit,
+                     alpha=alpha, rrf_k=retrieval.rrf_k, keyword_ref=reference, k=k, limit=limit,
                      keyword_only={h.doc_id for h in keyword_hits if h.doc_id not in embedded})
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
         out = []
         for item in fused:
-            explain = None
-            if request.explain:
-                d = item.details
-                notes = [f"mode=hybrid; fusion={retrieval.fusion} v{FUSION_VERSION}"
-                         + (f", alpha={retrieval.hybrid_alpha}" if retrieval.fusion == "convex"
-                            else f", k={retrieval.rrf_k}")]
-                if item.doc_id not in embedded:
-                    notes.append("not embedded yet: ranked by keyword score only")
-                explain = SearchExplain(
-                    keyword_score=d.keyword.score if d.keyword else None,
-                    keyword_rank=d.keyword.rank if d.keyword else None,
-                    semantic_score=d.semantic.score if d.semantic else None,
-                    semantic_rank=d.semantic.rank if d.semantic else None,
-                    fused_score=item.score, notes=notes)
+            explain = _fused_explain(item, alpha, reference, item.doc_id in embedded, retrieval.rrf_k) \
+                if request.explain else None
             out.append(_Candidate(item.doc_id, item.score, by_semantic.get(item.doc_id), explain))
         return out, prepared
 
@@ -377,3 +367,21 @@ class SemanticBackend:
         else:
             vector = self.embedder.embed_query(query)
         return index.top_documents(vector, k, allowed)
+
+
+def _fused_explain(item: Fused, alpha: float, reference: float, embedded: bool, rrf_k: int) -> SearchExplain:
+    """What ``--explain`` says of a hybrid result: each list's rank and score, the fused score, how."""
+    d = item.details
+    method = d.method
+    setting = f"k={rrf_k}" if method == "rrf" else f"alpha={alpha}"
+    notes = [f"mode=hybrid; fusion={method} v{FUSION_VERSION}, {setting}"]
+    if method == "scaled":
+        notes.append(f"keyword score / {reference:.3f} (the query's BM25 reference) = {d.keyword.normalized:.3f}"
+                     if d.keyword else "not in the keyword list")
+    if not embedded:
+        notes.append("not embedded yet: ranked by keyword score only")
+    return SearchExplain(keyword_score=d.keyword.score if d.keyword else None,
+                         keyword_rank=d.keyword.rank if d.keyword else None,
+                         semantic_score=d.semantic.score if d.semantic else None,
+                         semantic_rank=d.semantic.rank if d.semantic else None,
+                         fused_score=item.score, notes=notes)

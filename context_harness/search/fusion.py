@@ -1,12 +1,19 @@
 """Hybrid fusion of a keyword and a semantic ranking: pure functions over ``(doc_id, score)`` lists.
 
+- ``scaled`` (the default): each score on a scale that does not depend on how many candidates came
+  back: the BM25 score divided by the query's own reference (the sum of its terms' IDFs, what one
+  occurrence of every term in an average document is worth, roughly), the cosine similarity as it
+  is; then ``alpha * semantic + (1 - alpha) * keyword``. A document missing from a list that came
+  back full (``k`` hits) takes that list's last score, an upper bound of its own; missing from a
+  shorter list (it had every match), 0.
 - ``convex``: min-max normalise each list to [0, 1], then ``alpha * semantic + (1 - alpha) * keyword``;
-  a document missing from a list scores 0 for it.
+  a document missing from a list scores 0 for it. Over a handful of candidates min-max turns a small
+  gap into the whole range (a passing mention outranked the note titled with the query word).
 - ``rrf``: reciprocal rank fusion, ``sum 1 / (k + rank)`` over the lists that found the document.
 
 A document in ``keyword_only`` (it has no vector yet, so the semantic list could not find it) is
-ranked by its keyword score alone: its semantic part is taken equal to its keyword part (convex:
-the normalised keyword score; rrf: its keyword term twice), instead of 0.
+ranked by its keyword score alone: its semantic part is taken equal to its keyword part (convex,
+scaled: the normalised keyword score; rrf: its keyword term twice), instead of 0.
 
 Both return ``Fused(doc_id, score, details)`` sorted by fused score (desc), then doc id (asc), so
 equal inputs always give equal outputs. ``details`` keeps each list's rank, raw and normalised
@@ -19,7 +26,8 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
-FUSION_VERSION = "2"  # 2: documents without vectors ranked by keyword alone
+FUSION_VERSION = "3"  # 2: documents without vectors ranked by keyword alone; 3: scaled fusion
+DEFAULT_ALPHA = {"scaled": 0.63, "convex": 0.5}  # tuned on SciFact train (docs/benchmarks.md)
 
 Ranking = Sequence[tuple[str, float]]
 
@@ -33,7 +41,7 @@ class ListHit(NamedTuple):
 
 
 class FusionDetails(NamedTuple):
-    method: str  # "convex" | "rrf"
+    method: str  # "scaled" | "convex" | "rrf"
     keyword: ListHit | None
     semantic: ListHit | None
 
@@ -47,8 +55,7 @@ class Fused(NamedTuple):
 def convex(keyword: Ranking, semantic: Ranking, alpha: float, limit: int | None = None,
            keyword_only: Collection[str] = ()) -> list[Fused]:
     """Min-max convex fusion; ``alpha`` weighs the semantic list (0 = keyword only, 1 = semantic only)."""
-    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
-        raise ValueError(f"alpha must be within [0, 1], got {alpha}")
+    _check_alpha(alpha)
     kw = _hits(keyword, _min_max)
     sem = _hits(semantic, _min_max)
     scores = {doc_id: hit.normalized if doc_id in keyword_only and doc_id not in sem
@@ -56,6 +63,35 @@ def convex(keyword: Ranking, semantic: Ranking, alpha: float, limit: int | None 
     for doc_id, hit in sem.items():
         scores[doc_id] = scores.get(doc_id, 0.0) + alpha * hit.normalized
     return _ranked("convex", scores, kw, sem, limit)
+
+
+def scaled(keyword: Ranking, semantic: Ranking, alpha: float, keyword_ref: float, k: int,
+           limit: int | None = None, keyword_only: Collection[str] = ()) -> list[Fused]:
+    """Fusion on stable scales (see the module docstring): ``keyword_ref`` is the query's BM25
+    reference (> 0), ``k`` the candidates each list was asked for."""
+    _check_alpha(alpha)
+    reference = keyword_ref if keyword_ref > 0 and math.isfinite(keyword_ref) else 1.0
+    kw = _hits(keyword, lambda scores: [score / reference for score in scores])
+    sem = _hits(semantic, lambda scores: list(scores))
+    kw_floor = _floor(kw, k)
+    sem_floor = _floor(sem, k)
+    scores = {}
+    for doc_id in kw.keys() | sem.keys():
+        keyword_part = kw[doc_id].normalized if doc_id in kw else kw_floor
+        if doc_id in sem:
+            semantic_part = sem[doc_id].normalized
+        else:
+            semantic_part = keyword_part if doc_id in keyword_only else sem_floor
+        scores[doc_id] = (1.0 - alpha) * keyword_part + alpha * semantic_part
+    return _ranked("scaled", scores, kw, sem, limit)
+
+
+def _floor(hits: dict[str, ListHit], k: int) -> float:
+    """What a document missing from a list scores on it: the last score when the list came back
+    full (the document was below it), else 0 (the list held every match)."""
+    if len(hits) < k or not hits:
+        return 0.0
+    return min(hit.normalized for hit in hits.values())
 
 
 def rrf(keyword: Ranking, semantic: Ranking, k: int = 60, limit: int | None = None,
@@ -72,15 +108,28 @@ def rrf(keyword: Ranking, semantic: Ranking, k: int = 60, limit: int | None = No
     return _ranked("rrf", scores, kw, sem, limit)
 
 
-def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float = 0.5, rrf_k: int = 60,
-         limit: int | None = None, keyword_only: Collection[str] = ()) -> list[Fused]:
-    """Dispatch on ``[retrieval] fusion`` (``"convex"`` or ``"rrf"``); ``limit`` keeps the best only;
-    ``keyword_only``: documents without vectors, ranked by their keyword score alone."""
+def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float | None = None, rrf_k: int = 60,
+         keyword_ref: float = 1.0, k: int = 50, limit: int | None = None,
+         keyword_only: Collection[str] = ()) -> list[Fused]:
+    """Dispatch on ``[retrieval] fusion`` (``"scaled"``, ``"convex"`` or ``"rrf"``); ``alpha`` None:
+    the method's tuned default; ``keyword_ref`` and ``k``: see ``scaled``; ``limit`` keeps the best
+    only; ``keyword_only``: documents without vectors, ranked by their keyword score alone."""
+    if method == "scaled":
+        return scaled(keyword, semantic, _alpha(method, alpha), keyword_ref, k, limit, keyword_only)
     if method == "convex":
-        return convex(keyword, semantic, alpha, limit, keyword_only)
+        return convex(keyword, semantic, _alpha(method, alpha), limit, keyword_only)
     if method == "rrf":
         return rrf(keyword, semantic, rrf_k, limit, keyword_only)
-    raise ValueError(f"unknown fusion method {method!r} (expected 'convex' or 'rrf')")
+    raise ValueError(f"unknown fusion method {method!r} (expected 'scaled', 'convex' or 'rrf')")
+
+
+def _alpha(method: str, alpha: float | None) -> float:
+    return DEFAULT_ALPHA[method] if alpha is None else alpha
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+        raise ValueError(f"alpha must be within [0, 1], got {alpha}")
 
 
 def _ranked(method: str, scores: dict[str, float], kw: dict[str, ListHit], sem: dict[str, ListHit],

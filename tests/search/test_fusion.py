@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from context_harness.search.fusion import FUSION_VERSION, convex, fuse, rrf
+from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, convex, fuse, rrf, scaled
 
 KEYWORD = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
 SEMANTIC = [("c", 0.9), ("d", 0.7), ("a", 0.5)]
@@ -80,3 +80,44 @@ def test_documents_without_vectors_are_ranked_by_keyword_score_alone() -> None:
     # A document the semantic list did find is not keyword-only, whatever the caller says.
     assert convex(KEYWORD, SEMANTIC, 0.8, keyword_only={"a"}) == convex(KEYWORD, SEMANTIC, 0.8)
     assert fuse("rrf", KEYWORD, SEMANTIC, keyword_only={"b"}) == rrf(KEYWORD, SEMANTIC, keyword_only={"b"})
+
+
+def test_scaled_by_hand() -> None:
+    # keyword scores over the query's reference 4.0: a 2.5, b 1.5, c 0.5; cosines as they are.
+    fused = scaled(KEYWORD, SEMANTIC, alpha=0.6, keyword_ref=4.0, k=50)
+    scores = {f.doc_id: f.score for f in fused}
+    assert scores["a"] == pytest.approx(0.4 * 2.5 + 0.6 * 0.5)
+    assert scores["c"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.9)
+    assert scores["b"] == pytest.approx(0.4 * 1.5)  # lists shorter than k held every match: 0 where missing
+    assert scores["d"] == pytest.approx(0.6 * 0.7)
+    assert [f.doc_id for f in fused] == ["a", "c", "b", "d"]
+    assert fused[0].details.method == "scaled" and fused[0].details.keyword.normalized == pytest.approx(2.5)
+    assert fuse("scaled", KEYWORD, SEMANTIC, keyword_ref=4.0) == scaled(KEYWORD, SEMANTIC, DEFAULT_ALPHA["scaled"], 4.0, 50)
+    assert scaled(KEYWORD, SEMANTIC, 0.6, keyword_ref=0.0, k=50) == scaled(KEYWORD, SEMANTIC, 0.6, 1.0, 50)
+
+
+def test_scaled_does_not_depend_on_how_many_candidates_came_back() -> None:
+    # The case min-max got wrong: a passing mention (offsite) a little ahead on BM25, the note titled
+    # with the query word (recipe) clearly ahead on meaning. Over these three candidates min-max
+    # stretches the small BM25 gap to the whole range and the passing mention wins.
+    keyword = [("offsite", 2.2), ("recipe", 2.1), ("packing", 2.0)]
+    semantic = [("recipe", 0.526), ("offsite", 0.457), ("packing", 0.30)]
+    assert convex(keyword, semantic, 0.5)[0].doc_id == "offsite"
+    assert scaled(keyword, semantic, 0.63, keyword_ref=2.0, k=50)[0].doc_id == "recipe"
+    # A weak extra candidate changes no other document's score (min-max rescales them all).
+    more = scaled(keyword + [("weak", 0.1)], semantic + [("weak", 0.05)], 0.63, 2.0, 50)
+    fewer = scaled(keyword, semantic, 0.63, 2.0, 50)
+    assert {f.doc_id: f.score for f in more if f.doc_id != "weak"} == {f.doc_id: f.score for f in fewer}
+    assert convex(keyword + [("weak", 0.1)], semantic, 0.5)[1].score != convex(keyword, semantic, 0.5)[1].score
+
+
+def test_scaled_missing_from_a_full_list_takes_its_last_score() -> None:
+    # Both lists came back full (k = 3): a document missing from one was below its last score.
+    fused = {f.doc_id: f.score for f in scaled(KEYWORD, SEMANTIC, 0.5, keyword_ref=1.0, k=3)}
+    assert fused["b"] == pytest.approx(0.5 * 6.0 + 0.5 * 0.5)  # the semantic list's last: a's 0.5
+    assert fused["d"] == pytest.approx(0.5 * 2.0 + 0.5 * 0.7)  # the keyword list's last: c's 2.0
+    # Without a vector, the semantic part is the keyword part, not the floor.
+    alone = {f.doc_id: f.score for f in scaled(KEYWORD, SEMANTIC, 0.5, 1.0, 3, keyword_only={"b"})}
+    assert alone["b"] == pytest.approx(6.0)
+    with pytest.raises(ValueError):
+        scaled(KEYWORD, SEMANTIC, alpha=-0.1, keyword_ref=1.0, k=3)

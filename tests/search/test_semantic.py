@@ -28,6 +28,12 @@ async def search(h: Harness, query: str, **kw):
     return (await h.search(SearchRequest(query=query, **kw))).results
 
 
+def reference(h: Harness, query: str) -> float:
+    """The query's BM25 reference that scaled fusion divides keyword scores by."""
+    assert h.index is not None
+    return sum(h.index.term_weights(query).values())
+
+
 async def test_sync_embeds_and_all_modes_answer(sample_docs) -> None:
     use_provider(sample_docs, "fake")
     async with Harness.open(sample_docs.config()) as h:
@@ -37,7 +43,8 @@ async def test_sync_embeds_and_all_modes_answer(sample_docs) -> None:
             assert (await search(h, "sandbox timeout memory", mode=mode))[0].title == "Lua Sandbox"
         hybrid = (await search(h, "sandbox timeout memory", mode="hybrid", explain=True))[0]
         assert hybrid.explain.keyword_rank == 1 and hybrid.explain.semantic_rank == 1
-        assert hybrid.explain.fused_score == pytest.approx(1.0)
+        scaled = hybrid.explain.keyword_score / reference(h, "sandbox timeout memory")  # scaled fusion, alpha 0.63
+        assert hybrid.explain.fused_score == pytest.approx(0.37 * scaled + 0.63 * hybrid.explain.semantic_score)
         assert hybrid.snippet  # from the best chunk
         # auto = hybrid once vectors exist
         auto = (await search(h, "sandbox", explain=True))[0]
@@ -100,9 +107,12 @@ async def test_a_document_not_embedded_yet_keeps_its_keyword_rank_in_hybrid(samp
         assert results[0].title == "Hamsters" or results[1].title == "Hamsters"
         hamsters = next(r for r in results if r.title == "Hamsters")
         assert hamsters.explain.semantic_rank is None
-        assert hamsters.explain.fused_score > 1 - 0.8  # not capped at the keyword weight
+        # not capped at the keyword weight: its semantic part is its keyword part
+        assert hamsters.explain.fused_score == pytest.approx(
+            hamsters.explain.keyword_score / reference(h, "hamsters sandbox"))
         first = (await search(h, "hamsters", mode="hybrid", explain=True))[0]
-        assert first.title == "Hamsters" and first.explain.fused_score == pytest.approx(1.0)
+        assert first.title == "Hamsters"
+        assert first.explain.fused_score == pytest.approx(first.explain.keyword_score / reference(h, "hamsters"))
         assert any("not embedded yet" in n for n in first.explain.notes)
 
 
