@@ -29,7 +29,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 from context_harness import config as config_mod  # noqa: E402
 from context_harness.harness import Harness  # noqa: E402
 from context_harness.models import SearchRequest  # noqa: E402
-from context_harness.search.fusion import DEFAULT_ALPHA  # noqa: E402
+from context_harness.search.fusion import DEFAULT_ALPHA, min_score  # noqa: E402
+
+BUNDLED = "local:all-MiniLM-L6-v2"  # the embedder of semantic and hybrid runs
 
 
 def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config:
@@ -51,6 +53,8 @@ def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config
         raw["retrieval"]["candidate_k"] = args.candidate_k
     if args.fusion:
         raw["retrieval"]["fusion"] = args.fusion
+    if args.min_score is not None:
+        raw["retrieval"]["min_score"] = args.min_score
     return config_mod.from_dict(raw, None)
 
 
@@ -106,6 +110,7 @@ async def run(args: argparse.Namespace) -> dict:
                     "hybrid_alpha": DEFAULT_ALPHA.get(config.retrieval.fusion) if config.retrieval.hybrid_alpha is None
                     else config.retrieval.hybrid_alpha,
                     "candidate_k": config.retrieval.candidate_k,
+                    "min_score": min_score(config.retrieval.min_score, BUNDLED),
                     "cores": os.cpu_count(),
                 })
     return out
@@ -126,6 +131,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--candidate-k", type=int, default=None, help="[retrieval] candidate_k (hybrid).")
     parser.add_argument("--limit", type=int, default=100, help="results per query (recall@100 needs 100)")
     parser.add_argument("--fusion", choices=["scaled", "convex", "rrf"], default=None)
+    parser.add_argument("--min-score", type=float, default=None, help="[retrieval] min_score (hybrid, scaled).")
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
     parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")
     parser.add_argument("--alphas", default=None, help="Comma-separated hybrid_alpha values to evaluate in one run.")

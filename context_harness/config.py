@@ -159,6 +159,10 @@ class RetrievalConfig(_Section):
         "rank fusion)")
     hybrid_alpha: float | None = Field(default=None, ge=0, le=1, description="weight of the semantic list in "
                                        "scaled and convex fusion; unset: the tuned default (scaled 0.63, convex 0.5)")
+    min_score: float | None = Field(default=None, ge=0, le=1, description="hybrid results (scaled fusion) "
+                                    "scoring below this are left out, so a question the knowledge base cannot "
+                                    "answer gets few or none; unset: 0.26 with the bundled model (tuned on SciFact "
+                                    "train and off-topic questions), 0 (every result) with other embedders")
     rrf_k: int = Field(default=60, ge=1, description="the constant k of reciprocal rank fusion")
     snippet_chars: int = Field(default=240, ge=40, le=4000, description="snippet length in characters")
 

@@ -26,7 +26,7 @@ from context_harness.models import (
     SearchResult,
 )
 from context_harness.passages import chunk_at
-from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse
+from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, min_score
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.store.backend import DocumentStorage, KeywordRanking
@@ -87,8 +87,12 @@ class SearchEngine:
         elif mode == "semantic":
             candidates = self._semantic(request, filters, limit)
         else:
-            candidates, prepared = self._hybrid(request, filters, limit)
+            candidates, prepared, weak = self._hybrid(request, filters, limit)
         response = self._render(candidates, request, mode, prepared)
+        if mode == "hybrid" and weak and not response.results:
+            response.notice = (f"nothing scored above [retrieval] min_score "
+                               f"({weak} weaker matches left out): the knowledge base may not answer this; "
+                               "try other words, or mode keyword or semantic, which return every match")
         if request.explain:
             response.explain = self._coverage(mode)
         return response
@@ -136,7 +140,9 @@ class SearchEngine:
         return out
 
     def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None,
-                limit: int) -> tuple[list[_Candidate], _Prepared | None]:
+                limit: int) -> tuple[list[_Candidate], _Prepared | None, int]:
+        """The fused list (scaled fusion: without results under ``min_score``), the keyword half's
+        prepared snippets, and how many results were left out as too weak."""
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
         # BM25 ranks on a helper thread while this one waits for the query embedding (see helper_thread.py).
@@ -156,13 +162,15 @@ class SearchEngine:
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
                      alpha=alpha, rrf_k=retrieval.rrf_k, keyword_ref=reference, k=k, limit=limit,
                      keyword_only={h.doc_id for h in keyword_hits if h.doc_id not in embedded})
+        floor = min_score(retrieval.min_score, backend.identity_key()) if retrieval.fusion == "scaled" else 0.0
+        strong = [item for item in fused if item.score >= floor] if floor > 0 else fused  # 0: every result
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
         out = []
-        for item in fused:
+        for item in strong:
             explain = _fused_explain(item, alpha, reference, item.doc_id in embedded, retrieval.rrf_k) \
                 if request.explain else None
             out.append(_Candidate(item.doc_id, item.score, by_semantic.get(item.doc_id), explain))
-        return out, prepared
+        return out, prepared, len(fused) - len(strong)
 
     def _keyword_half(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
                       spare: bool) -> tuple[list[DocumentHit], _Prepared | None]:

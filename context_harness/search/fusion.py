@@ -28,6 +28,9 @@ from typing import NamedTuple
 
 FUSION_VERSION = "3"  # 2: documents without vectors ranked by keyword alone; 3: scaled fusion
 DEFAULT_ALPHA = {"scaled": 0.63, "convex": 0.5}  # tuned on SciFact train (docs/benchmarks.md)
+# The fused score (scaled) under which hybrid results are left out, per embedder: cosine scales differ
+# from model to model, so only the bundled model has a tuned one (SciFact train and off-topic questions).
+TUNED_MIN_SCORE = {"local:all-MiniLM-L6-v2": 0.26}
 
 Ranking = Sequence[tuple[str, float]]
 
@@ -121,6 +124,13 @@ def fuse(method: str, keyword: Ranking, semantic: Ranking, *, alpha: float | Non
     if method == "rrf":
         return rrf(keyword, semantic, rrf_k, limit, keyword_only)
     raise ValueError(f"unknown fusion method {method!r} (expected 'scaled', 'convex' or 'rrf')")
+
+
+def min_score(configured: float | None, embedder: str) -> float:
+    """``[retrieval] min_score``, or (unset) the tuned one of ``embedder`` (an identity key), else 0."""
+    if configured is not None:
+        return configured
+    return next((score for prefix, score in TUNED_MIN_SCORE.items() if embedder.startswith(prefix)), 0.0)
 
 
 def _alpha(method: str, alpha: float | None) -> float:

@@ -121,3 +121,11 @@ def test_scaled_missing_from_a_full_list_takes_its_last_score() -> None:
     assert alone["b"] == pytest.approx(6.0)
     with pytest.raises(ValueError):
         scaled(KEYWORD, SEMANTIC, alpha=-0.1, keyword_ref=1.0, k=3)
+
+
+def test_min_score_is_tuned_for_the_bundled_model_only() -> None:
+    from context_harness.search.fusion import min_score
+
+    assert min_score(None, "local:all-MiniLM-L6-v2-int8-dynamic:384") == 0.26
+    assert min_score(None, "openai:text-embedding-3-small:1536") == 0.0  # another cosine scale: every result
+    assert min_score(0.4, "fake:hash:64") == 0.4 and min_score(0.0, "local:all-MiniLM-L6-v2:384") == 0.0

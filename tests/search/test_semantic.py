@@ -323,3 +323,31 @@ async def test_a_sync_that_embeds_a_large_index_saves_its_vector_graph(sample_do
     async with Harness.open(sample_docs.config()) as again:
         assert [r.id for r in await search(again, "lua sandbox", mode="semantic")] == [r.id for r in hits]
         assert again.semantic().index().approximate
+
+
+async def test_a_question_the_notes_cannot_answer_gets_no_weak_neighbours(workspace) -> None:
+    """Hybrid search (scaled fusion) leaves out results under ``[retrieval] min_score``, and says why
+    when nothing is left; keyword and semantic search still return every match."""
+    notes = {
+        "sourdough.md": "# Sourdough bread\n\nFeed the starter, mix flour, water and salt, proof overnight, bake hot.\n",
+        "offsite.md": "# Team offsite ideas\n\nA cooking class, a hiking day in the hills, an escape room.\n",
+        "garden.md": "# Garden plan\n\nTomatoes along the south fence, basil between them, water in the morning.\n",
+        "car.md": "# Car maintenance\n\nOil change every 15,000 km; the brake pads were replaced in March.\n",
+        "coffee.md": "# Coffee brewing\n\nFifteen grams of coffee to 250 grams of water at 94 degrees.\n",
+    }
+    for name, text in notes.items():
+        workspace.write(name, text)
+    use_provider(workspace, "local")
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+        answered = await h.search(SearchRequest(query="how do I bake bread", explain=True))
+        assert answered.results[0].title == "Sourdough bread" and answered.notice is None
+        assert all(r.explain.fused_score >= 0.26 for r in answered.results)  # the bundled model's min_score
+        assert len(answered.results) < len(notes)  # the unrelated notes are left out, not listed weakly
+        nothing = await h.search(SearchRequest(query="zebra migration across the savanna"))
+        assert nothing.results == []
+        assert nothing.notice is not None and "min_score" in nothing.notice
+        assert len(await search(h, "zebra migration across the savanna", mode="semantic")) == len(notes)
+    workspace.config_path.write_text(workspace.config_path.read_text() + "\n[retrieval]\nmin_score = 0\n")
+    async with Harness.open(workspace.config()) as h:
+        assert len(await search(h, "zebra migration across the savanna")) == len(notes)  # 0 keeps every result
