@@ -43,6 +43,7 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+LEVEL = 6  # 5-second RSS samples in a level (30 s): the first and the last of the run, for the growth
 
 WORDS = ("river stone maple copper lantern harbor meadow signal orbit candle ledger violet summit thunder "
          "garden mirror falcon canyon quartz ember willow beacon").split()
@@ -290,12 +291,14 @@ def request_figures(runs: list[Load], seconds: float) -> dict[str, Any]:
 
 
 def steady_growth(start_mb: float, end_mb: float, samples: list[float]) -> float:
-    """RSS growth in % from the run's first level to its last: the median of the value after the
-    warm-up and the first two 5-second samples, against the median of the last three samples and the
-    value at the end. Single readings swing by up to 10 MB within a steady state (a live commit's
-    indexing buffers come and go), which is as much as the bound; a leak moves both medians apart."""
-    first = statistics.median([start_mb, *samples[:2]])
-    last = statistics.median([*samples[-3:], end_mb])
+    """RSS growth in % from the run's first level to its last: the median of the first ``LEVEL``
+    5-second samples (the first is the value after the warm-up) against the median of the last
+    ``LEVEL`` and the value at the end. Single readings swing by up to 15 MB within a steady state (a
+    live commit's indexing buffers come and go), more than the bound allows; one low reading right
+    after the warm-up (CI: 94.7 MB, then 107.4, 99.4, 100.0) made a flat run look like +17 %. A leak
+    moves both medians apart."""
+    first = statistics.median((samples or [start_mb])[:LEVEL])
+    last = statistics.median([*samples[-LEVEL:], end_mb])
     return round(100 * (last - first) / first, 1)
 
 
