@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "agents": LOWER | {"lua", "formats"},
     "tools": LOWER | {"lua", "agents"},
     "context": LOWER,
+    "notes": LOWER,
     "scripts": LOWER | {"lua", "tools", "connectors", "context", "agents"},
     "catalog": LOWER | {"agents", "tools", "context"},
     "activity": LOWER,
