@@ -56,3 +56,36 @@ async def test_a_read_only_source_is_refused_naming_the_key(tmp_path: Path) -> N
         assert harness.writable_sources() == []
         with pytest.raises(NotConfigured, match="writable = true"):
             await harness.note_write("notes", "a.md", "x")
+
+
+async def test_note_tools_exist_only_for_writable_sources_with_honest_hints(tmp_path: Path) -> None:
+    from context_harness.tools.base import hints
+
+    (tmp_path / "ro").mkdir()
+    async with Harness.open(_config(tmp_path / "ro", writable=False)) as harness:
+        assert not {t.name for t in harness.tools()} & {"note_write", "note_edit", "note_delete"}
+    (tmp_path / "rw").mkdir()
+    async with Harness.open(_config(tmp_path / "rw")) as harness:
+        tools = {t.name: t for t in harness.tools()}
+        assert hints(tools["note_write"])["readOnlyHint"] is False
+        assert hints(tools["note_write"])["destructiveHint"] is False
+        assert hints(tools["note_edit"])["destructiveHint"] is True
+        result = await harness.call_tool("note_write", {"source": "notes", "path": "a.md", "content": "hello"})
+        assert result.payload["action"] == "written"
+        assert (tmp_path / "rw" / "notes" / "a.md").read_text() == "hello\n"
+        with pytest.raises(BadRequest, match="missing argument 'path'"):
+            await harness.call_tool("note_write", {"source": "notes", "content": "x"})
+
+
+async def test_agent_scoping_applies_to_the_note_tools(tmp_path: Path) -> None:
+    from context_harness.errors import UnknownTool
+
+    config_path = _config(tmp_path) and tmp_path / "ctx.toml"
+    config_path.write_text(config_path.read_text() + '\n[agents.reader]\ndescription = "Reads"\n'
+                           'tools = ["search", "get"]\nsystem_prompt = "Read."\n', encoding="utf-8")
+    async with Harness.open(config_mod.load(config_path)) as harness:
+        assert "note_write" in {t.name for t in harness.tools()}
+        assert "note_write" not in {t.name for t in harness.tools("reader")}
+        with pytest.raises(UnknownTool):
+            await harness.call_tool("note_write", {"source": "notes", "path": "a.md", "content": "x"}, "reader")
+        assert not (tmp_path / "notes" / "a.md").exists()
