@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "recovery": LOWER | {"harness", "extensions", "store"},
     "workspace": set(),
     "sample": LOWER,
-    "server": LOWER | {"harness", "extensions", "tools", "agents", "catalog"},
+    "server": LOWER | {"harness", "extensions", "tools", "agents", "catalog", "writeback"},
     "cli": LOWER | {"harness", "tools", "agents", "catalog", "server", "sample", "workspace", "recovery", "scripts"},
     "__main__": {"cli"},
     "__init__": set(),
