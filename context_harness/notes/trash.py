@@ -54,7 +54,7 @@ def find(data_dir: Path, entry_id: str | None = None, path: str | None = None) -
         if entry.id == entry_id or (entry_id is None and entry.path == path):
             return entry
     wanted = f"id {entry_id!r}" if entry_id else f"path {path!r}"
-    raise NotFound(f"no trash entry with {wanted}; `ctx note trash` lists them")
+    raise NotFound(f"no trash entry with {wanted}; see <data dir>/trash/*/manifest.json")
 
 
 def restore(data_dir: Path, entry: TrashEntry, target: Path) -> None:

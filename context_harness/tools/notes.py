@@ -77,8 +77,8 @@ def note_tools(host: NoteHost, config: Config) -> list[FunctionTool]:
                      "`get` returned as `expected_version`: a note changed since is refused with a conflict."),
         FunctionTool(name="note_delete", title="Delete a note", input_schema=DELETE_SCHEMA, run=delete,
                      annotations=dict(CHANGE),
-                     description="Move a note by `id` to the workspace's trash (restorable with `ctx note "
-                     "restore`); with `expected_version`, refused if it changed since."),
+                     description="Move a note by `id` to the workspace's trash folder (it can be restored "
+                     "from there); with `expected_version`, refused if it changed since."),
     ]
 
 

@@ -26,5 +26,5 @@ def test_delete_then_restore_round_trip(tmp_path: Path) -> None:
     trash.restore(data, trash.find(data, entry.id), note)
     assert note.read_text() == "# N\nbody\n"
     assert trash.entries(data) == []
-    with pytest.raises(NotFound, match="ctx note trash"):
+    with pytest.raises(NotFound, match="manifest.json"):
         trash.find(data, path="inbox/n.md")
