@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from context_harness.agents.lua_agent import MAX_INSTANCES as AGENT_INSTANCES
 from context_harness.agents.models import AgentInfo, AgentPrompt
@@ -31,6 +31,7 @@ from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
 from context_harness.tools.base import Tool, ToolChanges, describe, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
+from context_harness.tools.notes import NoteHost, note_tools
 from context_harness.tools.registry import ToolRegistry
 from context_harness.tools.script import CallGate
 
@@ -78,7 +79,8 @@ class Catalog:
         self.host = host
         self.agent_registry = AgentRegistry(config, agents, strict=False)  # a broken agent is set aside
         self.tool_registry = ToolRegistry(config, HarnessContext(host))
-        offered: list[Tool] = [*builtin_tools(host), *(self._agent_tools() or [])]
+        offered: list[Tool] = [*builtin_tools(host), *note_tools(cast(NoteHost, host), config),
+                               *(self._agent_tools() or [])]
         offered.extend(tools)
         for tool in offered:
             self.tool_registry.add(tool)

@@ -213,6 +213,12 @@ class FilesystemConnectorConfig(_Section, _Interval):
     follow_symlinks: bool = Field(default=True, description="follow symlinks that stay inside root (ones that "
                                   "escape are always skipped)")
     max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger files are skipped and counted")
+    writable: bool = Field(default=False, description="let the note tools write, edit, move and delete Markdown "
+                           "notes under root (off: the folder is only read)")
+    write_globs: list[str] = Field(default_factory=list, description="with writable: where notes may be written "
+                                   "(gitignore-style patterns; empty: anywhere under root)")
+    front_matter: bool = Field(default=False, description="with writable: write a new note's title and tags as "
+                               "YAML front matter (off: a '# Title' line and a 'Tags:' line)")
 
 
 class GitConnectorConfig(_Section, _Interval):

@@ -135,6 +135,13 @@ class StorageFault(HarnessError):
         # not_a_database, db_path_folder
 
 
+class Conflict(HarnessError):
+    """A note changed on disk since the version the client read (``expected_version``); the message
+    names both versions."""
+
+    code = "conflict"
+
+
 class InternalError(HarnessError):
     """Anything unexpected: details only in the server log, never in the response."""
 
@@ -206,6 +213,7 @@ OUTCOMES: dict[type[HarnessError], Outcome] = {
     StoreBusy: Outcome(503, True, INTERNAL_ERROR),
     Busy: Outcome(503, True, INTERNAL_ERROR),
     StorageFault: Outcome(503, True, INTERNAL_ERROR),
+    Conflict: Outcome(409, True, INVALID_PARAMS),
     Unauthorized: Outcome(401, False, INVALID_PARAMS),
     Forbidden: Outcome(403, False, INVALID_PARAMS),
     MisdirectedHost: Outcome(421, False, INVALID_PARAMS),

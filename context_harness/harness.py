@@ -60,6 +60,7 @@ from context_harness.store.backend import Backend, DocumentStorage, KeywordRanki
 from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
+from context_harness.writeback import WriteBack
 
 if TYPE_CHECKING:
     from context_harness.store.vectors import VectorStore  # what ``embed_pending`` is typed for
@@ -73,7 +74,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
-class Harness(Offering):
+class Harness(Offering, WriteBack):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = config
         self.extensions = extensions or Extensions()

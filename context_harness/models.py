@@ -217,6 +217,8 @@ class DocumentOut(BaseModel):
     total_chars: int | None = Field(default=None, description="Length of the full body, in characters.")
     next_offset: int | None = Field(
         default=None, description="Pass as 'offset' to read on; null when the text reaches the end.")
+    version: str | None = Field(
+        default=None, description="The stored content hash; pass it as 'expected_version' to the note tools.")
 
 
 class DocumentEntry(BaseModel):

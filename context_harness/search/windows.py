@@ -57,7 +57,7 @@ def document_window(row: DocumentRow, chunks: Sequence[StoredChunk], request: Ge
         author=row.author, created_at=row.created_at, updated_at=row.updated_at,
         content_type=row.content_type, body=body[start:end], metadata=row.metadata, chunks=shown,
         truncated=not whole, range=TextRange(start=start, end=end), total_chars=total,
-        next_offset=end if end < total else None,
+        next_offset=end if end < total else None, version=row.content_hash,
     )
 
 

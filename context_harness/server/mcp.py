@@ -64,6 +64,7 @@ from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHES
 from context_harness.server.schemas import portable_input, portable_output
 from context_harness.tools.base import hints
 from context_harness.validation import parse_get
+from context_harness.writeback import CLIENT
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +331,8 @@ class HarnessServer(Server[dict[str, Any]]):
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> t.CallToolResult:
         self._remember(ctx)
         try:
+            client = ctx.session.client_params  # its clientInfo names the writer in the note log line
+            CLIENT.set(client.client_info.name if client is not None else "unknown")
             result = await self.harness.call_tool(params.name, params.arguments or {}, self.agent)
             text = result.text
         except UnknownTool:  # the table makes it a protocol error; the wording is MCP's

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 BODY = long_markdown()
 SEED_KEYS = {"id", "source", "source_id", "source_url", "title", "author", "created_at", "updated_at",
              "content_type", "body", "metadata", "chunks"}
-NEW_KEYS = {"truncated", "range", "total_chars", "next_offset"}
+NEW_KEYS = {"truncated", "range", "total_chars", "next_offset", "version"}
 
 
 @pytest.fixture

@@ -1,0 +1,80 @@
+"""Where a note may be written: a user-given relative path resolved under a writable source's root.
+
+Refuses, with a ``BadRequest`` naming the fix: absolute paths, ``..`` segments, NUL, hidden or
+always-skipped folders (``.git``, the workspace's data), any existing component that is a symlink
+(never followed, in or out), a path outside ``write_globs``, a non-Markdown target where one is
+required, and a name that differs only in case from an existing entry.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from context_harness.errors import BadRequest
+
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+MARKDOWN = (".md",)
+
+
+def resolve(root: Path, rel: str, write_globs: list[str] | None = None, *, markdown: bool = True) -> Path:
+    """The absolute path ``rel`` names under ``root``, checked (see the module docstring)."""
+    parts = _parts(rel)
+    if write_globs and not pathspec.PathSpec.from_lines("gitignore", write_globs).match_file("/".join(parts)):
+        raise BadRequest(f"path {rel!r} is outside this source's write_globs ({', '.join(write_globs)}); "
+                         "choose a path they match, or widen write_globs in the config")
+    if markdown and not parts[-1].lower().endswith(MARKDOWN):
+        raise BadRequest(f"path {rel!r} is not a Markdown note; end it with .md")
+    current = Path(root)
+    for index, name in enumerate(parts):
+        _check_case(current, name, rel)
+        current = current / name
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise BadRequest(f"path {rel!r} goes through a symlink ({'/'.join(parts[:index + 1])}); notes are "
+                             "never written through symlinks: choose a path of real folders")
+        if index < len(parts) - 1 and not stat.S_ISDIR(mode):
+            raise BadRequest(f"path {rel!r}: {'/'.join(parts[:index + 1])} is a file, not a folder")
+    return current
+
+
+def _parts(rel: str) -> list[str]:
+    if not isinstance(rel, str) or not rel.strip():
+        raise BadRequest("path is empty; give a path relative to the source's root, e.g. inbox/note.md")
+    if "\x00" in rel:
+        raise BadRequest("path contains a NUL character; remove it")
+    if rel.startswith(("/", "\\")) or PurePosixPath(rel).is_absolute() or (len(rel) > 1 and rel[1] == ":"):
+        raise BadRequest(f"path {rel!r} is absolute; give it relative to the source's root, e.g. inbox/note.md")
+    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise BadRequest(f"path {rel!r} has a '..' segment; give a path inside the source's root without '..'")
+    for name in parts:
+        if name.startswith(".") or name in SKIPPED_DIRS:
+            raise BadRequest(f"path {rel!r} goes into {name!r}, a hidden or skipped name; notes live in "
+                             "ordinary folders")
+    if not parts:
+        raise BadRequest(f"path {rel!r} names the root itself; give a file name, e.g. inbox/note.md")
+    return parts
+
+
+def _check_case(folder: Path, name: str, rel: str) -> None:
+    """Refuse ``name`` when ``folder`` holds an entry equal to it but for case (the case trick)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if name in names:
+        return
+    twin = next((n for n in names if n.casefold() == name.casefold()), None)
+    if twin is not None:
+        raise BadRequest(f"path {rel!r}: {name!r} differs only in case from the existing {twin!r}; "
+                         "use the existing name exactly")
+
+
+__all__ = ["resolve"]
