@@ -1,4 +1,5 @@
-"""Links a document makes: Markdown links to relative targets and ``[[wikilinks]]``.
+"""Links a document makes: Markdown links to relative targets and ``[[wikilinks]]`` (a pure leaf:
+the store extracts them at sync time, the core resolves them).
 
 ``extract_links`` reads a body (code fences and inline code skipped); ``link_key`` turns a link into
 what the store indexes: for a Markdown link the target's path from the source's root (resolved
