@@ -22,7 +22,7 @@ def rest(app_server):
 def test_health_and_tools_list(rest):
     assert rest.get("/health").json() == {"status": "ok", "version": "0.1.0"}
     tools = rest.get("/tools/list").json()["tools"]
-    assert [t["name"] for t in tools] == ["search", "get", "sources"]
+    assert [t["name"] for t in tools] == ["search", "get", "sources", "recent", "related"]
     assert all(t["builtin"] and t["description"] for t in tools)
     assert tools[0]["parameters"]["required"] == ["query"]
     unknown_agent = rest.get("/tools/list", params={"agent": "nobody"})
@@ -91,7 +91,7 @@ def test_dns_rebinding_guard(rest, headers, status):
 async def test_mcp_over_streamable_http(app_server, mode):
     async with Client(f"{app_server.url}/mcp", mode=mode) as client:
         assert "4 documents" in client.instructions
-        assert [t.name for t in (await client.list_tools()).tools] == ["search", "get", "sources"]
+        assert [t.name for t in (await client.list_tools()).tools] == ["search", "get", "sources", "recent", "related"]
         result = await client.call_tool("search", {"query": "claude desktop"})
         assert result.structured_content["results"][0]["title"] == "Connecting Claude Desktop"
         error = await client.call_tool("get", {"id": "missing"})
