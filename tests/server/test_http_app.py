@@ -43,6 +43,17 @@ def test_search_get_sources(rest):
     assert shorthand.json()["results"]
 
 
+def test_recent_and_related_through_the_rest_shim(rest):
+    first = rest.post("/tools/search", json={"query": "rust search engine", "limit": 1}).json()["results"][0]
+    related = rest.post("/tools/related", json={"id": first["id"]})
+    assert related.status_code == 200 and related.json()["id"] == first["id"]
+    assert {"links_to", "linked_from", "similar", "unresolved"} <= set(related.json())
+    recent = rest.post("/tools/recent", json={"limit": 2})
+    assert recent.status_code == 200 and [c["change"] for c in recent.json()["changes"]] == ["added", "added"]
+    bad = rest.post("/tools/recent", json={"since": "soon"})
+    assert bad.status_code == 400 and "since" in bad.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("method, path, body, status, code", [
     ("POST", "/tools/search", {"query": ""}, 400, "bad_request"),
     ("POST", "/tools/search", {"query": "x", "limit": 101}, 400, "bad_request"),
