@@ -1,12 +1,12 @@
-"""``ctx recent`` and ``ctx related ID``: the change log and how a document connects (the same
-payloads as the MCP tools, rendered the same way)."""
+"""``ctx recent`` and ``ctx related ID``: the change log and how a document connects (``--json``: the
+payloads the MCP tools return)."""
 
 from __future__ import annotations
 
 import click
 
 from context_harness.cli.support import config_option, print_json, run_with_harness
-from context_harness.tools.render import render_recent, render_related
+from context_harness.models import RecentResponse, RelatedResponse
 
 
 @click.command()
@@ -22,11 +22,11 @@ def recent(ctx: click.Context, since: str | None, source: str | None, limit: int
     from context_harness.validation import parse_recent
 
     request = parse_recent({"since": since, "source": source, "limit": limit})
-    payload = run_with_harness(ctx, lambda h: h.recent(request)).model_dump(mode="json")
+    response = run_with_harness(ctx, lambda h: h.recent(request))
     if as_json:
-        print_json(payload)
+        print_json(response.model_dump(mode="json"))
     else:
-        click.echo(render_recent(payload))
+        _print_recent(response)
 
 
 @click.command()
@@ -41,8 +41,29 @@ def related(ctx: click.Context, doc_id: str, limit: int, as_json: bool, config_p
     from context_harness.validation import parse_related
 
     request = parse_related({"id": doc_id, "limit": limit})
-    payload = run_with_harness(ctx, lambda h: h.related(request)).model_dump(mode="json")
+    response = run_with_harness(ctx, lambda h: h.related(request))
     if as_json:
-        print_json(payload)
+        print_json(response.model_dump(mode="json"))
     else:
-        click.echo(render_related(payload))
+        _print_related(response)
+
+
+def _print_recent(response: RecentResponse) -> None:
+    if not response.changes:
+        click.echo("no changes recorded in that window")
+    for c in response.changes:
+        click.echo(f"{c.at}  {c.change:<7}  {c.title or c.source_id}  [{c.source} · {c.source_id}]  {c.id}")
+
+
+def _print_related(response: RelatedResponse) -> None:
+    click.echo(f"{response.title or response.id} ({response.id})")
+    for heading, items in (("Links to", response.links_to), ("Linked from", response.linked_from),
+                           ("Similar", response.similar)):
+        click.echo(f"{heading}:" + ("" if items else " none"))
+        for i in items:
+            score = f"  {i.score:.3f}" if i.score is not None else ""
+            click.echo(f"  {i.title or i.source_id}  [{i.source} · {i.source_id}]  {i.id}{score}")
+    if response.unresolved:
+        click.echo("Unresolved links: " + ", ".join(u.target for u in response.unresolved))
+    if response.note:
+        click.echo(f"Note: {response.note}", err=True)
