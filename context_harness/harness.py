@@ -28,6 +28,7 @@ from context_harness import __version__
 from context_harness.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
 from context_harness.catalog import Catalog, Listener
 from context_harness.config import Config
+from context_harness.connections import Connections
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
 from context_harness.embedding import priority as embedding_priority
 from context_harness.embedding.base import Warming
@@ -74,7 +75,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
-class Harness(Offering, WriteBack):
+class Harness(Offering, WriteBack, Connections):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = config
         self.extensions = extensions or Extensions()

@@ -356,3 +356,67 @@ class StatsOut(BaseModel):
     schema_version: int
     last_sync: str | None
     embedding: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecentRequest(BaseModel):
+    """Arguments of the ``recent`` tool and ``ctx recent``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    since: str | None = Field(default=None, description="Only changes at or after this time: an ISO 8601 date "
+                              "or date-time (2026-01-31, 2026-01-31T12:00:00Z) or a duration back from now "
+                              "such as 30m, 12h, 7d or 2w. Omit for the newest changes.")
+    source: str | None = Field(default=None, description="Only this source (a full label such as "
+                               "'filesystem:docs', or a connector type such as 'filesystem').")
+    limit: int = Field(default=20, ge=1, le=200, description="Most changes to return (1-200).")
+
+
+class RecentChange(BaseModel):
+    id: str = Field(description="The document id (for 'get' and 'related'; a deleted one is gone).")
+    source: str
+    source_id: str
+    title: str | None = None
+    change: Literal["added", "updated", "deleted"]
+    at: str = Field(description="When the index saw the change (UTC).")
+
+
+class RecentResponse(BaseModel):
+    changes: list[RecentChange]
+
+
+class RelatedRequest(BaseModel):
+    """Arguments of the ``related`` tool and ``ctx related``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="A document id (from 'search', "
+                                                                    "'get' or 'recent').")
+    limit: int = Field(default=10, ge=1, le=100, description="Most documents per list (1-100).")
+
+
+class RelatedItem(BaseModel):
+    id: str
+    title: str | None = None
+    source: str
+    source_id: str
+    why: Literal["links_to", "linked_from", "similar"] = Field(
+        description="links_to: the document links to it; linked_from: it links to the document; similar: "
+        "nearest by meaning.")
+    link: str | None = Field(default=None, description="The link as written (for links_to and linked_from).")
+    score: float | None = Field(default=None, description="Cosine similarity (for similar).")
+
+
+class UnresolvedLink(BaseModel):
+    kind: Literal["markdown", "wiki"]
+    target: str = Field(description="The link as written; no indexed document matches it.")
+
+
+class RelatedResponse(BaseModel):
+    id: str
+    title: str | None = None
+    links_to: list[RelatedItem]
+    linked_from: list[RelatedItem]
+    similar: list[RelatedItem]
+    unresolved: list[UnresolvedLink]
+    note: str | None = Field(default=None, description="Why 'similar' is empty, when it is (embeddings "
+                             "disabled or not computed yet).")

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from context_harness.errors import BadRequest
-from context_harness.models import GetRequest, SearchRequest
+from context_harness.models import GetRequest, RecentRequest, RelatedRequest, SearchRequest
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -57,6 +57,16 @@ def parse_search(data: Any) -> SearchRequest:
 
 def parse_get(data: Any) -> GetRequest:
     return parse(GetRequest, data)
+
+
+def parse_recent(data: Any) -> RecentRequest:
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if v is not None}
+    return parse(RecentRequest, data)
+
+
+def parse_related(data: Any) -> RelatedRequest:
+    return parse(RelatedRequest, data)
 
 
 @dataclass(frozen=True)

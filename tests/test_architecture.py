@@ -16,12 +16,13 @@ ROOT = "context_harness"
 
 RIMS = {"cli", "server", "__main__"}
 # unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
-LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory", "redaction"}
+LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory", "redaction", "links"}
 ALLOWED: dict[str, set[str]] = {
     "redaction": set(),
     "errors": {"redaction"},
     "timestamps": set(),
     "passages": set(),
+    "links": set(),
     "pipes": set(),
     "memory": set(),
     "config": {"errors", "redaction"},
@@ -46,9 +47,10 @@ ALLOWED: dict[str, set[str]] = {
     "live": LOWER | {"activity", "connectors", "polling"},
     "services": LOWER | {"catalog", "live"},
     "extensions": LOWER | {"agents", "tools", "connectors", "lua"},
+    "connections": LOWER | {"store"},
     "offering": LOWER | {"agents", "catalog", "context", "scripts", "tools"},
     "harness": LOWER | {"store", "ingest", "search", "embedding", "connectors", "catalog", "services", "extensions",
-                        "tools", "agents", "activity", "offering", "writeback"},
+                        "tools", "agents", "activity", "offering", "writeback", "connections"},
     "recovery": LOWER | {"harness", "extensions", "store"},
     "workspace": set(),
     "sample": LOWER,

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-BUILTIN_TOOLS = frozenset({"search", "get", "sources", "agent_list", "agent_get", "agent_inject"})
+BUILTIN_TOOLS = frozenset({"search", "get", "sources", "recent", "related", "agent_list", "agent_get", "agent_inject"})
 PARAM_TYPES = ("string", "number", "integer", "boolean", "array", "object")
 ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 

@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from context_harness.store.connections import LinkSql
 from context_harness.store.faults import check_db_path
 from context_harness.store.schema import migrate, use_wal
 from context_harness.timestamps import now_iso, since_text, until_text
 
 log = logging.getLogger(__name__)
+_LINKS = LinkSql()
 
 
 def document_id(source: str, source_id: str) -> str:
@@ -223,7 +225,9 @@ class DocumentStore:
               touches: Iterable[tuple[str, str | None]] = ()) -> None:
         """Store new/changed documents, delete removed ones, and refresh fingerprints, atomically."""
         synced = now_iso()
+        writes, deletes = list(writes), list(deletes)
         with self.transaction() as conn:
+            _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced)
             for doc_id in deletes:
                 conn.execute("DELETE FROM documents WHERE id=?", (doc_id,))
                 conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (doc_id,))
@@ -247,6 +251,7 @@ class DocumentStore:
                 conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (r.id,))
             conn.executemany("UPDATE documents SET fingerprint=? WHERE id=?",
                              [(fp, doc_id) for doc_id, fp in touches])
+            _LINKS.write_links(conn, [w.row for w in writes], deletes)
 
     def record_sync(self, source: str, notes: str | None, keep_notes: bool = False) -> None:
         """The time of a source's last sync, and its notes (``keep_notes``: the previous ones)."""
@@ -412,3 +417,20 @@ class DocumentStore:
 
     def all_chunk_ids(self) -> set[str]:
         return {r[0] for r in self.connection().execute("SELECT id FROM chunks")}
+
+    # -- links and changes (``store/connections.py``) ----------------------------------------
+
+    def links_from(self, doc_id: str) -> list[tuple[str, str, str]]:
+        return _LINKS.links_from(self.connection(), doc_id)
+
+    def links_to(self, keys: list[str]) -> list[tuple[str, str, str, str, str]]:
+        return _LINKS.links_to(self.connection(), keys)
+
+    def named(self, names: list[str]) -> list[tuple[str, str, str, str]]:
+        return _LINKS.named(self.connection(), names)
+
+    def at_paths(self, source: str, paths: list[str]) -> dict[str, str]:
+        return _LINKS.at_paths(self.connection(), source, paths)
+
+    def changes(self, since: str | None, source: str | None, limit: int) -> list[tuple]:
+        return _LINKS.changes(self.connection(), since, source, limit)

@@ -24,8 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from context_harness.errors import ConfigError
+from context_harness.store.connections import LinkSql
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -71,7 +72,35 @@ _MIGRATIONS: dict[int, str] = {
     2: """
     ALTER TABLE chunks ADD COLUMN start INTEGER
     """,
+    # 3: links between documents and the change log (``store/connections.py``); the links of the
+    # documents already stored are extracted from their bodies (``_FILLS``).
+    3: """
+    CREATE TABLE IF NOT EXISTS links(
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,
+        key TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS links_doc ON links(doc_id);
+    CREATE INDEX IF NOT EXISTS links_key ON links(key);
+    CREATE TABLE IF NOT EXISTS link_names(
+        name TEXT NOT NULL,
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        PRIMARY KEY(name, doc_id)
+    );
+    CREATE INDEX IF NOT EXISTS link_names_doc ON link_names(doc_id);
+    CREATE TABLE IF NOT EXISTS changes(
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        doc_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        title TEXT,
+        kind TEXT NOT NULL,
+        at TEXT NOT NULL
+    )
+    """,
 }
+_FILLS = {3: lambda conn: LinkSql().fill(conn)}
 
 _VECTOR_TABLES = """
 CREATE TABLE IF NOT EXISTS embeddings(
@@ -119,6 +148,8 @@ def migrate(conn: sqlite3.Connection, name: str = "the database") -> None:
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
             _execute(conn, _MIGRATIONS[target])
+            if target in _FILLS:
+                _FILLS[target](conn)
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(target),))
         _execute(conn, _VECTOR_TABLES)
 
@@ -165,7 +196,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
 # when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 1
+POSTGRES_SCHEMA_VERSION = 2
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -226,7 +257,35 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     CREATE TABLE IF NOT EXISTS embeddings(content_hash TEXT PRIMARY KEY, vector vector NOT NULL);
     CREATE TABLE IF NOT EXISTS embedding_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
     """,
+    # 2: links and the change log, as in the SQLite schema's 3 (filled by ``POSTGRES_FILLS``)
+    2: """
+    CREATE TABLE IF NOT EXISTS links(
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seq BIGSERIAL
+    );
+    CREATE INDEX IF NOT EXISTS links_doc ON links(doc_id);
+    CREATE INDEX IF NOT EXISTS links_key ON links(key);
+    CREATE TABLE IF NOT EXISTS link_names(
+        name TEXT NOT NULL,
+        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        PRIMARY KEY(name, doc_id)
+    );
+    CREATE INDEX IF NOT EXISTS link_names_doc ON link_names(doc_id);
+    CREATE TABLE IF NOT EXISTS changes(
+        seq BIGSERIAL PRIMARY KEY,
+        doc_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        title TEXT,
+        kind TEXT NOT NULL,
+        at TEXT NOT NULL
+    )
+    """,
 }
+POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn)}
 
 POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Cosine distance over vectors of one dimension (an expression index: the column takes any).

@@ -1,4 +1,4 @@
-"""The built-in tools over a ``Harness``: ``search``, ``get`` and ``sources``.
+"""The built-in tools over a ``Harness``: ``search``, ``get``, ``sources``, ``recent`` and ``related``.
 
 They register in the ``ToolRegistry`` exactly as Lua tools do; each parses its arguments with
 ``context_harness.validation`` (the same functions every adapter uses) and calls one Harness method.
@@ -14,13 +14,17 @@ from context_harness.models import (
     DocumentOut,
     GetRequest,
     NoArguments,
+    RecentRequest,
+    RecentResponse,
+    RelatedRequest,
+    RelatedResponse,
     SearchRequest,
     SearchResponse,
     SourcesResponse,
 )
 from context_harness.tools.base import FunctionTool
-from context_harness.tools.render import render_document, render_search, render_sources
-from context_harness.validation import parse, parse_get, parse_search
+from context_harness.tools.render import render_document, render_recent, render_related, render_search, render_sources
+from context_harness.validation import parse, parse_get, parse_recent, parse_related, parse_search
 
 
 def schema_of(model: type[BaseModel], mode: str = "validation") -> dict[str, Any]:
@@ -82,6 +86,10 @@ class KnowledgeBase(Protocol):
 
     async def sources(self) -> SourcesResponse: ...
 
+    async def recent(self, request: RecentRequest) -> RecentResponse: ...
+
+    async def related(self, request: RelatedRequest) -> RelatedResponse: ...
+
 
 def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
     """``search``, ``get`` and ``sources`` bound to ``harness``."""
@@ -95,6 +103,12 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
     async def sources(arguments: dict[str, Any]) -> dict[str, Any]:
         parse(NoArguments, arguments)
         return (await harness.sources()).model_dump(mode="json")
+
+    async def recent(arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await harness.recent(parse_recent(arguments))).model_dump(mode="json")
+
+    async def related(arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await harness.related(parse_related(arguments))).model_dump(mode="json")
 
     return [
         FunctionTool(
@@ -120,6 +134,20 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
             "chunk counts, health and the time of the last sync.",
             input_schema=schema_of(NoArguments), output_schema=schema_of(SourcesResponse, "serialization"),
             run=sources, render=render_sources),
+        FunctionTool(
+            name="recent", title="Recent changes",
+            description="List the documents added, updated or deleted most recently, newest first, with when "
+            "the index saw each change. `since` takes a date, a date-time or a duration such as `7d`; `source` "
+            "narrows to one source.",
+            input_schema=schema_of(RecentRequest), output_schema=schema_of(RecentResponse, "serialization"),
+            run=recent, render=render_recent),
+        FunctionTool(
+            name="related", title="Related documents",
+            description="For a document id: the documents it links to (Markdown links and [[wikilinks]]), "
+            "those linking to it (backlinks), and its nearest neighbours by meaning, each marked with `why`; "
+            "links that match no indexed document are listed as `unresolved`.",
+            input_schema=schema_of(RelatedRequest), output_schema=schema_of(RelatedResponse, "serialization"),
+            run=related, render=render_related),
     ]
 
 

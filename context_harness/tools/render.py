@@ -69,10 +69,36 @@ def render_sources(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_recent(payload: dict[str, Any]) -> str:
+    changes = payload.get("changes", [])
+    if not changes:
+        return "No changes recorded in that window."
+    return "\n".join(f"- {c['at']} {c['change']}: {c.get('title') or c['source_id']}  [{c['source']} · "
+                     f"{c['source_id']}]  id: {c['id']}" for c in changes)
+
+
+def render_related(payload: dict[str, Any]) -> str:
+    """Links out, backlinks, similar documents and unresolved links, one section each."""
+    lines = [f"Related to {payload.get('title') or payload['id']} (id: {payload['id']}):"]
+    for key, heading in (("links_to", "Links to"), ("linked_from", "Linked from"), ("similar", "Similar")):
+        lines.append(f"{heading}:" if payload.get(key) else f"{heading}: none")
+        for item in payload.get(key, []):
+            extra = f"  score {item['score']:.3f}" if item.get("score") is not None else ""
+            extra += f"  (link: {item['link']})" if item.get("link") else ""
+            lines.append(f"- {item.get('title') or item['source_id']}  [{item['source']} · {item['source_id']}]  "
+                         f"id: {item['id']}{extra}")
+    if payload.get("unresolved"):
+        lines.append("Unresolved links: " + ", ".join(u["target"] for u in payload["unresolved"]))
+    if payload.get("note"):
+        lines.append(f"Note: {payload['note']}.")
+    return "\n".join(lines)
+
+
 def render_result(payload: dict[str, Any]) -> str:
     """A Lua tool's ``{"result": ...}`` as text: a string as is, anything else as JSON."""
     result = payload.get("result")
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2)
 
 
-__all__ = ["live_state", "render_document", "render_result", "render_search", "render_sources"]
+__all__ = ["live_state", "render_document", "render_recent", "render_related", "render_result", "render_search",
+           "render_sources"]

@@ -49,7 +49,7 @@ async def test_python_m_with_root_syncs_on_start_and_searches(tmp_path, docs, ch
                                          "--root", str(docs)], env=child_env)
     async with Client(params) as client:
         assert "Use `search`" in client.instructions
-        assert {t.name for t in (await client.list_tools()).tools} == {"search", "get", "sources"}
+        assert {t.name for t in (await client.list_tools()).tools} == {"search", "get", "sources", "recent", "related"}
         await wait_for_documents(client, 3)
         result = await client.call_tool("search", {"query": "rust search engine"})
         hit = result.structured_content["results"][0]
@@ -88,3 +88,30 @@ async def test_bad_config_fails_fast_on_stderr(tmp_path, child_env):
     assert proc.returncode == 1
     assert proc.stdout == b""
     assert b"sync_on_strat" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+async def test_related_and_recent_over_stdio(tmp_path, docs, child_env):
+    """A page's backlinks and the change log, asked for by a real client of the real server."""
+    (docs / "index.md").write_text("# Index\n\nStart at [Tantivy](tantivy.md) and [[Lua sandbox]]; "
+                                   "see also [[nowhere]].\n", encoding="utf-8")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "context_harness", "--root", str(docs)],
+                                   env=child_env)
+    async with Client(params) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["related"].annotations.read_only_hint and tools["recent"].annotations.read_only_hint
+        await wait_for_documents(client, 4)
+        found = await client.call_tool("search", {"query": "tantivy notes full-text"})
+        tantivy = next(r for r in found.structured_content["results"] if r["source_id"] == "tantivy.md")
+        related = (await client.call_tool("related", {"id": tantivy["id"]})).structured_content
+        assert [(i["source_id"], i["why"]) for i in related["linked_from"]] == [("index.md", "linked_from")]
+        index_id = related["linked_from"][0]["id"]
+        out = await client.call_tool("related", {"id": index_id})
+        assert {i["source_id"] for i in out.structured_content["links_to"]} == {"tantivy.md", "lua/sandbox.md"}
+        assert out.structured_content["unresolved"] == [{"kind": "wiki", "target": "nowhere"}]
+        assert "Linked from" in out.content[0].text and "nowhere" in out.content[0].text
+        recent = (await client.call_tool("recent", {"since": "1h", "limit": 10})).structured_content["changes"]
+        assert {(c["source_id"], c["change"]) for c in recent} >= {("index.md", "added"), ("tantivy.md", "added")}
+        bad = await client.call_tool("recent", {"since": "someday"})
+        assert error_of(bad)["code"] == "bad_request" and "since" in error_of(bad)["message"]
+        missing = await client.call_tool("related", {"id": "0" * 24})
+        assert error_of(missing)["code"] == "not_found"

@@ -85,7 +85,7 @@ def test_call_round_trips_json_values(make_tool: Any) -> None:
                                "tags": ["a", "b"], "opts": {"k": [1, {}]}}
 
 
-@pytest.mark.parametrize("name", ["search", "get", "sources", "agent_list", "agent_get", "agent_inject",
+@pytest.mark.parametrize("name", ["search", "get", "sources", "recent", "related", "agent_list", "agent_get", "agent_inject",
                                   "bad name", "", "x" * 65, "ü"])
 def test_bad_or_builtin_names_are_config_errors(make_tool: Any, name: str) -> None:
     with pytest.raises(ConfigError):

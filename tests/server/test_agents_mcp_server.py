@@ -179,7 +179,7 @@ async def test_agents_mcp_tools_hidden_and_static_annotations(tmp_path, make_ser
     hidden = config_mod.load_file(make_served(tmp_path / "a", "agent_tools = false"))
     async with Harness.open(hidden) as harness, Client(build_server(harness)) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert names == {"search", "get", "sources"}
+        assert names == {"search", "get", "sources", "recent", "related"}
         assert [p.name for p in (await client.list_prompts()).prompts] == ["debugger", "responder", "reviewer"]
 
     static_root = tmp_path / "b"
@@ -194,7 +194,7 @@ async def test_agents_mcp_tools_hidden_and_static_annotations(tmp_path, make_ser
     empty.mkdir()
     (empty / "ctx.toml").write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n')
     async with Harness.open(config_mod.load_file(empty / "ctx.toml")) as harness, Client(build_server(harness)) as c:
-        assert {tool.name for tool in (await c.list_tools()).tools} == {"search", "get", "sources"}
+        assert {tool.name for tool in (await c.list_tools()).tools} == {"search", "get", "sources", "recent", "related"}
         assert (await c.list_prompts()).prompts == []
 
 

@@ -23,7 +23,7 @@ def rest(app_server):
 def test_health_and_tools_list(rest):
     assert rest.get("/health").json() == {"status": "ok", "version": __version__}
     tools = rest.get("/tools/list").json()["tools"]
-    assert [t["name"] for t in tools] == ["search", "get", "sources"]
+    assert [t["name"] for t in tools] == ["search", "get", "sources", "recent", "related"]
     assert all(t["builtin"] and t["description"] for t in tools)
     assert tools[0]["parameters"]["required"] == ["query"]
     unknown_agent = rest.get("/tools/list", params={"agent": "nobody"})
@@ -42,6 +42,17 @@ def test_search_get_sources(rest):
         assert response.json()["sources"][0]["document_count"] == 4
     shorthand = rest.post("/tools/search", json={"query": "tantivy", "source": "filesystem"})
     assert shorthand.json()["results"]
+
+
+def test_recent_and_related_through_the_rest_shim(rest):
+    first = rest.post("/tools/search", json={"query": "rust search engine", "limit": 1}).json()["results"][0]
+    related = rest.post("/tools/related", json={"id": first["id"]})
+    assert related.status_code == 200 and related.json()["id"] == first["id"]
+    assert {"links_to", "linked_from", "similar", "unresolved"} <= set(related.json())
+    recent = rest.post("/tools/recent", json={"limit": 2})
+    assert recent.status_code == 200 and [c["change"] for c in recent.json()["changes"]] == ["added", "added"]
+    bad = rest.post("/tools/recent", json={"since": "soon"})
+    assert bad.status_code == 400 and "since" in bad.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("method, path, body, status, code", [
@@ -92,7 +103,7 @@ def test_dns_rebinding_guard(rest, headers, status):
 async def test_mcp_over_streamable_http(app_server, mode):
     async with Client(f"{app_server.url}/mcp", mode=mode) as client:
         assert "4 documents" in client.instructions
-        assert [t.name for t in (await client.list_tools()).tools] == ["search", "get", "sources"]
+        assert [t.name for t in (await client.list_tools()).tools] == ["search", "get", "sources", "recent", "related"]
         result = await client.call_tool("search", {"query": "claude desktop"})
         assert result.structured_content["results"][0]["title"] == "Connecting Claude Desktop"
         error = await client.call_tool("get", {"id": "missing"})

@@ -49,7 +49,7 @@ async def test_initialize_describes_the_knowledge_base(server, mode):
 async def test_tools_list_schemas_and_annotations(server, mode):
     async with Client(server, mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"search", "get", "sources"}
+    assert set(tools) == {"search", "get", "sources", "recent", "related"}
     for tool in tools.values():
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.open_world_hint is False

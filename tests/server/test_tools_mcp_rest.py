@@ -86,7 +86,7 @@ async def test_same_outcome_through_mcp_and_rest(tools_harness, mode, tool, argu
 async def test_tools_list_schemas_annotations_and_rest_listing(tools_harness, mode):
     async with Client(build_server(tools_harness), mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"search", "get", "sources", "echo", "search_summary", "modes"}
+    assert set(tools) == {"search", "get", "sources", "recent", "related", "echo", "search_summary", "modes"}
     echo = tools["echo"]
     assert echo.input_schema["required"] == ["text"]
     assert echo.input_schema["properties"]["case"]["enum"] == ["keep", "upper", "lower"]

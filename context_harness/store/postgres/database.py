@@ -14,7 +14,13 @@ from typing import Any
 
 from context_harness.errors import ConfigError, StorageFault
 from context_harness.redaction import redact
-from context_harness.store.schema import POSTGRES_META, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, StoreVersionError
+from context_harness.store.schema import (
+    POSTGRES_FILLS,
+    POSTGRES_META,
+    POSTGRES_MIGRATIONS,
+    POSTGRES_SCHEMA_VERSION,
+    StoreVersionError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +97,8 @@ class Database:
                     for statement in POSTGRES_MIGRATIONS[target].split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    if target in POSTGRES_FILLS:
+                        POSTGRES_FILLS[target](conn)
                 except Exception as exc:
                     raise StorageFault(f"cannot set up the tables in {self.where}: {redact(str(exc)).strip()}; "
                                        "the [db] url's user needs CREATE on the database (and the vector "

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from context_harness.store.connections import LinkSql
 from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk
 from context_harness.store.postgres.database import Database
 from context_harness.timestamps import now_iso, since_text, until_text
@@ -20,6 +21,7 @@ from context_harness.timestamps import now_iso, since_text, until_text
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")
 _CHUNK_COLUMNS = "id, idx, text, content_hash, heading, start"
+_LINKS = LinkSql("%s")
 MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds at most 1 MB)
 
 # Postings and lengths of the documents just written (``%(ids)s``), from the same analysis as queries.
@@ -97,6 +99,7 @@ class PgDocumentStore:
         ids = [w.row.id for w in writes]
         with self.db.transaction() as conn:
             known = dict(conn.execute("SELECT id, created_at FROM documents WHERE id = ANY(%s)", (ids,)).fetchall())
+            _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced)
             self._forget(conn, deletes + ids)
             for write in writes:
                 r = write.row
@@ -104,6 +107,7 @@ class PgDocumentStore:
                     r.created_at = known.get(r.id) or synced
             if writes:
                 self._insert(conn, writes, synced)
+                _LINKS.write_links(conn, [w.row for w in writes])
             if touches:
                 with conn.cursor() as cur:
                     cur.executemany("UPDATE documents SET fingerprint = %s WHERE id = %s",
@@ -248,6 +252,28 @@ class PgDocumentStore:
         where, params = filter_sql(source, tags, since, until)
         return {r[0] for r in self._all("SELECT id FROM documents d" + (" WHERE " + where if where else ""),
                                         params)}
+
+    # -- links and changes (``store/connections.py``) ------------------------------------------
+
+    def links_from(self, doc_id: str) -> list[tuple[str, str, str]]:
+        with self.db.connection() as conn:
+            return _LINKS.links_from(conn, doc_id)
+
+    def links_to(self, keys: list[str]) -> list[tuple[str, str, str, str, str]]:
+        with self.db.connection() as conn:
+            return _LINKS.links_to(conn, keys)
+
+    def named(self, names: list[str]) -> list[tuple[str, str, str, str]]:
+        with self.db.connection() as conn:
+            return _LINKS.named(conn, names)
+
+    def at_paths(self, source: str, paths: list[str]) -> dict[str, str]:
+        with self.db.connection() as conn:
+            return _LINKS.at_paths(conn, source, paths)
+
+    def changes(self, since: str | None, source: str | None, limit: int) -> list[tuple]:
+        with self.db.connection() as conn:
+            return _LINKS.changes(conn, since, source, limit)
 
 
 def filter_sql(source: str | None, tags: Iterable[str] | None, since: dt.datetime | None,

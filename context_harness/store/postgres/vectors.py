@@ -135,6 +135,13 @@ class PgVectorStore(IdentityRules):
                          "LEFT JOIN embeddings e ON e.content_hash = c.content_hash GROUP BY d.source")
         return {source: (int(embedded), int(total) - int(embedded)) for source, embedded, total in rows}
 
+    def vectors_of(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """content hash -> stored vector, for the hashes that have one."""
+        import numpy as np
+
+        rows = self._all("SELECT content_hash, vector FROM embeddings WHERE content_hash = ANY(%s)", (list(hashes),))
+        return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in rows}
+
     def open_index(self) -> PgVectorIndex:
         return PgVectorIndex(self)
 

@@ -182,3 +182,89 @@ async def test_ids_are_the_same_on_every_backend(workspace: Workspace, pg_url: s
             found = [(r.id, r.chunk) for r in (await h.search(SearchRequest(query="engines", mode="keyword"))).results]
             seen.append((ids, chunks, found))
     assert seen[0] == seen[1]
+
+
+# -- links, related and recent (issue 29) ----------------------------------------------------------
+
+LINKER = ("# Linker\n\nSee [search](search.md#top), [lua](../lua.md), [[Lua Sandbox|the sandbox]], "
+          "[[missing page]], `[[InCode]]` and [web](https://example.org/x.md).\n")
+
+
+def doc_id_of(source_id: str) -> str:
+    from context_harness.store.documents import document_id
+
+    return document_id("filesystem:docs", source_id)
+
+
+async def test_links_are_stored_resolved_and_backlinked(harness: Harness, workspace: Workspace) -> None:
+    from context_harness.models import RelatedRequest
+
+    workspace.write("guides/linker.md", LINKER)
+    await harness.sync()
+    linker, lua, search = doc_id_of("guides/linker.md"), doc_id_of("lua.md"), doc_id_of("guides/search.md")
+    out = await harness.related(RelatedRequest(id=linker))
+    assert [(i.id, i.why, i.link) for i in out.links_to] == [(search, "links_to", "search.md"),
+                                                             (lua, "links_to", "../lua.md")]
+    assert [(u.kind, u.target) for u in out.unresolved] == [("wiki", "missing page")]
+    back = await harness.related(RelatedRequest(id=lua))
+    assert [(i.id, i.why) for i in back.linked_from] == [(linker, "linked_from")]
+    assert back.note is None and back.similar and all(i.why == "similar" and i.score is not None
+                                                      and i.id != lua for i in back.similar)
+    (workspace.docs / "guides/linker.md").unlink()
+    await harness.sync()
+    assert (await harness.related(RelatedRequest(id=lua))).linked_from == []
+    assert harness.store is not None and harness.store.links_to(["lua.md", "lua sandbox"]) == []
+    with pytest.raises(NotFound):
+        await harness.related(RelatedRequest(id=linker))
+
+
+async def test_recent_lists_additions_updates_and_deletions_newest_first(harness: Harness,
+                                                                        workspace: Workspace) -> None:
+    from context_harness.errors import BadRequest
+    from context_harness.models import RecentRequest
+
+    await harness.sync()
+    first = (await harness.recent(RecentRequest())).changes
+    assert sorted((c.source_id, c.change) for c in first) == [
+        ("guides/search.md", "added"), ("lua.md", "added"), ("notes.txt", "added")]
+    workspace.write("notes.txt", "Notes about pelicans now.\n")
+    await harness.sync()
+    (workspace.docs / "lua.md").unlink()
+    await harness.sync()
+    changes = (await harness.recent(RecentRequest(since="1h", source="filesystem", limit=2))).changes
+    assert [(c.source_id, c.change) for c in changes] == [("lua.md", "deleted"), ("notes.txt", "updated")]
+    assert changes[0].title == "Lua Sandbox" and changes[0].id == doc_id_of("lua.md")
+    assert (await harness.recent(RecentRequest(since="2999-01-01"))).changes == []
+    assert (await harness.recent(RecentRequest(source="git"))).changes == []
+    with pytest.raises(BadRequest, match="since"):
+        await harness.recent(RecentRequest(since="last tuesday"))
+
+
+async def test_migrating_an_existing_database_fills_the_links(workspace: Workspace, backend: str,
+                                                             url: str | None) -> None:
+    """A database from before the links tables (schema one version back): opening it migrates and
+    extracts the links of the documents already stored, without a sync."""
+    from context_harness.models import RelatedRequest
+
+    fake.register()
+    write_sample_docs(workspace)
+    workspace.write("guides/linker.md", LINKER)
+    config = backend_config(workspace, backend, url)
+    async with Harness.open(config) as h:
+        await h.sync()
+        assert h.store is not None
+        if backend == "postgres":
+            with h.store.db.transaction() as conn:  # type: ignore[attr-defined]
+                conn.execute("DROP TABLE links, link_names, changes")
+                conn.execute("UPDATE ctx_meta SET value = '1' WHERE key = 'schema_version'")
+        else:
+            with h.store.transaction() as conn:  # type: ignore[attr-defined]
+                for table in ("links", "link_names", "changes"):
+                    conn.execute(f"DROP TABLE {table}")
+                conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    async with Harness.open(config) as h:
+        assert h.store is not None and h.store.schema_version == (2 if backend == "postgres" else 3)
+        out = await h.related(RelatedRequest(id=doc_id_of("guides/linker.md")))
+        assert {i.id for i in out.links_to} == {doc_id_of("lua.md"), doc_id_of("guides/search.md")}
+        back = await h.related(RelatedRequest(id=doc_id_of("lua.md")))
+        assert [i.id for i in back.linked_from] == [doc_id_of("guides/linker.md")]

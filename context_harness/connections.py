@@ -1,0 +1,167 @@
+"""``Connections``: the Harness's calls about how documents connect: ``recent`` (the change log) and
+``related`` (links both ways, resolved against the index, and nearest neighbours by meaning).
+
+Links are stored at sync time (``store/connections.py``); here they are resolved: a Markdown link
+names a path from the source's root (``target`` or ``target.md``) in the linking document's source;
+a wikilink names a document by file stem, path or title (case-insensitive), in the same source
+first, then in any (the first by source and path). ``Harness`` inherits these calls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from context_harness import timestamps
+from context_harness.errors import BadRequest, NotFound
+from context_harness.links import document_names, markdown_paths
+from context_harness.models import (
+    RecentChange,
+    RecentRequest,
+    RecentResponse,
+    RelatedItem,
+    RelatedRequest,
+    RelatedResponse,
+    UnresolvedLink,
+)
+from context_harness.store.backend import DocumentStorage, VectorStorage
+from context_harness.store.documents import DocumentRow
+
+T = TypeVar("T")
+_DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
+_UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+Named = dict[str, list[tuple[str, str, str]]]  # name -> [(doc_id, source, source_id)]
+
+
+def since_bound(since: str | None, now: dt.datetime | None = None) -> str | None:
+    """The stored-form lower bound for ``since``: an ISO date/time or a duration back from now."""
+    if since is None or not since.strip():
+        return None
+    match = _DURATION.match(since)
+    if match:
+        delta = dt.timedelta(**{_UNITS[match.group(2).lower()]: int(match.group(1))})
+        return timestamps.since_text((now or dt.datetime.now(timestamps.UTC)) - delta)
+    try:
+        return timestamps.since_text(timestamps.parse(since))
+    except ValueError as exc:
+        raise BadRequest(f"since: {exc}, or a duration such as 30m, 12h, 7d or 2w") from None
+
+
+def _pick(candidates: list[tuple[str, str, str]], source: str) -> str | None:
+    """The document a wikilink from ``source`` means among same-named ones: same source first."""
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: (c[1] != source, c[1], c[2]))[0]
+
+
+def _by_name(rows: list[tuple[str, str, str, str]]) -> Named:
+    out: Named = {}
+    for name, doc_id, source, source_id in rows:
+        out.setdefault(name, []).append((doc_id, source, source_id))
+    return out
+
+
+def _markdown_keys(source_id: str) -> set[str]:
+    """The Markdown link keys that name the document at ``source_id``."""
+    return {source_id, source_id[:-3]} if source_id.lower().endswith(".md") else {source_id}
+
+
+class Connections:
+    """Mixed into ``Harness`` (which provides the store, the vectors and ``semantic``)."""
+
+    if TYPE_CHECKING:
+        store: DocumentStorage | None
+        vectors: VectorStorage | None
+
+        def semantic(self) -> Any: ...
+
+        async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def recent(self, request: RecentRequest) -> RecentResponse:
+        return await self.run_blocking(self.recent_sync, request)
+
+    def recent_sync(self, request: RecentRequest) -> RecentResponse:
+        """What changed, newest first: documents added, updated or deleted (the newest 10,000 kept)."""
+        assert self.store is not None
+        rows = self.store.changes(since_bound(request.since), request.source, request.limit)
+        return RecentResponse(changes=[RecentChange(id=r[0], source=r[1], source_id=r[2], title=r[3], change=r[4],
+                                                    at=r[5]) for r in rows])
+
+    async def related(self, request: RelatedRequest) -> RelatedResponse:
+        return await self.run_blocking(self.related_sync, request)
+
+    def related_sync(self, request: RelatedRequest) -> RelatedResponse:
+        """The documents ``request.id`` links to, those linking to it, and its nearest neighbours."""
+        assert self.store is not None
+        doc_id = request.id.strip().lower()
+        row = self.store.document(doc_id)
+        if row is None:
+            raise NotFound(f"no document with id {doc_id!r}; use an id returned by search or recent")
+        targets, unresolved = self._links_to(row)
+        sources = self._linked_from(row)
+        similar, note = self._similar(row, request.limit)
+        return RelatedResponse(
+            id=row.id, title=row.title, links_to=self._items(targets[:request.limit], "links_to"),
+            linked_from=self._items(sources[:request.limit], "linked_from"),
+            similar=self._items(similar, "similar"), unresolved=unresolved, note=note)
+
+    def _links_to(self, row: DocumentRow) -> tuple[list[tuple[str, str | None, float | None]], list[UnresolvedLink]]:
+        assert self.store is not None
+        links = self.store.links_from(row.id)
+        at = self.store.at_paths(row.source, [p for kind, _, key in links if kind == "markdown"
+                                              for p in markdown_paths(key)])
+        named = _by_name(self.store.named([key for kind, _, key in links if kind == "wiki"]))
+        found: dict[str, tuple[str, str | None, float | None]] = {}
+        unresolved = []
+        for kind, target, key in links:
+            if kind == "markdown":
+                doc = next((at[p] for p in markdown_paths(key) if p in at), None)
+            else:
+                doc = _pick(named.get(key, []), row.source)
+            if doc is None:
+                unresolved.append(UnresolvedLink(kind=kind, target=target))  # type: ignore[arg-type]
+            elif doc != row.id and doc not in found:
+                found[doc] = (doc, target, None)
+        return list(found.values()), unresolved
+
+    def _linked_from(self, row: DocumentRow) -> list[tuple[str, str | None, float | None]]:
+        assert self.store is not None
+        names, paths = document_names(row.source_id, row.title), _markdown_keys(row.source_id)
+        hits = self.store.links_to(sorted(names | paths))
+        named = _by_name(self.store.named(sorted({h[4] for h in hits if h[2] == "wiki"})))
+        found: dict[str, tuple[str, str | None, float | None]] = {}
+        for doc_id, source, kind, target, key in hits:
+            if kind == "markdown":
+                linked = source == row.source and key in paths
+            else:
+                linked = key in names and _pick(named.get(key, []), source) == row.id
+            if linked and doc_id != row.id and doc_id not in found:
+                found[doc_id] = (doc_id, target, None)
+        return sorted(found.values())
+
+    def _similar(self, row: DocumentRow, limit: int) -> tuple[list[tuple[str, str | None, float | None]], str | None]:
+        """Nearest documents to the mean of ``row``'s chunk vectors (cosine), best first."""
+        assert self.store is not None
+        if self.vectors is None:
+            return [], "similar documents need embeddings, which are disabled ([embedding] provider)"
+        import numpy as np
+
+        stored = self.vectors.vectors_of([c.content_hash for c in self.store.chunks(row.id)])
+        if not stored:
+            return [], "this document's embeddings are not computed yet (ctx sync computes them)"
+        mean = np.mean(np.stack([np.asarray(v, dtype=np.float32) for v in stored.values()]), axis=0)
+        norm = float(np.linalg.norm(mean))
+        if norm == 0.0:
+            return [], "this document's embeddings are empty"
+        hits = self.semantic().index().top_documents(mean / norm, limit + 1, None)
+        near: list[tuple[str, str | None, float | None]] = [
+            (doc, None, round(float(score), 4)) for doc, _, score in hits if doc != row.id]
+        return near[:limit], None
+
+    def _items(self, found: list[tuple[str, str | None, float | None]], why: str) -> list[RelatedItem]:
+        assert self.store is not None
+        rows = self.store.summaries([f[0] for f in found])
+        return [RelatedItem(id=doc, title=rows[doc][0], source=rows[doc][1], source_id=rows[doc][2], why=why,  # type: ignore[arg-type]
+                            link=link, score=score) for doc, link, score in found if doc in rows]
