@@ -113,8 +113,8 @@ class LinkSql:
             clauses.append("at >= ?")
             params.append(since)
         if source:
-            clauses.append("(source = ? OR source LIKE ?)")
-            params += [source, source + ":%"]
+            clauses.append(f"(source = ? OR substr(source, 1, {len(source) + 1}) = ?)")  # no LIKE: '%' is text
+            params += [source, source + ":"]
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
         return [tuple(r) for r in conn.execute(self._sql(
             f"SELECT doc_id, source, source_id, title, kind, at FROM changes{where} ORDER BY seq DESC LIMIT ?"),

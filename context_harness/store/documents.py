@@ -400,8 +400,8 @@ class DocumentStore:
         ``updated_at`` within [``since``, ``until``], compared as instants."""
         clauses, params = [], []
         if source:
-            clauses.append("(source = ? OR source LIKE ?)")
-            params += [source, source + ":%"]
+            clauses.append(f"(source = ? OR substr(source, 1, {len(source) + 1}) = ?)")  # no LIKE: '%' is text
+            params += [source, source + ":"]
         if since:
             clauses.append("updated_at >= ?")
             params.append(since_text(since))

@@ -36,8 +36,8 @@ def touch(path: Path, text: str) -> None:
 async def test_builtins_and_lua_tools_register_the_same_way(tools_config_path: Path) -> None:
     async with Harness.open(config_mod.load(tools_config_path)) as harness:
         registry = harness.catalog.tool_registry
-        assert registry.names() == ["search", "get", "sources", "echo", "modes", "search_summary"]
-        assert [t.builtin for t in registry] == [True, True, True, False, False, False]
+        assert registry.names() == ["search", "get", "sources", "recent", "related", "echo", "modes", "search_summary"]
+        assert [t.builtin for t in registry] == [True] * 5 + [False] * 3
         assert registry.get("echo").annotations == {"readOnlyHint": True, "idempotentHint": True,
                                                     "openWorldHint": False}
         assert registry.get("search").annotations == {"readOnlyHint": True, "openWorldHint": False,
