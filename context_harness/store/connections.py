@@ -28,40 +28,51 @@ class LinkSql:
         sql = sql.replace("{marks}", ",".join("?" * count))
         return sql.replace("?", self.mark) if self.mark != "?" else sql
 
-    def note_changes(self, conn: Any, writes: Sequence[Any], deletes: Sequence[str], at: str) -> None:
-        """Log the writes (``added``/``updated``) and deletions, before they happen."""
-        ids = [r.id for r in writes] + list(deletes)
-        if not ids:
-            return
-        known: dict[str, tuple] = {}
+    def known(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple]:
+        """id -> (id, source, source_id, title) of those of ``ids`` already stored."""
+        found: dict[str, tuple] = {}
         for start in range(0, len(ids), FILL_BATCH):
-            part = ids[start:start + FILL_BATCH]
+            part = list(ids[start:start + FILL_BATCH])
             rows = conn.execute(self._sql("SELECT id, source, source_id, title FROM documents WHERE id IN ({marks})",
                                           len(part)), part).fetchall()
-            known.update({r[0]: tuple(r) for r in rows})
+            found.update({r[0]: tuple(r) for r in rows})
+        return found
+
+    def note_changes(self, conn: Any, writes: Sequence[Any], deletes: Sequence[str], at: str,
+                     known: dict[str, tuple]) -> None:
+        """Log the writes (``added``/``updated``) and deletions, before they happen; ``known`` is what
+        ``known`` said of their ids. Only the newest ``KEEP_CHANGES`` of a large batch are written."""
         entries = [(r.id, r.source, r.source_id, r.title, "updated" if r.id in known else "added", at) for r in writes]
         entries += [(*known[d], "deleted", at) for d in deletes if d in known]
         if entries:
-            entries = [tuple(_clean(v) for v in e) for e in entries]
+            entries = [tuple(_clean(v) for v in e) for e in entries[-KEEP_CHANGES:]]
             conn.cursor().executemany(self._sql(
                 "INSERT INTO changes(doc_id, source, source_id, title, kind, at) VALUES(?,?,?,?,?,?)"), entries)
             conn.execute(self._sql("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?"),
                          (KEEP_CHANGES,))
 
-    def write_links(self, conn: Any, writes: Sequence[Any], deletes: Sequence[str] = ()) -> None:
+    def write_links(self, conn: Any, writes: Sequence[Any], deletes: Sequence[str] = (),
+                    known: dict[str, tuple] | None = None) -> None:
         """Replace the links and names of the written documents (after they are stored); drop those of
-        the deleted ones."""
-        ids = [r.id for r in writes] + list(deletes)
+        the deleted ones. ``known`` is what ``known`` said before the write: a new document has no rows
+        to delete, and a stored one's names follow from its stored path and title (the embedded
+        ``link_names`` has no index by document: one b-tree per name row keeps a first sync cheap).
+        None: the rows cascade away with the document (PostgreSQL) or there are none yet (a fill)."""
         cur = conn.cursor()
-        cur.executemany(self._sql("DELETE FROM links WHERE doc_id = ?"), [(i,) for i in ids])
-        cur.executemany(self._sql("DELETE FROM link_names WHERE doc_id = ?"), [(i,) for i in ids])
+        if known:
+            stored = [known[i] for i in [r.id for r in writes] + list(deletes) if i in known]
+            cur.executemany(self._sql("DELETE FROM links WHERE doc_id = ?"), [(k[0],) for k in stored])
+            cur.executemany(self._sql("DELETE FROM link_names WHERE name = ? AND doc_id = ?"),
+                            [(_clean(n), k[0]) for k in stored for n in document_names(k[2], k[3])])
         links, names = [], []
         for r in writes:
-            links += [(r.id, link.kind, _clean(link.target), _clean(link_key(link, r.source_id)))
-                      for link in extract_links(r.body)]
+            if "[" in r.body:  # every link and wikilink has one
+                links += [(r.id, link.kind, _clean(link.target), _clean(link_key(link, r.source_id)))
+                          for link in extract_links(r.body)]
             names += [(_clean(name), r.id) for name in document_names(r.source_id, r.title)]
         cur.executemany(self._sql("INSERT INTO links(doc_id, kind, target, key) VALUES(?,?,?,?)"), links)
-        cur.executemany(self._sql("INSERT INTO link_names(name, doc_id) VALUES(?,?) ON CONFLICT DO NOTHING"), names)
+        cur.executemany(self._sql("INSERT INTO link_names(name, doc_id) VALUES(?,?) ON CONFLICT DO NOTHING"),
+                        sorted(names))
 
     def fill(self, conn: Any) -> None:
         """Extract the links of every stored document (a migration: the bodies are already stored)."""

@@ -227,16 +227,19 @@ class DocumentStore:
         synced = now_iso()
         writes, deletes = list(writes), list(deletes)
         with self.transaction() as conn:
-            _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced)
+            known = _LINKS.known(conn, [w.row.id for w in writes] + deletes)
+            _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced, known)
             for doc_id in deletes:
                 conn.execute("DELETE FROM documents WHERE id=?", (doc_id,))
                 conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (doc_id,))
             for write in writes:
                 r = write.row
-                if r.created_at is None:  # no creation date from the source: its first sync stands for it
-                    known = conn.execute("SELECT created_at FROM documents WHERE id=?", (r.id,)).fetchone()
-                    r.created_at = (known[0] if known else None) or synced
-                conn.execute("DELETE FROM chunks WHERE doc_id=?", (r.id,))
+                if r.created_at is None and r.id in known:  # no date from the source: its first sync stands for it
+                    stored = conn.execute("SELECT created_at FROM documents WHERE id=?", (r.id,)).fetchone()
+                    r.created_at = stored[0] if stored else None
+                r.created_at = r.created_at or synced
+                if r.id in known:
+                    conn.execute("DELETE FROM chunks WHERE doc_id=?", (r.id,))
                 conn.execute(
                     f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at) "
                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -251,7 +254,7 @@ class DocumentStore:
                 conn.execute("INSERT OR IGNORE INTO index_queue(doc_id) VALUES(?)", (r.id,))
             conn.executemany("UPDATE documents SET fingerprint=? WHERE id=?",
                              [(fp, doc_id) for doc_id, fp in touches])
-            _LINKS.write_links(conn, [w.row for w in writes], deletes)
+            _LINKS.write_links(conn, [w.row for w in writes], deletes, known)
 
     def record_sync(self, source: str, notes: str | None, keep_notes: bool = False) -> None:
         """The time of a source's last sync, and its notes (``keep_notes``: the previous ones)."""

@@ -85,10 +85,9 @@ _MIGRATIONS: dict[int, str] = {
     CREATE INDEX IF NOT EXISTS links_key ON links(key);
     CREATE TABLE IF NOT EXISTS link_names(
         name TEXT NOT NULL,
-        doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        doc_id TEXT NOT NULL,  -- no foreign key: apply deletes a document's names by name (no doc_id index)
         PRIMARY KEY(name, doc_id)
-    );
-    CREATE INDEX IF NOT EXISTS link_names_doc ON link_names(doc_id);
+    ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS changes(
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         doc_id TEXT NOT NULL,

@@ -99,7 +99,7 @@ class PgDocumentStore:
         ids = [w.row.id for w in writes]
         with self.db.transaction() as conn:
             known = dict(conn.execute("SELECT id, created_at FROM documents WHERE id = ANY(%s)", (ids,)).fetchall())
-            _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced)
+            _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced, _LINKS.known(conn, ids + deletes))
             self._forget(conn, deletes + ids)
             for write in writes:
                 r = write.row
@@ -107,7 +107,7 @@ class PgDocumentStore:
                     r.created_at = known.get(r.id) or synced
             if writes:
                 self._insert(conn, writes, synced)
-                _LINKS.write_links(conn, [w.row for w in writes])
+                _LINKS.write_links(conn, [w.row for w in writes])  # _forget's cascade took the old rows
             if touches:
                 with conn.cursor() as cur:
                     cur.executemany("UPDATE documents SET fingerprint = %s WHERE id = %s",

@@ -220,6 +220,27 @@ async def test_links_are_stored_resolved_and_backlinked(harness: Harness, worksp
         await harness.related(RelatedRequest(id=linker))
 
 
+async def test_a_wikilink_follows_a_retitled_note(harness: Harness, workspace: Workspace) -> None:
+    """The names a note is called by are its path and its title as stored now: after a new title the
+    old one names nothing, and the new one resolves."""
+    from context_harness.models import RelatedRequest
+
+    workspace.write("pages/plan.md", "# Harvest plan\n\nRows of beans.\n")
+    workspace.write("pages/index.md", "# Index\n\nSee [[Harvest plan]] and [[Sowing plan]].\n")
+    await harness.sync()
+    index, plan = doc_id_of("pages/index.md"), doc_id_of("pages/plan.md")
+    out = await harness.related(RelatedRequest(id=index))
+    assert [i.id for i in out.links_to] == [plan] and [u.target for u in out.unresolved] == ["Sowing plan"]
+    workspace.write("pages/plan.md", "# Sowing plan\n\nRows of beans, sown in April.\n")
+    await harness.sync()
+    out = await harness.related(RelatedRequest(id=index))
+    assert [i.id for i in out.links_to] == [plan] and [u.target for u in out.unresolved] == ["Harvest plan"]
+    (workspace.docs / "pages/plan.md").unlink()
+    await harness.sync()
+    out = await harness.related(RelatedRequest(id=index))
+    assert out.links_to == [] and sorted(u.target for u in out.unresolved) == ["Harvest plan", "Sowing plan"]
+
+
 async def test_recent_lists_additions_updates_and_deletions_newest_first(harness: Harness,
                                                                         workspace: Workspace) -> None:
     from context_harness.errors import BadRequest
