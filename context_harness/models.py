@@ -108,6 +108,9 @@ class SearchResult(BaseModel):
         "'chunk' to read that section.")
     heading: str | None = Field(
         default=None, description="Heading path of that chunk, joined with ' > ' (null when it has none).")
+    version: str | None = Field(
+        default=None, description="The document's stored content hash; pass it as 'expected_version' to the "
+        "note tools.")
     explain: SearchExplain | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
@@ -420,3 +423,93 @@ class RelatedResponse(BaseModel):
     unresolved: list[UnresolvedLink]
     note: str | None = Field(default=None, description="Why 'similar' is empty, when it is (embeddings "
                              "disabled or not computed yet).")
+
+
+# -- the note tools (writable sources) ------------------------------------------------------------
+
+DocId = Annotated[str, Field(min_length=1, max_length=200)]
+RelPath = Annotated[str, Field(min_length=1, max_length=1024)]
+Version = Annotated[str, Field(min_length=1, max_length=128)]
+EditOp = Literal["append", "prepend", "replace_section", "find_replace"]
+
+
+class NoteWriteRequest(BaseModel):
+    """Arguments of ``note_write``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, description="A writable source: its name ('notes') or label "
+                        "('filesystem:notes').")
+    path: RelPath = Field(description="Where in the source, relative to its folder, ending in .md "
+                          "(e.g. 'inbox/release.md'); missing folders are created.")
+    content: str = Field(max_length=5_000_000, description="The note's Markdown text.")
+    title: str | None = Field(default=None, max_length=500, description="Written as a '# Title' line (or front "
+                              "matter when the source sets front_matter = true).")
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, max_length=50, description="Written as a 'Tags:' line (or front matter).")
+    overwrite: bool = Field(default=False, description="Replace an existing file; without it, one is refused.")
+
+
+class NoteEditRequest(BaseModel):
+    """Arguments of ``note_edit``: one change to an existing note, checked against the version read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: DocId = Field(description="The note's document id (from 'search', 'get' or 'recent').")
+    op: EditOp = Field(description="append or prepend 'text'; replace_section: the body under 'heading' "
+                       "becomes 'text'; find_replace: 'find' -> 'replace', exactly 'count' times.")
+    expected_version: Version = Field(description="The 'version' that 'get' or 'search' returned: a note changed "
+                                      "since is refused with a conflict naming both versions.")
+    text: str | None = Field(default=None, max_length=5_000_000, description="For append, prepend and "
+                             "replace_section.")
+    heading: str | None = Field(default=None, max_length=1000, description="For replace_section: the heading "
+                                "text, or a heading path 'Parent > Child'.")
+    find: str | None = Field(default=None, min_length=1, max_length=100_000, description="For find_replace.")
+    replace: str | None = Field(default=None, max_length=5_000_000, description="For find_replace.")
+    count: int = Field(default=1, ge=1, le=10_000, description="For find_replace: how many occurrences there "
+                       "must be (all are replaced).")
+
+
+class NoteMoveRequest(BaseModel):
+    """Arguments of ``note_move``: a new path in the same source."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: DocId = Field(description="The note's document id.")
+    to: RelPath = Field(description="The new path, relative to the source's folder, ending in .md; an existing "
+                        "file there is refused.")
+    expected_version: Version | None = Field(default=None, description="If given, a note changed since is "
+                                             "refused with a conflict.")
+
+
+class NoteDeleteRequest(BaseModel):
+    """Arguments of ``note_delete``: into the workspace's trash, restorable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: DocId = Field(description="The note's document id.")
+    expected_version: Version | None = Field(default=None, description="If given, a note changed since is "
+                                             "refused with a conflict.")
+
+
+class NoteResult(BaseModel):
+    """What a note tool did."""
+
+    id: str = Field(description="The note's document id (after a move: the new one).")
+    source: str
+    path: str = Field(description="The note's path in the source (after a move: the new one).")
+    version: str | None = Field(description="Its version now (null once deleted): the next edit's "
+                                "expected_version.")
+    action: Literal["written", "edited", "moved", "deleted", "restored"]
+    trash_id: str | None = Field(default=None, description="For a deletion: the trash entry; "
+                                 "`ctx note restore TRASH_ID` puts the note back.")
+    note: str | None = Field(default=None, description="Set when the note is saved but not indexed (the "
+                             "source's globs leave it out).")
+
+
+class TrashEntryOut(BaseModel):
+    id: str
+    source: str
+    path: str
+    deleted_at: str
+    version: str | None = None

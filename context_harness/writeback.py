@@ -1,5 +1,5 @@
 """``WriteBack``: the Harness's note calls on writable filesystem sources (``writable = true``):
-``note_write``, ``note_edit``, ``note_delete``, ``note_restore``. Each does its file work under the
+``note_write``, ``note_edit``, ``note_move``, ``note_delete``, ``note_restore``. Each does its file work under the
 writer lock (``notes/``: safe paths, atomic replace, trash), then syncs the path so the note is
 searchable at once, and logs one INFO line."""
 
@@ -7,15 +7,25 @@ from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
+from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from context_harness.config import Config, FilesystemConnectorConfig
 from context_harness.connectors.base import ScanReport
 from context_harness.connectors.names import escape_name, unescape_name
-from context_harness.errors import BadRequest, Conflict, NotConfigured
+from context_harness.errors import BadRequest, Conflict, NotConfigured, NotFound
 from context_harness.ingest.sync import item_hash
+from context_harness.models import (
+    NoteDeleteRequest,
+    NoteEditRequest,
+    NoteMoveRequest,
+    NoteResult,
+    NoteWriteRequest,
+    TrashEntryOut,
+)
 from context_harness.notes import edits, trash
-from context_harness.notes.atomic import Text, encode, read_text, write_atomic
+from context_harness.notes.atomic import Text, encode, move_new, read_text, write_atomic
 from context_harness.notes.paths import resolve
 from context_harness.store.documents import document_id
 
@@ -29,7 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 CLIENT: ContextVar[str] = ContextVar("note_client", default="unknown")
 """The calling client's name for the write log line (a rim sets it; ``unknown`` otherwise)."""
-OPS = ("append", "prepend", "replace_section", "find_replace")
 
 
 class WriteBack:
@@ -59,52 +68,76 @@ class WriteBack:
         if settings is None or not settings.writable:
             raise NotConfigured(f"source {connector.label!r} is read-only; set writable = true in its "
                                 "[connectors.filesystem.NAME] section to let the note tools write there")
+        if not settings.root.is_dir():
+            where = ("this replica does not hold it: send note tools to the replica that watches the folder"
+                     if self.config.db.backend == "postgres" else "create it, or fix root in the config")
+            raise NotConfigured(f"the folder of source {connector.label!r} ({settings.root}) is missing; {where}")
         return connector, settings
 
-    async def note_write(self, source: str, path: str, content: str, title: str | None = None,
-                         tags: list[str] | None = None, overwrite: bool = False) -> dict[str, Any]:
-        connector, settings = self._writable(source)
-        target = resolve(settings.root, path, settings.write_globs)
-        text = _new_note(content, title, tags, settings.front_matter)
-        async with self.writing(f"note_write {path}"):
-            await self.run_blocking(write_atomic, target, encode(Text(text)), overwrite=overwrite)
-        return await self._done("note_write", connector, path, "written")
+    async def note_write(self, request: NoteWriteRequest) -> NoteResult:
+        connector, settings = self._writable(request.source)
+        target = resolve(settings.root, request.path, settings.write_globs)
+        text = _new_note(request.content, request.title, request.tags, settings.front_matter)
+        async with self.writing(f"note_write {request.path}"):
+            await self.run_blocking(write_atomic, target, encode(Text(text)), overwrite=request.overwrite)
+        return await self._done("note_write", connector, _rel(settings, target), "written")
 
-    async def note_edit(self, doc_id: str, op: str, expected_version: str, **args: Any) -> dict[str, Any]:
-        connector, settings, rel = await self._document(doc_id)
-        if op not in OPS:
-            raise BadRequest(f"unknown op {op!r}; choose one of: {', '.join(OPS)}")
+    async def note_edit(self, request: NoteEditRequest) -> NoteResult:
+        connector, settings, rel = await self._document(request.id)
         target = resolve(settings.root, rel, settings.write_globs)
 
         def edit() -> None:
-            self._check_version(connector, rel, expected_version)
+            self._check_version(connector, rel, request.expected_version)
             note = read_text(target)
-            write_atomic(target, encode(Text(_apply(note.text, op, args), note.crlf, note.bom)))
+            write_atomic(target, encode(Text(_apply(note.text, request), note.crlf, note.bom)))
 
         async with self.writing(f"note_edit {rel}"):
             await self.run_blocking(edit)
         return await self._done("note_edit", connector, rel, "edited")
 
-    async def note_delete(self, doc_id: str, expected_version: str | None = None) -> dict[str, Any]:
-        connector, settings, rel = await self._document(doc_id)
+    async def note_move(self, request: NoteMoveRequest) -> NoteResult:
+        connector, settings, rel = await self._document(request.id)
+        source = resolve(settings.root, rel, settings.write_globs)
+        target = resolve(settings.root, request.to, settings.write_globs)
+        new_rel = _rel(settings, target)
+
+        def move() -> None:
+            self._check_version(connector, rel, request.expected_version)
+            move_new(source, target)
+
+        async with self.writing(f"note_move {rel} -> {new_rel}"):
+            await self.run_blocking(move)
+        await self.sync_paths(connector.label, [rel])
+        return await self._done("note_move", connector, new_rel, "moved")
+
+    async def note_delete(self, request: NoteDeleteRequest) -> NoteResult:
+        connector, settings, rel = await self._document(request.id)
         target = resolve(settings.root, rel, settings.write_globs)
 
-        def delete() -> None:
-            version = self._check_version(connector, rel, expected_version)
-            trash.move_to_trash(self.config.db.path.parent, target, connector.label, rel, version)
+        def delete() -> trash.TrashEntry:
+            version = self._check_version(connector, rel, request.expected_version)
+            return trash.move_to_trash(self._trash_dir(), target, connector.label, rel, version)
 
         async with self.writing(f"note_delete {rel}"):
-            await self.run_blocking(delete)
-        return await self._done("note_delete", connector, rel, "deleted")
+            entry = await self.run_blocking(delete)
+        result = await self._done("note_delete", connector, rel, "deleted")
+        return result.model_copy(update={"trash_id": entry.id})
 
-    async def note_restore(self, entry_id: str | None = None, path: str | None = None) -> dict[str, Any]:
-        data = self.config.db.path.parent
-        entry = trash.find(data, entry_id, path)
+    async def note_restore(self, entry_id: str | None = None, path: str | None = None) -> NoteResult:
+        """Put a deleted note back: the trash entry ``entry_id``, or the latest one for ``path``."""
+        entry = trash.find(self._trash_dir(), entry_id, path)
         connector, settings = self._writable(entry.source)
         target = resolve(settings.root, entry.path, settings.write_globs)
         async with self.writing(f"note_restore {entry.path}"):
-            await self.run_blocking(trash.restore, data, entry, target)
+            await self.run_blocking(trash.restore, self._trash_dir(), entry, target)
         return await self._done("note_restore", connector, entry.path, "restored")
+
+    def trash_entries(self) -> list[TrashEntryOut]:
+        """The deleted notes that can be restored, newest first."""
+        return [TrashEntryOut(**asdict(e)) for e in trash.entries(self._trash_dir())]
+
+    def _trash_dir(self) -> Path:
+        return self.config.db.path.parent
 
     async def _document(self, doc_id: str) -> tuple[Connector, FilesystemConnectorConfig, str]:
         doc = await self.get(doc_id)
@@ -122,14 +155,19 @@ class WriteBack:
                            "read it again with get and redo the change")
         return current
 
-    async def _done(self, tool: str, connector: Connector, rel: str, action: str) -> dict[str, Any]:
+    async def _done(self, tool: str, connector: Connector, rel: str, action: str) -> NoteResult:
         await self.sync_paths(connector.label, [rel])
         log.info("%s source=%s path=%s client=%s", tool, connector.label, rel, CLIENT.get())
         doc_id = document_id(connector.label, escape_name(rel))
-        version = None
-        if action != "deleted":
+        if action == "deleted":
+            return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action="deleted")
+        try:
             version = (await self.get(doc_id)).version
-        return {"id": doc_id, "source": connector.label, "path": rel, "version": version, "action": action}
+        except NotFound:  # written, but the source's globs or a .gitignore leave it out of the index
+            return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action=action,  # type: ignore[arg-type]
+                              note=f"{rel} is saved but not indexed: the source's include_globs, exclude_globs "
+                              "or a .gitignore leave it out")
+        return NoteResult(id=doc_id, source=connector.label, path=rel, version=version, action=action)  # type: ignore[arg-type]
 
 
 def _settings(connector: Connector) -> FilesystemConnectorConfig | None:
@@ -147,15 +185,23 @@ def _new_note(content: str, title: str | None, tags: list[str] | None, front_mat
     return head + content + ("" if content.endswith("\n") else "\n")
 
 
-def _apply(text: str, op: str, args: dict[str, Any]) -> str:
-    if op == "append":
-        return edits.append(text, str(args.get("text") or ""))
-    if op == "prepend":
-        return edits.prepend(text, str(args.get("text") or ""))
-    if op == "replace_section":
-        return edits.replace_section(text, str(args.get("heading") or ""), str(args.get("text") or ""))
-    return edits.find_replace(text, str(args.get("find") or ""), str(args.get("replace") or ""),
-                              int(args.get("count") or 1))
+def _apply(text: str, request: NoteEditRequest) -> str:
+    if request.op == "append":
+        return edits.append(text, request.text or "")
+    if request.op == "prepend":
+        return edits.prepend(text, request.text or "")
+    if request.op == "replace_section":
+        if not request.heading:
+            raise BadRequest("replace_section needs heading: the heading text, or a path 'Parent > Child'")
+        return edits.replace_section(text, request.heading, request.text or "")
+    if request.find is None or request.replace is None:
+        raise BadRequest("find_replace needs find and replace (and count, when more than one is expected)")
+    return edits.find_replace(text, request.find, request.replace, request.count)
+
+
+def _rel(settings: FilesystemConnectorConfig, target: Path) -> str:
+    """``target``'s path in the source, as the connector names it."""
+    return target.relative_to(settings.root).as_posix()
 
 
 __all__ = ["CLIENT", "WriteBack"]

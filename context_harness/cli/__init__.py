@@ -1,7 +1,8 @@
 """The command-line rim: ``ctx`` / ``context-harness``. Only this package imports click and rich.
 
 ``app`` holds the group and the knowledge-base commands; ``tools`` (``ctx tool``, ``ctx
-connector``) and ``agents`` (``ctx agent``) add theirs here. Each command parses its options, calls
+connector``) ``agents`` (``ctx agent``), ``connections`` (``ctx recent``, ``ctx related``) and ``notes`` (``ctx note``)
+add theirs here. Each command parses its options, calls
 one ``Harness`` method and renders the result.
 """
 
@@ -12,6 +13,7 @@ import sys
 from context_harness.cli.agents import agent
 from context_harness.cli.app import alias_serve_mcp, cli
 from context_harness.cli.connections import recent, related
+from context_harness.cli.notes import note
 from context_harness.cli.tools import connector, tool
 
 cli.add_command(tool)
@@ -19,6 +21,7 @@ cli.add_command(connector)
 cli.add_command(agent)
 cli.add_command(recent)
 cli.add_command(related)
+cli.add_command(note)
 
 
 def main() -> None:

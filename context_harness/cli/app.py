@@ -312,6 +312,8 @@ def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, 
         click.echo(f"url: {doc.source_url}")
     if doc.updated_at:
         click.echo(f"updated: {doc.updated_at}")
+    if doc.version:
+        click.echo(f"version: {doc.version}")
     click.echo("")
     click.echo(doc.body)
     if doc.truncated and doc.range is not None:

@@ -77,12 +77,30 @@ def write_atomic(path: Path, data: bytes, *, overwrite: bool = True) -> None:
         if overwrite:
             os.replace(temp, path)
         else:
-            os.link(temp, path)  # fails if the file appeared meanwhile
+            _link_new(temp, path)  # fails if the file appeared meanwhile
             os.unlink(temp)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
     _fsync_folder(folder)
+
+
+def move_new(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target``, which must not exist (a hard link, then the old name removed:
+    never a moment without the note, never a replaced file); both folders are fsynced."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _link_new(source, target)
+    os.unlink(source)
+    _fsync_folder(target.parent)
+    if source.parent != target.parent:
+        _fsync_folder(source.parent)
+
+
+def _link_new(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise BadRequest(f"{target.name} exists already; choose another path") from None
 
 
 def remove_stale(folder: Path) -> None:
@@ -104,4 +122,4 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["TEMP_PREFIX", "Text", "encode", "read_text", "remove_stale", "write_atomic"]
+__all__ = ["TEMP_PREFIX", "Text", "encode", "move_new", "read_text", "remove_stale", "write_atomic"]

@@ -5,9 +5,11 @@ refuses to overwrite one that exists."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import secrets
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,8 +34,22 @@ def move_to_trash(data_dir: Path, file: Path, source: str, rel: str, version: st
     folder = data_dir / "trash" / entry.id
     folder.mkdir(parents=True)
     (folder / MANIFEST).write_text(json.dumps(asdict(entry), ensure_ascii=False), encoding="utf-8")
-    os.replace(file, folder / Path(rel).name)  # same filesystem: a rename; otherwise OSError, file kept
+    _move(file, folder / Path(rel).name)
     return entry
+
+
+def _move(file: Path, target: Path) -> None:
+    """Rename ``file`` to ``target``; across filesystems (a source on another disk than the data
+    folder), copy, fsync, then remove the original."""
+    try:
+        os.replace(file, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.copy2(file, target)
+        with open(target, "rb") as copied:
+            os.fsync(copied.fileno())
+        file.unlink()
 
 
 def entries(data_dir: Path) -> list[TrashEntry]:
@@ -61,11 +77,19 @@ def restore(data_dir: Path, entry: TrashEntry, target: Path) -> None:
     """Put ``entry``'s file back at ``target`` (the resolved ``entry.path``); never overwrites."""
     folder = data_dir / "trash" / entry.id
     target.parent.mkdir(parents=True, exist_ok=True)
+    kept = folder / Path(entry.path).name
     try:
-        os.link(folder / Path(entry.path).name, target)  # fails if a file is there
+        os.link(kept, target)  # fails if a file is there
     except FileExistsError:
         raise BadRequest(f"{entry.path} exists again; move or delete it first, then restore") from None
-    (folder / Path(entry.path).name).unlink()
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        with open(kept, "rb") as old, open(target, "xb") as new:  # "x": never over a file that appeared
+            shutil.copyfileobj(old, new)
+            new.flush()
+            os.fsync(new.fileno())
+    kept.unlink()
     (folder / MANIFEST).unlink()
     folder.rmdir()
 

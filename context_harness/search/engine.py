@@ -188,7 +188,7 @@ class SearchEngine:
             row = prepared.rows.get(doc_id)
             if row is None or time.perf_counter() > deadline:  # the embedding may be done: stop holding the GIL
                 break
-            prepared.snippets[doc_id] = make_snippet(row[5], prepared.weights, self.index.stem, chars)
+            prepared.snippets[doc_id] = make_snippet(row[6], prepared.weights, self.index.stem, chars)
         return hits, prepared
 
     # -- helpers -----------------------------------------------------------------------------
@@ -220,7 +220,7 @@ class SearchEngine:
             for c in present:
                 snippet = cut.get(c.doc_id)
                 shown[c.doc_id] = (snippet if snippet is not None
-                                   else make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
+                                   else make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
         # The semantic best chunks (their text, read only where needed), then the chunk each snippet lies in.
         wanted = [c.chunk_id for c in present
                   if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]
@@ -230,12 +230,12 @@ class SearchEngine:
             if best is not None:
                 shown[c.doc_id] = (make_snippet(best.text, weights, stem, chars), True)
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
-                shown[c.doc_id] = (make_snippet(rows[c.doc_id][5], weights, stem, chars), False)
-        located = self._locate({c.doc_id: (rows[c.doc_id][5], shown[c.doc_id][0].start) for c in present
+                shown[c.doc_id] = (make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
+        located = self._locate({c.doc_id: (rows[c.doc_id][6], shown[c.doc_id][0].start) for c in present
                                 if not shown[c.doc_id][1]})
         results = []
         for c in present:
-            title, source, source_id, updated_at, source_url, _ = rows[c.doc_id]
+            title, source, source_id, updated_at, source_url, version, _ = rows[c.doc_id]
             snippet, from_chunk = shown[c.doc_id]
             best = best_chunks.get(c.chunk_id or "")
             chunk = (ChunkPlace(best.idx, best.heading) if best else None) if from_chunk else located.get(c.doc_id)
@@ -243,7 +243,7 @@ class SearchEngine:
                 c.explain.chunk_index = chunk.idx if chunk else None
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
                                         source_id=source_id, updated_at=updated_at, snippet=snippet.text,
-                                        source_url=source_url, explain=c.explain,
+                                        source_url=source_url, version=version, explain=c.explain,
                                         chunk=chunk.idx if chunk else None,
                                         heading=(chunk.heading or None) if chunk else None))
         return SearchResponse(results=results)

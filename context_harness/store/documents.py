@@ -325,12 +325,13 @@ class DocumentStore:
         return {r[0]: _row_to_document(r) for r in rows}
 
     def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
-        """doc_id -> (title, source, source_id, updated_at, source_url[, body]): what a search result shows."""
+        """doc_id -> (title, source, source_id, updated_at, source_url, content_hash[, body]): what a search
+        result shows (the content hash is its ``version``)."""
         if not doc_ids:
             return {}
         marks = ",".join("?" * len(doc_ids))
         rows = self.connection().execute(
-            f"SELECT id, title, source, source_id, updated_at, source_url{', body' if with_body else ''} "
+            f"SELECT id, title, source, source_id, updated_at, source_url, content_hash{', body' if with_body else ''} "
             f"FROM documents WHERE id IN ({marks})", doc_ids)
         return {r[0]: r[1:] for r in rows}
 

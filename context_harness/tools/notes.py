@@ -1,50 +1,40 @@
-"""The note tools over a ``Harness`` with writable sources: ``note_write``, ``note_edit`` and
-``note_delete``. Offered only when some source has ``writable = true``;
-each validates its arguments and calls one Harness method (``writeback.py``)."""
+"""The note tools over a ``Harness`` with writable sources: ``note_write``, ``note_edit``,
+``note_move`` and ``note_delete``. Offered only when some source has ``writable = true``; each
+validates its arguments and calls one Harness method (``writeback.py``)."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
 from context_harness.config import Config
-from context_harness.errors import BadRequest
+from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteMoveRequest, NoteResult, NoteWriteRequest
 from context_harness.tools.base import FunctionTool
+from context_harness.tools.builtin import schema_of
+from context_harness.validation import parse
 
 WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 CHANGE = {**WRITE, "destructiveHint": True}
-_STR = {"type": "string"}
 
 
 class NoteHost(Protocol):
-    async def note_write(self, source: str, path: str, content: str, title: str | None = None,
-                         tags: list[str] | None = None, overwrite: bool = False) -> dict[str, Any]: ...
+    async def note_write(self, request: NoteWriteRequest) -> NoteResult: ...
 
-    async def note_edit(self, doc_id: str, op: str, expected_version: str, **args: Any) -> dict[str, Any]: ...
+    async def note_edit(self, request: NoteEditRequest) -> NoteResult: ...
 
-    async def note_delete(self, doc_id: str, expected_version: str | None = None) -> dict[str, Any]: ...
+    async def note_move(self, request: NoteMoveRequest) -> NoteResult: ...
 
-
-def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    async def note_delete(self, request: NoteDeleteRequest) -> NoteResult: ...
 
 
-def _args(arguments: Any, schema: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(arguments, dict):
-        raise BadRequest("arguments must be a JSON object")
-    unknown = set(arguments) - set(schema["properties"])
-    missing = [k for k in schema["required"] if arguments.get(k) in (None, "")]
-    if unknown or missing:
-        raise BadRequest(f"unknown arguments {sorted(unknown)}" if unknown else f"missing argument {missing[0]!r}")
-    return arguments
-
-
-WRITE_SCHEMA = _schema(["source", "path", "content"], source=_STR, path=_STR, content=_STR, title=_STR,
-                       tags={"type": "array", "items": _STR}, overwrite={"type": "boolean", "default": False})
-EDIT_SCHEMA = _schema(["id", "op", "expected_version"], id=_STR,
-                      op={"type": "string", "enum": ["append", "prepend", "replace_section", "find_replace"]},
-                      text=_STR, heading=_STR, find=_STR, replace=_STR, count={"type": "integer", "minimum": 1},
-                      expected_version=_STR)
-DELETE_SCHEMA = _schema(["id"], id=_STR, expected_version=_STR)
+def render_note(payload: dict[str, Any]) -> str:
+    """One line: what was done to which note, and what to pass next."""
+    line = f"{payload['action'].capitalize()} {payload['path']} in {payload['source']} (id: {payload['id']}"
+    line += f", version: {payload['version']})" if payload.get("version") else ")"
+    if payload.get("trash_id"):
+        line += f"; in the trash as {payload['trash_id']} (`ctx note restore {payload['trash_id']}`)"
+    if payload.get("note"):
+        line += f". Note: {payload['note']}."
+    return line
 
 
 def note_tools(host: NoteHost, config: Config) -> list[FunctionTool]:
@@ -53,33 +43,38 @@ def note_tools(host: NoteHost, config: Config) -> list[FunctionTool]:
         return []
 
     async def write(arguments: dict[str, Any]) -> dict[str, Any]:
-        a = _args(arguments, WRITE_SCHEMA)
-        return await host.note_write(a["source"], a["path"], a["content"], a.get("title"), a.get("tags"),
-                                     bool(a.get("overwrite", False)))
+        return (await host.note_write(parse(NoteWriteRequest, arguments))).model_dump(mode="json")
 
     async def edit(arguments: dict[str, Any]) -> dict[str, Any]:
-        a = dict(_args(arguments, EDIT_SCHEMA))
-        return await host.note_edit(a.pop("id"), a.pop("op"), a.pop("expected_version"), **a)
+        return (await host.note_edit(parse(NoteEditRequest, arguments))).model_dump(mode="json")
+
+    async def move(arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await host.note_move(parse(NoteMoveRequest, arguments))).model_dump(mode="json")
 
     async def delete(arguments: dict[str, Any]) -> dict[str, Any]:
-        a = _args(arguments, DELETE_SCHEMA)
-        return await host.note_delete(a["id"], a.get("expected_version"))
+        return (await host.note_delete(parse(NoteDeleteRequest, arguments))).model_dump(mode="json")
 
+    out = schema_of(NoteResult, "serialization")
     return [
-        FunctionTool(name="note_write", title="Write a note", input_schema=WRITE_SCHEMA, run=write,
-                     annotations=dict(WRITE),
+        FunctionTool(name="note_write", title="Write a note", input_schema=schema_of(NoteWriteRequest),
+                     output_schema=out, run=write, annotations=dict(WRITE), render=render_note,
                      description="Create a Markdown note at `path` (relative, ending .md) in a writable `source`; "
                      "refuses an existing file unless `overwrite` is true. The note is searchable at once."),
-        FunctionTool(name="note_edit", title="Edit a note", input_schema=EDIT_SCHEMA, run=edit,
-                     annotations=dict(CHANGE),
+        FunctionTool(name="note_edit", title="Edit a note", input_schema=schema_of(NoteEditRequest),
+                     output_schema=out, run=edit, annotations=dict(CHANGE), render=render_note,
                      description="Change a note by `id`: `append`/`prepend` `text`, `replace_section` under "
                      "`heading` with `text`, or `find_replace` (`find`, `replace`, `count`). Pass the `version` "
-                     "`get` returned as `expected_version`: a note changed since is refused with a conflict."),
-        FunctionTool(name="note_delete", title="Delete a note", input_schema=DELETE_SCHEMA, run=delete,
-                     annotations=dict(CHANGE),
-                     description="Move a note by `id` to the workspace's trash folder (it can be restored "
-                     "from there); with `expected_version`, refused if it changed since."),
+                     "that `get` or `search` returned as `expected_version`: a note changed since is refused "
+                     "with a conflict."),
+        FunctionTool(name="note_move", title="Move a note", input_schema=schema_of(NoteMoveRequest),
+                     output_schema=out, run=move, annotations=dict(CHANGE), render=render_note,
+                     description="Move or rename a note by `id` to `to` (a new .md path in the same source); an "
+                     "existing file there is refused. Its id changes with its path: use the returned `id`."),
+        FunctionTool(name="note_delete", title="Delete a note", input_schema=schema_of(NoteDeleteRequest),
+                     output_schema=out, run=delete, annotations=dict(CHANGE), render=render_note,
+                     description="Move a note by `id` to the workspace's trash (`ctx note restore` puts it "
+                     "back); with `expected_version`, refused if it changed since."),
     ]
 
 
-__all__ = ["note_tools"]
+__all__ = ["NoteHost", "note_tools", "render_note"]

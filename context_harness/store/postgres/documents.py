@@ -201,7 +201,8 @@ class PgDocumentStore:
     def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
         if not doc_ids:
             return {}
-        rows = self._all(f"SELECT id, title, source, source_id, updated_at, source_url{', body' if with_body else ''} "
+        rows = self._all(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
+                         f"{', body' if with_body else ''} "
                          "FROM documents WHERE id = ANY(%s)", (doc_ids,))
         return {r[0]: tuple(r[1:]) for r in rows}
 
