@@ -70,6 +70,7 @@ local function html_to_text(html)
     for _, tag in ipairs({ "script", "style", "noscript", "template", "svg" }) do
         s = drop_blocks(s, tag)
     end
+    s = s:gsub("(<[lL][iI][^>]*>)%s*<[pP]%f[%s>][^>]*>", "%1")  -- <li><p>item: one line
     for _, tag in ipairs(BREAKS) do
         s = s:gsub("<" .. tag .. "[^>]*>", "\n")
         s = s:gsub("<" .. tag:upper() .. "[^>]*>", "\n")
