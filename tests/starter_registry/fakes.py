@@ -191,14 +191,21 @@ class Confluence(Fake):
 # -- feeds and web pages ----------------------------------------------------------------------------
 
 class Files(Fake):
-    """Static files: the feeds, the HTML article, and a binary file."""
+    """Static files: the feeds, the HTML article, a binary file, and what a test puts in ``pages``."""
 
     folder = ""
     routes = {"/feed.xml": ("feeds/rss.xml", "application/rss+xml; charset=UTF-8"),
               "/atom.xml": ("feeds/atom.xml", "application/atom+xml"),
               "/article.html": ("web/article.html", "text/html; charset=utf-8")}
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages: dict[str, tuple[str, bytes]] = {}  # path -> (content type, body)
+
     def answer(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> Answer:
+        if path in self.pages:
+            content_type, payload = self.pages[path]
+            return 200, {"Content-Type": content_type}, payload
         if path in self.routes:
             name, content_type = self.routes[path]
             return 200, {"Content-Type": content_type}, self.fixture(name)

@@ -99,3 +99,13 @@ def test_the_agents_folder_serves_both_agents(workspace) -> None:
     assert agents.tools("researcher") == ["search", "get", "sources", "web-fetch"]
     compiled = agents.compile("incident-responder")
     assert "Keep a running timeline in UTC" in str(compiled)
+
+
+def test_the_html_block_is_the_same_in_every_script_that_reads_html() -> None:
+    """Scripts cannot share code (no ``require``), so the HTML reader is copied; the copies stay equal."""
+    blocks = set()
+    for rel in ("connectors/rss/connector.lua", "connectors/confluence/connector.lua", "tools/web-fetch/tool.lua"):
+        source = (REGISTRY / rel).read_text(encoding="utf-8")
+        start, end = source.index("-- HTML: begin"), source.index("-- HTML: end")
+        blocks.add(source[start:end])
+    assert len(blocks) == 1

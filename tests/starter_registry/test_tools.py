@@ -5,6 +5,7 @@ GitHub errors a user can cause."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from mcp import Client
@@ -83,6 +84,33 @@ async def test_web_fetch_refuses_hosts_it_was_not_given(workspace) -> None:
             in error_of(policy)["message"])
     assert "web-fetch has no `hosts` configured" in error_of(unset)["message"]
     assert "url must be an http:// or https:// URL" in error_of(scheme)["message"]
+
+
+HOSTILE = [  # markup that makes naive patterns backtrack: unclosed tags, comments, CDATA, lone "<"s
+    "<" * 300_000,
+    "<h1>" * 60_000 + "x",
+    "<!--" * 60_000,
+    "<![CDATA[" * 40_000,
+    "<script>" + "<p " * 100_000,
+    "<p" + " a=b" * 100_000,
+    "&#x" + "f" * 300_000 + "&" * 100_000,
+]
+
+
+@pytest.mark.parametrize("page", range(len(HOSTILE)))
+async def test_web_fetch_reads_hostile_markup_in_linear_time(workspace, page: int) -> None:
+    with serving(Files) as fake:
+        fake.pages["/hostile.html"] = ("text/html", ("<title>t</title><p>before</p>" + HOSTILE[page]).encode())
+        workspace.write_config(web_fetch_config([fake.url]) + "timeout = 10\n")
+        async with Harness.open(workspace.config()) as harness:
+            async with Client(build_server(harness)) as client:
+                started = time.monotonic()
+                result = await client.call_tool("web-fetch", {"url": f"{fake.url}/hostile.html", "max_chars": 100})
+                elapsed = time.monotonic() - started
+    assert not result.is_error, result.content
+    assert elapsed < 3, elapsed
+    page_out = result.structured_content["result"]
+    assert page_out["title"] == "t" and page_out["text"].startswith("before")
 
 
 def issue_tool_config(base: str) -> str:

@@ -23,10 +23,12 @@ local function fail(message)
     error(message, 0)
 end
 
--- Text ---------------------------------------------------------------------------------------
+-- HTML: begin (the same block in connectors/rss, connectors/confluence and tools/web-fetch) ----------
 
 local ENTITIES = { amp = "&", lt = "<", gt = ">", quot = '"', apos = "'", nbsp = " ", ndash = "–",
-                   mdash = "—", hellip = "…", lsquo = "‘", rsquo = "’", ldquo = "“", rdquo = "”" }
+                   mdash = "—", hellip = "…", lsquo = "‘", rsquo = "’", ldquo = "“", rdquo = "”",
+                   laquo = "«", raquo = "»", copy = "©", reg = "®", trade = "™", middot = "·", bull = "•",
+                   deg = "°", times = "×", euro = "€", pound = "£" }
 
 local function codepoint(n)
     if n and n > 0 and n <= 0x10FFFF and not (n >= 0xD800 and n <= 0xDFFF) then
@@ -38,32 +40,105 @@ end
 local function decode_entities(s)
     s = s:gsub("&#[xX](%x+);", function(h) return codepoint(tonumber(h, 16)) end)
     s = s:gsub("&#(%d+);", function(d) return codepoint(tonumber(d)) end)
-    return (s:gsub("&(%a+);", function(name) return ENTITIES[name:lower()] end))
+    return (s:gsub("&(%a+);", function(name) return ENTITIES[name] or ENTITIES[name:lower()] end))
 end
 
-local function escape_markup(s)
-    return (s:gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"))
-end
-
-local BREAKS = { "br", "/p", "p", "/div", "/li", "/tr", "/th", "/td", "/blockquote", "/pre", "/ul", "/ol", "/table",
-                 "/h1", "/h2", "/h3", "/h4", "/h5", "/h6", "ac:parameter", "/ac:structured-macro" }
-
--- Storage-format XHTML -> plain text: macro parameters dropped, code bodies (CDATA) kept as text,
--- tags removed, entities decoded, whitespace tidied.
-local function storage_to_text(html)
-    local s = html:gsub("<ac:parameter[^>]*>.-</ac:parameter>", " ")
-    s = s:gsub("<!%[CDATA%[(.-)%]%]>", escape_markup)
-    s = s:gsub("<!%-%-.-%-%->", " ")
-    s = s:gsub("(<[lL][iI][^>]*>)%s*<[pP]%f[%s>][^>]*>", "%1")  -- <li><p>item: one line
-    for _, tag in ipairs(BREAKS) do
-        s = s:gsub("<" .. tag .. "[^>]*>", "\n")
-    end
-    s = s:gsub("<li[^>]*>", "\n- ")
-    s = s:gsub("<[^>]*>", "")
-    s = decode_entities(s)
-    s = s:gsub("[ \t\r\f\v]+", " "):gsub(" *\n *", "\n"):gsub("\n\n\n+", "\n\n")
+local function tidy(s)
+    s = s:gsub("[ \t\r\f\v]+", " "):gsub(" ?\n ?", "\n"):gsub("\n\n\n+", "\n\n")
     return (s:gsub("^%s+", ""):gsub("%s+$", ""))
 end
+
+-- Elements dropped with everything in them, and elements that end a line.
+local DROP = { script = true, style = true, noscript = true, template = true, svg = true, head = true,
+               nav = true, footer = true, form = true, iframe = true, button = true, select = true,
+               ["ac:parameter"] = true }
+local BLOCK = { br = true, p = true, div = true, tr = true, ul = true, ol = true, dl = true, dt = true, dd = true,
+                table = true, blockquote = true, pre = true, hr = true, section = true, article = true,
+                header = true, main = true, aside = true, figure = true, figcaption = true, address = true,
+                ["ac:structured-macro"] = true, ["ac:task"] = true, ["ac:layout-section"] = true }
+local CELL = { td = true, th = true }
+
+-- Markup -> readable text, in one pass over its tags (linear whatever the input holds): dropped
+-- elements vanish with their content, blocks become line breaks, list items "- " lines, headings
+-- Markdown "#" lines; comments go, CDATA stays as text, entities are decoded. Returns the text, the
+-- <title> and the headings ({level, text}).
+local function render_html(html)
+    local out, headings, title = {}, {}, nil
+    local pos, n = 1, #html
+    local dropping, heading_at, fresh_item = nil, nil, false
+    local function emit(s)
+        if dropping or s == "" then return end
+        if fresh_item and s:find("%S") then fresh_item = false end
+        out[#out + 1] = s
+    end
+    local function escaped(s)
+        return (s:gsub("&", "&amp;"):gsub("<", "&lt;"))
+    end
+    while pos <= n do
+        local lt = html:find("<", pos, true)
+        emit(html:sub(pos, (lt or n + 1) - 1))
+        if not lt then break end
+        pos = lt + 1
+        if html:sub(lt, lt + 3) == "<!--" then
+            local _, e = html:find("-->", lt + 4, true)
+            pos = (e or n) + 1
+        elseif html:sub(lt, lt + 8) == "<![CDATA[" then
+            local s, e = html:find("]]>", lt + 9, true)
+            emit(escaped(html:sub(lt + 9, (s or n + 1) - 1)))
+            pos = (e or n) + 1
+        elseif html:find("^<[!?]", lt) then
+            local _, e = html:find(">", lt, true)
+            pos = (e or n) + 1
+        else
+            local slash, name = html:match("^<(/?)([%a][%w:%-]*)", lt)
+            local gt = name and html:find(">", lt, true)
+            if not name then
+                emit("&lt;")  -- a "<" in the text
+            elseif not gt then
+                break  -- a tag that never ends: the rest is not text
+            else
+                pos = gt + 1
+                name = name:lower()
+                local closing, level = slash == "/", tonumber(name:match("^h([1-6])$"))
+                if name == "title" and not closing and not title and (not dropping or dropping == "head") then
+                    local cs, ce = html:find("</[tT][iI][tT][lL][eE]%s*>", gt)
+                    if cs then
+                        title = tidy(decode_entities(html:sub(gt + 1, cs - 1)))
+                        pos = ce + 1
+                    end
+                elseif dropping then
+                    if closing and name == dropping then dropping = nil end
+                elseif closing then
+                    if level and heading_at then
+                        local text = tidy(decode_entities(table.concat(out, "", heading_at)))
+                        if text ~= "" and #headings < 200 then headings[#headings + 1] = { level = level, text = text } end
+                        heading_at = nil
+                        emit("\n\n")
+                    elseif BLOCK[name] or name == "li" then
+                        emit("\n")
+                    elseif CELL[name] then
+                        emit(" ")
+                    end
+                elseif DROP[name] or name == "title" then
+                    if html:sub(gt - 1, gt - 1) ~= "/" then dropping = name end
+                elseif level then
+                    emit("\n\n" .. string.rep("#", level) .. " ")
+                    heading_at = #out + 1
+                elseif name == "li" then
+                    emit("\n- ")
+                    fresh_item = true
+                elseif (BLOCK[name] and not fresh_item) or name == "br" then
+                    emit("\n")
+                elseif CELL[name] then
+                    emit(" ")
+                end
+            end
+        end
+    end
+    return tidy(decode_entities(table.concat(out))), title, headings
+end
+
+-- HTML: end --------------------------------------------------------------------------------------
 
 -- API ----------------------------------------------------------------------------------------
 
@@ -117,7 +192,7 @@ end
 
 local function document(page, base_url, space)
     local storage = page.body and page.body.storage and page.body.storage.value or ""
-    local text = storage_to_text(storage)
+    local text = render_html(storage)
     local history = type(page.history) == "table" and page.history or {}
     local version = type(page.version) == "table" and page.version or {}
     local links = type(page._links) == "table" and page._links or {}
