@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from starter_registry.fakes import Files, documents, extension, serving
 
 from context_harness.errors import ToolError
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
+from support.cli import run_ctx
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +94,19 @@ url = "{fake.url}/missing.xml"
                 await h.sync("script:page")
             with pytest.raises(ToolError, match=r"/missing\.xml answered HTTP 404; check `url`"):
                 await h.sync("script:gone")
+
+
+def test_as_a_user_runs_it_ctx_sync_then_ctx_search(workspace) -> None:
+    """The CLI path: ``ctx connector test`` shows the entries, ``ctx sync`` stores them, ``ctx search`` finds one."""
+    with serving(Files) as fake:
+        workspace.write_config(feeds_config(fake.url))
+        tested = run_ctx("connector", "test", "notes", "--show", "1", cwd=workspace.root)
+        synced = run_ctx("sync", "script:notes", "--progress", "none", cwd=workspace.root)
+    assert tested.returncode == 0, tested.stderr
+    assert "3 items" in tested.stdout and "Quokka census: spring results" in tested.stdout
+    assert synced.returncode == 0, synced.stderr
+    found = run_ctx("search", "anemometer froze", "--json", cwd=workspace.root)
+    assert found.returncode == 0, found.stderr
+    (hit,) = json.loads(found.stdout)["results"]
+    assert hit["title"] == "Weather station offline again" and hit["source"] == "script:notes"
+    assert hit["source_url"] == "https://notes.example.org/2026/02/weather-station-offline/"
