@@ -148,18 +148,26 @@ class GitHub(Fake):
 # -- Jira -------------------------------------------------------------------------------------------
 
 class Jira(Fake):
-    """``/rest/api/2/search``: five OPS issues recorded two a page (startAt 0, 2, 4), basic auth."""
+    """``/rest/api/2/search``: five OPS issues recorded two a page (startAt 0, 2, 4), basic auth; the same
+    issues from Cloud's ``/rest/api/2/search/jql`` (nextPageToken, isLast). ``retired``: the first
+    answers 410 Gone, as Jira Cloud does since it removed it."""
 
     folder = "jira"
     email = "dana@acme.test"
+    retired = False
 
     def answer(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> Answer:
         expected = "Basic " + base64.b64encode(f"{self.email}:{self.token}".encode()).decode()
         if headers.get("authorization") != expected:
             return 401, {"WWW-Authenticate": 'OAuth realm="https%3A%2F%2Facme.atlassian.net"'}, \
                 self.fixture("401-not-authenticated.json")
+        if path == "/rest/api/2/search/jql":
+            page = {None: 1, "CAEaAggCIgwKBzEwMDQ0EgE0": 2, "CAEaAggEIgwKBzEwMDQyEgE2": 3}[query.get("nextPageToken")]
+            return 200, {}, self.fixture(f"search-jql-page{page}.json")
         if path != "/rest/api/2/search":
             return 404, {}, b'{"errorMessages": ["Not found"], "errors": {}}'
+        if self.retired:
+            return 410, {}, self.fixture("410-search-removed.json")
         if "NOPE" in query.get("jql", ""):
             return 400, {}, self.fixture("400-bad-jql.json")
         start = int(query.get("startAt", "0"))

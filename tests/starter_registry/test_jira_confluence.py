@@ -58,6 +58,21 @@ async def test_jira_issues_of_every_page_after_a_429(workspace, monkeypatch) -> 
     assert issues["OPS-43"].body == "OPS-43: Nightly backup job skipped on Sunday"  # no description
 
 
+async def test_jira_cloud_search_jql_paged_by_token_also_when_the_old_search_is_gone(workspace, monkeypatch) -> None:
+    monkeypatch.setenv("JIRA_TOKEN", "ATATT3xFfGF0-good")
+    with serving(Jira) as fake:
+        fake.token = "ATATT3xFfGF0-good"
+        fake.retired = True
+        workspace.write_config(jira_config(fake.url))
+        async with Harness.open(workspace.config()) as h:
+            report = await h.sync("script:ops")
+            issues = await documents(h, "script:ops")
+    assert report.total("added") == 5 and sorted(issues) == ["OPS-42", "OPS-43", "OPS-44", "OPS-45", "OPS-46"]
+    assert [(r["path"].rsplit("/", 1)[1], r["query"].get("nextPageToken")) for r in fake.requests] == [
+        ("search", None), ("jql", None), ("jql", "CAEaAggCIgwKBzEwMDQ0EgE0"), ("jql", "CAEaAggEIgwKBzEwMDQyEgE2")]
+    assert "Pool exhaustion confirmed" in issues["OPS-46"].body
+
+
 async def test_jira_auth_and_jql_errors_say_what_to_fix(workspace, monkeypatch) -> None:
     with serving(Jira) as fake:
         fake.token = "ATATT3xFfGF0-good"

@@ -8,10 +8,13 @@
     email = "me@example.com"         -- Jira Cloud: email + API token (basic auth);
     env = ["JIRA_TOKEN"]             -- leave `email` out for a Data Center personal access token
     page_size = 50                   -- maxResults per request (Jira caps it, often at 100)
+    api = "search"                   -- "search/jql": Jira Cloud's newer search (nextPageToken paging);
+                                     -- used anyway when /rest/api/2/search answers 410 Gone
     max_issues = 5000
     max_wait = 60                    -- seconds it may wait when Jira answers 429
 
-  Pages by startAt/maxResults/total of /rest/api/2/search (plain-text descriptions).
+  Pages by startAt/maxResults/total of /rest/api/2/search (plain-text descriptions), or by
+  nextPageToken/isLast of /rest/api/2/search/jql.
 ]]
 
 connector = {
@@ -55,6 +58,7 @@ local function search(url, params, headers, config)
     local max_wait = tonumber(config.max_wait) or 60
     for _ = 1, 5 do
         local resp = http.get(url, { headers = headers, params = params })
+        if resp.status == 410 then return nil end  -- this search endpoint is gone (Jira Cloud retired it)
         if resp.status ~= 429 and resp.status ~= 503 then
             check(resp, config)
             return resp.json
@@ -115,6 +119,42 @@ local function document(issue, base_url)
     }
 end
 
+local function issues_of(page)
+    local issues = type(page) == "table" and page.issues or nil
+    if type(issues) ~= "table" then fail("Jira's search answer has no `issues` list") end
+    return issues
+end
+
+-- /rest/api/2/search, paged by startAt, maxResults and total. False when the endpoint is gone.
+local function by_offset(base_url, config, headers, add, wanted)
+    local url, start = base_url .. "/rest/api/2/search", 0
+    local size = tonumber(config.page_size) or 50
+    while wanted() do
+        local page = search(url, { jql = config.jql, startAt = start, maxResults = size, fields = FIELDS }, headers,
+            config)
+        if page == nil then return false end
+        local issues = issues_of(page)
+        add(issues)
+        start = start + #issues
+        if #issues == 0 or start >= (tonumber(page.total) or 0) then break end
+    end
+    return true
+end
+
+-- /rest/api/2/search/jql (Jira Cloud), paged by nextPageToken until isLast.
+local function by_token(base_url, config, headers, add, wanted)
+    local url, token = base_url .. "/rest/api/2/search/jql", nil
+    local size = tonumber(config.page_size) or 50
+    while wanted() do
+        local page = search(url, { jql = config.jql, nextPageToken = token, maxResults = size, fields = FIELDS },
+            headers, config)
+        if page == nil then fail("Jira answered 410 Gone for " .. url .. "; check `base_url`") end
+        add(issues_of(page))
+        token = page.nextPageToken
+        if page.isLast or type(token) ~= "string" or token == "" then break end
+    end
+end
+
 function connector.scan(config)
     if type(config.base_url) ~= "string" or not config.base_url:match("^https?://") then
         fail("set `base_url` to your Jira's address, e.g. \"https://example.atlassian.net\"")
@@ -133,20 +173,23 @@ function connector.scan(config)
     else
         headers.Authorization = "Bearer " .. token
     end
-    local page_size = tonumber(config.page_size) or 50
     local max_issues = tonumber(config.max_issues) or 5000
-    local url = base_url .. "/rest/api/2/search"
-    local out, start = {}, 0
-    while #out < max_issues do
-        local page = search(url, { jql = config.jql, startAt = start, maxResults = page_size, fields = FIELDS },
-            headers, config)
-        local issues = type(page) == "table" and page.issues or nil
-        if type(issues) ~= "table" then fail("Jira's search answer has no `issues` list") end
+    local out = {}
+    local function add(issues)
         for _, issue in ipairs(issues) do
             if #out < max_issues then out[#out + 1] = document(issue, base_url) end
         end
-        start = start + #issues
-        if #issues == 0 or start >= (tonumber(page.total) or 0) then break end
+    end
+    local api = config.api or "search"
+    if api ~= "search" and api ~= "search/jql" then
+        fail("`api` must be \"search\" (startAt paging) or \"search/jql\" (Jira Cloud's nextPageToken paging)")
+    end
+    if api == "search" and not by_offset(base_url, config, headers, add, function() return #out < max_issues end) then
+        log.warn("jira: /rest/api/2/search is gone (HTTP 410); using /rest/api/2/search/jql")
+        api = "search/jql"
+    end
+    if api == "search/jql" then
+        by_token(base_url, config, headers, add, function() return #out < max_issues end)
     end
     log.info("jira: " .. #out .. " issues")
     return out

@@ -40,7 +40,7 @@ local function message_of(resp)
 end
 
 function tool.execute(params, context)
-    local config = context.config or {}
+    local config = (context and context.config) or {}
     local repo = config.repo
     if type(repo) ~= "string" or not repo:match("^[%w%.%-_]+/[%w%.%-_]+$") then
         fail("set `repo` (owner/name) in this tool's config")

@@ -196,7 +196,7 @@ local function check_host(url, hosts)
 end
 
 function tool.execute(params, context)
-    local config = context.config or {}
+    local config = (context and context.config) or {}
     local url = params.url
     check_host(url, config.hosts)
     local cap = tonumber(config.max_chars) or 20000
