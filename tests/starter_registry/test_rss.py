@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from starter_registry.fakes import Files, documents, extension, serving
@@ -110,3 +111,35 @@ def test_as_a_user_runs_it_ctx_sync_then_ctx_search(workspace) -> None:
     (hit,) = json.loads(found.stdout)["results"]
     assert hit["title"] == "Weather station offline again" and hit["source"] == "script:notes"
     assert hit["source_url"] == "https://notes.example.org/2026/02/weather-station-offline/"
+
+
+HOSTILE_FEEDS = [  # each has one good entry first; what follows would make naive patterns backtrack
+    "<item><title>bad</title><description>" + "<" * 200_000 + "</description></item>",
+    "<item><title>bad</title><description><![CDATA[" + "<p " * 100_000 + "]]></description></item>",
+    "<item>" * 100_000,
+    "<item><title>bad</title><pubDate>" + "1 " * 100_000 + "</pubDate><description>x</description></item>",
+]
+
+
+@pytest.mark.parametrize("tail", range(len(HOSTILE_FEEDS)))
+async def test_hostile_feeds_are_read_in_linear_time(workspace, tail: int) -> None:
+    feed = ('<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><item><title>Good entry</title>'
+            "<guid>g1</guid><description>fine text</description></item>" + HOSTILE_FEEDS[tail] + "</channel></rss>")
+    with serving(Files) as fake:
+        fake.pages["/hostile.xml"] = ("application/rss+xml", feed.encode())
+        workspace.write_config(f"""
+[lua]
+http_allow = ["127.0.0.1"]
+
+[connectors.script.hostile]
+path = "{extension("connectors/rss/connector.lua")}"
+url = "{fake.url}/hostile.xml"
+timeout = 10
+""")
+        async with Harness.open(workspace.config()) as h:
+            started = time.monotonic()
+            await h.sync("script:hostile")
+            elapsed = time.monotonic() - started
+            docs = await documents(h, "script:hostile")
+    assert elapsed < 3, elapsed
+    assert docs["g1"].body == "Good entry\n\nfine text"
