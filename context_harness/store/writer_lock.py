@@ -111,12 +111,14 @@ class WriterLock:
 
     def attempts(self, operation: str, wait: float = WAIT_SECONDS) -> Iterator[float]:
         """Try to take the lock until it is taken, yielding the pause before each next try (the caller
-        sleeps it, blocking or async); logs once whom it waits for; ``StoreBusy`` after ``wait`` s."""
+        sleeps it, blocking or async); logs once whom it waits for (a warning when another process
+        holds it; taking turns within this one, e.g. a note tool and the live index, is routine: info);
+        ``StoreBusy`` after ``wait`` s."""
         started = time.monotonic()
         said = False
         while not self.try_acquire(operation):
             if not said:
-                log.warning("%s", self.waiting(operation))
+                log.log(logging.INFO if self.held else logging.WARNING, "%s", self.waiting(operation))
                 said = True
             if time.monotonic() - started > wait:
                 raise self.busy(operation, wait)

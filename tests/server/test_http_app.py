@@ -55,6 +55,25 @@ def test_recent_and_related_through_the_rest_shim(rest):
     assert bad.status_code == 400 and "since" in bad.json()["error"]["message"]
 
 
+def test_the_note_tools_through_the_rest_shim(config, start_server):
+    """With a writable source the REST shim lists and runs the note tools; a stale version is a 409."""
+    source = next(iter(config.connectors.filesystem.values()))
+    source.writable = True
+    server = start_server(config)
+    with httpx2.Client(base_url=server.url, timeout=30) as rest:
+        names = [t["name"] for t in rest.get("/tools/list").json()["tools"]]
+        assert names[-4:] == ["note_write", "note_edit", "note_move", "note_delete"]
+        written = rest.post("/tools/note_write", json={"source": "docs", "path": "inbox/rest.md",
+                                                        "content": "Written over REST by a curl user."})
+        assert written.status_code == 200 and written.json()["action"] == "written"
+        assert (source.root / "inbox" / "rest.md").read_text() == "Written over REST by a curl user.\n"
+        stale = rest.post("/tools/note_edit", json={"id": written.json()["id"], "op": "append", "text": "x",
+                                                     "expected_version": "0" * 64})
+        assert stale.status_code == 409 and stale.json()["error"]["code"] == "conflict"
+        outside = rest.post("/tools/note_write", json={"source": "docs", "path": "/etc/passwd.md", "content": "x"})
+        assert outside.status_code == 400 and "absolute" in outside.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("method, path, body, status, code", [
     ("POST", "/tools/search", {"query": ""}, 400, "bad_request"),
     ("POST", "/tools/search", {"query": "x", "limit": 101}, 400, "bad_request"),

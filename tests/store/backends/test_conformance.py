@@ -241,6 +241,26 @@ async def test_a_wikilink_follows_a_retitled_note(harness: Harness, workspace: W
     assert out.links_to == [] and sorted(u.target for u in out.unresolved) == ["Harvest plan", "Sowing plan"]
 
 
+async def test_notes_are_written_through_either_backend_and_a_replica_without_the_folder_refuses(
+        workspace: Workspace, backend: str, url: str | None) -> None:
+    from context_harness.errors import NotConfigured
+    from context_harness.models import NoteWriteRequest
+
+    config = backend_config(workspace, backend, url)
+    config.connectors.filesystem["docs"].writable = True
+    async with Harness.open(config) as h:
+        out = await h.note_write(NoteWriteRequest(source="docs", path="inbox/q.md", content="Quokkas write notes."))
+        hits = (await h.search(SearchRequest(query="quokkas", mode="keyword"))).results
+        assert [(r.id, r.version) for r in hits] == [(out.id, out.version)]
+    elsewhere = config.model_copy(deep=True)  # the same database, on a host without the folder
+    elsewhere.connectors.filesystem["docs"].root = workspace.docs.parent / "not-on-this-host"
+    async with Harness.open(elsewhere) as replica:
+        with pytest.raises(NotConfigured, match="this replica does not hold it" if backend == "postgres"
+                           else "create it, or fix root"):
+            await replica.note_write(NoteWriteRequest(source="docs", path="inbox/r.md", content="x"))
+    assert not (workspace.docs.parent / "not-on-this-host").exists()
+
+
 async def test_recent_lists_additions_updates_and_deletions_newest_first(harness: Harness,
                                                                         workspace: Workspace) -> None:
     from context_harness.errors import BadRequest
