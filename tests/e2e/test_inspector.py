@@ -31,7 +31,7 @@ UNKNOWN_ID = "0000000000000000"
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A synced workspace with every kind of tool, prompt and resource; and the servers' environment."""
     root = tmp_path_factory.mktemp("inspected")
-    cfg = write_hostile_workspace(root)
+    cfg = write_hostile_workspace(root, writable=True)
     kept = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if k in kept}
     env.update(XDG_DATA_HOME=str(root / "xdg-data"), XDG_CONFIG_HOME=str(root / "xdg-config"),
@@ -69,7 +69,8 @@ def ok(answer: Answer) -> dict:
 def test_tools_list_is_portable_under_strict(inspector: Inspector, target: list[str]) -> None:
     answer = inspector.call(target, "--method", "tools/list", "--strict")
     tools = {tool["name"]: tool for tool in ok(answer)["tools"]}
-    assert {"search", "get", "sources", "agent_list", "agent_get", "agent_inject", "echo"} <= tools.keys()
+    assert {"search", "get", "sources", "agent_list", "agent_get", "agent_inject", "echo", "note_write",
+            "note_edit", "note_move", "note_delete"} <= tools.keys()
     assert answer.findings == [], answer.findings  # 0 errors, 0 warnings
     assert "Warning" not in answer.stderr and "Schema portability" not in answer.stderr
 

@@ -38,6 +38,8 @@ ERROR_CALLS = [
     ("agent_zoo_inject", {}, "INVALID_ARGUMENTS"),
     ("echo", {}, "bad_request"),
     ("echo", {"text": "x", "repeat": 0}, "tool_error"),
+    ("note_write", {"source": "docs", "path": "../x.md", "content": "x"}, "bad_request"),
+    ("note_edit", {"id": "0000000000000000", "op": "append", "expected_version": "v"}, "not_found"),
 ]
 
 
@@ -48,7 +50,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
-    cfg = write_hostile_workspace(tmp_path, server='compat = ["agentzoo"]')
+    cfg = write_hostile_workspace(tmp_path, server='compat = ["agentzoo"]', writable=True)
     async with Harness.open(config_mod.load_file(cfg)) as harness:
         await harness.sync()
         async with Client(build_server(harness), mode="legacy") as connected:

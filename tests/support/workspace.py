@@ -261,10 +261,15 @@ def write_served(root: Path, server: str = "") -> Path:
     return config_path
 
 
-def write_hostile_workspace(root: Path, server: str = "") -> Path:
+def write_hostile_workspace(root: Path, server: str = "", writable: bool = False) -> Path:
     """``write_served`` plus ``KB_DOCS``, the agent tools and a Lua tool (``echo``): every kind of tool,
-    prompt and resource, for the hostile-input batteries; returns the config path."""
+    prompt and resource, for the hostile-input batteries; ``writable``: the docs folder too, so the
+    note tools are offered; returns the config path."""
     cfg = write_served(root, server=f"agent_tools = true\n{server}")
+    if writable:
+        text = cfg.read_text(encoding="utf-8")
+        cfg.write_text(text.replace("[connectors.filesystem.docs]\n", "[connectors.filesystem.docs]\nwritable = true\n"),
+                       encoding="utf-8")
     write_files(root / "docs", KB_DOCS)
     echo = (EXAMPLES / "lua" / "echo.lua").as_posix()
     cfg.write_text(cfg.read_text(encoding="utf-8") + f'\n[tools.script.echo]\npath = "{echo}"\nprefix = "> "\n',
