@@ -69,9 +69,12 @@ async def test_snippet_contains_matched_terms(harness) -> None:
 
 async def test_result_shape(harness) -> None:
     payload = (await harness.search(SearchRequest(query="sandbox"))).model_dump(mode="json")
-    # the seed's keys, plus where the snippet lies: the chunk index and its heading path
+    # the seed's keys, plus where the snippet lies (the chunk index and its heading path) and the
+    # document's version (what the note tools compare)
     assert set(payload["results"][0]) == {"id", "score", "title", "source", "source_id", "updated_at", "snippet",
-                                          "source_url", "chunk", "heading"}
+                                          "source_url", "chunk", "heading", "version"}
+    doc = await harness.get(payload["results"][0]["id"])
+    assert payload["results"][0]["version"] == doc.version and len(doc.version or "") == 64
     assert payload["results"][0]["chunk"] == 0 and isinstance(payload["results"][0]["heading"], str)
     assert payload["results"][0]["id"] == payload["results"][0]["id"].lower()
 

@@ -72,7 +72,7 @@ async def test_search_returns_structured_content_and_text(server, mode):
     assert 1 <= len(hits) <= 2
     assert hits[0]["title"] == "Tantivy notes"
     assert set(hits[0]) == {"id", "score", "title", "source", "source_id", "updated_at", "snippet", "source_url",
-                            "chunk", "heading"}
+                            "chunk", "heading", "version"}
     assert hits[0]["chunk"] == 0 and hits[0]["heading"] == "Tantivy notes"
     text = result.content[0].text
     assert "Tantivy notes" in text and hits[0]["id"] in text
