@@ -11,11 +11,13 @@ import sys
 
 from context_harness.cli.agents import agent
 from context_harness.cli.app import alias_serve_mcp, cli
+from context_harness.cli.registry import registry
 from context_harness.cli.tools import connector, tool
 
 cli.add_command(tool)
 cli.add_command(connector)
 cli.add_command(agent)
+cli.add_command(registry)
 
 
 def main() -> None:
