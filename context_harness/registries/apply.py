@@ -44,13 +44,20 @@ def apply(config: Config) -> Config:
         for name, entry in group.items():
             if entry.grant is None:
                 _grant_explicit(known, entry, group is config.tools.script, name, config)
-    if agent_folders:
-        agents = config.agents
-        paths = agents.get("paths")
-        if paths is None:
-            paths = list(DEFAULT_AGENT_PATHS) if config.source_path is not None else []
-        agents["paths"] = [*paths, *(str(p) for p in agent_folders)]
+    _add_agent_folders(config, agent_folders)
     return config
+
+
+def _add_agent_folders(config: Config, folders: list[Path]) -> None:
+    """Add ``folders`` to ``[agents] paths`` (its defaults kept), leaving out any it already searches."""
+    agents = config.agents
+    paths = agents.get("paths")
+    if paths is None:
+        paths = list(DEFAULT_AGENT_PATHS) if config.source_path is not None else []
+    searched = {(config.base_dir / Path(p).expanduser()).resolve() for p in paths}
+    extra = [str(p) for p in folders if p.resolve() not in searched]
+    if extra:
+        agents["paths"] = [*paths, *extra]
 
 
 def _entry(entry: E, grant: Grant) -> E:

@@ -84,6 +84,10 @@ class ExtensionEntry(BaseModel):
             raise ValueError("hosts are listed but capabilities does not include \"http\"")
         if self.env and "env" not in self.capabilities:
             raise ValueError("env variables are listed but capabilities does not include \"env\"")
+        suffix = ".md" if self.kind == "agent" else ".lua"
+        if not self.path.lower().endswith(suffix):
+            raise ValueError(f"path {self.path!r}: {self.kind}s are {'Markdown' if suffix == '.md' else 'Lua'} "
+                             f"files ({suffix})")
         if self.kind == "connector" and "context" in self.capabilities:
             raise ValueError("capability \"context\" is for tools and agents, not connectors")
         return self

@@ -139,11 +139,12 @@ class Registries:
         return {ext_id: Resolution(ext_id, found) for ext_id, found in sorted(copies.items())}
 
     def copy_of_script(self, path: Path) -> Copy | None:
-        """The registry or project copy whose script is ``path`` (an explicit table may point at one)."""
+        """The registry copy whose script is ``path`` (an explicit table may point at one; a project
+        file configured explicitly is the user's own)."""
         target = path.resolve()
         for resolution in self.resolutions().values():
             for copy in resolution.copies:
-                if copy.extension is not None and copy.extension.script == target:
+                if copy.level != "project" and copy.extension is not None and copy.extension.script == target:
                     return copy
         return None
 

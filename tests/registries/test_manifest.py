@@ -61,17 +61,22 @@ env = ["HOME"]
 [extensions."widgets/x"]
 kind = "tool"
 path = "tools/ok.lua"
+
+[extensions."agents/lua"]
+kind = "agent"
+path = "tools/ok.lua"
 """
     manifest = parse(text, label="mine/registry.toml", root=tmp_path)
     assert manifest.name == "mine"
     assert list(manifest.extensions) == ["tools/ok"]
     assert manifest.extensions["tools/ok"].entry.hosts == ["api.example.com", "{url}"]
     errors = "\n".join(manifest.errors)
-    assert len(manifest.errors) == 8, errors
+    assert len(manifest.errors) == 9, errors
     for ext_id, why in [("tools/wrong-kind", "does not match the id"), ("tools/bad-cap", "unknown capability 'os'"),
                         ("tools/hosts-no-http", 'does not include "http"'), ("tools/unknown-key", "'token'"),
                         ("tools/missing", "no such file"), ("tools/escape", "without '..'"),
-                        ("tools/env-no-cap", '"env"'), ("widgets/x", "<kind>s/<name>")]:
+                        ("tools/env-no-cap", '"env"'), ("widgets/x", "<kind>s/<name>"),
+                        ("agents/lua", "agents are Markdown files (.md)")]:
         line = next(e for e in manifest.errors if f'[extensions."{ext_id}"]' in e)
         assert line.startswith("mine/registry.toml: ") and why in line, line
 

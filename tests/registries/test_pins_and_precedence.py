@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.errors import NotFound
+from context_harness.errors import ConfigError, NotFound
 from context_harness.harness import Harness
 from context_harness.registries import service
 from support.registries import commit, config_text, git, make_registry
@@ -52,6 +53,18 @@ def test_the_pin_is_recorded_and_an_update_shows_new_capabilities_without_applyi
     assert again["from"] == again["to"] == second
     with pytest.raises(NotFound, match="no \\[registries.other\\]"):
         service.update(config_mod.load_file(cfg), "other", accept=False)
+
+
+def test_a_registry_must_be_a_git_repository(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "registry.toml").write_text("", encoding="utf-8")
+    cfg = tmp_path / "ctx.toml"
+    cfg.write_text(config_text({"plain": ("plain", "community")}), encoding="utf-8")
+    if (tmp_path / ".git").exists() or subprocess.run(["git", "rev-parse"], cwd=tmp_path,
+                                                      capture_output=True).returncode == 0:
+        pytest.skip("the temporary folder is inside a git repository")
+    with pytest.raises(ConfigError, match="is not in a git repository; run `git init` and commit"):
+        service.ensure(config_mod.load_file(cfg))
 
 
 def test_auto_update_applies_a_change_that_asks_for_nothing_new(tmp_path: Path) -> None:
@@ -103,3 +116,23 @@ async def test_precedence_over_all_five_levels(tmp_path: Path) -> None:
     service.remove(config_mod.load_file(cfg), "corp")
     said, why = await winner()
     assert said == "from comm" and why.endswith("is the only copy")
+
+
+RESEARCHER = "---\nname: researcher\ndescription: Finds sources on a question\ntools: search, get\n---\nResearch it.\n"
+HELPER = "---\nname: helper\ndescription: A project agent\ntools: search\n---\nHelp.\n"
+
+
+async def test_registry_and_project_agents_are_found(tmp_path: Path) -> None:
+    manifest = ('[extensions."agents/researcher"]\nkind = "agent"\npath = "agents/researcher.md"\n'
+                'description = "finds sources"\n')
+    make_registry(tmp_path / "reg", manifest, {"agents/researcher.md": RESEARCHER})
+    ctx = tmp_path / "proj" / ".ctx"  # the layout `ctx init` makes: the config inside .ctx/, agents beside it
+    (ctx / "agents").mkdir(parents=True)
+    (ctx / "agents" / "helper.md").write_text(HELPER, encoding="utf-8")
+    cfg = ctx / "config.toml"
+    cfg.write_text(config_text({"community": ("../../reg", "community")}), encoding="utf-8")
+    service.ensure(config_mod.load_file(cfg))
+    async with Harness.open(config_mod.load_file(cfg)) as harness:
+        assert {a.name for a in harness.agents()} == {"researcher", "helper"}
+        assert harness.unavailable_agents() == []
+    assert service.info(config_mod.load_file(cfg), "agents/helper")["winner"] == "project .ctx/"
