@@ -110,7 +110,8 @@ def registry_add(ctx: click.Context, ext_id: str, config_path: str | None, root:
     done = service.add(required_config(ctx), ext_id)
     click.echo(f"added [{done['table']}] to {done['config']}")
     if done["set"]:
-        click.echo(f"set {', '.join(done['set'])} there, then `ctx sync`")
+        then = "`ctx sync`" if done["table"].startswith("connectors.") else f"`ctx tool test {done['name']}`"
+        click.echo(f"set {', '.join(done['set'])} there, then {then}")
 
 
 @registry.command("update")

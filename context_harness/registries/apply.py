@@ -8,6 +8,7 @@ its grant.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TypeVar
 
@@ -16,6 +17,7 @@ from context_harness.config import Config, ScriptConfig, ScriptConnectorConfig
 from context_harness.lua.grant import Grant
 from context_harness.registries.resolve import Registries, grant_for, needs_enable, project_folder
 
+log = logging.getLogger(__name__)
 E = TypeVar("E", bound=ScriptConfig)
 
 
@@ -27,6 +29,8 @@ def apply(config: Config) -> Config:
     if not config.registries.named() and not project_folder(config).is_dir():
         return config
     known = Registries(config)
+    for error in known.errors:  # a broken entry is left out; the others serve
+        log.warning("extension registry: %s", error)
     agent_folders: list[Path] = []
     for resolution in known.resolutions().values():
         win = resolution.winner

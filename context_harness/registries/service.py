@@ -162,7 +162,7 @@ def add(config: Config, ext_id: str) -> dict[str, Any]:
              f"path = \"{Path(script).as_posix()}\""]
     lines += [f"# {k} = \"\"    # required: set it" for k in ext.entry.config]
     configfile.append_table(path, key, "\n".join(lines) + "\n")
-    return {"id": ext_id, "table": key, "config": str(path), "set": ext.entry.config}
+    return {"id": ext_id, "name": ext.name, "table": key, "config": str(path), "set": ext.entry.config}
 
 
 @dataclass
