@@ -8,6 +8,7 @@ import pytest
 
 from context_harness.errors import ConfigError
 from context_harness.registries.manifest import load, parse
+from context_harness.registries.resolve import config_hosts
 
 
 def test_good_entries_load_and_each_bad_one_is_named(tmp_path: Path) -> None:
@@ -88,3 +89,11 @@ def test_a_broken_manifest_names_its_file(tmp_path: Path) -> None:
         parse("[tools]\n", label="reg/registry.toml", root=tmp_path)
     with pytest.raises(ConfigError, match="no registry.toml"):
         load(tmp_path, "registry empty")
+
+
+def test_config_hosts_take_the_host_and_port_of_urls_and_host_patterns_from_lists() -> None:
+    assert config_hosts("https://user:pw@jira.example.com:8443/rest") == ["jira.example.com:8443"]
+    assert config_hosts(["https://a.example.com/x", "*.docs.example.org", "not a host!"]) == [
+        "a.example.com", "*.docs.example.org"]
+    assert config_hosts("http://[::1]:8080/") == ["[::1]:8080"]
+    assert config_hosts(None) == [] and config_hosts(42) == []
