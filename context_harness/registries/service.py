@@ -160,7 +160,8 @@ def add(config: Config, ext_id: str) -> dict[str, Any]:
     lines = [f"# {ext_id} from {copy.origin} (`ctx registry info {ext_id}`); runs with only: "
              f"{', '.join(ext.entry.capabilities) or 'the pure host tables'}", f"[{key}]",
              f"path = \"{Path(script).as_posix()}\""]
-    lines += [f"# {k} = \"\"    # required: set it" for k in ext.entry.config]
+    lines += [f"# {k} = ...    # required: set it (its value: `ctx registry info {ext_id}` and the extension's docs)"
+              for k in ext.entry.config]
     configfile.append_table(path, key, "\n".join(lines) + "\n")
     return {"id": ext_id, "name": ext.name, "table": key, "config": str(path), "set": ext.entry.config}
 

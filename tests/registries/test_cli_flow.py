@@ -29,8 +29,9 @@ def test_add_a_connector_sync_it_and_find_its_documents(project, pages) -> None:
     original = project.config.read_text(encoding="utf-8")
     assert "added [connectors.script.feed]" in ok("registry", "add", "connectors/feed", cwd=cwd)
     text = project.config.read_text(encoding="utf-8")
-    assert text.startswith(original) and '# url = ""    # required: set it' in text
-    project.config.write_text(text.replace('# url = ""    # required: set it', f'url = "{pages.url("feed.txt")}"'),
+    placeholder = "# url = ...    # required: set it (its value: `ctx registry info connectors/feed`"
+    assert text.startswith(original) and placeholder in text
+    project.config.write_text(text.replace(placeholder, f'url = "{pages.url("feed.txt")}" #'),
                               encoding="utf-8")
     assert "script:feed: 2 added" in ok("sync", cwd=cwd)
     assert "Quokkas" in ok("search", "quokka", cwd=cwd)
