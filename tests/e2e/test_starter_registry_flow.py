@@ -58,8 +58,8 @@ async def test_init_add_rss_sync_search_and_a_web_fetch_that_keeps_to_its_hosts(
         assert "connectors/rss" in listed and "tools/web-fetch" in listed and "off (asks for http" in listed
 
         ok("registry", "add", "connectors/rss", cwd=project)
-        ok("registry", "add", "tools/web-fetch", cwd=project)
-        ok("registry", "enable", "tools/web-fetch", cwd=project)
+        assert "enabled tools/web-fetch" in ok("registry", "enable", "tools/web-fetch", cwd=project)
+        ok("registry", "add", "tools/web-fetch", cwd=project)  # its own table, to set its hosts
         text = config.read_text(encoding="utf-8")
         for key, value in (("url", f'"{base}/feed.xml"'), ("hosts", f'["127.0.0.1:{server.server_address[1]}"]')):
             start = text.index(f"# {key} = ...")
