@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_harness import redaction
 from context_harness.errors import ConfigError
@@ -249,10 +249,20 @@ class ScriptConfig(BaseModel):
     memory_limit: int | None = Field(default=None, ge=1_048_576, description="bytes of Lua memory; unset: 64 MiB")
     env: list[str] = Field(default_factory=list, description="environment variables the script may read with "
                            "env.get")
+    # Not part of the file: for a script from an extension registry, what its manifest grants (a
+    # ``lua.grant.Grant``, set by ``registries``); None: the user's own script, every host table.
+    _grant: Any = PrivateAttr(default=None)
 
     @property
     def extra(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+    @property
+    def grant(self) -> Any:
+        return self._grant
+
+    def set_grant(self, grant: Any) -> None:
+        self._grant = grant
 
 
 class ScriptConnectorConfig(ScriptConfig, _Interval):
@@ -304,6 +314,34 @@ class LuaConfig(_Section):
                                      description="calls of one Lua tool that wait for those; one more answers busy")
 
 
+class RegistryConfig(_Section):
+    """``[registries.NAME]``: an extension registry (a git repository with ``registry.toml``) whose
+    connectors, tools and agents ``ctx registry`` lists and installs; scripts from it run with only the
+    capabilities its manifest declares."""
+
+    url: str = Field(description="the registry: a git URL, or a local path (a repository, or a folder inside one) "
+                     "relative to the config file")
+    readonly: bool = Field(default=True, description="never push to or edit the registry's copy (to change an "
+                           "extension, `ctx registry override ID` copies it into the project's .ctx/)")
+    auto_update: bool = Field(default=False, description="apply `ctx registry update` without --accept when the "
+                              "update asks for no new capability, host or environment variable")
+    tier: Literal["personal", "company", "community"] = Field(
+        default="community", description="precedence between registries: personal over company over community "
+        "(explicit config and the project's .ctx/ win over all three); within a tier, config order")
+
+
+class RegistriesConfig(BaseModel):
+    """``[registries]``: extension registries, each a ``[registries.NAME]`` table (``ctx registry init``
+    adds the starter one as ``community``)."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, RegistryConfig] = Field(init=False)
+
+    def named(self) -> dict[str, RegistryConfig]:
+        """The registries by name, in config order."""
+        return dict(self.model_extra or {})
+
+
 class Unavailable(BaseModel):
     """A component (connector, Lua tool, agent) left out because ``${VAR}``s in its table are not set,
     or (``error``) because its file did not load: a syntax error, an error at load, bad metadata.
@@ -335,10 +373,14 @@ class Config(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     lua: LuaConfig = Field(default_factory=LuaConfig)
     agents: dict[str, Any] = Field(default_factory=dict)
+    registries: RegistriesConfig = Field(default_factory=RegistriesConfig)
 
     # Not part of the file: where it came from, and the components left out for unset variables.
     source_path: Path | None = Field(default=None, exclude=True)
     unavailable: list[Unavailable] = Field(default_factory=list, exclude=True)
+    # Set by ``registries.apply``: done once; where each registry or project extension came from.
+    registries_applied: bool = Field(default=False, exclude=True)
+    extension_origins: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @property
     def base_dir(self) -> Path:
@@ -477,7 +519,7 @@ def load_file(path: Path) -> Config:
 
 def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     label = str(path) if path else "<config>"
-    for reserved in ("source_path", "unavailable"):
+    for reserved in ("source_path", "unavailable", "registries_applied", "extension_origins"):
         if reserved in raw:
             raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; see the config reference, "
                               "docs/reference/config.md)")

@@ -54,6 +54,7 @@ from context_harness.models import (
     SyncSummary,
 )
 from context_harness.offering import Offering
+from context_harness.registries.apply import apply as apply_registries
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.services import RELOAD_INTERVAL, Services
@@ -77,7 +78,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 
 class Harness(Offering, WriteBack, Connections):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
-        self.config = config
+        self.config = apply_registries(config)  # registry tools and agents, and every registry script's grant
         self.extensions = extensions or Extensions()
         self.connectors: list[Connector] = self.extensions.connector_registry().build(config)
         self.backend: Backend | None = None
@@ -337,7 +338,8 @@ class Harness(Offering, WriteBack, Connections):
             healthy = live["status"] != FAILING
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
-                                 embedded_chunks=embedded, pending_chunks=pending, **live))
+                                 embedded_chunks=embedded, pending_chunks=pending, **live,
+                                 origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
         return SourcesResponse(sources=out, embedding=self.embedding_status())
 
     async def stats(self) -> StatsOut:
@@ -413,7 +415,7 @@ class Harness(Offering, WriteBack, Connections):
         """Take the settings of ``config`` (a changed config file) for the configured connectors
         whose settings differ; returns those connectors, made anew. Connectors added to or removed
         from the file are left as they are (a restart takes them), and logged."""
-        fresh = {c.label: c for c in self.extensions.connector_registry().build(config)}
+        fresh = {c.label: c for c in self.extensions.connector_registry().build(apply_registries(config))}
         current = {c.label: c for c in self.connectors}
         if set(fresh) != set(current):
             log.warning("the config adds or removes sources (%s); restart to serve them",

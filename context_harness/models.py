@@ -251,6 +251,8 @@ class SourceOut(BaseModel):
         "events), 'polled' (periodic scans, because watching failed: see watch_note), 'interval' (a sync "
         "every sync_interval) or 'off'; null when this process is not serving.")
     watch_note: str | None = Field(default=None, description="Why the source is polled instead of watched.")
+    origin: str | None = Field(default=None, description="Where a Lua connector's script came from: "
+                               "'registry NAME at COMMIT' or 'project .ctx/'; null for the user's own scripts.")
     syncing: bool = Field(default=False, description="A sync of this source is running in this process.")
     last_outcome: Literal["ok", "error"] | None = Field(
         default=None, description="How this process's last sync of the source ended (null: none yet).")

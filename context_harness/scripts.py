@@ -16,6 +16,7 @@ from context_harness import timestamps
 from context_harness.config import Config, LuaConfig, ScriptConfig
 from context_harness.context import BlockingKnowledgeBase, HarnessContext
 from context_harness.errors import NotConfigured, NotFound
+from context_harness.registries.apply import apply as apply_registries
 
 
 def script_entry(kind: str, target: str, config: Config | None) -> tuple[str, ScriptConfig, LuaConfig]:
@@ -23,6 +24,7 @@ def script_entry(kind: str, target: str, config: Config | None) -> tuple[str, Sc
     ``NotConfigured`` for an entry set aside (an unset variable), ``NotFound`` for neither entry nor file."""
     entries: dict[str, ScriptConfig] = {}
     if config is not None:
+        config = apply_registries(config)  # a registry's script runs with its grant here too
         entries = dict(config.tools.script) if kind == "tools" else dict(config.connectors.script)
     lua = config.lua if config is not None else LuaConfig()
     name = target.removeprefix("script:") if kind == "connectors" else target

@@ -1,9 +1,9 @@
 """The command-line rim: ``ctx`` / ``context-harness``. Only this package imports click and rich.
 
-``app`` holds the group and the knowledge-base commands; ``tools`` (``ctx tool``, ``ctx
-connector``) ``agents`` (``ctx agent``), ``connections`` (``ctx recent``, ``ctx related``) and ``notes`` (``ctx note``)
-add theirs here. Each command parses its options, calls
-one ``Harness`` method and renders the result.
+``app`` holds the group and the knowledge-base commands; ``tools`` (``ctx tool``, ``ctx connector``),
+``agents`` (``ctx agent``), ``connections`` (``ctx recent``, ``ctx related``), ``notes`` (``ctx note``)
+and ``registry`` (``ctx registry``) add theirs here. Each command parses its options, calls one
+``Harness`` method and renders the result.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from context_harness.cli.agents import agent
 from context_harness.cli.app import alias_serve_mcp, cli
 from context_harness.cli.connections import recent, related
 from context_harness.cli.notes import note
+from context_harness.cli.registry import registry
 from context_harness.cli.tools import connector, tool
 
 cli.add_command(tool)
@@ -22,6 +23,7 @@ cli.add_command(agent)
 cli.add_command(recent)
 cli.add_command(related)
 cli.add_command(note)
+cli.add_command(registry)
 
 
 def main() -> None:

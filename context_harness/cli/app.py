@@ -341,7 +341,7 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""
         click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
                    f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else "")
-                   + live_state(s.model_dump()))
+                   + (f" [from {s.origin}]" if s.origin else "") + live_state(s.model_dump()))
     click.echo(_embedder_line(embedding))
 
 

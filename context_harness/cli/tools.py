@@ -59,15 +59,16 @@ def tool() -> None:
 @click.pass_context
 def tool_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the tools MCP clients see: built-ins, agent tools, extension tools and Lua tools."""
-    async def listing(harness: Harness) -> tuple[list[Tool], dict[str, Any]]:
-        return harness.tools(), harness.tool_listing()
+    async def listing(harness: Harness) -> tuple[list[Tool], dict[str, Any], dict[str, str]]:
+        return harness.tools(), harness.tool_listing(), harness.config.extension_origins
 
-    listed, body = run_with_harness(ctx, listing)
+    listed, body, origins = run_with_harness(ctx, listing)
     if as_json:
         print_json(body)
         return
     for t in listed:
-        kind = "built-in" if t.builtin else f"lua ({getattr(t, 'path', '')})"
+        origin = origins.get(f"tools/{t.name}")
+        kind = "built-in" if t.builtin else f"lua ({getattr(t, 'path', '')}{'; from ' + origin if origin else ''})"
         hints = ", ".join(k for k, v in t.annotations.items() if v is True) or "no hints"
         click.echo(f"{t.name}  [{kind}; {hints}]")
         click.echo(f"    {t.description}")

@@ -57,10 +57,13 @@ def search_request(query: Any, options: Any) -> dict[str, Any]:
 
 
 class ContextBridge:
-    """One per sandbox: the Lua ``context`` table and the context object bound to the current call."""
+    """One per sandbox: the Lua ``context`` table and the context object bound to the current call.
+    ``refusal``: a script from a registry that did not declare ``context`` gets this error from
+    ``context.search/get/sources`` (``context.config`` stays)."""
 
-    def __init__(self, sandbox: Sandbox, config: dict[str, Any]) -> None:
+    def __init__(self, sandbox: Sandbox, config: dict[str, Any], refusal: str | None = None) -> None:
         self.current: ScriptContext | None = None
+        self.refusal = refusal
         lua = sandbox.lua
         functions = lua.table_from({
             b"search": guard(sandbox, "context.search", self.search),
@@ -71,6 +74,8 @@ class ContextBridge:
         self.table = sandbox.api.host_table(functions, extra, b"context.")
 
     def _context(self, what: str) -> ScriptContext:
+        if self.refusal is not None:
+            raise HostError(self.refusal)
         if self.current is None:
             raise HostError("not available here (no knowledge base is attached)")
         return self.current

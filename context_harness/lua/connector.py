@@ -128,7 +128,7 @@ class LuaConnector:
         self.script = LuaScript(
             script_config.path, name=name, kind="connector", lua_config=lua_config, timeout=script_config.timeout,
             memory_limit=script_config.memory_limit, env=script_config.env, config=script_config.extra,
-            global_name="connector", max_instances=1)
+            global_name="connector", max_instances=1, grant=script_config.grant)
 
     @property
     def label(self) -> str:

@@ -32,6 +32,7 @@ from lupa.lua54 import lua_type
 from context_harness.errors import AgentError, ConfigError, HarnessError, Timeout, ToolError
 from context_harness.lua.bridge import ContextBridge, ScriptContext
 from context_harness.lua.convert import ConversionError, array, to_lua, to_py
+from context_harness.lua.grant import Grant
 from context_harness.lua.host import HostAPI
 from context_harness.lua.runtime import DEFAULT_MEMORY_LIMIT, HostLimits, Sandbox, ScriptFailure
 
@@ -111,7 +112,7 @@ class LocalScript:
                  timeout: float | None = None, memory_limit: int | None = None, env: list[str] | tuple[str, ...] = (),
                  config: dict[str, Any] | None = None, global_name: str | None = None,
                  error_class: type[HarnessError] | None = None, max_instances: int = 2,
-                 source: bytes | None = None) -> None:
+                 source: bytes | None = None, grant: Grant | None = None) -> None:
         self.path = Path(path)
         self.name = name
         self.kind = kind
@@ -121,6 +122,7 @@ class LocalScript:
         self.env = list(env)
         self.config = dict(config or {})
         self.global_name = global_name
+        self.grant = grant
         self.error_class = error_class or (AgentError if kind == "agent" else ToolError)
         self.max_instances = max(1, max_instances)
         self.what = f"Lua {kind} '{name}'"
@@ -139,8 +141,9 @@ class LocalScript:
     def _new_instance(self, error_class: type[HarnessError]) -> _Instance:
         sandbox = Sandbox(self.memory_limit)
         HostAPI(sandbox, label=f"{self.kind}:{self.name}", script_dir=self.path.resolve().parent,
-                lua_config=self.lua_config, env_names=self.env).install()
-        bridge = ContextBridge(sandbox, self.config)
+                lua_config=self.lua_config, env_names=self.env, grant=self.grant).install()
+        refusal = None if self.grant is None or self.grant.allows("context") else self.grant.refusal()
+        bridge = ContextBridge(sandbox, self.config, refusal)
         where = f"{self.what} ({self.path})"
         try:
             chunk = sandbox.compile(self.source, self.path.name)

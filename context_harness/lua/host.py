@@ -29,6 +29,7 @@ from lupa.lua54 import lua_type
 
 from context_harness.errors import HarnessError, Timeout
 from context_harness.lua.convert import Budget, ConversionError, TooLarge, lua_integer, lua_number, text, to_lua, to_py
+from context_harness.lua.grant import Grant
 from context_harness.lua.httpclient import HttpClient
 from context_harness.lua.runtime import HostError, HostLimits, HostTimeout, Sandbox
 
@@ -154,16 +155,20 @@ class InvalidJson(HostError):
 
 
 class HostAPI:
-    """Builds and installs the host tables into one sandbox for one script."""
+    """Builds and installs the host tables into one sandbox for one script. With a ``grant`` (a
+    script from a registry) only the tables it declares work, ``http`` reaches only its hosts and
+    ``env`` only its variables; the others raise an error naming what the manifest declared."""
 
     def __init__(self, sandbox: Sandbox, *, label: str, script_dir: Path, lua_config: HostLimits,
-                 env_names: list[str]) -> None:
+                 env_names: list[str], grant: Grant | None = None) -> None:
         self.sandbox = sandbox
         self.label = label
         self.script_dir = script_dir
         self.lua_config = lua_config
-        self.env_names = set(lua_config.env_allow) | set(env_names)
-        self.http_client = HttpClient(lua_config.http_allow, lua_config.max_response_bytes)
+        self.grant = grant
+        self.env_names = set(lua_config.env_allow) | set(env_names) if grant is None else set(grant.env)
+        declared = None if grant is None else (list(grant.hosts), grant.host_refusal)
+        self.http_client = HttpClient(lua_config.http_allow, lua_config.max_response_bytes, declared=declared)
         self.logger = logging.getLogger(f"context_harness.lua.script.{label}")
 
     def install(self) -> None:
@@ -178,10 +183,16 @@ class HostAPI:
         }
         lua = self.sandbox.lua
         for group, functions in groups.items():
+            if self.grant is not None and not self.grant.allows(group):
+                functions = {k: self._refused for k in functions}
             table = lua.table_from({k.encode(): guard(self.sandbox, f"{group}.{k}", f) for k, f in functions.items()})
             self.sandbox.api.install(group.encode(), table)
         self.sandbox.api.install_function(b"sleep", guard(self.sandbox, "sleep", self.sleep))
         self.sandbox.api.install_function(b"print", guard(self.sandbox, "print", self._log("info")))
+
+    def _refused(self, *_args: Any) -> None:
+        assert self.grant is not None
+        raise HostError(self.grant.refusal())
 
     # -- json -------------------------------------------------------------------------------
 

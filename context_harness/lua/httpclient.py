@@ -49,6 +49,20 @@ class Response:
         }
 
 
+def _declared(policy: Policy, host: str, port: int, addresses: list[str], refusal: Callable[[str], str]) -> list[str]:
+    """The ``addresses`` of ``host`` that the manifest's hosts cover; ``HostError`` when none is."""
+    kept = []
+    for address in addresses:
+        try:
+            policy.pick(host, port, [address])
+        except HostError:
+            continue
+        kept.append(address)
+    if not kept:
+        raise HostError(refusal(f"{host}:{port}"))
+    return kept
+
+
 def _maybe_json(body: bytes, content_type: str, parse: Callable[[bytes], Any]) -> Any:
     head = body[:64].lstrip()
     if not head or ("json" not in content_type and head[:1] not in (b"{", b"[")):
@@ -60,8 +74,13 @@ def _maybe_json(body: bytes, content_type: str, parse: Callable[[bytes], Any]) -
 
 
 class HttpClient:
-    def __init__(self, allow: list[str] | None, max_response_bytes: int) -> None:
+    """``declared``: for a script from a registry, the hosts its manifest lists and the message for a
+    host outside them; a request must then pass both those and ``allow`` (``[lua] http_allow``)."""
+
+    def __init__(self, allow: list[str] | None, max_response_bytes: int, *,
+                 declared: tuple[list[str], Callable[[str], str]] | None = None) -> None:
         self.policy = Policy.parse(allow)
+        self.declared = None if declared is None else (Policy.parse(declared[0]), declared[1])
         self.max_response_bytes = max_response_bytes
         self._ssl: ssl.SSLContext | None = None
 
@@ -84,6 +103,8 @@ class HttpClient:
             except (socket.gaierror, UnicodeError):
                 raise HostError(f"host {host!r} not found") from None
             addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        if self.declared is not None:
+            addresses = _declared(self.declared[0], host, port, addresses, self.declared[1])
         return self.policy.pick(host, port, addresses)
 
     def request(self, method: str, url: str, *, headers: dict[str, str], body: bytes | None,

@@ -35,6 +35,7 @@ from context_harness.config import LuaConfig
 from context_harness.errors import AgentError, ConfigError, HarnessError, Timeout, ToolError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.engine import CONTEXT, DEFAULT_TIMEOUTS, LOAD_TIMEOUT, ItemRow, read_source
+from context_harness.lua.grant import Grant
 from context_harness.lua.pool import Busy, Crashed, Killed, WorkerProcess, shared_pool
 from context_harness.lua.runtime import HostSettings
 
@@ -57,7 +58,8 @@ class LuaScript:
     def __init__(self, path: str | Path, *, name: str, kind: str = "tool", lua_config: LuaConfig | None = None,
                  timeout: float | None = None, memory_limit: int | None = None, env: list[str] | tuple[str, ...] = (),
                  config: dict[str, Any] | None = None, global_name: str | None = None,
-                 error_class: type[HarnessError] | None = None, max_instances: int = 2) -> None:
+                 error_class: type[HarnessError] | None = None, max_instances: int = 2,
+                 grant: Grant | None = None) -> None:
         self.path = Path(path)
         self.name = name
         self.kind = kind
@@ -74,8 +76,9 @@ class LuaScript:
             "path": str(self.path), "name": name, "kind": kind,
             "lua_config": HostSettings.of(lua_config or LuaConfig()),
             "timeout": self.timeout, "memory_limit": memory_limit, "env": list(env), "config": self.config,
-            "global_name": global_name, "error_class": self.error_class, "source": source}
-        self._env_names = sorted(set(self.spec["lua_config"].env_allow) | set(env))
+            "global_name": global_name, "error_class": self.error_class, "source": source, "grant": grant}
+        self.grant = grant
+        self._env_names = sorted(set(self.spec["lua_config"].env_allow) | set(env) if grant is None else grant.env)
         self._slots = threading.BoundedSemaphore(self.max_instances)
         load_limit = min(self.timeout, LOAD_TIMEOUT)
         self._request(("load",), load_limit, lambda: ConfigError(

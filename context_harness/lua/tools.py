@@ -208,7 +208,7 @@ class LuaTool:
         self.script = LuaScript(
             script_config.path, name=name, kind="tool", lua_config=lua_config, timeout=script_config.timeout,
             memory_limit=script_config.memory_limit, env=script_config.env, config=script_config.extra,
-            global_name="tool", max_instances=max_instances)
+            global_name="tool", max_instances=max_instances, grant=script_config.grant)
         self.info = self._read_info()
         self.description = self.info.description
         self.parameters = self.info.parameters

@@ -25,6 +25,7 @@ from context_harness.config import Config, LuaConfig, ScriptConfig, Unavailable
 from context_harness.errors import ConfigError, HarnessError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.tools import LuaTool
+from context_harness.registries.apply import apply as apply_registries
 from context_harness.tools.base import Tool, ToolChanges
 from context_harness.tools.script import ScriptCalls, ScriptTool
 
@@ -148,7 +149,7 @@ class ToolRegistry:
         digest = _digest(self.config_path)
         if self.config_path is not None and digest not in (self._config_digest, self._bad_config):
             try:
-                fresh = config_mod.load_file(self.config_path)
+                fresh = apply_registries(config_mod.load_file(self.config_path))
             except HarnessError as exc:
                 log.warning("config changed but cannot be loaded; keeping the current tools: %s", exc.message)
                 self._bad_config = digest

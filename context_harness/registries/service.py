@@ -1,0 +1,304 @@
+"""What ``ctx registry ...`` does: one function per command, returning plain data to render.
+
+Registries are cloned and pinned on first use (``ensure``); nothing moves a pin but ``update``
+with ``--accept`` (or ``auto_update`` when the update asks for nothing new).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from context_harness.config import Config
+from context_harness.errors import BadRequest, ConfigError, NotFound
+from context_harness.registries import configfile
+from context_harness.registries.manifest import MANIFEST, Manifest
+from context_harness.registries.manifest import parse as parse_manifest
+from context_harness.registries.resolve import Registries, Resolution, needs_enable, project_folder, table_key
+from context_harness.registries.store import Store
+
+STARTER_NAME = "community"
+
+
+def starter_registry() -> Path | None:
+    """The starter registry shipped with a checkout: the repository's top-level ``registry/``."""
+    folder = Path(__file__).resolve().parents[2] / "registry"
+    return folder if (folder / MANIFEST).is_file() else None
+
+
+def _config_file(config: Config) -> Path:
+    if config.source_path is None:
+        raise BadRequest("this command edits the config file; run it with a config file (`ctx init`, --config)")
+    return config.source_path
+
+
+def ensure(config: Config) -> Registries:
+    """Clone and pin every configured registry that is not yet (a pinned one whose copy is gone is
+    cloned again at its pin); then what is known."""
+    store = Store(config)
+    state = store.state()
+    changed = False
+    for name, registry in config.registries.named().items():
+        pin = state.pins.get(name)
+        if pin is not None and (store.checkout(name) / ".git").exists():
+            continue
+        fresh = store.clone(name, registry)
+        if pin is not None:
+            store.move(name, pin.commit)
+        else:
+            state.pins[name] = fresh
+        changed = True
+    for name in [n for n in state.pins if n not in config.registries.named()]:
+        del state.pins[name]  # removed from the config
+        changed = True
+    if changed:
+        store.save(state)
+    return Registries(config)
+
+
+def init(config: Config) -> dict[str, Any]:
+    """Add ``[registries.community]`` pointing at the starter registry of this checkout."""
+    path = _config_file(config)
+    if STARTER_NAME in config.registries.named():
+        raise BadRequest(f"[registries.{STARTER_NAME}] is already in {path}; `ctx registry list` shows it")
+    starter = starter_registry()
+    if starter is None:
+        raise NotFound("no starter registry here: it ships with a checkout of context-harness (its registry/ "
+                       f"folder); add one by URL instead: [registries.{STARTER_NAME}] url = \"<git URL or path>\" "
+                       f"in {path}")
+    configfile.append_table(path, f"registries.{STARTER_NAME}", (
+        "# Extensions (connectors, tools, agents) from the starter registry; `ctx registry list` shows them.\n"
+        f"[registries.{STARTER_NAME}]\nurl = \"{starter.as_posix()}\"\n"))
+    from context_harness.config import load_file
+
+    pinned = ensure(load_file(path)).pin(STARTER_NAME)
+    return {"name": STARTER_NAME, "url": starter.as_posix(), "config": str(path),
+            "commit": pinned.commit if pinned else None}
+
+
+def listing(config: Config) -> dict[str, Any]:
+    known = ensure(config)
+    registries = []
+    for name, registry in known.ordered():
+        pin = known.pin(name)
+        manifest = known.manifests.get(name, Manifest())
+        registries.append({"name": name, "url": registry.url, "tier": registry.tier,
+                           "commit": pin.commit if pin else None, "description": manifest.description,
+                           "extensions": len(manifest.extensions)})
+    return {"registries": registries, "extensions": [_summary(known, r) for r in known.resolutions().values()
+                                                     if r.winner.extension is not None or len(r.copies) > 1],
+            "errors": known.errors}
+
+
+def _summary(known: Registries, resolution: Resolution) -> dict[str, Any]:
+    ext = next((c.extension for c in resolution.copies if c.extension is not None), None)
+    entry = ext.entry if ext is not None else None
+    return {"id": resolution.id, "description": entry.description if entry else "",
+            "tags": entry.tags if entry else [], "origin": resolution.winner.origin,
+            "capabilities": entry.capabilities if entry else [], "state": _state(known, resolution)}
+
+
+def _state(known: Registries, resolution: Resolution) -> str:
+    win = resolution.winner
+    if win.extension is None:
+        return "explicit config"
+    kind = win.extension.kind
+    if kind == "connector" and win.level != "project":
+        return "available (`ctx registry add " + resolution.id + "` to use it)"
+    if kind == "tool" and needs_enable(win.extension.entry) and not known.enabled(resolution.id):
+        return "off (asks for " + ", ".join(win.extension.entry.capabilities) + "; `ctx registry enable " \
+            + resolution.id + "`)"
+    return "on"
+
+
+def search(config: Config, text: str) -> list[dict[str, Any]]:
+    words = text.lower().split()
+    found = []
+    for item in listing(config)["extensions"]:
+        haystack = " ".join([item["id"], item["description"], *item["tags"]]).lower()
+        if all(word in haystack for word in words):
+            found.append(item)
+    return found
+
+
+def _resolution(known: Registries, ext_id: str) -> Resolution:
+    found = known.resolutions().get(ext_id)
+    if found is None:
+        known_ids = ", ".join(sorted(known.resolutions())) or "none (run `ctx registry init`, or add [registries.NAME])"
+        raise NotFound(f"no extension {ext_id!r}; ids look like connectors/rss, tools/web-fetch (known: {known_ids})")
+    return found
+
+
+def info(config: Config, ext_id: str) -> dict[str, Any]:
+    known = ensure(config)
+    resolution = _resolution(known, ext_id)
+    ext = next((c.extension for c in resolution.copies if c.extension is not None), None)
+    config_name = config.source_path.name if config.source_path else "the config"
+    return {"id": ext_id, "manifest": ext.entry.model_dump() if ext else None,
+            "script": str(ext.script) if ext else None,
+            "winner": resolution.winner.origin, "why": resolution.reason(config_name),
+            "copies": [{"origin": c.origin, "commit": c.commit} for c in resolution.copies],
+            "state": _state(known, resolution)}
+
+
+def add(config: Config, ext_id: str) -> dict[str, Any]:
+    """Write ``[connectors.script.NAME]`` (or ``[tools.script.NAME]``) for a registry's extension, its
+    ``config`` keys as commented placeholders."""
+    path = _config_file(config)
+    known = ensure(config)
+    resolution = _resolution(known, ext_id)
+    copy = next((c for c in resolution.copies if c.extension is not None), None)
+    if copy is None or copy.extension is None or copy.extension.kind == "agent":
+        raise BadRequest(f"{ext_id}: only connectors and tools of a registry are added to the config (agents and "
+                         "tools are found by themselves)")
+    ext = copy.extension
+    key = table_key(ext_id)
+    script = os.path.relpath(ext.script, path.parent) if ext.script.is_relative_to(path.parent) else str(ext.script)
+    lines = [f"# {ext_id} from {copy.origin} (`ctx registry info {ext_id}`); runs with only: "
+             f"{', '.join(ext.entry.capabilities) or 'the pure host tables'}", f"[{key}]",
+             f"path = \"{Path(script).as_posix()}\""]
+    lines += [f"# {k} = ...    # required: set it (its value: `ctx registry info {ext_id}` and the extension's docs)"
+              for k in ext.entry.config]
+    configfile.append_table(path, key, "\n".join(lines) + "\n")
+    return {"id": ext_id, "name": ext.name, "table": key, "config": str(path), "set": ext.entry.config}
+
+
+@dataclass
+class UpdatePlan:
+    registry: str
+    old: str
+    new: str
+    changed: list[str] = field(default_factory=list)
+    asks: dict[str, list[str]] = field(default_factory=dict)  # extension id -> what it newly asks for
+    applied: bool = False
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"registry": self.registry, "from": self.old, "to": self.new, "changed": self.changed,
+                "new_asks": self.asks, "applied": self.applied, "note": self.note}
+
+
+def update(config: Config, name: str | None, accept: bool) -> list[dict[str, Any]]:
+    """Fetch each registry (or ``name``); show changed files and what extensions newly ask for;
+    move the pin with ``accept``, or with ``auto_update`` when nothing new is asked."""
+    known = ensure(config)
+    named = config.registries.named()
+    if name is not None and name not in named:
+        raise NotFound(f"no [registries.{name}] in the config (configured: {', '.join(named) or 'none'})")
+    plans = []
+    for reg_name, registry in named.items():
+        if name is not None and reg_name != name:
+            continue
+        plan = _plan(known, reg_name)
+        if plan.old != plan.new and (accept or (registry.auto_update and not plan.asks)):
+            if not registry.readonly and known.store.dirty(reg_name):
+                plan.note = (f"the copy at {known.store.checkout(reg_name)} has local edits (readonly = false); "
+                             "commit or discard them first")
+            else:
+                known.store.move(reg_name, plan.new)
+                known.state.pins[reg_name].commit = plan.new
+                known.store.save(known.state)
+                plan.applied = True
+        elif plan.old != plan.new:
+            plan.note = ("not applied: run `ctx registry update " + reg_name + " --accept`"
+                         + (" (it asks for new capabilities or hosts)" if plan.asks and registry.auto_update else ""))
+        plans.append(plan.as_dict())
+    return plans
+
+
+def _plan(known: Registries, name: str) -> UpdatePlan:
+    store, pin = known.store, known.state.pins[name]
+    new = store.fetch(name)
+    plan = UpdatePlan(name, pin.commit, new)
+    if new == pin.commit:
+        return plan
+    plan.changed = store.changed_files(name, pin.commit, new, pin.root)
+    manifest_path = f"{pin.root}/{MANIFEST}" if pin.root else MANIFEST
+    root = store.root(name, pin)
+
+    def manifest_at(commit: str) -> Manifest:
+        text = store.show(name, commit, manifest_path)
+        if text is None:
+            return Manifest()
+        try:
+            return parse_manifest(text, label=f"registry {name} at {commit[:7]}", root=root, check_files=False)
+        except ConfigError:
+            return Manifest()
+
+    before, after = manifest_at(pin.commit), manifest_at(new)
+    for ext_id, ext in after.extensions.items():
+        old = before.extensions.get(ext_id)
+        fresh = sorted(ext.asks - (old.asks if old is not None else set()))
+        if fresh:
+            plan.asks[ext_id] = fresh
+    return plan
+
+
+def remove(config: Config, name: str) -> dict[str, Any]:
+    path = _config_file(config)
+    if not configfile.remove_table(path, f"registries.{name}"):
+        raise NotFound(f"no [registries.{name}] in {path}")
+    store = Store(config)
+    state = store.state()
+    state.pins.pop(name, None)
+    store.save(state)
+    store.delete(name)
+    return {"name": name, "config": str(path)}
+
+
+def set_enabled(config: Config, ext_id: str, on: bool) -> dict[str, Any]:
+    known = ensure(config)
+    resolution = _resolution(known, ext_id)
+    ext = resolution.winner.extension
+    if on and (ext is None or not needs_enable(ext.entry)):
+        raise BadRequest(f"{ext_id} needs no enabling: only registry tools that ask for http or env do "
+                         f"({resolution.winner.origin} wins)")
+    enabled = set(known.state.enabled)
+    (enabled.add if on else enabled.discard)(ext_id)
+    known.state.enabled = sorted(enabled)
+    known.store.save(known.state)
+    return {"id": ext_id, "enabled": on, "capabilities": ext.entry.capabilities if ext else [],
+            "hosts": ext.entry.hosts if ext else []}
+
+
+def override(config: Config, ext_id: str) -> dict[str, Any]:
+    """Copy a registry extension into the project's ``.ctx/`` (its folder, and its manifest entry
+    into ``.ctx/registry.toml``) to edit it there; the project copy then wins."""
+    known = ensure(config)
+    resolution = _resolution(known, ext_id)
+    copy = next((c for c in resolution.copies if c.level not in ("explicit", "project")), None)
+    if copy is None or copy.extension is None:
+        raise BadRequest(f"{ext_id}: no registry copy to override ({resolution.winner.origin} wins)")
+    ext = copy.extension
+    project = project_folder(config)
+    target = project / ext_id
+    if target.exists():
+        raise BadRequest(f"{target} already exists; edit it there (or delete it to copy again)")
+    source_dir = ext.script.parent
+    if source_dir.name == ext.name:
+        shutil.copytree(source_dir, target)
+        script = target / ext.script.name
+    else:
+        target.mkdir(parents=True)
+        script = target / ext.script.name
+        shutil.copy2(ext.script, script)
+    entry = ext.entry.model_copy(update={"path": script.relative_to(project).as_posix()})
+    block = [f"[extensions.\"{ext_id}\"]  # copied from {copy.origin} by `ctx registry override`"]
+    block += [f"{k} = {_toml(v)}" for k, v in entry.model_dump().items()]
+    listed = project / MANIFEST
+    text = listed.read_text(encoding="utf-8") if listed.is_file() else ""
+    listed.write_text(text.rstrip("\n") + ("\n\n" if text.strip() else "") + "\n".join(block) + "\n", encoding="utf-8")
+    return {"id": ext_id, "copied_to": str(target), "script": str(script)}
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+__all__ = ["add", "ensure", "info", "init", "listing", "override", "remove", "search", "set_enabled",
+           "starter_registry", "update"]

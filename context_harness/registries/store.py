@@ -1,0 +1,159 @@
+"""The workspace's copies of its registries, and the pin: the commit each one is at.
+
+Each registry is cloned with the system ``git`` into ``<data dir>/registries/NAME`` and checked out,
+detached, at its pinned commit; nothing else moves it. The state (pins, and which tools were
+enabled) is ``<data dir>/registries.json``, written atomically. A ``url`` that is a local folder
+inside a git repository (the starter ``registry/`` of a checkout) clones that repository and reads
+the registry from its folder. Works offline against local repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from context_harness.config import Config, RegistryConfig
+from context_harness.errors import ConfigError
+
+GIT_TIMEOUT = 300
+STATE_FILE = "registries.json"
+
+
+class RegistryError(ConfigError):
+    """git failed on a registry; the message says what to fix."""
+
+
+@dataclass
+class Pin:
+    commit: str
+    root: str = ""  # the registry's folder inside the repository ("" for its root)
+    url: str = ""
+
+
+@dataclass
+class State:
+    pins: dict[str, Pin] = field(default_factory=dict)
+    enabled: list[str] = field(default_factory=list)
+
+
+def git(args: list[str], cwd: Path | None = None) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="surrogateescape",
+                              timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise RegistryError("the `git` executable is not installed or not on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise RegistryError(f"`git {args[0]}` took longer than {GIT_TIMEOUT} s") from None
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise RegistryError(f"`git {args[0]}` failed: {detail[-1] if detail else 'exit code ' + str(done.returncode)}")
+    return done.stdout.strip()
+
+
+class Store:
+    """The registries of one workspace (``config.data_dir``)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.base = config.data_dir / "registries"
+        self.state_path = config.data_dir / STATE_FILE
+
+    # -- state ------------------------------------------------------------------------------
+
+    def state(self) -> State:
+        try:
+            raw: dict[str, Any] = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return State()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{self.state_path}: cannot read the registry pins ({exc.__class__.__name__}); "
+                              "delete it and run `ctx registry update --accept`") from None
+        pins = {name: Pin(**pin) for name, pin in (raw.get("pins") or {}).items()}
+        return State(pins, list(raw.get("enabled") or []))
+
+    def save(self, state: State) -> None:
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"pins": {n: asdict(p) for n, p in state.pins.items()}, "enabled": sorted(set(state.enabled))}
+        fd, tmp = tempfile.mkstemp(prefix=".registries-", dir=self.state_path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, indent=2)
+            os.replace(tmp, self.state_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # -- copies -----------------------------------------------------------------------------
+
+    def checkout(self, name: str) -> Path:
+        return self.base / name
+
+    def root(self, name: str, pin: Pin) -> Path:
+        """The folder holding the registry's ``registry.toml`` in its copy."""
+        return self.checkout(name) / pin.root if pin.root else self.checkout(name)
+
+    def source(self, registry: RegistryConfig) -> tuple[str, str]:
+        """``(what to clone, the registry's folder inside it)`` for a configured registry."""
+        url = registry.url
+        local = Path(url).expanduser()
+        if "://" in url or (":" in url and not local.is_absolute() and not url.startswith(".")):
+            return url, ""
+        folder = local if local.is_absolute() else (self.config.base_dir / local)
+        folder = folder.resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"registry url {url!r}: no such folder ({folder})")
+        try:
+            top = Path(git(["rev-parse", "--show-toplevel"], cwd=folder)).resolve()
+        except RegistryError:
+            raise ConfigError(f"registry url {url!r}: {folder} is not in a git repository; run `git init` "
+                              "and commit it there (registries are pinned to commits)") from None
+        sub = folder.relative_to(top).as_posix()
+        return str(top), "" if sub == "." else sub
+
+    def clone(self, name: str, registry: RegistryConfig) -> Pin:
+        """Clone registry ``name`` (if not cloned yet) and pin it at the source's current commit."""
+        url, sub = self.source(registry)
+        dest = self.checkout(name)
+        if not (dest / ".git").exists():
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            git(["clone", "--quiet", url, str(dest)])
+        git(["checkout", "--quiet", "--detach"], cwd=dest)
+        return Pin(git(["rev-parse", "HEAD"], cwd=dest), sub, registry.url)
+
+    def fetch(self, name: str) -> str:
+        """Fetch the source's current commit into the copy (checking nothing out); its hash."""
+        dest = self.checkout(name)
+        git(["fetch", "--quiet", "origin", "HEAD"], cwd=dest)
+        return git(["rev-parse", "FETCH_HEAD"], cwd=dest)
+
+    def changed_files(self, name: str, old: str, new: str, root: str) -> list[str]:
+        args = ["diff", "--name-only", old, new] + (["--", root] if root else [])
+        out = git(args, cwd=self.checkout(name))
+        return [line.removeprefix(root + "/") if root else line for line in out.splitlines() if line]
+
+    def show(self, name: str, commit: str, path: str) -> str | None:
+        try:
+            return git(["show", f"{commit}:{path}"], cwd=self.checkout(name))
+        except RegistryError:
+            return None
+
+    def dirty(self, name: str) -> bool:
+        return bool(git(["status", "--porcelain"], cwd=self.checkout(name)))
+
+    def move(self, name: str, commit: str) -> None:
+        git(["checkout", "--quiet", "--force", "--detach", commit], cwd=self.checkout(name))
+
+    def delete(self, name: str) -> None:
+        shutil.rmtree(self.checkout(name), ignore_errors=True)
+
+
+__all__ = ["GIT_TIMEOUT", "Pin", "RegistryError", "State", "Store", "git"]
