@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "ingest": LOWER | {"store", "connectors", "embedding", "formats"},
     "search": LOWER | {"store", "embedding"},
     "lua": LOWER | {"connectors"},
-    "registries": LOWER | {"lua", "agents"},
+    "registries": LOWER | {"lua", "agents", "connectors"},
     "connectors": LOWER | {"formats"},
     "agents": LOWER | {"lua", "formats"},
     "tools": LOWER | {"lua", "agents", "registries"},

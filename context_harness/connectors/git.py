@@ -42,17 +42,23 @@ class GitError(RuntimeError):
 
 
 def _git(args: list[str], cwd: Path | None = None) -> str:
+    return run_git(args, cwd)
+
+
+def run_git(args: list[str], cwd: Path | None = None, error: type[Exception] = GitError,
+            timeout: float = GIT_TIMEOUT) -> str:
+    """``git *args`` without a terminal prompt; its stdout, or ``error`` naming what failed."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     try:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="surrogateescape",
-                              timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+                              timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
-        raise GitError("the `git` executable is not installed or not on PATH") from None
+        raise error("the `git` executable is not installed or not on PATH") from None
     except subprocess.TimeoutExpired:
-        raise GitError(f"`git {args[0]}` took longer than {GIT_TIMEOUT} s") from None
+        raise error(f"`git {args[0]}` took longer than {timeout:.0f} s") from None
     if done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
-        raise GitError(f"`git {args[0]}` failed: {detail[-1] if detail else 'exit code ' + str(done.returncode)}")
+        raise error(f"`git {args[0]}` failed: {detail[-1] if detail else 'exit code ' + str(done.returncode)}")
     return done.stdout.strip()
 
 

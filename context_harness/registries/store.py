@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from context_harness.config import Config, RegistryConfig
+from context_harness.connectors.git import run_git
 from context_harness.errors import ConfigError
 
 GIT_TIMEOUT = 300
@@ -43,18 +43,7 @@ class State:
 
 
 def git(args: list[str], cwd: Path | None = None) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="surrogateescape",
-                              timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
-    except FileNotFoundError:
-        raise RegistryError("the `git` executable is not installed or not on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise RegistryError(f"`git {args[0]}` took longer than {GIT_TIMEOUT} s") from None
-    if done.returncode != 0:
-        detail = (done.stderr or done.stdout).strip().splitlines()
-        raise RegistryError(f"`git {args[0]}` failed: {detail[-1] if detail else 'exit code ' + str(done.returncode)}")
-    return done.stdout.strip()
+    return run_git(args, cwd, RegistryError, GIT_TIMEOUT)
 
 
 class Store:
