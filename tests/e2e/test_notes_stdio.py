@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.subscriptions import ResourceUpdated
 
 from support.paths import BIN
 from support.results import error_of
@@ -68,6 +69,18 @@ async def test_an_assistant_remembers_edits_safely_and_links_over_stdio(tmp_path
         assert error["code"] == "conflict" and read["version"] in error["message"]
         assert note.read_text().endswith("Confirmed by Sam.\n")  # the user's edit stands
 
+        # read again, edit; a client subscribed to the note hears of the change
+        uri = f"ctx://documents/{written['id']}"
+        async with client.listen(resource_subscriptions=[uri]) as updates:
+            await anyio.sleep(0.5)  # the watcher has seen the user's edit meanwhile
+            now = (await client.call_tool("get", {"id": written["id"]})).structured_content["version"]
+            edited = await client.call_tool("note_edit", {"id": written["id"], "op": "append", "text": "Venue: hall B.",
+                                                          "expected_version": now})
+            assert not edited.is_error, edited.content[0].text
+            with anyio.fail_after(5):
+                assert await updates.__anext__() == ResourceUpdated(uri=uri)
+        assert note.read_text().endswith("Confirmed by Sam.\nVenue: hall B.\n")
+
         # a page that links to the note: related lists the backlink
         await client.call_tool("note_write", {"source": "notes", "path": "projects.md", "overwrite": True,
                                               "content": "# Projects\n\nSee [[Release date]].\n"})
@@ -82,7 +95,7 @@ async def test_an_assistant_remembers_edits_safely_and_links_over_stdio(tmp_path
     restore = subprocess.run([str(BIN / "ctx"), "note", "restore", deleted["trash_id"], "--config", str(config)],
                              capture_output=True, text=True, env=child_env, timeout=60)
     assert restore.returncode == 0, restore.stderr
-    assert "Restored inbox/release.md" in restore.stdout and note.read_text().endswith("Confirmed by Sam.\n")
+    assert "Restored inbox/release.md" in restore.stdout and note.read_text().endswith("Venue: hall B.\n")
     search = subprocess.run([str(BIN / "ctx"), "search", "confirmed by sam", "--mode", "keyword", "--config",
                              str(config)], capture_output=True, text=True, env=child_env, timeout=60)
     assert "release.md" in search.stdout
