@@ -68,7 +68,8 @@ def load_entry_points(group: str) -> list[tuple[Any, str]]:
     """Load every entry point of ``group`` -> ``[(object, origin)]`` sorted by entry-point name.
 
     Agent and tool classes are instantiated with no arguments; connector entries are returned as
-    they are (a factory). A failing import is a ``ConfigError`` naming the entry point and package.
+    they are (a factory). One that fails to load is logged (naming the entry point, its package and
+    the error) and left out: a broken package must not keep the server from starting.
     """
     return [(obj, origin) for _, obj, origin in _load(group)]
 
@@ -84,9 +85,11 @@ def _load(group: str) -> list[tuple[str, Any, str]]:
             obj = ep.load()
             if isinstance(obj, type) and group != CONNECTORS_GROUP:
                 obj = obj()
-        except Exception:
-            log.exception("cannot load %s = %s", origin, ep.value)
-            raise ConfigError(f"{origin}: cannot load {ep.value}; see the log for the error") from None
+        except Exception as exc:
+            log.error("%s: cannot load %s (%s: %s); it is left out and everything else is served (fix or "
+                      "uninstall %s)", origin, ep.value, type(exc).__name__, exc, dist,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
+            continue
         out.append((ep.name, obj, origin))
     return out
 
