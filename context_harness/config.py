@@ -91,7 +91,10 @@ class DbConfig(_Section):
     backend: Literal["embedded", "postgres"] = Field(
         default="embedded", description="embedded (SQLite + Tantivy + vectors in the data folder) or postgres")
     url: str | None = Field(default=None, description='postgres: a libpq URL, e.g. "${CTX_DATABASE_URL}"')
-    pool_size: int = Field(default=8, ge=1, le=256, description="postgres: connections per process")
+    pool_size: int = Field(default=8, ge=1, le=256, description="postgres: connections per process for searches "
+                           "and writes (two more serve point reads such as get)")
+    pool_wait: float = Field(default=2.0, gt=0, le=300, description="postgres: seconds a read waits for a free "
+                             "connection before it answers busy (retry) instead of queueing without bound")
 
     @model_validator(mode="after")
     def _postgres_has_url(self) -> DbConfig:

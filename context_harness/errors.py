@@ -118,7 +118,8 @@ class StoreBusy(HarnessError):
 
 
 class Busy(HarnessError):
-    """Too many calls of one Lua tool are running and waiting already; the message says which limit."""
+    """A limit on work at once is reached (a Lua tool's calls; a replica's PostgreSQL connections); the
+    message says which. Retry."""
 
     code = "busy"
 

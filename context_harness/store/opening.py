@@ -26,7 +26,8 @@ def open_backend(config: Config, index_lock: WriterLock) -> Backend:
         from context_harness.store.postgres import open_postgres
 
         assert config.db.url is not None  # the config requires it
-        return open_postgres(config.db.url, config.retrieval.title_boost, with_vectors, config.db.pool_size)
+        return open_postgres(config.db.url, config.retrieval.title_boost, with_vectors, config.db.pool_size,
+                             config.db.pool_wait)
     from context_harness.store.embedded import open_embedded
 
     backend = open_embedded(config.db.path, config.retrieval.title_boost, with_vectors)
@@ -55,7 +56,8 @@ def migrate_to_postgres(source: Backend, url: str, config: Config) -> MigrationR
     from context_harness.store.postgres.copy import copy_embedded
 
     started = time.perf_counter()
-    target = open_postgres(url, config.retrieval.title_boost, source.vectors is not None, config.db.pool_size)
+    target = open_postgres(url, config.retrieval.title_boost, source.vectors is not None, config.db.pool_size,
+                           config.db.pool_wait)
     try:
         counts = copy_embedded(source, target)
         identity = target.vectors.identity() if target.vectors is not None else None

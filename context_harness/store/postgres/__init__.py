@@ -7,14 +7,15 @@ from __future__ import annotations
 from context_harness.store.backend import Backend
 
 
-def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: int = 8) -> Backend:
+def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: int = 8,
+                  pool_wait: float = 2.0) -> Backend:
     from context_harness.store.postgres.database import Database
     from context_harness.store.postgres.documents import PgDocumentStore
     from context_harness.store.postgres.keyword import PgKeywordIndex
     from context_harness.store.postgres.lock import advisory_locks
     from context_harness.store.postgres.vectors import PgVectorStore
 
-    db = Database(url, pool_size)
+    db = Database(url, pool_size, pool_wait)
 
     def sizes() -> tuple[int, int]:
         with db.connection() as conn:

@@ -1,5 +1,9 @@
-"""One connection pool to the PostgreSQL of ``[db] url`` (psycopg 3 + psycopg_pool) and its schema.
+"""The connection pools to the PostgreSQL of ``[db] url`` (psycopg 3 + psycopg_pool) and its schema.
 
+Two pools: ``pool_size`` connections for searches and writes, and ``POINT_POOL`` more for point reads
+(``get`` of one document and its chunks), so reading a document never queues behind searches. A read
+that finds no free connection within ``pool_wait`` seconds answers ``busy`` (retry) instead of
+letting latency grow without bound; writes wait longer (``WRITE_WAIT``).
 Connections run in autocommit; ``transaction()`` makes one transaction of a block. pgvector's types
 are registered on every connection. The URL is a secret (it may hold a password): messages name
 the server without its credentials, and the config's redaction hides the rest.
@@ -12,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from context_harness.errors import ConfigError, StorageFault
+from context_harness.errors import Busy, ConfigError, StorageFault
 from context_harness.redaction import redact
 from context_harness.store.schema import (
     POSTGRES_FILLS,
@@ -26,6 +30,8 @@ log = logging.getLogger(__name__)
 
 MIGRATION_LOCK = 0x6374780001  # advisory lock key: one process migrates at a time
 CONNECT_SECONDS = 15.0
+POINT_POOL = 2  # connections for point reads
+WRITE_WAIT = 60.0  # seconds a write waits for a connection (a sync must not give up under read load)
 
 
 def describe_url(url: str) -> str:
@@ -42,7 +48,7 @@ def describe_url(url: str) -> str:
 
 
 class Database:
-    def __init__(self, url: str, pool_size: int = 8) -> None:
+    def __init__(self, url: str, pool_size: int = 8, pool_wait: float = 2.0) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -55,12 +61,16 @@ class Database:
                 self._migrate(conn)
         except psycopg.OperationalError as exc:
             raise self._unreachable(exc) from None
+        self.pool_size, self.pool_wait = pool_size, pool_wait
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
                                    configure=_register_vector, open=False, name="context-harness")
+        self.point_pool = ConnectionPool(url, min_size=1, max_size=POINT_POOL, kwargs={"autocommit": True},
+                                         configure=_register_vector, open=False, name="context-harness-point")
         try:
             self.pool.open(wait=True, timeout=CONNECT_SECONDS)
+            self.point_pool.open(wait=True, timeout=CONNECT_SECONDS)
         except Exception as exc:
-            self.pool.close()
+            self.close()
             raise self._unreachable(exc) from None
 
     def _unreachable(self, exc: Exception) -> ConfigError:
@@ -70,15 +80,26 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+        self.point_pool.close()
 
     @contextmanager
-    def connection(self) -> Iterator[Any]:
-        with self.pool.connection() as conn:
-            yield conn
+    def connection(self, point: bool = False) -> Iterator[Any]:
+        """A connection for reads (``point``: from the point-read pool); ``Busy`` when none is free
+        within ``pool_wait`` seconds."""
+        from psycopg_pool import PoolTimeout
+
+        pool = self.point_pool if point else self.pool
+        try:
+            with pool.connection(timeout=self.pool_wait) as conn:
+                yield conn
+        except PoolTimeout:
+            size = POINT_POOL if point else self.pool_size
+            raise Busy(f"PostgreSQL at {self.where} is busy: all {size} connections of this replica stayed in use "
+                       f"for {self.pool_wait:g} s; retry, or raise [db] pool_size / pool_wait") from None
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        with self.pool.connection() as conn, conn.transaction():
+        with self.pool.connection(timeout=WRITE_WAIT) as conn, conn.transaction():
             yield conn
 
     def _migrate(self, conn: Any) -> None:

@@ -66,8 +66,8 @@ class PgDocumentStore:
     def schema_version(self) -> int:
         return self.db.schema_version
 
-    def _all(self, sql: str, params: Any = None) -> list[tuple]:
-        with self.db.connection() as conn:
+    def _all(self, sql: str, params: Any = None, point: bool = False) -> list[tuple]:
+        with self.db.connection(point) as conn:
             return conn.execute(sql, params).fetchall()
 
     # -- meta and sync state -------------------------------------------------------------------
@@ -189,7 +189,7 @@ class PgDocumentStore:
     # -- reads ---------------------------------------------------------------------------------
 
     def document(self, doc_id: str) -> DocumentRow | None:
-        rows = self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,))
+        rows = self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
         return _row(rows[0]) if rows else None
 
     def documents(self, doc_ids: list[str]) -> dict[str, DocumentRow]:
@@ -213,7 +213,7 @@ class PgDocumentStore:
 
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         return [StoredChunk(*r) for r in self._all(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = %s ORDER BY idx", (doc_id,))]
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = %s ORDER BY idx", (doc_id,), point=True)]
 
     def iter_chunks(self, doc_id: str) -> Iterator[StoredChunk]:
         yield from self.chunks(doc_id)
