@@ -93,6 +93,10 @@ class DbConfig(_Section):
     url: str | None = Field(default=None, description='postgres: a libpq URL, e.g. "${CTX_DATABASE_URL}"')
     pool_size: int = Field(default=8, ge=1, le=256, description="postgres: connections per process for searches "
                            "and writes (two more serve point reads such as get)")
+    keyword_index: Literal["replica", "database"] = Field(
+        default="replica", description='postgres: where keyword search runs: "replica" (a Tantivy index in this '
+        "replica's data folder, kept current from the database's change log; the database stays the truth) or "
+        '"database" (BM25 in SQL: no local files, several ms of database CPU per search)')
     pool_wait: float = Field(default=2.0, gt=0, le=300, description="postgres: seconds a read waits for a free "
                              "connection before it answers busy (retry) instead of queueing without bound")
 

@@ -4,11 +4,16 @@ keyword data and pgvector vectors in one database, for any number of replicas. N
 
 from __future__ import annotations
 
-from context_harness.store.backend import Backend
+from pathlib import Path
+from typing import Any
+
+from context_harness.store.backend import Backend, KeywordRanking
 
 
 def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: int = 8,
-                  pool_wait: float = 2.0) -> Backend:
+                  pool_wait: float = 2.0, keyword_path: Path | None = None) -> Backend:
+    """The backend over the database at ``url``; ``keyword_path``: this replica's own keyword index
+    there (``follower.py``), else BM25 runs in SQL."""
     from context_harness.store.postgres.database import Database
     from context_harness.store.postgres.documents import PgDocumentStore
     from context_harness.store.postgres.keyword import PgKeywordIndex
@@ -16,6 +21,15 @@ def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: i
     from context_harness.store.postgres.vectors import PgVectorStore
 
     db = Database(url, pool_size, pool_wait)
+    documents = PgDocumentStore(db)
+    sql = PgKeywordIndex(db, title_boost)
+    keyword: KeywordRanking = sql
+    closers: tuple[Any, ...] = (db.close,)
+    if keyword_path is not None:
+        from context_harness.store.postgres.follower import ReplicaKeywordIndex
+
+        follower = ReplicaKeywordIndex(db, documents, keyword_path, title_boost, sql)
+        keyword, closers = follower, (follower.close, db.close)
 
     def sizes() -> tuple[int, int]:
         with db.connection() as conn:
@@ -23,6 +37,6 @@ def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: i
                 "SELECT pg_database_size(current_database()), pg_total_relation_size('postings')").fetchone()
         return int(total), int(keyword)
 
-    return Backend(kind="postgres", location=db.where, documents=PgDocumentStore(db),
-                   keyword=PgKeywordIndex(db, title_boost), vectors=PgVectorStore(db) if with_vectors else None,
-                   sizes=sizes, closers=(db.close,), locks=advisory_locks(db))
+    return Backend(kind="postgres", location=db.where, documents=documents, keyword=keyword,
+                   vectors=PgVectorStore(db) if with_vectors else None, sizes=sizes, closers=closers,
+                   locks=advisory_locks(db))

@@ -61,7 +61,7 @@ class Database:
                 self._migrate(conn)
         except psycopg.OperationalError as exc:
             raise self._unreachable(exc) from None
-        self.pool_size, self.pool_wait = pool_size, pool_wait
+        self.url, self.pool_size, self.pool_wait = url, pool_size, pool_wait
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
                                    configure=_register_vector, open=False, name="context-harness")
         self.point_pool = ConnectionPool(url, min_size=1, max_size=POINT_POOL, kwargs={"autocommit": True},

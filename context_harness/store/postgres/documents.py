@@ -100,6 +100,8 @@ class PgDocumentStore:
         with self.db.transaction() as conn:
             known = dict(conn.execute("SELECT id, created_at FROM documents WHERE id = ANY(%s)", (ids,)).fetchall())
             _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced, _LINKS.known(conn, ids + deletes))
+            if writes or deletes:
+                conn.execute("NOTIFY ctx_changes")  # delivered on commit: replicas' keyword followers wake
             self._forget(conn, deletes + ids)
             for write in writes:
                 r = write.row
