@@ -23,6 +23,8 @@ from context_harness import redaction
 from context_harness.config import S3ConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import DOCUMENT_COST, Globs, decode_text, text_item
+from context_harness.connectors.read_ahead import ReadAhead
+from context_harness.connectors.reading import Skip
 from context_harness.errors import NotConfigured
 from context_harness.formats import documents
 from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format
@@ -68,6 +70,8 @@ class S3Connector:
         self._globs = Globs(config.include_globs, config.exclude_globs)
         self._convertible: dict[str, bool] = {}
         self._client: Any = None
+        self._credentials: Any = None
+        self._read_ahead: ReadAhead[bytes | Skip] = ReadAhead(self._get)
 
     @property
     def label(self) -> str:
@@ -104,8 +108,8 @@ class S3Connector:
             raise NotConfigured(f"{self.label}: no AWS credentials found: set AWS_ACCESS_KEY_ID and "
                                 "AWS_SECRET_ACCESS_KEY, a profile (AWS_PROFILE or profile = ...), or access_key_id "
                                 'and secret_access_key = "${VAR}" in the config')
-        frozen = credentials.get_frozen_credentials()
-        redaction.REDACTOR.add([v for v in (frozen.access_key, frozen.secret_key, frozen.token) if v])
+        self._credentials = credentials
+        self._remember_credentials()
         options = BotoConfig(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=10, read_timeout=60,
                              s3={"addressing_style": "path"} if cfg.endpoint_url else None,
                              user_agent_extra="context-harness")
@@ -113,27 +117,38 @@ class S3Connector:
                                       region_name=cfg.region or session.region_name or "us-east-1")
         return self._client
 
+    def _remember_credentials(self) -> None:
+        """Hide the credentials in use from every log line and error (again on each scan: a role's
+        or SSO profile's credentials are renewed)."""
+        frozen = self._credentials.get_frozen_credentials()
+        redaction.REDACTOR.add([v for v in (frozen.access_key, frozen.secret_key, frozen.token) if v])
+
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
         """Every object under the prefix, a page at a time. A listing that fails on its first page (no
         such bucket, access denied, no connection) fails the sync and keeps the stored documents;
         one that fails later keeps what was listed (the sync deletes nothing then)."""
         client = self.client()
+        self._remember_credentials()
+        self._read_ahead.stop()
         self._convertible = {}
-        pages = client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.config.bucket, Prefix=self.prefix, PaginationConfig={"PageSize": PAGE_SIZE})
+        pages = iter(client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.config.bucket, Prefix=self.prefix, PaginationConfig={"PageSize": PAGE_SIZE}))
         first = True
-        try:
-            for page in pages:
-                first = False
-                for obj in page.get("Contents") or ():
-                    candidate = self._candidate(obj, report)
-                    if candidate is not None:
-                        yield candidate
-        except Exception as exc:
-            if first:
-                raise self._listing_error(exc) from None
-            code, message = _problem(exc)
-            raise S3Error(f"listing {self.where} failed part-way: {code}: {message}") from None
+        while True:
+            try:
+                page = next(pages, None)
+            except Exception as exc:
+                if first:
+                    raise self._listing_error(exc) from None
+                code, message = _problem(exc)
+                raise S3Error(f"listing {self.where} failed part-way: {code}: {message}") from None
+            if page is None:
+                return
+            first = False
+            for obj in page.get("Contents") or ():
+                candidate = self._candidate(obj, report)
+                if candidate is not None:
+                    yield candidate
 
     def _listing_error(self, exc: Exception) -> NotConfigured:
         code, message = _problem(exc)
@@ -177,13 +192,26 @@ class S3Connector:
                             self.label, fmt.name, EXTRA_HINT)
         return self._convertible[fmt.name]
 
-    def fetch(self, key: str, rel: str, report: ScanReport) -> bytes | None:
-        """The object's bytes (never more than ``max_file_size``), or None: a named skip (``vanished``
-        since it was listed, ``unreadable``: access denied, ``too_large`` when read). Any other failure
-        raises ``S3Error``: the sync names it (``error``) and keeps the stored copy for the next sync."""
+    def prefetch(self, source_ids: list[str]) -> None:
+        """The objects the sync will load, in order: fetched ahead, a few at once (``ReadAhead``)."""
+        self._read_ahead.announce(source_ids)
+
+    def fetch(self, rel: str, report: ScanReport) -> bytes | None:
+        """The bytes of the object ``rel`` (below the prefix; never more than ``max_file_size``), or
+        None: a named skip (``vanished`` since it was listed, ``unreadable``: access denied,
+        ``too_large`` when read). Any other failure raises ``S3Error``: the sync names it (``error``)
+        and keeps the stored copy for the next sync."""
+        got = self._read_ahead.take(rel)
+        if isinstance(got, Skip):
+            report.skip(got.reason, str(got), item=rel)
+            return None
+        return got
+
+    def _get(self, rel: str) -> bytes | Skip:
+        """GET of one object (in a read-ahead thread, or the sync's): its bytes, or why it is skipped."""
         limit = self.config.max_file_size
         try:
-            response = self.client().get_object(Bucket=self.config.bucket, Key=key)
+            response = self.client().get_object(Bucket=self.config.bucket, Key=self.prefix + rel)
             body = response["Body"]
             try:
                 raw = body.read(limit + 1)
@@ -192,19 +220,16 @@ class S3Connector:
         except Exception as exc:
             code, message = _problem(exc)
             if code in GONE_CODES:
-                report.skip("vanished", f"{rel} (gone since it was listed)", item=rel)
-            elif code in DENIED_CODES:
-                report.skip("unreadable", f"{rel} (access denied)", item=rel)
-            else:
-                raise S3Error(f"GET {self.where}{rel} failed: {code}: {message}") from None
-            return None
+                return Skip("vanished", f"{rel} (gone since it was listed)")
+            if code in DENIED_CODES:
+                return Skip("unreadable", f"{rel} (access denied)")
+            raise S3Error(f"GET {self.where}{rel} failed: {code}: {message}") from None
         if len(raw) > limit:
-            report.skip("too_large", f"{rel} (over {limit} bytes when read)", item=rel)
-            return None
-        return raw
+            return Skip("too_large", f"{rel} (over {limit} bytes when read)")
+        return bytes(raw)
 
     def _text(self, key: str, rel: str, modified: dt.datetime | None, report: ScanReport) -> SourceItem | None:
-        raw = self.fetch(key, rel, report)
+        raw = self.fetch(rel, report)
         text = None if raw is None else decode_text(raw, rel, rel, report)
         if text is None:
             return None
@@ -213,7 +238,7 @@ class S3Connector:
     def _document(self, key: str, rel: str, modified: dt.datetime | None, fmt: DocumentFormat,
                   report: ScanReport) -> SourceItem | None:
         """A PDF, DOCX or HTML object as raw bytes: the sync converts it (see ``formats/documents.py``)."""
-        raw = self.fetch(key, rel, report)
+        raw = self.fetch(rel, report)
         if raw is None:
             return None
         return SourceItem(source_id=rel, body="", title=PurePosixPath(rel).stem, source_url=self._url(key),

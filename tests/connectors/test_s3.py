@@ -147,6 +147,17 @@ async def test_an_object_gone_after_listing_is_a_named_skip(server, bucket, cred
     assert report.named == [("a.md", "vanished")]
 
 
+def test_sync_interval_defaults_to_ten_minutes_like_git() -> None:
+    from context_harness.connectors.base import sync_seconds
+    from context_harness.connectors.registry import default_registry
+
+    cfg = config_mod.from_dict({"connectors": {"s3": {"a": {"bucket": "one"},
+                                                      "b": {"bucket": "two", "sync_interval": "30s"},
+                                                      "c": {"bucket": "three", "sync_interval": "off"}}}}, None)
+    connectors = default_registry().build(cfg)
+    assert [(c.label, sync_seconds(c)) for c in connectors] == [("s3:a", 600.0), ("s3:b", 30.0), ("s3:c", None)]
+
+
 def test_keys_and_secrets_go_together() -> None:
     with pytest.raises(ConfigError, match="access_key_id and secret_access_key go together"):
         config_mod.from_dict({"connectors": {"s3": {"kb": {"bucket": "b", "access_key_id": "x"}}}}, None)
@@ -179,7 +190,7 @@ def test_without_the_extra_the_error_names_the_install(tmp_path, server, creds) 
     assert "s3:kb: the S3 connector needs the s3 extra: pip install 'context-harness[s3]'" in done.stderr
 
 
-@pytest.mark.slow  # 10,000 objects: about 100 s on 2 cores
+@pytest.mark.slow  # 10,000 objects: about 65 s on 2 cores
 async def test_ten_thousand_objects_then_a_no_op_then_edits(tmp_path, server, bucket, creds) -> None:
     server.fill(bucket, {f"docs/{i:05d}.md": f"# Doc {i}\n\nBody of document number {i}.\n".encode()
                          for i in range(10_000)})
@@ -213,3 +224,27 @@ async def test_ctx_sync_then_an_mcp_search_finds_an_object(tmp_path, server, buc
             result = await client.call_tool("search", {"query": "capybara escalation"})
     hits = result.structured_content["results"]  # type: ignore[index]
     assert [(hit["source"], hit["source_id"]) for hit in hits] == [("s3:kb", "ops/pager.md")]
+
+
+def test_read_ahead_fetches_only_what_is_announced_and_passes_by_skipped_items() -> None:
+    from context_harness.connectors.read_ahead import WINDOW, ReadAhead
+
+    fetched: list[str] = []
+
+    def get(item: str) -> str:
+        fetched.append(item)
+        if item == "bad":
+            raise RuntimeError("GET failed")
+        return item.upper()
+
+    ahead = ReadAhead(get)
+    items = [f"k{i:03d}" for i in range(WINDOW * 3)] + ["bad"]
+    ahead.announce(items)
+    taken = [ahead.take(item) for item in items[:5]]
+    assert taken == [i.upper() for i in items[:5]]
+    assert ahead.take(items[40]) == items[40].upper()  # the sync passed 5..39 by (a budget, a duplicate)
+    assert ahead.take("unannounced") == "UNANNOUNCED"  # fetched there and then
+    with pytest.raises(RuntimeError, match="GET failed"):
+        ahead.take("bad")
+    assert set(fetched) <= {*items, "unannounced"} and len(fetched) == len(set(fetched))
+    assert ahead._pool is None  # all taken: no threads left behind
