@@ -244,6 +244,42 @@ class GitConnectorConfig(_Section, _Interval):
     shallow: bool = Field(default=True, description="clone and fetch with --depth 1")
 
 
+class S3ConnectorConfig(_Section, _Interval):
+    """``[connectors.s3.NAME]``: objects of an S3 bucket (AWS or S3-compatible: MinIO, R2, B2, LocalStack);
+    source label ``s3:NAME``. Needs the extra ``context-harness[s3]``."""
+
+    sync_interval: str | None = Field(default="10m", description="how often a server (or `ctx watch`) lists the "
+                                      'bucket again and fetches what changed; "off": only on `ctx sync` and at start')
+    bucket: str = Field(min_length=1, description="the bucket's name")
+    prefix: str = Field(default="", description='the folder of the bucket to index ("docs" and "docs/" are the '
+                        'same); "": the whole bucket')
+    region: str | None = Field(default=None, description="the bucket's region; unset: from the AWS configuration "
+                               "(AWS_REGION, ~/.aws/config), else us-east-1")
+    endpoint_url: str | None = Field(default=None, description='an S3-compatible service, e.g. "http://127.0.0.1:9000" '
+                                     '(MinIO) or "https://ACCOUNT.r2.cloudflarestorage.com" (R2); unset: AWS')
+    profile: str | None = Field(default=None, description="a profile of ~/.aws/config and ~/.aws/credentials; unset: "
+                                "the usual AWS chain (environment, AWS_PROFILE, the default profile, SSO, instance "
+                                "roles)")
+    access_key_id: str | None = Field(default=None, description='credentials given here instead of the AWS chain, '
+                                      'written as "${VAR}" (never shown in logs, errors or sources)')
+    secret_access_key: str | None = Field(default=None, description='the secret of access_key_id, written as '
+                                          '"${VAR}"')
+    session_token: str | None = Field(default=None, description='a temporary session token, written as "${VAR}"')
+    include_globs: list[str] = Field(default_factory=default_include_globs, description="keys to index, relative to "
+                                     "prefix (gitignore-style patterns, as for folders)")
+    exclude_globs: list[str] = Field(default_factory=list, description="keys or folders to leave out")
+    max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger objects are skipped and counted")
+
+    @model_validator(mode="after")
+    def _key_pair(self) -> S3ConnectorConfig:
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            raise ValueError("access_key_id and secret_access_key go together: set both, or neither (to use the "
+                             "AWS chain)")
+        if self.session_token is not None and self.access_key_id is None:
+            raise ValueError("session_token needs access_key_id and secret_access_key")
+        return self
+
+
 class ScriptConfig(BaseModel):
     """A Lua script entry (a tool, or an agent of ``[agents.script.NAME]``): the keys listed here are validated;
     every other key reaches the script in its ``config`` table."""
@@ -286,6 +322,7 @@ class ConnectorsConfig(_Section):
     filesystem: dict[str, FilesystemConnectorConfig] = Field(default_factory=dict, description="folders by name")
     git: dict[str, GitConnectorConfig] = Field(default_factory=dict, description="git repositories by name")
     script: dict[str, ScriptConnectorConfig] = Field(default_factory=dict, description="Lua connectors by name")
+    s3: dict[str, S3ConnectorConfig] = Field(default_factory=dict, description="S3 buckets by name (the s3 extra)")
 
     @model_validator(mode="after")
     def _extension_tables(self) -> ConnectorsConfig:

@@ -148,6 +148,14 @@ class PathScanning(Protocol):
     def scan_paths(self, rel_paths: Iterable[str], report: ScanReport) -> PathScan: ...
 
 
+@runtime_checkable
+class Prefetching(Protocol):
+    """A connector that can fetch items ahead of their ``load`` (a network source): before loading
+    starts, the sync tells it which candidates it will load, in the order it loads them."""
+
+    def prefetch(self, source_ids: list[str]) -> None: ...
+
+
 def sync_seconds(connector: Connector) -> float | None:
     """The connector's ``sync_interval`` in seconds (None: off or not configurable)."""
     settings = connector.config if isinstance(connector, Configured) else None

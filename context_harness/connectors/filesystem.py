@@ -60,6 +60,19 @@ def _spec(patterns: list[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec.from_lines("gitignore", patterns)
 
 
+class Globs:
+    """``include_globs`` and ``exclude_globs``: gitignore-style patterns over ``/``-separated paths
+    relative to the connector's root (the S3 connector matches its keys with these too)."""
+
+    def __init__(self, include: list[str], exclude: list[str]) -> None:
+        self.include = _spec(include)
+        self.exclude = _spec(exclude)
+
+    def wanted(self, rel_path: str) -> bool:
+        """Whether a file at ``rel_path`` is indexed: an include pattern matches and no exclude does."""
+        return self.include.match_file(rel_path) and not self.exclude.match_file(rel_path)
+
+
 class _Entry(Protocol):
     """What the scan's rules read of a folder entry (an ``os.DirEntry`` or a ``_PathEntry``)."""
 
@@ -170,8 +183,8 @@ class FilesystemConnector:
         self._root = os.fspath(self.root)
         self._root_uri: str | None = None
         self._real_root = os.path.realpath(self.root)
-        self._include = _spec(config.include_globs)
-        self._exclude = _spec(config.exclude_globs)
+        self._globs = Globs(config.include_globs, config.exclude_globs)
+        self._exclude = self._globs.exclude
         self.linked_dirs = False  # the last scan followed a folder symlink
         self._convertible: dict[str, bool] = {}  # document format -> converter installed (asked once a scan)
 
@@ -359,7 +372,7 @@ class FilesystemConnector:
         if is_dir:
             self.linked_dirs = self.linked_dirs or is_link
             return "dir"
-        if not self._include.match_file(rel_path) or self._exclude.match_file(rel_path):
+        if not self._globs.wanted(rel_path):
             return None
         return self._candidate(entry, rel_path, report)
 
@@ -424,16 +437,8 @@ class FilesystemConnector:
             raw = self._read(rel_path, report)
             if raw is None:
                 return None
-            source_id = escape_name(rel_path)
-            if b"\x00" in raw[:8192]:
-                report.skip("binary", rel_path, item=source_id)
-                return None
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                report.skip("not_utf8", rel_path, item=source_id)
-                return None
-            return self._item(rel_path, text.lstrip("\ufeff"), mtime, born)
+            text = decode_text(raw, rel_path, escape_name(rel_path), report)
+            return None if text is None else self._item(rel_path, text, mtime, born)
 
         return load
 
@@ -460,25 +465,43 @@ class FilesystemConnector:
         return self._root_uri + quote_from_bytes(os.fsencode(rel_path))
 
     def _item(self, rel_path: str, text: str, mtime: float, born: dt.datetime | None = None) -> SourceItem:
-        source_id = escape_name(rel_path)
-        suffix = PurePosixPath(rel_path).suffix.lower()
-        meta, body = split_front_matter(text) if suffix in (".md", ".markdown", ".mdx") else ({}, text)
-        title = meta.get("title")
-        if not isinstance(title, str) or not title.strip():
-            title = first_heading(body) if suffix != ".txt" else None
-        if not title:
-            title = PurePosixPath(source_id).stem
-        author = meta.get("author")
-        file_time = timestamps.from_unix(mtime)
-        return SourceItem(
-            source_id=source_id,
-            body=body,
-            title=str(title).strip(),
-            author=str(author) if author else None,
-            source_url=self._url(rel_path),
-            content_type=_CONTENT_TYPES.get(suffix, "text/plain"),
-            metadata=json_safe(meta),
-            tags=front_matter_tags(meta),
-            created_at=front_matter_time(meta, "created", "created_at", "date") or born,
-            updated_at=front_matter_time(meta, "updated", "updated_at", "modified") or file_time,
-        )
+        return text_item(escape_name(rel_path), text, timestamps.from_unix(mtime), self._url(rel_path), born)
+
+
+def decode_text(raw: bytes, shown: str, source_id: str, report: ScanReport) -> str | None:
+    """A text file's bytes as text (without a byte order mark), or None: a named skip (``binary``:
+    a NUL byte in its first 8 kB, ``not_utf8``)."""
+    if b"\x00" in raw[:8192]:
+        report.skip("binary", shown, item=source_id)
+        return None
+    try:
+        return raw.decode("utf-8").lstrip("\ufeff")
+    except UnicodeDecodeError:
+        report.skip("not_utf8", shown, item=source_id)
+        return None
+
+
+def text_item(source_id: str, text: str, file_time: dt.datetime, url: str,
+              born: dt.datetime | None = None) -> SourceItem:
+    """A Markdown, rst or text file as an item: front matter (Markdown) gives its title, author, tags
+    and dates; else its first heading (not for .txt) or its name is the title, the file time its date."""
+    suffix = PurePosixPath(source_id).suffix.lower()
+    meta, body = split_front_matter(text) if suffix in (".md", ".markdown", ".mdx") else ({}, text)
+    title = meta.get("title")
+    if not isinstance(title, str) or not title.strip():
+        title = first_heading(body) if suffix != ".txt" else None
+    if not title:
+        title = PurePosixPath(source_id).stem
+    author = meta.get("author")
+    return SourceItem(
+        source_id=source_id,
+        body=body,
+        title=str(title).strip(),
+        author=str(author) if author else None,
+        source_url=url,
+        content_type=_CONTENT_TYPES.get(suffix, "text/plain"),
+        metadata=json_safe(meta),
+        tags=front_matter_tags(meta),
+        created_at=front_matter_time(meta, "created", "created_at", "date") or born,
+        updated_at=front_matter_time(meta, "updated", "updated_at", "modified") or file_time,
+    )

@@ -2,7 +2,7 @@
 
 ``build(config)`` makes a connector for every ``[connectors.<type>.NAME]`` table of the config,
 built-in types and extension types alike, plus the connector instances registered in code.
-``default_registry()`` holds the types of this package (filesystem, git); the Lua ``script`` type
+``default_registry()`` holds the types of this package (filesystem, git, s3); the Lua ``script`` type
 is registered by ``extensions.py``, as an extension's type is, so connectors never import ``lua/``.
 """
 
@@ -19,7 +19,7 @@ from context_harness.errors import ConfigError
 ConnectorFactory = Callable[[str, Any, Config], Connector]
 
 
-BUILTIN_TYPES = ("filesystem", "git", "script")
+BUILTIN_TYPES = ("filesystem", "git", "s3", "script")
 
 
 class ConnectorRegistry:
@@ -83,8 +83,15 @@ def _git(name: str, entry: Any, config: Config) -> Connector:
     return GitConnector(name, entry, config.data_dir / "git" / name)
 
 
+def _s3(name: str, entry: Any, config: Config) -> Connector:
+    from context_harness.connectors.s3 import S3Connector
+
+    return S3Connector(name, entry)
+
+
 def default_registry() -> ConnectorRegistry:
     registry = ConnectorRegistry()
     registry.register("filesystem", _filesystem)
     registry.register("git", _git)
+    registry.register("s3", _s3)
     return registry

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_harness.config import ChunkingConfig
-from context_harness.connectors.base import Candidate, Connector, PathScanning, ScanReport, SourceItem
+from context_harness.connectors.base import Candidate, Connector, PathScanning, Prefetching, ScanReport, SourceItem
 from context_harness.formats import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
@@ -290,6 +290,7 @@ class _SyncRun:
         started = time.perf_counter()
         candidates = self._scan()
         writer = self._writer(candidates)
+        self._prefetch(candidates)
         total = len(candidates)
         self.emit({"event": "start", "source": self.label, "total": total})
         for done, candidate in enumerate(candidates, 1):
@@ -337,6 +338,12 @@ class _SyncRun:
             to_read = sum(c.cost for c in candidates if self._may_have_changed(c))
             chunker.expect(self.budget.cap(to_read))
         return _Writer(self.store, self.label, session, chunker, self._failed)
+
+    def _prefetch(self, candidates: list[Candidate]) -> None:
+        """Tell a connector that fetches ahead (``Prefetching``) which candidates will be loaded."""
+        if isinstance(self.connector, Prefetching):
+            wanted = [c.source_id for c in candidates if self._may_have_changed(c)]
+            self.connector.prefetch(wanted[:self.budget.cap(len(wanted))])
 
     def _may_have_changed(self, candidate: Candidate) -> bool:
         """False when the fingerprint says the stored copy is current (the item is not even read)."""

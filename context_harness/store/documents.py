@@ -59,7 +59,7 @@ class ChunkPlace:
     heading: str
 
 
-URL_SCHEMES = frozenset({"http", "https", "file", "ftp", "sftp", "ssh", "git", "git+ssh", "git+https"})
+URL_SCHEMES = frozenset({"http", "https", "file", "ftp", "sftp", "ssh", "git", "git+ssh", "git+https", "s3"})
 """Schemes a document's ``source_url`` may have. Anything else (``javascript:``, ``data:``,
 ``vbscript:``, ...) could run or show content when a client renders the URL as a link: it is not
 stored. A URL without a scheme (a relative path, an scp-style ``git@host:repo``) is kept."""
