@@ -10,7 +10,6 @@ Every error names the file, the key path and what was expected.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib.util
 import os
@@ -22,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_harness import redaction
+from context_harness.config_vars import AGENT_RESERVED as AGENT_RESERVED  # re-exported: agents and registries read it
+from context_harness.config_vars import Unavailable, expand_vars, set_aside
 from context_harness.errors import ConfigError
 
 CONFIG_ENV = "CTX_CONFIG"
@@ -30,7 +31,6 @@ DEFAULT_INCLUDE_GLOBS = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**
 # these are the modules it brings (formats/documents.py converts with them).
 DOCUMENT_INCLUDE_GLOBS = ["**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm"]
 DOCUMENTS_EXTRA_MODULES = ("pypdfium2", "docx", "lxml")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 MIN_SYNC_INTERVAL = 1.0
@@ -386,27 +386,6 @@ class RegistriesConfig(BaseModel):
         return dict(self.model_extra or {})
 
 
-class Unavailable(BaseModel):
-    """A component (connector, Lua tool, agent) left out because ``${VAR}``s in its table are not set,
-    or (``error``) because its file did not load: a syntax error, an error at load, bad metadata.
-    Everything else works; this one is reported unhealthy (sources, tool list, the server log)."""
-
-    kind: Literal["connector", "tool", "agent"]
-    name: str  # the connector's label (TYPE:NAME), the tool's or the agent's name
-    key_path: str  # "tools.script.jira"
-    variables: list[str]
-    error: str | None = None  # why its file did not load (then ``variables`` is empty)
-
-    @property
-    def message(self) -> str:
-        if self.error is not None:
-            return f"{self.error} (fix the file; a running server loads it again within a second, no restart)"
-        names = ", ".join(self.variables)
-        plural = "s" if len(self.variables) > 1 else ""
-        return (f"environment variable{plural} {names} not set (needed by [{self.key_path}]); set "
-                f"{'them' if plural else 'it'} and restart, or write ${{{self.variables[0]}:-default}}")
-
-
 class Config(_Section):
     db: DbConfig = Field(default_factory=DbConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
@@ -433,86 +412,6 @@ class Config(_Section):
     @property
     def data_dir(self) -> Path:
         return self.db.path.parent
-
-
-def expand_vars(value: Any, where: str, environ: dict[str, str] | None = None) -> Any:
-    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string of a parsed TOML tree."""
-    env = os.environ if environ is None else environ
-    if isinstance(value, str):
-
-        def substitute(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            if name in env:
-                return env[name]
-            if default is not None:
-                return default
-            raise ConfigError(
-                f"{where}: environment variable {name} is not set (set it, or write ${{{name}:-default}})"
-            )
-
-        return _VAR.sub(substitute, value)
-    if isinstance(value, dict):
-        return {k: expand_vars(v, f"{where}.{k}" if where else k, environ) for k, v in value.items()}
-    if isinstance(value, list):
-        return [expand_vars(v, f"{where}[{i}]", environ) for i, v in enumerate(value)]
-    return value
-
-
-def missing_vars(value: Any, environ: dict[str, str] | None = None) -> list[str]:
-    """The names of the ``${VAR}``s (without a default) in ``value`` that are not set, in order."""
-    env = os.environ if environ is None else environ
-    if isinstance(value, str):
-        return [m.group(1) for m in _VAR.finditer(value) if m.group(1) not in env and m.group(2) is None]
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return list(dict.fromkeys(name for item in items for name in missing_vars(item, environ)))
-
-
-AGENT_RESERVED = ("paths", "skill_paths", "inline", "script", "page_size")  # see agents/settings.py
-
-
-ComponentKind = Literal["connector", "tool", "agent"]
-
-
-def components(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], ComponentKind, str]]:
-    """``(key path, kind, name)`` of every component table: ``connectors.TYPE.NAME``,
-    ``tools.script.NAME``, ``agents.NAME``, ``agents.inline.NAME`` and ``agents.script.NAME``."""
-    out: list[tuple[tuple[str, ...], ComponentKind, str]] = []
-
-    def tables(node: Any) -> list[tuple[str, Any]]:
-        return [(k, v) for k, v in node.items() if isinstance(v, dict)] if isinstance(node, dict) else []
-
-    for type_name, entries in tables(raw.get("connectors")):
-        out += [(("connectors", type_name, name), "connector", f"{type_name}:{name}") for name, _ in tables(entries)]
-    out += [(("tools", "script", name), "tool", name) for name, _ in tables((raw.get("tools") or {}).get("script"))]
-    agents = raw.get("agents")
-    out += [(("agents", name), "agent", name) for name, _ in tables(agents) if name not in AGENT_RESERVED]
-    for group in ("inline", "script"):
-        out += [(("agents", group, name), "agent", name) for name, _ in tables((agents or {}).get(group))]
-    return out
-
-
-def set_aside(raw: dict[str, Any], environ: dict[str, str] | None = None) -> tuple[dict[str, Any], list[Unavailable]]:
-    """``raw`` without the components whose tables use unset variables, and those components: one
-    missing variable breaks one thing, not the whole config."""
-    unavailable: list[Unavailable] = []
-    paths: list[tuple[str, ...]] = []
-    for path, kind, name in components(raw):
-        missing = missing_vars(_at(raw, path[:-1])[path[-1]], environ)
-        if missing:
-            paths.append(path)
-            unavailable.append(Unavailable(kind=kind, name=name, key_path=".".join(path), variables=missing))
-    if not unavailable:
-        return raw, []
-    kept = copy.deepcopy(raw)
-    for path in paths:
-        _at(kept, path[:-1]).pop(path[-1], None)
-    return kept, unavailable
-
-
-def _at(tree: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    for key in path:
-        tree = tree[key]
-    return tree
 
 
 def discover(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
