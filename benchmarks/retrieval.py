@@ -55,6 +55,8 @@ def build_config(workspace: Path, args: argparse.Namespace) -> config_mod.Config
         raw["retrieval"]["fusion"] = args.fusion
     if args.min_score is not None:
         raw["retrieval"]["min_score"] = args.min_score
+    if args.title_match is not None:
+        raw["retrieval"]["title_match"] = args.title_match
     return config_mod.from_dict(raw, None)
 
 
@@ -106,6 +108,7 @@ async def run(args: argparse.Namespace) -> dict:
                     "latency_ms_p95": round(scifact.percentile(latencies, 95), 3),
                     "sync_seconds": round(sync_seconds, 2), "sync_cpu_seconds": round(sync_cpu_seconds, 2),
                     "max_tokens": config.chunking.max_tokens, "title_boost": config.retrieval.title_boost,
+                    "title_match": config.retrieval.title_match,
                     "fusion": config.retrieval.fusion,
                     "hybrid_alpha": DEFAULT_ALPHA.get(config.retrieval.fusion) if config.retrieval.hybrid_alpha is None
                     else config.retrieval.hybrid_alpha,
@@ -132,6 +135,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=100, help="results per query (recall@100 needs 100)")
     parser.add_argument("--fusion", choices=["scaled", "convex", "rrf"], default=None)
     parser.add_argument("--min-score", type=float, default=None, help="[retrieval] min_score (hybrid, scaled).")
+    parser.add_argument("--title-match", type=float, default=None,
+                        help="[retrieval] title_match (hybrid): bonus when a title holds the whole query.")
     parser.add_argument("--tmp", default=None, help="Parent folder for the temporary workspace.")
     parser.add_argument("--workspace", default=None, help="Keep the workspace here and reuse it (embeddings).")
     parser.add_argument("--alphas", default=None, help="Comma-separated hybrid_alpha values to evaluate in one run.")

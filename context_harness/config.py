@@ -160,6 +160,8 @@ class RetrievalConfig(_Section):
     candidate_k: int = Field(default=50, ge=1, le=10_000, description="candidates per retriever before hybrid "
                              "fusion (raised to the request's limit when that is larger)")
     title_boost: float = Field(default=0.25, ge=0, description="weight of a title match relative to a body match")
+    title_match: float = Field(default=0.15, ge=0, le=1, description="added to a hybrid result's score when its "
+                               "title holds every word of the query (0: off)")
     fusion: Literal["scaled", "convex", "rrf"] = Field(
         default="scaled", description="hybrid fusion: scaled (BM25 over the query's own reference plus cosine "
         "similarity: the same at any candidate count), convex (min-max normalised scores) or rrf (reciprocal "

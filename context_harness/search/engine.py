@@ -29,6 +29,7 @@ from context_harness.passages import chunk_at
 from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, min_score
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.snippets import Snippet, make_snippet, salient
+from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, KeywordRanking
 from context_harness.store.documents import ChunkPlace, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters
@@ -156,12 +157,18 @@ class SearchEngine:
             raise
         keyword_hits, prepared = keyword.result()
         embedded = backend.embedded_documents()
-        reference = sum(self.index.term_weights(request.query).values()) if retrieval.fusion == "scaled" else 1.0
+        weights = self.index.term_weights(request.query)
+        reference = sum(weights.values()) if retrieval.fusion == "scaled" else 1.0
         alpha = DEFAULT_ALPHA.get(retrieval.fusion, 0.0) if retrieval.hybrid_alpha is None else retrieval.hybrid_alpha
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
-                     alpha=alpha, rrf_k=retrieval.rrf_k, keyword_ref=reference, k=k, limit=limit,
+                     alpha=alpha, rrf_k=retrieval.rrf_k, keyword_ref=reference, k=k,
                      keyword_only={h.doc_id for h in keyword_hits if h.doc_id not in embedded})
+        titled: set[str] = set()
+        if retrieval.title_match > 0 and fused and weights:  # titles holding the whole query rise (title_match.py)
+            titles = {doc_id: row[0] for doc_id, row in self.store.summaries([f.doc_id for f in fused]).items()}
+            fused, titled = lift_titled(fused, weights, titles, self.index.stem, retrieval.title_match)
+        fused = fused[:limit]
         floor = min_score(retrieval.min_score, backend.identity_key()) if retrieval.fusion == "scaled" else 0.0
         strong = [item for item in fused if item.score >= floor] if floor > 0 else fused  # 0: every result
         by_semantic = {doc_id: chunk_id for doc_id, chunk_id, _ in semantic_hits}
@@ -169,6 +176,8 @@ class SearchEngine:
         for item in strong:
             explain = _fused_explain(item, alpha, reference, item.doc_id in embedded, retrieval.rrf_k) \
                 if request.explain else None
+            if explain is not None and item.doc_id in titled:
+                explain.notes.append(f"its title holds every query word: +{retrieval.title_match} (title_match)")
             out.append(_Candidate(item.doc_id, item.score, by_semantic.get(item.doc_id), explain))
         return out, prepared, len(fused) - len(strong)
 

@@ -97,7 +97,9 @@ async def test_no_embed_then_hybrid_falls_back_and_says_so(sample_docs) -> None:
 
 async def test_a_document_not_embedded_yet_keeps_its_keyword_rank_in_hybrid(sample_docs) -> None:
     use_provider(sample_docs, "fake")
-    sample_docs.config_path.write_text(sample_docs.config_path.read_text() + "\n[retrieval]\nhybrid_alpha = 0.8\n")
+    # title_match 0: the fused scores below are the formula's alone (the title "Hamsters" holds "hamsters")
+    sample_docs.config_path.write_text(sample_docs.config_path.read_text()
+                                       + "\n[retrieval]\nhybrid_alpha = 0.8\ntitle_match = 0\n")
     async with Harness.open(sample_docs.config()) as h:
         await h.sync()
         sample_docs.write("hamsters.md", "# Hamsters\n\nHamsters store food in their cheek pouches.\n")

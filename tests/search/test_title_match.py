@@ -1,0 +1,50 @@
+"""A title holding the whole query ranks first: twenty personal notes (``personal_notes/``), the real
+bundled model, hybrid search with defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_harness.harness import Harness
+from context_harness.models import SearchRequest
+from context_harness.search.fusion import Fused, FusionDetails
+from context_harness.search.title_match import lift_titled
+
+pytestmark = pytest.mark.anyio
+NOTES = Path(__file__).parent / "personal_notes"
+
+
+def _fused(*scores: tuple[str, float]) -> list[Fused]:
+    return [Fused(doc_id, score, FusionDetails("scaled", None, None)) for doc_id, score in scores]
+
+
+def test_only_a_title_holding_every_query_word_is_lifted() -> None:
+    fused = _fused(("offsite", 0.70), ("bread", 0.58), ("pizza", 0.50))
+    titles = {"offsite": "Team offsite ideas", "bread": "Sourdough bread", "pizza": "Pizza dough"}
+    lifted, ids = lift_titled(fused, {"sourdough"}, titles, str.lower, 0.15)
+    assert [(f.doc_id, round(f.score, 2)) for f in lifted] == [("bread", 0.73), ("offsite", 0.70), ("pizza", 0.50)]
+    assert ids == {"bread"}
+    # one query word missing from the title: no lift; no bonus or no query words: unchanged
+    assert lift_titled(fused, {"sourdough", "starter"}, titles, str.lower, 0.15) == (fused, set())
+    assert lift_titled(fused, {"sourdough"}, titles, str.lower, 0.0) == (fused, set())
+    assert lift_titled(fused, set(), titles, str.lower, 0.15) == (fused, set())
+
+
+async def test_the_note_titled_sourdough_ranks_above_a_passing_mention(workspace) -> None:
+    for note in NOTES.glob("*.md"):
+        workspace.write(note.name, note.read_text(encoding="utf-8"))
+    text = workspace.config_path.read_text().replace('provider = "disabled"', 'provider = "local"')
+    workspace.config_path.write_text(text)
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+        keyword = (await h.search(SearchRequest(query="sourdough", mode="keyword"))).results
+        assert keyword[0].title == "Team offsite ideas"  # BM25 alone prefers the short note's one mention
+        hybrid = (await h.search(SearchRequest(query="sourdough", explain=True))).results
+        assert [r.title for r in hybrid[:2]] == ["Sourdough bread", "Team offsite ideas"]
+        assert any("title holds every query word" in n for n in hybrid[0].explain.notes)
+        assert (await h.search(SearchRequest(query="zebra"))).results == []  # no answer: still none
+    workspace.config_path.write_text(workspace.config_path.read_text() + "\n[retrieval]\ntitle_match = 0\n")
+    async with Harness.open(workspace.config()) as h:
+        assert (await h.search(SearchRequest(query="sourdough"))).results[0].title == "Team offsite ideas"
