@@ -128,3 +128,30 @@ def test_the_console_can_be_switched_off_and_is_off_by_default_off_loopback(conf
     with client(server) as ui:
         assert ui.get("/ui/search").status_code == 404
         assert ui.get("/health").status_code == 200
+
+
+def test_the_sources_stream_shows_a_sync_as_it_lands(config, config_path: Path, start_server):
+    """The sources page subscribes to /ui/sources/events; a sync started from the page shows up there."""
+    server = start_server(config)
+    with client(server) as ui:
+        page = ui.get("/ui/sources")
+        assert 'sse-connect="/ui/sources/events"' in page.text and "<progress" in page.text
+        with ui.stream("GET", "/ui/sources/events") as events:
+            assert events.headers["content-type"].startswith("text/event-stream")
+            lines = events.iter_lines()
+            first = next_event(lines)
+            assert "filesystem" in first and "<td>4</td>" in first
+            (config_path.parent / "docs" / "added.md").write_text("# Added\n\nA fifth note.\n", encoding="utf-8")
+            assert ui.post("/ui/sources/sync", data={"csrf": csrf_of(page.text), "source": "filesystem"}).status_code == 303
+            assert "<td>5</td>" in next_event(lines)
+
+
+def next_event(lines) -> str:
+    """The data of the next ``sources`` event (comment lines skipped)."""
+    data: list[str] = []
+    for line in lines:
+        if line.startswith("data: "):
+            data.append(line[6:])
+        elif line == "" and data:
+            return "\n".join(data)
+    raise AssertionError("the stream ended")

@@ -4,12 +4,14 @@ and sources with their sync and embed buttons. Each handler checks the session, 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from jinja2 import Environment
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from context_harness.errors import HarnessError
@@ -17,6 +19,8 @@ from context_harness.harness import Harness
 from context_harness.models import GetRequest, SearchMode, SearchRequest
 from context_harness.server.ui.session import Sessions, new_session_id, set_cookie
 
+EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
+EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
 
 
@@ -34,6 +38,7 @@ class Pages:
             Route("/search", self.search, methods=["GET"]),
             Route("/doc", self.document, methods=["GET"]),
             Route("/sources", self.sources, methods=["GET"]),
+            Route("/sources/events", self.source_events, methods=["GET"]),
             Route("/sources/sync", self.sync, methods=["POST"]),
             Route("/sources/embed", self.embed, methods=["POST"]),
         ]
@@ -137,6 +142,27 @@ class Pages:
             return self.login_redirect(request)
         listing = await self.harness.sources()
         return self.render(request, "sources.html", listing=listing, done=request.query_params.get("done", ""))
+
+    async def source_events(self, request: Request) -> Response:
+        """Server-sent events: the sources table's rows (event ``sources``) each time they change,
+        so a sync's progress shows while it runs; a comment line on the ticks between."""
+        if not self.sessions.logged_in(request):
+            return self.login_redirect(request)
+        csrf = self.sessions.csrf(self.sessions.session_id(request) or "")
+        rows = self.env.get_template("source_rows.html")
+
+        async def stream() -> AsyncIterator[str]:
+            last = None
+            for _ in range(EVENT_TICKS):
+                html = rows.render(listing=await self.harness.sources(), csrf=csrf, read_only=self.read_only)
+                if html != last:
+                    last = html
+                    yield "event: sources\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
+                else:
+                    yield ": unchanged\n\n"
+                await anyio.sleep(EVENT_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
     # -- writing ---------------------------------------------------------------------------------
 
