@@ -3,6 +3,7 @@ escaped, and it sits behind the API's guards (Host/Origin, token via login, CSRF
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -155,3 +156,25 @@ def next_event(lines) -> str:
         elif line == "" and data:
             return "\n".join(data)
     raise AssertionError("the stream ended")
+
+
+def test_agents_are_listed_with_their_format_and_resolve_as_the_rest_route_does(served_config: Path, start_server):
+    from context_harness import config as config_mod
+
+    server = start_server(config_mod.load_file(served_config))
+    with client(server) as ui:
+        listing = ui.get("/ui/agents")
+        assert listing.status_code == 200
+        for name, where in (("reviewer", "an [agents.NAME] table"), ("responder", "a Lua agent script"),
+                            ("debugger", "a Markdown agent file")):
+            assert f">{name}</a>" in listing.text and where in listing.text
+        form = ui.get("/ui/agents/reviewer")
+        assert 'name="language"' in form.text and "required" in form.text
+        tried = ui.get("/ui/agents/reviewer", params={"run": "1", "language": "python"})
+        expected = ui.post("/agents/reviewer/prompt", json={"language": "python"}).json()
+        assert tried.status_code == 200 and "You review python code." in expected["system"]
+        shown = re.search(r'<pre class="body" id="system">(.*?)</pre>', tried.text, re.S).group(1)
+        assert html.unescape(shown) == expected["system"]
+        missing = ui.get("/ui/agents/reviewer", params={"run": "1"})
+        assert 'role="alert"' in missing.text and "language" in missing.text
+        assert ui.get("/ui/agents/nobody").status_code == 404

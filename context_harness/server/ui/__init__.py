@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from context_harness.config import Config
 from context_harness.harness import Harness
+from context_harness.server.ui.agents import AgentPages
 from context_harness.server.ui.pages import Pages
 from context_harness.server.ui.session import Sessions
 
@@ -77,6 +78,7 @@ def console_routes(harness: Harness, token: str | None) -> list[BaseRoute]:
         Route("/", home, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static")),
         *pages.routes(),
+        *AgentPages(pages).routes(),
     ]
     return [Mount("/ui", app=SecurityHeaders(Router(routes=routes)))]
 

@@ -117,7 +117,7 @@ class Pages:
                 request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20)
                 values["response"] = await self.harness.search(request_model)
             except (HarnessError, ValidationError) as exc:
-                values["error"] = _message(exc)
+                values["error"] = error_message(exc)
         name = "results.html" if request.headers.get("hx-request") == "true" else "search.html"
         return self.render(request, name, **values)
 
@@ -133,7 +133,7 @@ class Pages:
                              max_chars=8000)
             doc = await self.harness.get(get)
         except (HarnessError, ValidationError) as exc:
-            return self.render(request, "message.html", 404, title="Not found", message=_message(exc))
+            return self.render(request, "message.html", 404, title="Not found", message=error_message(exc))
         here = get.chunk
         return self.render(request, "document.html", doc=doc, here=here)
 
@@ -174,7 +174,7 @@ class Pages:
         try:
             await self.harness.sync(label)
         except HarnessError as exc:
-            return self.render(request, "message.html", 400, title="Sync failed", message=_message(exc))
+            return self.render(request, "message.html", 400, title="Sync failed", message=error_message(exc))
         return RedirectResponse(f"/ui/sources?done={_quote('synced ' + label)}", status_code=303)
 
     async def embed(self, request: Request) -> Response:
@@ -184,7 +184,7 @@ class Pages:
         try:
             summary = await self.harness.embed()
         except HarnessError as exc:
-            return self.render(request, "message.html", 400, title="Embedding failed", message=_message(exc))
+            return self.render(request, "message.html", 400, title="Embedding failed", message=error_message(exc))
         return RedirectResponse(f"/ui/sources?done={_quote(f'embedded {summary.embedded} chunk(s)')}",
                                 status_code=303)
 
@@ -206,7 +206,7 @@ def _quote(value: str) -> str:
     return quote(value, safe="/")
 
 
-def _message(exc: Exception) -> str:
+def error_message(exc: Exception) -> str:
     if isinstance(exc, HarnessError):
         return str(exc.to_dict()["error"]["message"])
     if isinstance(exc, ValidationError):
@@ -214,4 +214,4 @@ def _message(exc: Exception) -> str:
     return str(exc)
 
 
-__all__ = ["Pages"]
+__all__ = ["Pages", "error_message"]
