@@ -110,16 +110,17 @@ class Pages:
         mode = next((m for m in MODES if m == params.get("mode")), None)
         source = params.get("source") or None
         explain = params.get("explain") == "1"
-        values: dict[str, Any] = {"query": query, "mode": mode or "", "source": source or "", "explain": explain,
-                                  "sources": [s.name for s in (await self.harness.sources()).sources]}
+        fragment = request.headers.get("hx-request") == "true"  # htmx swaps the results only
+        values: dict[str, Any] = {"query": query, "mode": mode or "", "source": source or "", "explain": explain}
+        if not fragment:
+            values["sources"] = [s.name for s in (await self.harness.sources()).sources]
         if query:
             try:
                 request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20)
                 values["response"] = await self.harness.search(request_model)
             except (HarnessError, ValidationError) as exc:
                 values["error"] = error_message(exc)
-        name = "results.html" if request.headers.get("hx-request") == "true" else "search.html"
-        return self.render(request, name, **values)
+        return self.render(request, "results.html" if fragment else "search.html", **values)
 
     async def document(self, request: Request) -> Response:
         if not self.sessions.logged_in(request):
