@@ -27,14 +27,7 @@ class AgentPages:
     async def listing(self, request: Request) -> Response:
         if not self.pages.sessions.logged_in(request):
             return self.pages.login_redirect(request)
-        return self.pages.render(request, "agents.html", agents=self.pages.harness.agents(), where=WHERE,
-                                 origins=self.origins())
-
-    def origins(self) -> dict[str, str]:
-        """Each agent's origin as its loader names it ("agent file PATH", the TOML table, the script)."""
-        registry = self.pages.harness.catalog.agent_registry
-        specs = {name: registry.find_spec(name) for name in registry.names()}
-        return {name: spec.origin for name, spec in specs.items() if spec is not None and spec.origin}
+        return self.pages.render(request, "agents.html", agents=self.pages.harness.agents(), where=WHERE)
 
     async def try_it(self, request: Request) -> Response:
         """The agent's argument form; with ``run=1``, its prompt resolved with the arguments given."""
