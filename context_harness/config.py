@@ -211,6 +211,14 @@ class ServerConfig(_Section):
                                  "answered 503 and closed")
 
 
+class UiConfig(_Section):
+    """``[ui]``: the web console that `ctx serve --http` serves at ``/ui``."""
+
+    enabled: bool | None = Field(default=None, description="serve the web console at /ui (unset: on on loopback binds)")
+    read_only: bool = Field(default=False, description="the console shows but never changes anything (no sync, "
+                            "no embedding, no agent saved); for shared deployments")
+
+
 class FilesystemConnectorConfig(_Section, _Interval):
     """``[connectors.filesystem.NAME]``: a folder, watched while serving; source label ``filesystem:NAME``."""
 
@@ -394,6 +402,7 @@ class Config(_Section):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
     connectors: ConnectorsConfig = Field(default_factory=ConnectorsConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     lua: LuaConfig = Field(default_factory=LuaConfig)

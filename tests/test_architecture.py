@@ -62,7 +62,8 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": set(),
 }
-THIRD_PARTY_RIMS = {"mcp.server": "server", "starlette": "server", "uvicorn": "server", "click": "cli", "rich": "cli"}
+THIRD_PARTY_RIMS = {"mcp.server": "server", "starlette": "server", "uvicorn": "server", "click": "cli", "rich": "cli",
+                    "jinja2": "server"}
 
 
 def modules() -> dict[str, Path]:

@@ -114,8 +114,9 @@ class BodyLimitAndAuth:
     every route except ``/health`` (and CORS preflights, which never carry credentials)."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int, token: str | None,
-                 open_paths: tuple[str, ...] = ("/health",)) -> None:
+                 open_paths: tuple[str, ...] = ("/health",), own_auth: tuple[str, ...] = ()) -> None:
         self.app = app
+        self.own_auth = own_auth  # path prefixes whose app checks the token itself (the console's cookie)
         self.max_body_bytes = max_body_bytes
         self.token = token.encode() if token else None
         self.open_paths = open_paths
@@ -129,7 +130,8 @@ class BodyLimitAndAuth:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
-        if self.token is not None and scope["path"] not in self.open_paths and scope["method"] != "OPTIONS":
+        if (self.token is not None and scope["path"] not in self.open_paths and scope["method"] != "OPTIONS"
+                and not any(scope["path"] == p or scope["path"].startswith(p + "/") for p in self.own_auth)):
             if not self._authorized(headers):
                 response = error_response(
                     Unauthorized("missing or wrong bearer token (send Authorization: Bearer <[server] auth_token>)"),

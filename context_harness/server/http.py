@@ -9,6 +9,7 @@ Routes (DESIGN §4):
 - ``GET  /agents/list``           ``{"agents": [{name, description, tools, source, arguments}]}``
 - ``POST /agents/{name}/prompt``  flat arguments (or ``{"arguments": {...}}``) -> ``{system, tools, messages}``
 - ``GET  /health``                ``{"status": "ok", "version": ...}`` (never needs the token)
+- ``/ui/...``                     the web console (``server.ui``), when ``[ui] enabled`` (default: loopback binds)
 
 Each route parses the request, calls one ``Harness`` method and renders its result. Errors are
 mapped once, by the exception handlers registered on the app (the error table decides the
@@ -32,7 +33,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_harness import __version__
@@ -57,6 +58,7 @@ from context_harness.server.guards import (
 )
 from context_harness.server.mcp import HarnessServer, build_server
 from context_harness.server.rpc import JsonRpcGuard
+from context_harness.server.ui import console_routes, ui_enabled
 from context_harness.validation import decode_json
 
 log = logging.getLogger(__name__)
@@ -188,10 +190,14 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["*"], expose_headers=["Mcp-Session-Id", "Mcp-Protocol-Version"], max_age=600))
+    console = ui_enabled(harness.config, bind_host is None or is_loopback(bind_host))
     middleware.append(Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes,
-                                 token=settings.auth_token or None))
+                                 token=settings.auth_token or None, own_auth=("/ui",) if console else ()))
     middleware.append(Middleware(UnknownErrors))
-    app = Starlette(routes=[*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)], middleware=middleware,
+    routes: list[BaseRoute] = [*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)]
+    if console:
+        routes += console_routes(harness, settings.auth_token or None)
+    app = Starlette(routes=routes, middleware=middleware,
                     lifespan=lambda _app: mcp_run(),
                     exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
     app.state.server = server

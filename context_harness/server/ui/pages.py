@@ -1,0 +1,218 @@
+"""The console's pages: login, search (with the explain chart), a document at a hit's section,
+and sources with their sync and embed buttons. Each handler checks the session, calls the
+``Harness`` and renders a template; writes also check the CSRF token and read-only mode."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from jinja2 import Environment
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from context_harness.errors import HarnessError
+from context_harness.harness import Harness
+from context_harness.models import GetRequest, SearchMode, SearchRequest
+from context_harness.server.ui.session import Sessions, new_session_id, set_cookie
+
+EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
+EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
+MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
+
+
+class Pages:
+    def __init__(self, harness: Harness, sessions: Sessions, env: Environment, read_only: bool) -> None:
+        self.harness = harness
+        self.sessions = sessions
+        self.env = env
+        self.read_only = read_only
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/login", self.login, methods=["GET", "POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/search", self.search, methods=["GET"]),
+            Route("/doc", self.document, methods=["GET"]),
+            Route("/sources", self.sources, methods=["GET"]),
+            Route("/sources/events", self.source_events, methods=["GET"]),
+            Route("/sources/sync", self.sync, methods=["POST"]),
+            Route("/sources/embed", self.embed, methods=["POST"]),
+        ]
+
+    # -- rendering and checks --------------------------------------------------------------------
+
+    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+        sid = self.sessions.session_id(request)
+        fresh = sid is None
+        sid = sid or new_session_id()
+        page = self.env.get_template(name).render(
+            csrf=self.sessions.csrf(sid), read_only=self.read_only, needs_login=self.sessions.needs_login,
+            page=name.removesuffix(".html"), **values)
+        response = HTMLResponse(page, status_code=status)
+        if fresh:
+            set_cookie(response, sid, request)
+        return response
+
+    def login_redirect(self, request: Request) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/ui/login?next={_quote(target)}", status_code=303)
+
+    async def refused_write(self, request: Request) -> Response | None:
+        """A response refusing this write, or None when it may go ahead."""
+        if not self.sessions.logged_in(request):
+            return self.render(request, "message.html", 401, title="Log in first",
+                               message="This action needs you to log in with the server's token.")
+        form = await request.form()
+        if not self.sessions.csrf_ok(request, _text(form.get("csrf"))):
+            return self.render(request, "message.html", 403, title="Refused",
+                               message="The form's CSRF token is missing or stale: reload the page and try again.")
+        if self.read_only:
+            return self.render(request, "message.html", 403, title="Read-only",
+                               message="This console is read-only ([ui] read_only, or the PostgreSQL backend).")
+        return None
+
+    # -- login -----------------------------------------------------------------------------------
+
+    async def login(self, request: Request) -> Response:
+        target = _local(request.query_params.get("next"))
+        if request.method == "GET":
+            return self.render(request, "login.html", target=target)
+        form = await request.form()
+        if not self.sessions.csrf_ok(request, _text(form.get("csrf"))):
+            return self.render(request, "login.html", 403, target=target,
+                               error="The form's CSRF token is missing or stale: reload the page.")
+        if not self.sessions.needs_login:
+            return RedirectResponse(target, status_code=303)
+        if not self.sessions.token_ok(_text(form.get("token"))):
+            return self.render(request, "login.html", 401, target=target,
+                               error="Wrong token: give the server's [server] auth_token.")
+        response = RedirectResponse(target, status_code=303)
+        self.sessions.log_in(request, response)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        form = await request.form()
+        if self.sessions.csrf_ok(request, _text(form.get("csrf"))):
+            self.sessions.log_out(request)
+        return RedirectResponse("/ui/login", status_code=303)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def search(self, request: Request) -> Response:
+        if not self.sessions.logged_in(request):
+            return self.login_redirect(request)
+        params = request.query_params
+        query = params.get("q", "").strip()
+        mode = next((m for m in MODES if m == params.get("mode")), None)
+        source = params.get("source") or None
+        explain = params.get("explain") == "1"
+        fragment = request.headers.get("hx-request") == "true"  # htmx swaps the results only
+        values: dict[str, Any] = {"query": query, "mode": mode or "", "source": source or "", "explain": explain}
+        if not fragment:
+            values["sources"] = [s.name for s in (await self.harness.sources()).sources]
+        if query:
+            try:
+                request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20)
+                values["response"] = await self.harness.search(request_model)
+            except (HarnessError, ValidationError) as exc:
+                values["error"] = error_message(exc)
+        return self.render(request, "results.html" if fragment else "search.html", **values)
+
+    async def document(self, request: Request) -> Response:
+        if not self.sessions.logged_in(request):
+            return self.login_redirect(request)
+        params = request.query_params
+        chunk = params.get("chunk", "")
+        offset = params.get("offset", "")
+        try:
+            get = GetRequest(id=params.get("id", ""), chunk=int(chunk) if chunk.isdigit() else None,
+                             offset=int(offset) if offset.isdigit() and not chunk.isdigit() else None,
+                             max_chars=8000)
+            doc = await self.harness.get(get)
+        except (HarnessError, ValidationError) as exc:
+            return self.render(request, "message.html", 404, title="Not found", message=error_message(exc))
+        here = get.chunk
+        return self.render(request, "document.html", doc=doc, here=here)
+
+    async def sources(self, request: Request) -> Response:
+        if not self.sessions.logged_in(request):
+            return self.login_redirect(request)
+        listing = await self.harness.sources()
+        return self.render(request, "sources.html", listing=listing, done=request.query_params.get("done", ""))
+
+    async def source_events(self, request: Request) -> Response:
+        """Server-sent events: the sources table's rows (event ``sources``) each time they change,
+        so a sync's progress shows while it runs; a comment line on the ticks between."""
+        if not self.sessions.logged_in(request):
+            return self.login_redirect(request)
+        csrf = self.sessions.csrf(self.sessions.session_id(request) or "")
+        rows = self.env.get_template("source_rows.html")
+
+        async def stream() -> AsyncIterator[str]:
+            last = None
+            for _ in range(EVENT_TICKS):
+                html = rows.render(listing=await self.harness.sources(), csrf=csrf, read_only=self.read_only)
+                if html != last:
+                    last = html
+                    yield "event: sources\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
+                else:
+                    yield ": unchanged\n\n"
+                await anyio.sleep(EVENT_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def sync(self, request: Request) -> Response:
+        refused = await self.refused_write(request)
+        if refused is not None:
+            return refused
+        label = _text((await request.form()).get("source")) or "all"
+        try:
+            await self.harness.sync(label)
+        except HarnessError as exc:
+            return self.render(request, "message.html", 400, title="Sync failed", message=error_message(exc))
+        return RedirectResponse(f"/ui/sources?done={_quote('synced ' + label)}", status_code=303)
+
+    async def embed(self, request: Request) -> Response:
+        refused = await self.refused_write(request)
+        if refused is not None:
+            return refused
+        try:
+            summary = await self.harness.embed()
+        except HarnessError as exc:
+            return self.render(request, "message.html", 400, title="Embedding failed", message=error_message(exc))
+        return RedirectResponse(f"/ui/sources?done={_quote(f'embedded {summary.embedded} chunk(s)')}",
+                                status_code=303)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _local(target: str | None) -> str:
+    """A redirect target inside the console only (no open redirect to another site)."""
+    if target and target.startswith("/ui/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/ui/search"
+
+
+def _quote(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="/")
+
+
+def error_message(exc: Exception) -> str:
+    if isinstance(exc, HarnessError):
+        return str(exc.to_dict()["error"]["message"])
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+__all__ = ["Pages", "error_message"]
