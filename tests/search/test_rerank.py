@@ -43,7 +43,7 @@ def endpoint() -> Iterator[tuple[str, FakeRerank]]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             fake.seen.append((self.headers.get("Authorization"), body))
             if fake.behaviour == "slow":
-                time.sleep(1.5)
+                time.sleep(3)
             if fake.behaviour == "500":
                 self.send_response(500)
                 self.end_headers()
@@ -138,7 +138,7 @@ async def test_a_failed_or_slow_reranker_keeps_the_fused_order_with_a_notice(sam
         took = time.perf_counter() - started
     assert order == fused
     assert says in response.notice and "fused order" in response.notice
-    assert took < 0.3 + 0.5  # the budget plus a small slack
+    assert took < 0.3 + 1.2  # the budget plus slack for a loaded machine; the fake answers after 3 s
     assert KEY not in caplog.text and KEY not in response.notice
 
 
