@@ -174,6 +174,17 @@ class RetrievalConfig(_Section):
                                     "train and off-topic questions), 0 (every result) with other embedders")
     rrf_k: int = Field(default=60, ge=1, description="the constant k of reciprocal rank fusion")
     snippet_chars: int = Field(default=240, ge=40, le=4000, description="snippet length in characters")
+    rerank: str = Field(default="off", pattern=r"^(off|http|local:\S+)$", description='rerank the top results: '
+                        'off, http (a /rerank endpoint: rerank_url) or "local:<fastembed cross-encoder>" (from '
+                        'the model cache only: nothing downloads at run time)')
+    rerank_url: str | None = Field(default=None, description="rerank = http: the endpoint's URL, e.g. "
+                                   '"http://127.0.0.1:8080/rerank" (vLLM, llama.cpp, TEI, Jina and Cohere shape)')
+    rerank_model: str | None = Field(default=None, description="rerank = http: the model name sent to the endpoint")
+    rerank_api_key: str | None = Field(default=None, description='rerank = http: sent as a Bearer token, e.g. '
+                                       '"${RERANK_API_KEY}"')
+    rerank_top_n: int = Field(default=50, ge=2, le=1000, description="how many of the top results are reranked")
+    rerank_budget_ms: int = Field(default=800, ge=1, description="time the reranker gets per search; beyond it "
+                                  "the fused order stays and the notice says so")
 
 
 class ServerConfig(_Section):

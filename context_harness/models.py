@@ -90,6 +90,7 @@ class SearchExplain(BaseModel):
     semantic_score: float | None = None
     semantic_rank: int | None = None
     fused_score: float | None = None
+    rerank_score: float | None = None
     chunk_index: int | None = None
     notes: list[str] = Field(default_factory=list)
 

@@ -28,6 +28,7 @@ from context_harness.models import (
 from context_harness.passages import chunk_at
 from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, min_score
 from context_harness.search.helper_thread import HelperThreadJob
+from context_harness.search.rerank import make_reranker, rerank
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, KeywordRanking
@@ -66,6 +67,7 @@ class SearchEngine:
         self.store = store
         self.index = index
         self._semantic_factory = semantic
+        self._rerank = make_reranker(config)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -90,6 +92,8 @@ class SearchEngine:
         else:
             candidates, prepared, weak = self._hybrid(request, filters, limit)
         response = self._render(candidates, request, mode, prepared)
+        if self._rerank is not None:
+            rerank(self._rerank, request.query, response, self.config.retrieval, request.explain)
         if mode == "hybrid" and weak and not response.results:
             response.notice = (f"nothing scored above [retrieval] min_score "
                                f"({weak} weaker matches left out): the knowledge base may not answer this; "
