@@ -196,7 +196,7 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
     middleware.append(Middleware(UnknownErrors))
     routes: list[BaseRoute] = [*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)]
     if console:
-        routes += console_routes(harness, settings.auth_token or None)
+        routes += console_routes(harness, settings.auth_token or None, agent)
     app = Starlette(routes=routes, middleware=middleware,
                     lifespan=lambda _app: mcp_run(),
                     exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
