@@ -34,11 +34,13 @@ from context_harness.store.faults import fault_of, is_panic
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 3  # 3: one entry per document (2 held chunks)
+INDEX_VERSION = 4  # 3: one entry per document (2 held chunks); 4: a headings field
 MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
 RELOAD_CHECK_SECONDS = 0.05  # searches look for another process's commit at most this often
 _PHRASE = re.compile(r'"([^"]*)"')
+_HEADING = re.compile(r"^[ ]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
+_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 _DELETE_FILE = re.compile(r"([0-9a-f]{32})\.(\d+)\.del")
 
 
@@ -70,12 +72,31 @@ def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("doc_id", stored=True, tokenizer_name="raw")
     sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
+    sb.add_text_field("headings", stored=False, tokenizer_name="en_stem")
     sb.add_text_field("body", stored=False, tokenizer_name="en_stem")  # text lives in SQLite
     sb.add_text_field("source", stored=False, tokenizer_name="raw")
     sb.add_text_field("source_type", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
     sb.add_date_field("updated", stored=False, indexed=True, fast=True)
     return sb.build()
+
+
+def headings(body: str, title: str = "") -> list[str]:
+    """The Markdown (ATX) headings of ``body`` outside fenced code, in order; one equal to ``title`` is
+    left out (a note often opens with its title as a heading, and the title field holds it already)."""
+    out: list[str] = []
+    fence: str | None = None
+    skip = title.strip().casefold()
+    for line in body.splitlines():
+        fenced = _FENCE.match(line)
+        if fence is not None:
+            if fenced and fenced.group(1)[0] == fence[0] and len(fenced.group(1)) >= len(fence):
+                fence = None
+        elif fenced:
+            fence = fenced.group(1)
+        elif (heading := _HEADING.match(line)) and heading.group(1) and heading.group(1).casefold() != skip:
+            out.append(heading.group(1))
+    return out
 
 
 def _analyzer() -> tantivy.TextAnalyzer:
@@ -114,9 +135,10 @@ class KeywordIndex:
     one last seen (a ``stat``), instead of waiting for Tantivy's own watcher (~0.5 s).
     """
 
-    def __init__(self, path: Path, title_boost: float = 0.25) -> None:
+    def __init__(self, path: Path, title_boost: float = 0.25, heading_boost: float = 0.0) -> None:
         self.path = Path(path)
         self.title_boost = title_boost
+        self.heading_boost = heading_boost
         self.schema = _schema()
         self.stemmer = Stemmer()
         self.analyzer = self.stemmer.analyzer
@@ -322,7 +344,7 @@ class KeywordIndex:
 
     def _clauses(self, text: str) -> list[tuple[Occur, Query]]:
         """Quoted phrases as required clauses, every other analysed term as an optional one
-        (title boosted, body plain)."""
+        (title and headings boosted, body plain)."""
         clauses: list[tuple[Occur, Query]] = []
         phrases = [p for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
         rest = _PHRASE.sub(" ", text).replace('"', " ")
@@ -331,16 +353,21 @@ class KeywordIndex:
             if not words:
                 continue
             per_field = []
-            for field, boost in (("title", self.title_boost), ("body", 1.0)):
+            for field, boost in self._fields():
                 q = (Query.term_query(self.schema, field, words[0]) if len(words) == 1
                      else Query.phrase_query(self.schema, field, words))
                 per_field.append((Occur.Should, Query.boost_query(q, boost) if boost != 1.0 else q))
             clauses.append((Occur.Must, Query.boolean_query(per_field)))
         for term in self.terms(rest)[:MAX_QUERY_TERMS]:
-            clauses.append((Occur.Should, Query.boost_query(Query.term_query(self.schema, "title", term),
-                                                              self.title_boost)))
-            clauses.append((Occur.Should, Query.term_query(self.schema, "body", term)))
+            for field, boost in self._fields():
+                q = Query.term_query(self.schema, field, term)
+                clauses.append((Occur.Should, Query.boost_query(q, boost) if boost != 1.0 else q))
         return clauses
+
+    def _fields(self) -> list[tuple[str, float]]:
+        """The searched fields with their boosts: title, headings (when boosted at all) and body."""
+        fields = [("title", self.title_boost), ("body", 1.0)]
+        return fields if self.heading_boost <= 0 else [*fields[:1], ("headings", self.heading_boost), *fields[1:]]
 
     def build_query(self, text: str) -> Query | None:
         """OR of analysed terms over title (boosted) and body; quoted phrases are required."""
@@ -413,6 +440,7 @@ class IndexSession:
         for d in documents:
             fields: dict = {
                 "doc_id": d.doc_id, "title": d.title or "", "body": d.body, "source": d.source,
+                "headings": "\n".join(headings(d.body, d.title or "")),
                 "source_type": d.source.split(":", 1)[0], "tags": [t.lower() for t in d.tags],
             }
             if d.updated is not None:

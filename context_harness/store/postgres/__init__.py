@@ -11,9 +11,10 @@ from context_harness.store.backend import Backend, KeywordRanking
 
 
 def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: int = 8,
-                  pool_wait: float = 2.0, keyword_path: Path | None = None) -> Backend:
+                  pool_wait: float = 2.0, keyword_path: Path | None = None, heading_boost: float = 0.0) -> Backend:
     """The backend over the database at ``url``; ``keyword_path``: this replica's own keyword index
-    there (``follower.py``), else BM25 runs in SQL."""
+    there (``follower.py``), else BM25 runs in SQL (over titles and bodies: ``heading_boost`` applies
+    to the replica's own index only)."""
     from context_harness.store.postgres.database import Database
     from context_harness.store.postgres.documents import PgDocumentStore
     from context_harness.store.postgres.keyword import PgKeywordIndex
@@ -28,7 +29,7 @@ def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: i
     if keyword_path is not None:
         from context_harness.store.postgres.follower import ReplicaKeywordIndex
 
-        follower = ReplicaKeywordIndex(db, documents, keyword_path, title_boost, sql)
+        follower = ReplicaKeywordIndex(db, documents, keyword_path, title_boost, sql, heading_boost)
         keyword, closers = follower, (follower.close, db.close)
 
     def sizes() -> tuple[int, int]:

@@ -55,11 +55,11 @@ class ReplicaKeywordIndex:
     rebuilt = False
 
     def __init__(self, db: Database, store: PgDocumentStore, path: Path, title_boost: float,
-                 sql: PgKeywordIndex) -> None:
+                 sql: PgKeywordIndex, heading_boost: float = 0.0) -> None:
         self.db = db
         self.store = store
         self.sql = sql
-        self.local = KeywordIndex(path, title_boost)
+        self.local = KeywordIndex(path, title_boost, heading_boost)
         self.record = Path(path) / FOLLOW_FILE
         self.ready = False
         self._lock = threading.Lock()  # one catch-up at a time in this process
