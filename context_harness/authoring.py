@@ -77,6 +77,11 @@ class Authoring:
         """Every skill loaded, sorted by name (with its category and file)."""
         return self.catalog.agent_registry.skills()
 
+    def agent_origins(self) -> dict[str, str]:
+        """Where each agent is defined, as its messages name it (``[agents.NAME] in ctx.toml``, a script ...)."""
+        registry = self.catalog.agent_registry
+        return {name: spec.origin for name in registry.names() if (spec := registry.find_spec(name)) is not None}
+
     def agent_file(self, name: str) -> AgentFile | None:
         """The Markdown file agent ``name`` was loaded from, or None (another format, or no such agent)."""
         spec = self.catalog.agent_registry.find_spec(name)

@@ -67,6 +67,7 @@ async def test_an_agent_built_in_the_form_is_what_mcp_clients_get(zoo_config: Pa
         assert 'id="new-agent" href="/ui/agents/new"' in listing.text
         assert 'class="edit-agent" href="/ui/agents/debugger/edit"' in listing.text
         assert "/ui/agents/reviewer/edit" not in listing.text and listing.text.count("(read-only here)") == 2
+        assert "[agents.reviewer] in ctx.toml" in listing.text and "[agents.script.responder] (responder.lua)" in listing.text
         page = ui.get("/ui/agents/new")
         assert page.status_code == 200 and 'id="agent-form"' in page.text and 'id="new-skill"' in page.text
         csrf = csrf_of(page.text)
@@ -100,8 +101,9 @@ async def test_an_agent_built_in_the_form_is_what_mcp_clients_get(zoo_config: Pa
                         "arguments": [{"name": "topic", "description": "What to help with", "required": True}]}
         assert body.strip() == "You help with {{topic}}.\nBe brief."
         tried = ui.get("/ui/agents/helper", params={"run": "1", "topic": "flaky tests"})
-        assert tried.status_code == 200 and tried.text.count('class="copy"') == 3
-        shown = {i: block(tried.text, i) for i in ("prompt-get", "inject-compiled", "inject-structured")}
+        assert tried.status_code == 200 and tried.text.count('class="copy"') == 4
+        shown = {i: block(tried.text, i) for i in ("prompt-get", "inject-compiled", "inject-structured",
+                                                   "compiled-prompt")}
     assert "You help with flaky tests." in shown["prompt-get"] and "Write a failing test first." in shown["prompt-get"]
     assert "Check the tests." not in shown["prompt-get"]  # checklist is switched off
     async with Client(f"{server.url}/mcp", mode="legacy") as mcp:  # no restart: the new agent is served
@@ -113,6 +115,7 @@ async def test_an_agent_built_in_the_form_is_what_mcp_clients_get(zoo_config: Pa
                                                               "arguments": {"topic": "flaky tests"}})
             assert result.content[0].text == shown[f"inject-{fmt}"]
     compiled = json.loads(shown["inject-compiled"])["prompt"]
+    assert shown["compiled-prompt"] == compiled
     assert "### tester\nWrite a failing test first." in compiled and "### checklist" not in compiled
     assert [s["name"] for s in json.loads(shown["inject-structured"])["skills"]] == ["tester"]
 

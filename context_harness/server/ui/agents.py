@@ -39,8 +39,10 @@ class AgentPages:
     async def listing(self, request: Request) -> Response:
         if not self.pages.sessions.logged_in(request):
             return self.pages.login_redirect(request)
+        base = f"{self.harness.config.base_dir.resolve()}/"
+        origins = {name: origin.replace(base, "") for name, origin in self.harness.agent_origins().items()}
         return self.pages.render(request, "agents.html", agents=self.harness.agents(), where=WHERE,
-                                 folder=self._shown(self.harness.agent_folder()))
+                                 origins=origins, folder=self._shown(self.harness.agent_folder()))
 
     # -- the editor ------------------------------------------------------------------------------
 
@@ -189,8 +191,9 @@ class AgentPages:
         texts = [m.content.text for m in messages if hasattr(m.content, "text")]
         prompt_get = texts[0] if len(texts) == 1 else "\n\n".join(
             f"[{m.role}]\n{text}" for m, text in zip(messages, texts, strict=True))
-        return {"prompt": prompt, "prompt_get": prompt_get,
-                "compiled": render_json(await self.harness.zoo_inject(name, given, "compiled")),
+        compiled = await self.harness.zoo_inject(name, given, "compiled")
+        return {"prompt": prompt, "prompt_get": prompt_get, "compiled": render_json(compiled),
+                "compiled_prompt": compiled.get("prompt", ""),
                 "structured": render_json(await self.harness.zoo_inject(name, given, "structured"))}
 
 
