@@ -240,3 +240,13 @@ def test_a_skill_category_is_a_string(tmp_path: Path):
     path.write_text("---\ncategory: [a, b]\n---\nDo it.\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="category must be a string"):
         load_skill(path)
+
+
+def test_an_agent_file_that_did_not_load_says_why_instead_of_an_editor(zoo_config: Path, start_server):
+    (zoo_config.parent / "agents" / "broken.md").write_text("---\nname: broken\nskills: [nope]\n---\nHi.\n",
+                                                             encoding="utf-8")
+    server = start_server(config_mod.load_file(zoo_config))
+    with client(server) as ui:
+        page = ui.get("/ui/agents/broken/edit")
+        assert page.status_code == 400 and "did not load" in page.text and "unknown skill" in page.text
+        assert 'id="agent-form"' not in page.text

@@ -13,8 +13,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from context_harness.agents.editing import AgentDraft, check_draft, checked_text, draft_from_file
-from context_harness.agents.skills import Skill, skill_text
-from context_harness.errors import HarnessError, NotFound
+from context_harness.agents.skills import SKILL_FILE, Skill, parse_skill, skill_text
+from context_harness.errors import ConfigError, HarnessError, NotFound
 from context_harness.server.mcp import prompt_messages
 from context_harness.server.ui.agent_form import draft_from_form, skill_errors
 from context_harness.server.ui.pages import Pages, error_message
@@ -75,6 +75,11 @@ class AgentPages:
 
     def _not_editable(self, request: Request, name: str) -> Response:
         info = next((a for a in self.harness.agents() if a.name == name), None)
+        missing = next((u for u in self.harness.unavailable_agents() if u.name == name), None)
+        if info is None and missing is not None:
+            return self.pages.render(request, "message.html", 400, title="Agent unavailable",
+                                     message=f"agent {name!r} did not load, so it cannot be edited here: "
+                                             f"{missing.message}")
         if info is None:
             return self.pages.render(request, "message.html", 404, title="No such agent",
                                      message=f"unknown agent {name!r}; the Agents page lists them")
@@ -132,15 +137,17 @@ class AgentPages:
         fields = draft.new_skill
         name = fields["new_skill_name"].strip()
         problem = skill_errors(name, {s.name for s in self.harness.skills()}, self.harness.skill_folder())
-        if problem is None:
+        folder = self.harness.skill_folder()
+        if problem is None and folder is not None:
             text = skill_text(name, fields["new_skill_description"], fields["new_skill_category"],
                               fields["new_skill_instructions"])
             try:
+                parse_skill(text, folder / name / SKILL_FILE)  # what the loader will read
                 path = await self.harness.write_skill(name, text)
-            except HarnessError as exc:
+            except (ConfigError, HarnessError) as exc:
                 problem = error_message(exc)
         if problem is not None:
-            field = "new_skill_name" if self.harness.skill_folder() is not None else "form"
+            field = "new_skill_name" if folder is not None else "form"
             return self._form(request, draft, editing, errors={field: problem}, status=400)
         draft.used.append(name)
         draft.new_skill = dict.fromkeys(fields, "")
