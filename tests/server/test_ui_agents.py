@@ -250,3 +250,10 @@ def test_an_agent_file_that_did_not_load_says_why_instead_of_an_editor(zoo_confi
         page = ui.get("/ui/agents/broken/edit")
         assert page.status_code == 400 and "did not load" in page.text and "unknown skill" in page.text
         assert 'id="agent-form"' not in page.text
+        debugger = zoo_config.parent / "agents" / "debugger.md"  # loaded, then broken on disk
+        debugger.write_text("---\nname: debugger\ntools: 42\n---\nHi.\n", encoding="utf-8")
+        page = ui.get("/ui/agents/debugger/edit")
+        assert page.status_code == 400 and "agents/debugger.md does not load" in page.text and "tools" in page.text
+        debugger.write_text("---\nname: [unclosed\n---\nHi.\n", encoding="utf-8")
+        page = ui.get("/ui/agents/debugger/edit")
+        assert page.status_code == 400 and "not valid YAML" in page.text

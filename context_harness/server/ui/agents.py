@@ -69,7 +69,15 @@ class AgentPages:
             return self._not_editable(request, name)
         if request.method == "POST":
             return await self._post(request, name)
-        draft = draft_from_file(*found.parts(), found.path.stem, found.version)
+        meta, body = found.parts()
+        try:
+            if not meta:
+                raise ConfigError("its front matter is missing or is not valid YAML")
+            draft = draft_from_file(meta, body, found.path.stem, found.version)
+        except ConfigError as exc:  # changed on disk since it loaded
+            return self.pages.render(request, "message.html", 400, title="Agent file does not load",
+                                     message=f"{self._shown(found.path)} does not load ({exc.message}): fix it in "
+                                             "the file, then reopen the editor")
         saved = self._shown(found.path) if request.query_params.get("saved") == "1" else None
         return self._form(request, draft, name, saved=saved)
 
