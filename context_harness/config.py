@@ -160,7 +160,7 @@ class RetrievalConfig(_Section):
     candidate_k: int = Field(default=50, ge=1, le=10_000, description="candidates per retriever before hybrid "
                              "fusion (raised to the request's limit when that is larger)")
     title_boost: float = Field(default=0.25, ge=0, description="weight of a title match relative to a body match")
-    heading_boost: float = Field(default=0.1, ge=0, description="weight of a match in a document's headings "
+    heading_boost: float = Field(default=0.0, ge=0, description="weight of a match in a document's headings "
                                  "(beside the body, which holds them too) relative to a body match; keyword index, "
                                  "not BM25 in SQL (0: off)")
     title_match: float = Field(default=0.15, ge=0, le=1, description="added to a hybrid result's score when its "

@@ -2,9 +2,12 @@
 
 Keyword: Tantivy BM25 over whole documents. Semantic: exact cosine top-k over chunk vectors, best
 chunk per document. Hybrid: both lists fused (``[retrieval] fusion``). Filters apply before every
-top-k cut. Snippets: the passage of the document showing the most query words; when it has none,
-the semantic best chunk (or the document's opening). A hybrid search ranks BM25, and cuts the
-snippets of its best hits, on a helper thread while the query embeds (``helper_thread.py``).
+top-k cut. The section shown: in semantic and hybrid mode the semantic best chunk, when the semantic
+list found the document (on the Node.js section questions, hybrid top-1 0.214 -> 0.333 against the
+passage with the most query words); otherwise the passage of the document showing the most query
+words, or when it has none, the document's opening. Snippets are cut query-aware from it. A hybrid
+search ranks BM25, and reads the rows of its best hits, on a helper thread while the query embeds
+(``helper_thread.py``).
 """
 
 from __future__ import annotations
@@ -35,8 +38,7 @@ from context_harness.store.backend import DocumentStorage, KeywordRanking
 from context_harness.store.documents import ChunkPlace, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters
 
-SPECULATIVE_SNIPPETS = 15  # keyword hits whose snippets a hybrid search cuts while its query embeds
-SPECULATION_SECONDS = 0.003  # ...for at most this long, so the embedding never waits on it for the GIL
+SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
 REFRESH_BACKOFF = 4  # ...and after a refresh taking t seconds, not again for REFRESH_BACKOFF * t
 
@@ -47,7 +49,6 @@ class _Prepared:
 
     weights: dict[str, float]  # the salient query words
     rows: dict[str, tuple]  # doc id -> DocumentStore.summaries row, with body
-    snippets: dict[str, Snippet]  # doc id -> snippet of its body
 
 
 @dataclass
@@ -147,7 +148,7 @@ class SearchEngine:
     def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None,
                 limit: int) -> tuple[list[_Candidate], _Prepared | None, int]:
         """The fused list (scaled fusion: without results under ``min_score``), the keyword half's
-        prepared snippets, and how many results were left out as too weak."""
+        prepared rows, and how many results were left out as too weak."""
         retrieval = self.config.retrieval
         k = max(retrieval.candidate_k, limit)
         # BM25 ranks on a helper thread while this one waits for the query embedding (see helper_thread.py).
@@ -187,22 +188,15 @@ class SearchEngine:
 
     def _keyword_half(self, request: SearchRequest, filters: KeywordFilters | None, k: int,
                       spare: bool) -> tuple[list[DocumentHit], _Prepared | None]:
-        """The BM25 list; on a helper with a CPU to spare, also the rows and snippets of its best hits,
-        cut while the query still embeds (most of them make the fused results: ~8 of 10 on SciFact)."""
+        """The BM25 list; on a helper with a CPU to spare, also the rows of its best hits, read while the
+        query still embeds (most of them make the fused results: ~8 of 10 on SciFact). Snippets are
+        cut when rendering: most come from the semantic best chunk, known only then."""
         hits = self.index.search(request.query, filters, k)
         if not spare or not hits:
             return hits, None
-        deadline = time.perf_counter() + SPECULATION_SECONDS
-        ids = [h.doc_id for h in hits[:SPECULATIVE_SNIPPETS]]
-        prepared = _Prepared(salient(self.index.term_weights(request.query)),
-                             self.store.summaries(ids, with_body=True), {})
-        chars = self.config.retrieval.snippet_chars
-        for doc_id in ids:
-            row = prepared.rows.get(doc_id)
-            if row is None or time.perf_counter() > deadline:  # the embedding may be done: stop holding the GIL
-                break
-            prepared.snippets[doc_id] = make_snippet(row[6], prepared.weights, self.index.stem, chars)
-        return hits, prepared
+        ids = [h.doc_id for h in hits[:SPECULATIVE_ROWS]]
+        weights = salient(self.index.term_weights(request.query))
+        return hits, _Prepared(weights, self.store.summaries(ids, with_body=True))
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -224,16 +218,15 @@ class SearchEngine:
         rows.update(known)
         present = [c for c in candidates if c.doc_id in rows]  # others were deleted since the index read
         weights = prepared.weights if prepared else salient(self.index.term_weights(request.query))
-        cut = prepared.snippets if prepared else {}
         stem, chars = self.index.stem, self.config.retrieval.snippet_chars
-        # The passage shown: in semantic mode the best chunk; else the body's best passage, or the best
-        # chunk when the body has no query word (so chunk texts are read only for those).
+        # The passage shown: in semantic and hybrid mode the best chunk; else (and for documents the
+        # semantic list did not find) the body's best passage, or the best chunk when it has no query word.
         shown: dict[str, tuple[Snippet, bool]] = {}  # doc id -> (snippet, from the chunk)
         if mode != "semantic":
             for c in present:
-                snippet = cut.get(c.doc_id)
-                shown[c.doc_id] = (snippet if snippet is not None
-                                   else make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
+                if c.chunk_id and mode == "hybrid":
+                    continue
+                shown[c.doc_id] = (make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
         # The semantic best chunks (their text, read only where needed), then the chunk each snippet lies in.
         wanted = [c.chunk_id for c in present
                   if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]

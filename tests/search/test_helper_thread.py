@@ -11,7 +11,7 @@ import pytest
 from context_harness.embedding import fake
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
-from context_harness.search import engine, helper_thread
+from context_harness.search import helper_thread
 from context_harness.search.helper_thread import HelperThreadJob
 
 
@@ -81,28 +81,26 @@ async def test_hybrid_ranks_keywords_beside_a_fresh_embedding_and_in_turn_for_a_
             seen["embed"] = threading.get_ident()
             return embed(texts)
 
-        snippet_threads: list[int] = []
-        make_snippet = engine.make_snippet
+        summary_threads: list[int] = []
+        summaries = h.store.summaries
 
-        def snippet_spy(*args):
-            snippet_threads.append(threading.get_ident())
-            return make_snippet(*args)
+        def summaries_spy(*args, **kwargs):
+            summary_threads.append(threading.get_ident())
+            return summaries(*args, **kwargs)
 
         h.engine.index.search = keyword_spy
         embedder._embed = embed_spy
-        monkeypatch.setattr(engine, "make_snippet", snippet_spy)
+        monkeypatch.setattr(h.engine.store, "summaries", summaries_spy)
         request = SearchRequest(query="sandbox timeout memory", mode="hybrid", explain=True)
         fresh = h.search_sync(request)
         assert seen["embed"] == threading.get_ident() and seen["keyword"] != threading.get_ident()
-        # The helper also cut the snippets of the keyword hits, and rendering used them.
-        on_helper = snippet_threads.count(seen["keyword"])
-        here = snippet_threads.count(threading.get_ident())
-        assert on_helper >= 1 and on_helper + here == len(snippet_threads)
+        # The helper also read the keyword hits' rows, for rendering.
+        assert summary_threads.count(seen["keyword"]) == 1
         seen.clear()
-        snippet_threads.clear()
+        summary_threads.clear()
         cached = h.search_sync(request)
         assert "embed" not in seen and seen["keyword"] == threading.get_ident()
-        assert snippet_threads.count(threading.get_ident()) == len(snippet_threads) == here + on_helper
+        assert set(summary_threads) == {threading.get_ident()}
         assert fresh == cached and fresh.results[0].title == "Lua Sandbox"
         assert fresh.results[0].explain.keyword_rank == 1 and fresh.results[0].explain.semantic_rank == 1
 
@@ -131,29 +129,6 @@ async def test_an_embedding_failure_still_waits_for_the_keyword_half(sample_docs
         with pytest.raises(RuntimeError, match="fell over"):
             h.search_sync(SearchRequest(query="sandbox", mode="hybrid"))
         assert finished.is_set()  # the helper's work was over before the error reached the caller
-
-
-@pytest.mark.anyio
-async def test_snippets_past_the_time_budget_are_left_to_rendering(sample_docs, monkeypatch) -> None:
-    fake.register()
-    sample_docs.config_path.write_text(
-        sample_docs.config_path.read_text().replace('provider = "disabled"', 'provider = "fake"'))
-    async with Harness.open(sample_docs.config()) as h:
-        await h.sync()
-        request = SearchRequest(query="sandbox timeout memory", mode="hybrid", explain=True)
-        expected = h.search_sync(request)
-        h.semantic().embedder.query_cache.clear()
-        snippet_threads: list[int] = []
-        make_snippet = engine.make_snippet
-
-        def snippet_spy(*args):
-            snippet_threads.append(threading.get_ident())
-            return make_snippet(*args)
-
-        monkeypatch.setattr(engine, "make_snippet", snippet_spy)
-        monkeypatch.setattr(engine, "SPECULATION_SECONDS", 0.0)
-        assert h.search_sync(request) == expected
-        assert snippet_threads and set(snippet_threads) == {threading.get_ident()}
 
 
 def test_on_one_cpu_work_runs_in_turn(monkeypatch) -> None:
