@@ -140,7 +140,8 @@ class SearchEngine:
             explain = None
             if request.explain:
                 explain = SearchExplain(semantic_score=score, semantic_rank=rank,
-                                        notes=["mode=semantic; document score = its best chunk's cosine similarity",
+                                        notes=["mode=semantic; document score = its best chunk's cosine similarity, "
+                                               "plus 0.4 x (second best - 0.4) when that is above 0.4",
                                                f"embedder={backend.identity_key()}"])
             out.append(_Candidate(doc_id, score, chunk_id, explain))
         return out

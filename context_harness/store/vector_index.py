@@ -23,6 +23,7 @@ import numpy as np
 
 from context_harness.embedding.base import EmbedderIdentity, EmbedderMismatch
 from context_harness.store.ann import AnnGraph
+from context_harness.store.chunk_scores import document_score
 
 
 class VectorSource(Protocol):
@@ -428,8 +429,9 @@ class VectorIndex:
                 for i, r in zip(best, rows[best], strict=True)]
 
     def top_documents(self, query: np.ndarray, k: int, allowed: RowFilter = None) -> list[tuple[str, str, float]]:
-        """The ``k`` best documents by their best chunk: ``(doc_id, chunk_id, cosine)``, best first,
-        ties by doc id. Filters apply before the cut, as in ``top_k``."""
+        """The ``k`` best documents: ``(doc_id, best chunk id, score)``, best first, ties by doc id; the
+        score is ``chunk_scores.document_score`` of its two best chunks among those fetched. Filters
+        apply before the cut, as in ``top_k``."""
         if k <= 0:
             return []
         fetch = max(4 * k, 64)
@@ -444,10 +446,15 @@ class VectorIndex:
             if len(first) >= k or fetch >= len(scores) and (len(scores) < fetch or not self.approximate):
                 break  # enough documents, or every allowed chunk was scored
             fetch *= 4
-        best = top[np.sort(first)]  # best first
-        if len(best) > k:  # keep the documents tied with the k-th too: ties are broken by doc id below
-            best = best[: k + int(np.count_nonzero(scores[best[k:]] == scores[best[k - 1]]))]
-        hits = [(docs[doc_codes[i]], chunk_ids[rows[i]].decode("ascii"), float(scores[i])) for i in best.tolist()]
+        rest = np.ones(len(top), dtype=bool)
+        rest[first] = False
+        seconds, at = np.unique(doc_codes[top[rest]], return_index=True)  # each document's second best chunk
+        second = dict(zip(seconds.tolist(), scores[top[rest]][at].tolist(), strict=True))
+        hits = []
+        for i in top[first].tolist():
+            code = int(doc_codes[i])
+            hits.append((docs[code], chunk_ids[rows[i]].decode("ascii"),
+                         document_score(float(scores[i]), second.get(code))))
         hits.sort(key=lambda h: (-h[2], h[0]))
         return hits[:k]
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from context_harness.embedding.base import EmbedderIdentity
+from context_harness.store.chunk_scores import document_score
 from context_harness.store.postgres.database import Database
 from context_harness.store.queries import PendingChunk
 from context_harness.store.schema import POSTGRES_VECTOR_INDEX
@@ -172,7 +173,8 @@ class PgVectorIndex:
         return 0, 0
 
     def top_documents(self, query: np.ndarray, k: int, allowed: Any = None) -> list[tuple[str, str, float]]:
-        """Best ``k`` documents as (doc_id, best chunk id, cosine), best first."""
+        """Best ``k`` documents as (doc_id, best chunk id, score), best first; the score is
+        ``chunk_scores.document_score`` of its two best chunks among those fetched."""
         identity = self.store.identity()
         if identity is None or k < 1:
             return []
@@ -182,12 +184,17 @@ class PgVectorIndex:
         while True:
             rows = self._nearest(vector, dims, fetch, None if allowed is None else list(allowed))
             best: dict[str, tuple[str, float]] = {}
+            second: dict[str, float] = {}
             for doc_id, chunk_id, distance in rows:
                 if doc_id not in best:
                     best[doc_id] = (chunk_id, 1.0 - float(distance))
+                elif doc_id not in second:
+                    second[doc_id] = 1.0 - float(distance)
             if len(best) >= k or len(rows) < fetch or fetch >= MAX_FETCH:
-                ranked = sorted(best.items(), key=lambda item: (-item[1][1], item[0]))
-                return [(doc_id, chunk_id, score) for doc_id, (chunk_id, score) in ranked[:k]]
+                scored = [(doc_id, chunk_id, document_score(score, second.get(doc_id)))
+                          for doc_id, (chunk_id, score) in best.items()]
+                scored.sort(key=lambda hit: (-hit[2], hit[0]))
+                return scored[:k]
             fetch *= 4
 
     def _nearest(self, vector: np.ndarray, dims: int, fetch: int, allowed: list[str] | None) -> list[tuple]:
