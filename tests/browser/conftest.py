@@ -70,6 +70,6 @@ def shoot() -> Callable[[Any, str], None]:
     def save(page: Any, name: str) -> None:
         if os.environ.get("CTX_SCREENSHOTS") == "1":
             SCREENSHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"console-{name}.png"), full_page=True)
+            page.screenshot(path=str(SCREENSHOTS / f"console-{name}.png"))
 
     return save

@@ -73,8 +73,8 @@ def chromium_path() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 
 
-def config_text(docs: Path, server: str = "", extra: str = "") -> str:
-    return (f'[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n\n'
+def config_text(docs: Path, server: str = "", extra: str = "", embedding: str = "local") -> str:
+    return (f'[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "{embedding}"\n\n'
             f'[server]\nsync_on_start = false\nauth_token = "{TOKEN}"\n{server}\n\n'
             f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\n\n{extra}')
 
@@ -101,12 +101,13 @@ class Console:
         return self.root / "docs"
 
 
-def serve_console(root: Path, server: str = "", extra: str = "") -> Console:
-    """Write the workspace in ``root``, index it with ``ctx sync``, then start ``ctx serve --http``."""
+def serve_console(root: Path, server: str = "", extra: str = "", embedding: str = "local") -> Console:
+    """Write the workspace in ``root``, index it with ``ctx sync`` (embedded with the bundled model unless
+    ``embedding`` says otherwise), then start ``ctx serve --http``."""
     write_files(root / "docs", NOTES)
     write_files(root, {**SKILLS, **AGENTS})
     config = root / "ctx.toml"
-    config.write_text(config_text(root / "docs", server, extra), encoding="utf-8")
+    config.write_text(config_text(root / "docs", server, extra, embedding), encoding="utf-8")
     env = child_environment(root)
     subprocess.run([str(BIN / "ctx"), "sync", "--config", str(config), "--progress", "none"], env=env,
                    check=True, timeout=60, stdout=subprocess.DEVNULL)

@@ -75,12 +75,15 @@ def test_a_hit_opens_the_document_at_its_section(page: Any, shoot) -> None:
 
 
 def test_the_explain_view_draws_the_chart(page: Any, shoot) -> None:
-    search(page, "tantivy search engine", explain=True)
+    search(page, "which engine ranks documents in Rust", mode="hybrid", explain=True)
     chart = page.locator("#results li.hit svg.bars").first
     chart.wait_for()
     assert chart.is_visible() and "keyword" in (chart.get_attribute("aria-label") or "")
     assert float(chart.locator("rect.kw").get_attribute("width") or 0) > 0
-    assert "rank 1" in page.locator("#results li.hit figcaption").first.inner_text()
+    assert float(chart.locator("rect.sem").get_attribute("width") or 0) > 0, "hybrid mode has a semantic score"
+    caption = page.locator("#results li.hit figcaption").first.inner_text()
+    assert "keyword" in caption and "semantic" in caption and "fused" in caption
+    assert "Tantivy notes" in page.locator("#results li.hit a").first.inner_text()
     shoot(page, "explain")
 
 
@@ -114,7 +117,7 @@ def test_a_write_without_the_csrf_token_is_refused(page: Any) -> None:
 
 
 def test_read_only_mode_refuses_the_sync_post(browser: Any, events: Events, tmp_path: Path) -> None:
-    served = serve_console(tmp_path, extra="[ui]\nread_only = true\n")
+    served = serve_console(tmp_path, extra="[ui]\nread_only = true\n", embedding="disabled")
     try:
         page = open_page(browser, events)
         log_in(page, served.url)
