@@ -3,7 +3,8 @@ package every test here is skipped with a message naming what to install.
 
 - ``browser``: one headless Chromium for the session (``--no-sandbox`` only when running as root);
 - ``console``: the real ``ctx serve --http`` (127.0.0.1, a free port, a bearer token) over a small
-  workspace of notes, an agents folder and a skills folder, indexed before it starts;
+  workspace of notes, an agents folder and a skills folder, indexed before it starts (a module's
+  ``SERVE`` dict adds to its config);
 - ``events`` and ``page``: a fresh browser context logged in through the login form, every dialog and
   console error it sees recorded in ``events``;
 - ``shoot``: ``shoot(page, NAME)`` saves ``docs/img/console-NAME.png``, only when ``CTX_SCREENSHOTS=1``.
@@ -43,8 +44,9 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    served = serve_console(tmp_path_factory.mktemp("console"))
+def console(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    """The served console; a test module's ``SERVE`` dict, when it has one, is passed to ``serve_console``."""
+    served = serve_console(tmp_path_factory.mktemp("console"), **getattr(request.module, "SERVE", {}))
     yield served
     stop_process(served.process)
 

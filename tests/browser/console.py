@@ -101,11 +101,12 @@ class Console:
         return self.root / "docs"
 
 
-def serve_console(root: Path, server: str = "", extra: str = "", embedding: str = "local") -> Console:
-    """Write the workspace in ``root``, index it with ``ctx sync`` (embedded with the bundled model unless
-    ``embedding`` says otherwise), then start ``ctx serve --http``."""
+def serve_console(root: Path, server: str = "", extra: str = "", embedding: str = "local",
+                  files: dict[str, str] | None = None) -> Console:
+    """Write the workspace (and ``files``) in ``root``, index it with ``ctx sync`` (embedded with the
+    bundled model unless ``embedding`` says otherwise), then start ``ctx serve --http``."""
     write_files(root / "docs", NOTES)
-    write_files(root, {**SKILLS, **AGENTS})
+    write_files(root, {**SKILLS, **AGENTS, **(files or {})})
     config = root / "ctx.toml"
     config.write_text(config_text(root / "docs", server, extra, embedding), encoding="utf-8")
     env = child_environment(root)
