@@ -26,6 +26,7 @@ import anyio
 
 from context_harness import __version__
 from context_harness.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
+from context_harness.authoring import Authoring
 from context_harness.catalog import Catalog, Listener
 from context_harness.config import Config
 from context_harness.connections import Connections
@@ -76,7 +77,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
-class Harness(Offering, WriteBack, Connections):
+class Harness(Offering, WriteBack, Connections, Authoring):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = apply_registries(config)  # registry tools and agents, and every registry script's grant
         self.extensions = extensions or Extensions()

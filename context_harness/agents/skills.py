@@ -1,9 +1,10 @@
 """Skills in the Agent Skills format: a folder holding ``SKILL.md`` whose front matter gives
-``name`` and ``description`` and whose body is the instructions::
+``name``, ``description`` and optionally ``category`` (how the console groups skills) and whose body
+is the instructions::
 
     skills/
       review-checklist/
-        SKILL.md        ---\nname: review-checklist\ndescription: ...\n---\n<instructions>
+        SKILL.md        ---\nname: review-checklist\ndescription: ...\ncategory: Review\n---\n<instructions>
 
 A skill folder may hold other files (scripts, references); only ``SKILL.md`` is read. The folder
 name is the skill's name when the front matter has none.
@@ -14,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from context_harness.errors import ConfigError
 from context_harness.formats.markdown import split_front_matter
@@ -28,6 +31,7 @@ class Skill:
     description: str
     instructions: str
     path: Path
+    category: str = ""  # "" = uncategorised
 
     def as_dict(self) -> dict[str, str]:
         return {"name": self.name, "description": self.description, "instructions": self.instructions}
@@ -48,6 +52,11 @@ def load_skill(path: Path) -> Skill:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"skill {path}: cannot read ({exc.__class__.__name__})") from None
+    return parse_skill(text, path)
+
+
+def parse_skill(text: str, path: Path) -> Skill:
+    """``load_skill`` of ``text`` as if read from ``path`` (the console checks a skill before writing it)."""
     meta, body = split_front_matter(text)
     name = meta.get("name", path.parent.name)
     if not isinstance(name, str) or not SKILL_NAME.match(name):
@@ -55,7 +64,19 @@ def load_skill(path: Path) -> Skill:
     description = meta.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"skill {path}: description must be a string")
-    return Skill(name, description.strip(), body.strip(), path)
+    category = meta.get("category", "")
+    if not isinstance(category, str):
+        raise ConfigError(f"skill {path}: category must be a string (got {category!r})")
+    return Skill(name, description.strip(), body.strip(), path, category.strip())
+
+
+def skill_text(name: str, description: str, category: str, instructions: str) -> str:
+    """A ``SKILL.md``: front matter (``category`` only when given), then the instructions."""
+    meta = {"name": name, "description": description.strip()}
+    if category.strip():
+        meta["category"] = category.strip()
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000)
+    return f"---\n{front}---\n\n{instructions.strip()}\n"
 
 
 def load_skills(folders: list[Path]) -> dict[str, Skill]:
@@ -71,4 +92,5 @@ def load_skills(folders: list[Path]) -> dict[str, Skill]:
     return skills
 
 
-__all__ = ["SKILL_FILE", "Skill", "load_skill", "load_skills", "skill_files"]
+__all__ = ["SKILL_FILE", "SKILL_NAME", "Skill", "load_skill", "load_skills", "parse_skill", "skill_files",
+           "skill_text"]

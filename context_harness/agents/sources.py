@@ -83,6 +83,11 @@ def markdown_spec(path: Path) -> AgentSpec | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"agent file {path}: cannot read ({exc.__class__.__name__})") from None
+    return parse_markdown_agent(text, path)
+
+
+def parse_markdown_agent(text: str, path: Path) -> AgentSpec | None:
+    """``markdown_spec`` of ``text`` as if read from ``path`` (the console checks a file before writing it)."""
     meta, body = split_front_matter(text)
     if not meta:
         log.debug("skipping %s: no front matter", path)
@@ -146,4 +151,4 @@ def python_spec(agent: Any, origin: str) -> AgentSpec:
     )
 
 
-__all__ = ["markdown_files", "markdown_spec", "python_spec", "toml_spec"]
+__all__ = ["markdown_files", "markdown_spec", "parse_markdown_agent", "python_spec", "toml_spec"]

@@ -1,52 +1,230 @@
-"""The console's agents pages: every agent (all formats) and "Try it", which resolves an agent with
-the given arguments through the same ``Harness.resolve_agent`` as ``POST /agents/{name}/prompt``."""
+"""The console's agents pages: every agent (all formats); the editor of Markdown agents (new and
+existing, with skills grouped by category and a new skill written on the spot); and "Try it", which
+shows an agent's prompt as ``prompts/get`` and ``agent_zoo_inject`` return it, through the same
+Harness calls (``resolve_agent`` + ``prompt_messages``, ``zoo_inject``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from context_harness.errors import HarnessError, NotFound
+from context_harness.agents.editing import AgentDraft, check_draft, checked_text, draft_from_file
+from context_harness.agents.skills import SKILL_FILE, Skill, parse_skill, skill_text
+from context_harness.errors import ConfigError, HarnessError, NotFound
+from context_harness.server.mcp import prompt_messages
+from context_harness.server.ui.agent_form import draft_from_form, skill_errors
 from context_harness.server.ui.pages import Pages, error_message
+from context_harness.tools.base import render_json
 
 WHERE = {"markdown": "a Markdown agent file", "toml": "an [agents.NAME] table of ctx.toml",
          "lua": "a Lua agent script", "python": "a Python agent module"}
+UNCATEGORISED = "Uncategorised"
 
 
 class AgentPages:
     def __init__(self, pages: Pages) -> None:
         self.pages = pages
+        self.harness = pages.harness
 
     def routes(self) -> list[BaseRoute]:
         return [Route("/agents", self.listing, methods=["GET"]),
+                Route("/agents/new", self.new, methods=["GET", "POST"]),
+                Route("/agents/{name}/edit", self.edit, methods=["GET", "POST"]),
                 Route("/agents/{name}", self.try_it, methods=["GET"])]
 
     async def listing(self, request: Request) -> Response:
         if not self.pages.sessions.logged_in(request):
             return self.pages.login_redirect(request)
-        return self.pages.render(request, "agents.html", agents=self.pages.harness.agents(), where=WHERE)
+        base = f"{self.harness.config.base_dir.resolve()}/"
+        origins = {name: origin.replace(base, "") for name, origin in self.harness.agent_origins().items()}
+        return self.pages.render(request, "agents.html", agents=self.harness.agents(), where=WHERE,
+                                 origins=origins, folder=self._shown(self.harness.agent_folder()))
+
+    # -- the editor ------------------------------------------------------------------------------
+
+    async def new(self, request: Request) -> Response:
+        if request.method == "GET":
+            if not self.pages.sessions.logged_in(request):
+                return self.pages.login_redirect(request)
+            return self._form(request, AgentDraft(), None)
+        refused = await self.pages.refused_write(request)
+        if refused is not None:
+            return refused
+        return await self._post(request, None)
+
+    async def edit(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if request.method == "GET" and not self.pages.sessions.logged_in(request):
+            return self.pages.login_redirect(request)
+        if request.method == "POST":
+            refused = await self.pages.refused_write(request)
+            if refused is not None:
+                return refused
+        found = self.harness.agent_file(name)
+        if found is None:
+            return self._not_editable(request, name)
+        if request.method == "POST":
+            return await self._post(request, name)
+        meta, body = found.parts()
+        try:
+            if not meta:
+                raise ConfigError("its front matter is missing or is not valid YAML")
+            draft = draft_from_file(meta, body, found.path.stem, found.version)
+        except ConfigError as exc:  # changed on disk since it loaded
+            return self.pages.render(request, "message.html", 400, title="Agent file does not load",
+                                     message=f"{self._shown(found.path)} does not load ({exc.message}): fix it in "
+                                             "the file, then reopen the editor")
+        saved = self._shown(found.path) if request.query_params.get("saved") == "1" else None
+        return self._form(request, draft, name, saved=saved)
+
+    def _not_editable(self, request: Request, name: str) -> Response:
+        info = next((a for a in self.harness.agents() if a.name == name), None)
+        missing = next((u for u in self.harness.unavailable_agents() if u.name == name), None)
+        if info is None and missing is not None:
+            return self.pages.render(request, "message.html", 400, title="Agent unavailable",
+                                     message=f"agent {name!r} did not load, so it cannot be edited here: "
+                                             f"{missing.message}")
+        if info is None:
+            return self.pages.render(request, "message.html", 404, title="No such agent",
+                                     message=f"unknown agent {name!r}; the Agents page lists them")
+        return self.pages.render(request, "message.html", 400, title="Read-only here",
+                                 message=f"agent {name!r} is defined in {WHERE.get(info.source, info.source)}; "
+                                         "the console edits Markdown agent files only: change it where it lives")
+
+    async def _post(self, request: Request, editing: str | None) -> Response:
+        form = await request.form()
+        draft = draft_from_form(form)
+        if form.get("action") == "add_skill":
+            return await self._add_skill(request, draft, editing)
+        return await self._save(request, draft, editing)
+
+    async def _save(self, request: Request, draft: AgentDraft, editing: str | None) -> Response:
+        """Check the form, write the file when it is still the version the form was opened on."""
+        known = {s.name for s in self.harness.skills()}
+        if editing is not None:
+            current = self.harness.agent_file(editing)
+            if current is None:
+                return self._not_editable(request, editing)
+            path, previous = current.path, current.parts()[0]
+        else:
+            folder = self.harness.agent_folder()
+            if folder is None:
+                return self.pages.render(request, "message.html", 400, title="No agents folder",
+                                         message="No folder for agent files is configured: set [agents] paths "
+                                                 "in the config file.")
+            path, previous = folder / f"{draft.name}.md", {}
+        errors = check_draft(draft, known, previous)
+        if editing is not None and draft.name != editing and "name" not in errors:
+            errors["name"] = f"renaming is not supported here: keep {editing!r}, or create a new agent"
+        if editing is None and "name" not in errors and self._taken(draft.name):
+            errors["name"] = f"an agent named {draft.name!r} exists already: choose another name or edit that one"
+        if errors:
+            return self._form(request, draft, editing, errors=errors, status=400)
+        text, problem = checked_text(draft, path, previous)
+        if problem is not None:
+            return self._form(request, draft, editing, errors={"form": problem}, status=400)
+        try:
+            conflict = await self.harness.write_agent_file(path, text, draft.version if editing is not None else None)
+        except HarnessError as exc:
+            return self._form(request, draft, editing, errors={"name": error_message(exc)}, status=400)
+        if conflict is not None:
+            yours, draft.version = text, conflict.version
+            return self._form(request, draft, editing, status=409, conflict={"disk": conflict.text, "yours": yours})
+        return RedirectResponse(f"/ui/agents/{_quote(draft.name)}/edit?saved=1", status_code=303)
+
+    def _taken(self, name: str) -> bool:
+        return any(a.name == name for a in self.harness.agents()) or any(
+            u.name == name for u in self.harness.unavailable_agents())
+
+    async def _add_skill(self, request: Request, draft: AgentDraft, editing: str | None) -> Response:
+        """Write the new skill's ``SKILL.md``, then show the form again with the skill used and enabled."""
+        fields = draft.new_skill
+        name = fields["new_skill_name"].strip()
+        problem = skill_errors(name, {s.name for s in self.harness.skills()}, self.harness.skill_folder())
+        folder = self.harness.skill_folder()
+        if problem is None and folder is not None:
+            text = skill_text(name, fields["new_skill_description"], fields["new_skill_category"],
+                              fields["new_skill_instructions"])
+            try:
+                parse_skill(text, folder / name / SKILL_FILE)  # what the loader will read
+                path = await self.harness.write_skill(name, text)
+            except (ConfigError, HarnessError) as exc:
+                problem = error_message(exc)
+        if problem is not None:
+            field = "new_skill_name" if folder is not None else "form"
+            return self._form(request, draft, editing, errors={field: problem}, status=400)
+        draft.used.append(name)
+        draft.new_skill = dict.fromkeys(fields, "")
+        return self._form(request, draft, editing, added=f"skill {name!r} written to {self._shown(path)}")
+
+    def _form(self, request: Request, draft: AgentDraft, editing: str | None, *, errors: dict[str, str] | None = None,
+              status: int = 200, **extra: Any) -> Response:
+        action = f"/ui/agents/{_quote(editing)}/edit" if editing is not None else "/ui/agents/new"
+        return self.pages.render(request, "agent_form.html", status, draft=draft, editing=editing, action=action,
+                                 errors=errors or {}, categories=_by_category(self.harness.skills()),
+                                 skill_folder=self._shown(self.harness.skill_folder()), **extra)
+
+    def _shown(self, path: Path | None) -> str | None:
+        """``path`` relative to the config file's folder when inside it (pages never need more)."""
+        if path is None:
+            return None
+        try:
+            return path.relative_to(self.harness.config.base_dir.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    # -- try it ----------------------------------------------------------------------------------
 
     async def try_it(self, request: Request) -> Response:
-        """The agent's argument form; with ``run=1``, its prompt resolved with the arguments given."""
+        """The agent's argument form; with ``run=1``, its prompt as ``prompts/get`` and
+        ``agent_zoo_inject`` (compiled, structured) return it, resolved with the arguments given."""
         if not self.pages.sessions.logged_in(request):
             return self.pages.login_redirect(request)
         name = request.path_params["name"]
-        info = next((a for a in self.pages.harness.agents() if a.name == name), None)
+        info = next((a for a in self.harness.agents() if a.name == name), None)
         if info is None:
             return self.pages.render(request, "message.html", 404, title="No such agent",
                                      message=f"unknown agent {name!r}; the Agents page lists them")
         values = {arg.name: request.query_params.get(arg.name, "") for arg in info.arguments}
-        context: dict[str, Any] = {"agent": info, "values": values, "where": WHERE}
+        context: dict[str, Any] = {"agent": info, "values": values, "where": WHERE,
+                                   "editable": info.source == "markdown"}
         if request.query_params.get("run") == "1":
             given = {key: value for key, value in values.items() if value != ""}
             try:
-                context["prompt"] = (await self.pages.harness.resolve_agent(name, given)).prompt
+                context.update(await self._resolved(name, given))
             except (HarnessError, NotFound) as exc:
-                context["error"] = error_message(exc)
+                context["error"] = getattr(exc, "message", None) or error_message(exc)
         return self.pages.render(request, "agent.html", **context)
+
+    async def _resolved(self, name: str, given: dict[str, str]) -> dict[str, Any]:
+        prompt = (await self.harness.resolve_agent(name, given)).prompt
+        messages = prompt_messages(name, prompt)
+        texts = [m.content.text for m in messages if hasattr(m.content, "text")]
+        prompt_get = texts[0] if len(texts) == 1 else "\n\n".join(
+            f"[{m.role}]\n{text}" for m, text in zip(messages, texts, strict=True))
+        compiled = await self.harness.zoo_inject(name, given, "compiled")
+        return {"prompt": prompt, "prompt_get": prompt_get, "compiled": render_json(compiled),
+                "compiled_prompt": compiled.get("prompt", ""),
+                "structured": render_json(await self.harness.zoo_inject(name, given, "structured"))}
+
+
+def _by_category(skills: list[Skill]) -> list[tuple[str, list[Skill]]]:
+    """Skills grouped by category (sorted; "Uncategorised" last), each group sorted by name."""
+    groups: dict[str, list[Skill]] = {}
+    for skill in skills:
+        groups.setdefault(skill.category, []).append(skill)
+    order = sorted(groups, key=lambda c: (c == "", c.lower()))
+    return [(c or UNCATEGORISED, sorted(groups[c], key=lambda s: s.name)) for c in order]
+
+
+def _quote(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
 
 
 __all__ = ["AgentPages"]
