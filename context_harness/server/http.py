@@ -196,7 +196,7 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
     middleware.append(Middleware(UnknownErrors))
     routes: list[BaseRoute] = [*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)]
     if console:
-        routes += console_routes(harness, settings.auth_token or None)
+        routes += console_routes(harness, settings.auth_token or None, agent)
     app = Starlette(routes=routes, middleware=middleware,
                     lifespan=lambda _app: mcp_run(),
                     exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
@@ -287,7 +287,8 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
                 timeout_keep_alive=KEEP_ALIVE_SECONDS, http=protocol_class(settings.header_timeout,
                                                                            settings.max_connections)))
             url = f"http://{shown}:{sock.getsockname()[1]}"
-            sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, url, agent)))
+            console = ui_enabled(harness.config, is_loopback(host))
+            sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, url, agent, console)))
             sys.stderr.flush()
             await server.serve(sockets=[sock])
 
@@ -312,16 +313,18 @@ def listening_socket(host: str, port: int) -> Iterator[socket.socket]:
         yield sock
 
 
-def startup_lines(harness: Harness, url: str, agent: str | None = None) -> list[str]:
+def startup_lines(harness: Harness, url: str, agent: str | None = None, console: bool = False) -> list[str]:
     """What ``ctx serve --http`` prints to stderr on start, as the original's ``ctx serve mcp`` does:
-    the Lua tools with their routes (and those set aside for unset variables), then the addresses."""
+    the Lua tools with their routes (and those set aside for unset variables), then the addresses
+    (the web console's too when it is on)."""
     listing = harness.tool_listing(agent)
     lua = [tool for tool in listing["tools"] if not tool["builtin"]]
     lines = [f"Loaded {len(lua)} Lua tool(s):"] if lua else []
     lines += [f"  POST /tools/{tool['name']} — {tool['description']}" for tool in lua]
     lines += [f"  unavailable: {u['name']} — {u['message']}" for u in listing.get("unavailable", [])]
-    return [*lines, f"MCP server listening on {url}", f"  MCP endpoint: {url}/mcp",
-            f"  REST: {url}/tools/* and {url}/agents/* (Ctrl-C to stop)"]
+    lines += [f"MCP server listening on {url}", f"  MCP endpoint: {url}/mcp"]
+    lines += [f"  Web console: {url}/ui/"] if console else []
+    return [*lines, f"  REST: {url}/tools/* and {url}/agents/* (Ctrl-C to stop)"]
 
 
 __all__ = ["RestShim", "UnknownErrors", "build_app", "check_bind", "is_loopback", "listening_socket", "parse_bind",

@@ -24,6 +24,7 @@ from context_harness.harness import Harness
 from context_harness.server.ui.agents import AgentPages
 from context_harness.server.ui.pages import Pages
 from context_harness.server.ui.session import Sessions
+from context_harness.server.ui.tools import ToolPages
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -69,8 +70,9 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def console_routes(harness: Harness, token: str | None) -> list[BaseRoute]:
-    """The ``/ui`` mount: pages, the login form and the vendored static files."""
+def console_routes(harness: Harness, token: str | None, agent: str | None = None) -> list[BaseRoute]:
+    """The ``/ui`` mount: pages, the login form and the vendored static files; ``agent``: the agent
+    the server is scoped to (``ctx serve --agent``), whose tools are the only ones the console calls."""
     pages = Pages(harness, Sessions(token), templates(), read_only(harness.config))
 
     async def home(request: Request) -> Response:
@@ -81,6 +83,7 @@ def console_routes(harness: Harness, token: str | None) -> list[BaseRoute]:
         Mount("/static", app=StaticFiles(directory=HERE / "static")),
         *pages.routes(),
         *AgentPages(pages).routes(),
+        *ToolPages(pages, agent).routes(),
     ]
     return [Mount("/ui", app=SecurityHeaders(Router(routes=routes)))]
 

@@ -14,9 +14,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from context_harness.errors import HarnessError
+from context_harness import timestamps
+from context_harness.errors import BadRequest, HarnessError
 from context_harness.harness import Harness
-from context_harness.models import GetRequest, SearchMode, SearchRequest
+from context_harness.models import GetRequest, SearchFilters, SearchMode, SearchRequest
 from context_harness.server.ui.session import Sessions, new_session_id, set_cookie
 
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
@@ -110,13 +111,16 @@ class Pages:
         mode = next((m for m in MODES if m == params.get("mode")), None)
         source = params.get("source") or None
         explain = params.get("explain") == "1"
+        tag, since, until = (params.get(key, "").strip() for key in ("tag", "since", "until"))
         fragment = request.headers.get("hx-request") == "true"  # htmx swaps the results only
-        values: dict[str, Any] = {"query": query, "mode": mode or "", "source": source or "", "explain": explain}
+        values: dict[str, Any] = {"query": query, "mode": mode or "", "source": source or "", "explain": explain,
+                                  "tag": tag, "since": since, "until": until}
         if not fragment:
             values["sources"] = [s.name for s in (await self.harness.sources()).sources]
         if query:
             try:
-                request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20)
+                request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20,
+                                              filters=search_filters(tag, since, until))
                 values["response"] = await self.harness.search(request_model)
             except (HarnessError, ValidationError) as exc:
                 values["error"] = error_message(exc)
@@ -205,6 +209,23 @@ def _quote(value: str) -> str:
     from urllib.parse import quote
 
     return quote(value, safe="/")
+
+
+def search_filters(tag: str, since: str, until: str) -> SearchFilters | None:
+    """The search form's tag and date fields as the ``search`` tool's filters (``tags``, ``since``,
+    ``until``); a bare date in ``until`` counts the whole day (UTC). ``BadRequest`` for a bad date."""
+    for label, value in (("since", since), ("until", until)):
+        try:
+            if value:
+                timestamps.parse(value)
+        except ValueError as exc:
+            raise BadRequest(f"{label}: {exc}") from None
+    if len(until) == 10:  # YYYY-MM-DD, as <input type=date> sends it
+        until += "T23:59:59Z"
+    tags = [t.strip() for t in tag.split(",") if t.strip()]
+    if not (tags or since or until):
+        return None
+    return SearchFilters(tags=tags or None, since=since or None, until=until or None)
 
 
 def error_message(exc: Exception) -> str:
