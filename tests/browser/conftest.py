@@ -67,11 +67,12 @@ def page(browser: Any, console: Console, events: Events) -> Iterator[Any]:
 
 
 @pytest.fixture
-def shoot() -> Callable[[Any, str], None]:
-    """``shoot(page, name)``: the page as ``docs/img/console-NAME.png``, only when ``CTX_SCREENSHOTS=1``."""
-    def save(page: Any, name: str) -> None:
+def shoot() -> Callable[..., None]:
+    """``shoot(page, name)``: the window (``full_page=True``: the whole page) as ``docs/img/console-NAME.png``,
+    only when ``CTX_SCREENSHOTS=1``."""
+    def save(page: Any, name: str, full_page: bool = False) -> None:
         if os.environ.get("CTX_SCREENSHOTS") == "1":
             SCREENSHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"console-{name}.png"))
+            page.screenshot(path=str(SCREENSHOTS / f"console-{name}.png"), full_page=full_page)
 
     return save

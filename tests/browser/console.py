@@ -61,6 +61,9 @@ AGENTS = {
     "tools: search, get\n---\n\nYou answer questions about the harbour from its manual.\n",
 }
 
+# An agent in a TOML table: listed, never editable in the console.
+TOML_AGENT = '[agents.tide-reader]\ndescription = "Reads the tide tables."\nsystem_prompt = "You read tide tables."\n'
+
 
 def chromium_path() -> str | None:
     """The Chromium to drive: ``CTX_TEST_CHROMIUM``, ``chromium`` on PATH, or Debian's ``/usr/bin/chromium``."""
@@ -76,7 +79,7 @@ def chromium_path() -> str | None:
 def config_text(docs: Path, server: str = "", extra: str = "", embedding: str = "local") -> str:
     return (f'[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "{embedding}"\n\n'
             f'[server]\nsync_on_start = false\nauth_token = "{TOKEN}"\n{server}\n\n'
-            f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\n\n{extra}')
+            f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\n\n{TOML_AGENT}\n{extra}')
 
 
 def child_environment(root: Path) -> dict[str, str]:

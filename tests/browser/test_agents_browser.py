@@ -38,7 +38,7 @@ async def mcp_answers(url: str) -> dict[str, str]:
 def over_mcp(url: str) -> dict[str, str]:
     """``mcp_answers`` on a thread of its own: Playwright's sync API holds this thread's event loop."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(anyio.run, mcp_answers, url).result(timeout=60)
+        return pool.submit(anyio.run, mcp_answers, url).result(timeout=15)
 
 
 def fill_agent(page: Any) -> None:
@@ -70,7 +70,7 @@ def test_an_agent_built_in_the_browser_is_what_mcp_clients_get(page: Any, consol
     assert page.locator("h3.skill-category", has_text="Seamanship").count() == 1
     assert page.is_checked("#use-checklist") and page.is_checked("#enable-checklist")
     page.uncheck("#enable-checklist")  # used but switched off
-    shoot(page, "agent-editor")
+    shoot(page, "agent-editor", full_page=True)
     page.click("button#save")
     page.wait_for_url(f"{console.url}/ui/agents/pilot/edit?saved=1")
     assert "agents/pilot.md" in page.locator("#saved").inner_text()
@@ -108,6 +108,8 @@ def test_an_agent_built_in_the_browser_is_what_mcp_clients_get(page: Any, consol
 def test_a_bad_field_is_marked_and_a_file_changed_on_disk_is_not_overwritten(page: Any, console: Console) -> None:
     agent_file = console.root / "agents" / "harbourmaster.md"
     page.goto(f"{console.url}/ui/agents")
+    toml_row = page.locator("tr", has_text="tide-reader")
+    assert "(read-only here)" in toml_row.inner_text() and toml_row.locator("a.edit-agent").count() == 0
     page.locator("tr", has_text="harbourmaster").locator("a.edit-agent").click()
     page.wait_for_url(f"{console.url}/ui/agents/harbourmaster/edit")
     assert page.input_value("#system_prompt").strip() == "You answer questions about the harbour from its manual."
