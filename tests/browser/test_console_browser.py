@@ -1,7 +1,8 @@
 """The web console in headless Chromium against the real ``ctx serve --http``: log in with the token,
 search and open a hit at its section, the explain chart, a source's row following a new file live
 (server-sent events), writes refused without the CSRF token and in read-only mode, payload notes
-rendered as text with nothing executed, and keyboard reach and labels. With ``CTX_SCREENSHOTS=1``
+rendered as text with nothing executed, keyboard reach and labels, and no page needing more than
+its Content-Security-Policy allows. With ``CTX_SCREENSHOTS=1``
 the same tests save the pictures of docs/how-to/web-console.md."""
 
 from __future__ import annotations
@@ -206,3 +207,16 @@ def test_the_agents_pages_render(page: Any, console: Console, shoot) -> None:
     shoot(page, "agents")
     page.goto(f"{console.url}/ui/agents/harbourmaster?run=1")
     assert "from its manual" in page.locator("pre#prompt-get").inner_text()
+
+
+def test_no_page_needs_more_than_its_csp_allows(page: Any, console: Console, events: Events) -> None:
+    """Every page's scripts and styles load under the Content-Security-Policy: no inline script or
+    style is blocked (a blocked one is logged as a console error)."""
+    for path in ("/ui/search?q=harbour&explain=1", "/ui/doc?id=missing", "/ui/sources", "/ui/agents",
+                 "/ui/agents/harbourmaster?run=1", "/ui/agents/new", "/ui/tools", "/ui/tools/search"):
+        page.goto(console.url + path)
+        page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    blocked = [e for e in events.errors if "Content Security Policy" in e or "Refused to" in e]
+    assert blocked == [], f"blocked by the CSP: {blocked}"
+    assert page.evaluate("() => typeof htmx") == "object", "htmx did not load under the CSP"
