@@ -2,8 +2,8 @@
 search and open a hit at its section, the explain chart, a source's row following a new file live
 (server-sent events), writes refused without the CSRF token and in read-only mode, payload notes
 rendered as text with nothing executed, keyboard reach and labels, and no page needing more than
-its Content-Security-Policy allows. With ``CTX_SCREENSHOTS=1``
-the same tests save the pictures of docs/how-to/web-console.md."""
+its Content-Security-Policy allows. With ``CTX_SCREENSHOTS=1`` the same tests save the pictures of
+docs/how-to/web-console.md."""
 
 from __future__ import annotations
 
