@@ -29,8 +29,10 @@ from context_harness.server.ui.tools import ToolPages
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+# same-origin, not no-referrer: under no-referrer a browser's form POST carries "Origin: null", which the
+# Host/Origin guard refuses, so no form (the login first) could be sent from a real browser.
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                    "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
+                    "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
 
 def ui_enabled(config: Config, loopback: bool) -> bool:
