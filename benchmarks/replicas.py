@@ -38,6 +38,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load
 import postgres
+import scifact
 
 # benchmarks/mcp.py must not shadow the MCP SDK: drop this folder from the path once it is imported.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
@@ -191,6 +192,105 @@ def replicas(url: str, args: argparse.Namespace) -> dict[str, Any]:
         return {"documents": 2 * args.notes, "first_sync_seconds": round(synced, 1), **out}
 
 
+SCIFACT_CONFIG = """\
+[db]
+path = "data-{name}/ctx.sqlite"
+{backend}
+[embedding]
+provider = "disabled"
+
+[server]
+sync_on_start = false
+watch = false
+
+[connectors.filesystem.scifact]
+root = "docs"
+"""
+
+
+async def search_queries(base: str, queries: list[tuple[str, str]], clients: int) -> dict[str, Any]:
+    """``queries`` ((id, text)) as keyword searches (``limit`` 10) from ``clients`` clients at once:
+    latencies, failures and each query's ranked file names."""
+    todo = list(queries)
+    latencies: list[float] = []
+    failures: list[str] = []
+    ranked: dict[str, list[str]] = {}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(limits=limits) as http:
+        async def client() -> None:
+            while todo:
+                qid, text = todo.pop()
+                started = time.perf_counter()
+                try:
+                    response = await http.post(f"{base}/tools/search", timeout=30,
+                                               json={"query": text, "mode": "keyword", "limit": 10})
+                    response.raise_for_status()
+                    ranked[qid] = [r["source_id"].removesuffix(".md") for r in response.json()["results"]]
+                except (httpx.HTTPError, ValueError, KeyError) as exc:
+                    failures.append(repr(exc)[:200])
+                latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(client() for _ in range(clients)))
+    return {"latencies": latencies, "failures": failures, "ranked": ranked}
+
+
+def scifact_server(root: Path, name: str, url: str | None, args: argparse.Namespace) -> dict[str, Any]:
+    """Sync SciFact into one backend (PostgreSQL when ``url``), start one server on it, and send it the
+    300 test queries ``--rounds`` times (after one round of warm-up): CPU per search of the server and
+    of PostgreSQL, throughput, p50/p99, nDCG@10 (a check that both rank alike)."""
+    backend = 'backend = "postgres"\nurl = "${CTX_DATABASE_URL}"\n' if url else ""
+    config = root / f"{name}.toml"
+    config.write_text(SCIFACT_CONFIG.format(name=name, backend=backend), encoding="utf-8")
+    env = load.child_env(root) | ({"CTX_DATABASE_URL": url} if url else {})
+    started = time.perf_counter()
+    subprocess.run(load.ctx("sync", "--config", str(config)), env=env, check=True, capture_output=True, timeout=1800)
+    synced = time.perf_counter() - started
+    texts, judged = scifact.queries(), scifact.qrels("test")
+    queries = [(qid, texts[qid]) for qid in judged if qid in texts]
+    postmaster = postmaster_pid(url) if url else None
+    server, port = load.start_server(config, env, root / f"server-{name}.log")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        asyncio.run(search_queries(base, queries[:1], 1))  # a replica starts building its keyword index
+        deadline = time.monotonic() + 600
+        while url and not any(root.glob(f"data-{name}/**/ctx-follow.json")) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        asyncio.run(search_queries(base, queries, args.clients))  # warm-up: caches, pools, threads
+        cpu_started, pg_started = load.cpu_seconds(server.pid), postgres_cpu(postmaster) if url else {}
+        started = time.perf_counter()
+        runs = [asyncio.run(search_queries(base, queries, args.clients)) for _ in range(args.rounds)]
+        seconds = time.perf_counter() - started
+        cpu = load.cpu_seconds(server.pid) - cpu_started
+        pg_cpu = postgres_cpu_used(pg_started, postgres_cpu(postmaster), reaped=True) if url else 0.0
+    finally:
+        load.stop_server(server, root / f"server-{name}.log")
+    every = [v for run in runs for v in run["latencies"]]
+    ndcg = [scifact.ndcg_at(runs[0]["ranked"].get(qid, []), judged[qid], 10) for qid, _ in queries]
+    return {"sync_seconds": round(synced, 1), "searches": len(every), "clients": args.clients,
+            "failures": sum(len(run["failures"]) for run in runs),
+            "first_failures": [f for run in runs for f in run["failures"]][:3],
+            "throughput_rps": round(len(every) / seconds, 1), "p50_ms": round(load.percentile(every, 0.5) * 1000, 2),
+            "p99_ms": round(load.percentile(every, 0.99) * 1000, 2), "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
+            "server_cpu_ms_per_search": round(1000 * cpu / max(1, len(every)), 2),
+            "postgres_cpu_ms_per_search": round(1000 * pg_cpu / max(1, len(every)), 2),
+            "cpu_ms_per_search": round(1000 * (cpu + pg_cpu) / max(1, len(every)), 2)}
+
+
+def scifact_searches(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """SciFact's test queries as keyword searches over HTTP: one replica on PostgreSQL, then one embedded
+    server, on the same corpus (5,183 abstracts as Markdown files)."""
+    with tempfile.TemporaryDirectory(prefix="ctx-replicas-scifact-") as tmp:
+        root = Path(tmp)
+        scifact.write_markdown(scifact.corpus(), root / "docs")
+        out: dict[str, Any] = {"benchmark": "replicas-scifact", "cores": os.cpu_count(),
+                               "postgres": scifact_server(root, "replica", url, args)}
+        if args.embedded:
+            out["embedded"] = scifact_server(root, "embedded", None, args)
+            out["cpu_ratio"] = round(out["postgres"]["cpu_ms_per_search"]
+                                     / max(0.01, out["embedded"]["cpu_ms_per_search"]), 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=None, help="an empty PostgreSQL database with pgvector (default: "
@@ -202,7 +302,16 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600)
     parser.add_argument("--no-embedded", dest="embedded", action="store_false",
                         help="skip the embedded server's run")
+    parser.add_argument("--scifact", action="store_true",
+                        help="instead: SciFact's 300 test queries as keyword searches over HTTP from --clients "
+                        "clients, one replica on PostgreSQL against one embedded server (CPU per search)")
+    parser.add_argument("--rounds", type=int, default=2, help="--scifact: measured rounds of the 300 queries")
     args = parser.parse_args()
+    if args.scifact:
+        with contextlib.ExitStack() as stack:
+            print(json.dumps(scifact_searches(args.url or os.environ.get("CTX_DATABASE_URL")
+                                              or postgres.start_postgres(stack), args)))
+        return
     with contextlib.ExitStack() as stack:
         url = args.url or os.environ.get("CTX_DATABASE_URL") or postgres.start_postgres(stack)
         result: dict[str, Any] = {"benchmark": "replicas", "cores": os.cpu_count(),
