@@ -15,8 +15,17 @@ those of ``benchmarks/load.py`` (generated notes in two folders, keyword search,
 Then the same total load (twice the clients and requests) on one embedded server (``load.py`` with
 ``--slow 0``) on the same machine. Prints one JSON line: per replica and for both together, requests,
 failures (with the first few), throughput, p50/p99 per kind and overall, CPU per request of each
-replica and of PostgreSQL (all its processes on this machine), RSS; then the embedded run.
-Bounded: every request has a timeout, and each run stops after ``--max-seconds``.
+replica and of PostgreSQL (the processes of the benchmark's own server: without the separate ``ctx
+sync``'s backends, and with them), of the replicas and PostgreSQL together, RSS; then the embedded
+run, and ``cpu_ratio``: replicas plus PostgreSQL against the embedded server, per request.
+``--no-churn``: no edits and no sync (the requests' own cost). Bounded: every request has a timeout,
+and each run stops after ``--max-seconds``.
+
+    python benchmarks/replicas.py --scifact [--clients 8] [--rounds 2]
+
+instead sends SciFact's 300 test queries as keyword searches over HTTP (``limit`` 10) to one replica on
+PostgreSQL, then to one embedded server on the same Markdown files: CPU per search (server and
+PostgreSQL), throughput, p50/p99 and nDCG@10 of each, and their ``cpu_ratio``.
 """
 
 from __future__ import annotations
@@ -120,7 +129,7 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
     async with contextlib.AsyncExitStack() as stack:
         http = {name: await stack.enter_async_context(httpx.AsyncClient(limits=limits)) for name in ports}
         halt = asyncio.Event()
-        changes = asyncio.create_task(load.churn(root, halt, env))
+        changes = asyncio.create_task(load.churn(root, halt, env) if args.churn else asyncio.sleep(0, {}))
         warm = {name: load.Load(bases[name], args.warm_up, args.clients, seed=i) for i, name in enumerate(ports)}
         await asyncio.gather(*(warm[name].client(http[name]) for name in ports for _ in range(args.clients)))
         rss_start = {name: load.rss_kb(pid) for name, pid in pids.items()}
@@ -302,6 +311,8 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600)
     parser.add_argument("--no-embedded", dest="embedded", action="store_false",
                         help="skip the embedded server's run")
+    parser.add_argument("--no-churn", dest="churn", action="store_false",
+                        help="no edits and no ctx sync during the runs (the requests' own cost, without the writes')")
     parser.add_argument("--scifact", action="store_true",
                         help="instead: SciFact's 300 test queries as keyword searches over HTTP from --clients "
                         "clients, one replica on PostgreSQL against one embedded server (CPU per search)")
@@ -319,7 +330,8 @@ def main() -> None:
     if args.embedded:
         result["embedded"] = load.run(load.parse([
             "--requests", str(2 * args.requests), "--clients", str(2 * args.clients), "--slow", "0",
-            "--warm-up", str(2 * args.warm_up), "--notes", str(args.notes), "--max-seconds", str(args.max_seconds)]))
+            "--warm-up", str(2 * args.warm_up), "--notes", str(args.notes), "--max-seconds", str(args.max_seconds),
+            *([] if args.churn else ["--no-churn"])]))
         result["embedded"].pop("rss_mb_every_5s", None)
         result["cpu_ratio"] = round(result["postgres"]["both"]["replicas_plus_postgres_cpu_ms_per_request"]
                                     / max(0.01, result["embedded"]["server_cpu_ms_per_request"]), 2)
