@@ -8,15 +8,12 @@ analysis and scores) in its data folder, fed from PostgreSQL, which stays the si
   ``seq``, in commit order: writes hold the writer lock) and ``NOTIFY ctx_changes`` on commit;
 - a follower thread ``LISTEN``s (and polls every ``POLL_SECONDS`` in case a notification is lost),
   reads the rows after the last ``seq`` it applied, re-reads those documents and replaces them in
-  Tantivy (idempotent), then records that ``seq`` beside the index (``FOLLOW_FILE``); a change
-  arriving within ``APPLY_SECONDS`` of the last one applied waits for the rest of that time, so a
-  stream of edits costs one commit per ``APPLY_SECONDS``, not one each;
+  Tantivy (idempotent), then records that ``seq`` beside the index (``FOLLOW_FILE``);
 - a gap (rows trimmed before this replica read them), another database, or no record at all makes
   it rebuild the index from every document; until an index is complete, searches run in SQL
   (``PgKeywordIndex``), so results are never partial;
 - this replica's own writes are searchable when its sync ends (the session catches up on exit);
-  another replica's within the notification's delay (up to ``APPLY_SECONDS`` more while changes
-  keep coming). A document deleted meanwhile never shows:
+  another replica's within the notification's delay. A document deleted meanwhile never shows:
   search results are read back from PostgreSQL, and one that is gone is dropped.
 
 Several processes sharing one data folder share the index (Tantivy's writer lock serialises them;
@@ -48,7 +45,6 @@ log = logging.getLogger(__name__)
 CHANNEL = "ctx_changes"
 FOLLOW_FILE = "ctx-follow.json"
 POLL_SECONDS = 1.0  # the longest a replica waits when a notification is lost
-APPLY_SECONDS = 0.5  # while changes keep coming, the follower applies them at most this often (one commit)
 BATCH = 2000  # changes (and, in a rebuild, documents) read per round
 SYNC_CATCH_UP = 2000  # a search catches up inline when at most this many changes wait; else SQL answers
 
@@ -69,7 +65,6 @@ class ReplicaKeywordIndex:
         self._lock = threading.Lock()  # one catch-up at a time in this process
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._applied = 0.0  # time.monotonic() of the last change applied
         self._store_id = _store_id(db)
 
     # -- KeywordRanking ------------------------------------------------------------------------
@@ -137,9 +132,6 @@ class ReplicaKeywordIndex:
                     while not self._stop.is_set():
                         self.catch_up()
                         wait()
-                        # A Tantivy commit costs ~15 ms of CPU whatever it holds: a change right after
-                        # another waits for the rest of APPLY_SECONDS, and those meanwhile share its commit.
-                        self._stop.wait(max(0.0, self._applied + APPLY_SECONDS - time.monotonic()))
             except Exception:
                 log.warning("keyword follower lost its connection to %s; retrying", self.db.where, exc_info=True)
                 self._stop.wait(POLL_SECONDS)
@@ -179,7 +171,6 @@ class ReplicaKeywordIndex:
     def _apply(self, doc_ids: list[str]) -> None:
         rows = self.store.documents(doc_ids)
         self.local.replace(doc_ids, [indexed_document(row) for row in rows.values()])
-        self._applied = time.monotonic()
 
     def _rebuild(self) -> int:
         """Index every document anew; returns the ``seq`` to follow from (changes after it are applied
