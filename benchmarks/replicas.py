@@ -15,8 +15,17 @@ those of ``benchmarks/load.py`` (generated notes in two folders, keyword search,
 Then the same total load (twice the clients and requests) on one embedded server (``load.py`` with
 ``--slow 0``) on the same machine. Prints one JSON line: per replica and for both together, requests,
 failures (with the first few), throughput, p50/p99 per kind and overall, CPU per request of each
-replica and of PostgreSQL (all its processes on this machine), RSS; then the embedded run.
-Bounded: every request has a timeout, and each run stops after ``--max-seconds``.
+replica and of PostgreSQL (the processes of the benchmark's own server: without the separate ``ctx
+sync``'s backends, and with them), of the replicas and PostgreSQL together, RSS; then the embedded
+run, and ``cpu_ratio``: replicas plus PostgreSQL against the embedded server, per request.
+``--no-churn``: no edits and no sync (the requests' own cost). Bounded: every request has a timeout,
+and each run stops after ``--max-seconds``.
+
+    python benchmarks/replicas.py --scifact [--clients 8] [--rounds 2]
+
+instead sends SciFact's 300 test queries as keyword searches over HTTP (``limit`` 10) to one replica on
+PostgreSQL, then to one embedded server on the same Markdown files: CPU per search (server and
+PostgreSQL), throughput, p50/p99 and nDCG@10 of each, and their ``cpu_ratio``.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load
 import postgres
+import scifact
 
 # benchmarks/mcp.py must not shadow the MCP SDK: drop this folder from the path once it is imported.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
@@ -75,25 +85,51 @@ def write_configs(root: Path) -> dict[str, Path]:
     return configs
 
 
-def postgres_cpu_seconds() -> float:
-    """CPU seconds used so far by every PostgreSQL process on this machine (its backends included)."""
-    total = 0.0
+def postmaster_pid(url: str) -> int | None:
+    """The pid of the PostgreSQL server at ``url`` when it runs on this machine (a backend's parent), else None."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        if Path(f"/proc/{backend}/comm").read_text().strip() == "postgres":
+            return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return None
+
+
+def postgres_cpu(postmaster: int | None) -> dict[int, tuple[float, float]]:
+    """CPU seconds used so far by each process of the PostgreSQL server whose postmaster is
+    ``postmaster`` (itself, its background processes and backends): (its own, with its reaped children:
+    backends that have exited, such as a ``ctx sync``'s). Without a local postmaster: every process
+    named ``postgres`` on this machine (another server's included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[float, float]] = {}
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
-            with contextlib.suppress(OSError):
-                if (proc / "comm").read_text().strip() == "postgres":
-                    total += load.cpu_seconds(int(proc.name))
-    return total
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                pid = int(proc.name)
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                if (pid == postmaster or int(fields[1]) == postmaster if postmaster is not None
+                        else (proc / "comm").read_text().strip() == "postgres"):
+                    own = (int(fields[11]) + int(fields[12])) / tick
+                    out[pid] = (own, own + (int(fields[13]) + int(fields[14])) / tick * (pid == postmaster))
+    return out
+
+
+def postgres_cpu_used(started: dict[int, tuple[float, float]], ended: dict[int, tuple[float, float]],
+                      reaped: bool) -> float:
+    """CPU seconds between two ``postgres_cpu`` readings; ``reaped``: with the backends that exited meanwhile."""
+    return sum(now[reaped] - started.get(pid, (0.0, 0.0))[reaped] for pid, now in ended.items())
 
 
 async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: argparse.Namespace,
-                env: dict[str, str]) -> dict[str, Any]:
+                env: dict[str, str], postmaster: int | None) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
     bases = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     async with contextlib.AsyncExitStack() as stack:
         http = {name: await stack.enter_async_context(httpx.AsyncClient(limits=limits)) for name in ports}
         halt = asyncio.Event()
-        changes = asyncio.create_task(load.churn(root, halt, env))
+        changes = asyncio.create_task(load.churn(root, halt, env) if args.churn else asyncio.sleep(0, {}))
         warm = {name: load.Load(bases[name], args.warm_up, args.clients, seed=i) for i, name in enumerate(ports)}
         await asyncio.gather(*(warm[name].client(http[name]) for name in ports for _ in range(args.clients)))
         rss_start = {name: load.rss_kb(pid) for name, pid in pids.items()}
@@ -103,7 +139,7 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
         samples: dict[str, list[float]] = {name: [] for name in ports}
         samplers = [asyncio.create_task(load.sample_rss(pids[name], halt, samples[name])) for name in ports]
         cpu_started = {name: load.cpu_seconds(pid) for name, pid in pids.items()}
-        pg_started = postgres_cpu_seconds()
+        pg_started = postgres_cpu(postmaster)
         started = time.perf_counter()
         done: dict[str, float] = {}
 
@@ -116,14 +152,21 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
         finally:
             seconds = time.perf_counter() - started
             cpu = {name: load.cpu_seconds(pid) - cpu_started[name] for name, pid in pids.items()}
-            pg_cpu = postgres_cpu_seconds() - pg_started
+            pg_ended = postgres_cpu(postmaster)
             halt.set()
             churned = await changes
             await asyncio.gather(*samplers)
     out: dict[str, Any] = {"both": load.request_figures(list(runs.values()), seconds)}
-    # Where the two cores went: a search's BM25 runs in PostgreSQL, so the replicas mostly wait on it.
-    out["both"]["postgres_cpu_ms_per_request"] = round(1000 * pg_cpu / max(1, out["both"]["requests"]), 2)
-    out["both"]["postgres_cores_busy"] = round(pg_cpu / seconds, 2)
+    both = out["both"]
+    # PostgreSQL's CPU for the replicas (their backends and the server's own processes); the backends of
+    # the separate `ctx sync`, which exit, are left out as the embedded run leaves out that process.
+    pg_cpu = postgres_cpu_used(pg_started, pg_ended, reaped=False)
+    both["postgres_cpu_ms_per_request"] = round(1000 * pg_cpu / max(1, both["requests"]), 2)
+    both["postgres_cpu_ms_per_request_with_sync"] = round(
+        1000 * postgres_cpu_used(pg_started, pg_ended, reaped=True) / max(1, both["requests"]), 2)
+    both["postgres_cores_busy"] = round(pg_cpu / seconds, 2)
+    both["replicas_plus_postgres_cpu_ms_per_request"] = round(1000 * (sum(cpu.values()) + pg_cpu)
+                                                              / max(1, both["requests"]), 2)
     for name in ports:
         out[f"replica_{name}"] = {
             **load.request_figures([runs[name]], done.get(name, seconds)), "clients": args.clients,
@@ -149,12 +192,112 @@ def replicas(url: str, args: argparse.Namespace) -> dict[str, Any]:
         try:
             for name, config in configs.items():
                 servers[name], ports[name] = load.start_server(config, env, root / f"server-{name}.log")
-            out = asyncio.run(drive(ports, {n: s.pid for n, s in servers.items()}, root, args, env))
+            pids = {n: s.pid for n, s in servers.items()}
+            out = asyncio.run(drive(ports, pids, root, args, env, postmaster_pid(url)))
             out["servers_alive"] = all(s.poll() is None for s in servers.values())
         finally:
             for name, server in servers.items():
                 load.stop_server(server, root / f"server-{name}.log")
         return {"documents": 2 * args.notes, "first_sync_seconds": round(synced, 1), **out}
+
+
+SCIFACT_CONFIG = """\
+[db]
+path = "data-{name}/ctx.sqlite"
+{backend}
+[embedding]
+provider = "disabled"
+
+[server]
+sync_on_start = false
+watch = false
+
+[connectors.filesystem.scifact]
+root = "docs"
+"""
+
+
+async def search_queries(base: str, queries: list[tuple[str, str]], clients: int) -> dict[str, Any]:
+    """``queries`` ((id, text)) as keyword searches (``limit`` 10) from ``clients`` clients at once:
+    latencies, failures and each query's ranked file names."""
+    todo = list(queries)
+    latencies: list[float] = []
+    failures: list[str] = []
+    ranked: dict[str, list[str]] = {}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(limits=limits) as http:
+        async def client() -> None:
+            while todo:
+                qid, text = todo.pop()
+                started = time.perf_counter()
+                try:
+                    response = await http.post(f"{base}/tools/search", timeout=30,
+                                               json={"query": text, "mode": "keyword", "limit": 10})
+                    response.raise_for_status()
+                    ranked[qid] = [r["source_id"].removesuffix(".md") for r in response.json()["results"]]
+                except (httpx.HTTPError, ValueError, KeyError) as exc:
+                    failures.append(repr(exc)[:200])
+                latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(client() for _ in range(clients)))
+    return {"latencies": latencies, "failures": failures, "ranked": ranked}
+
+
+def scifact_server(root: Path, name: str, url: str | None, args: argparse.Namespace) -> dict[str, Any]:
+    """Sync SciFact into one backend (PostgreSQL when ``url``), start one server on it, and send it the
+    300 test queries ``--rounds`` times (after one round of warm-up): CPU per search of the server and
+    of PostgreSQL, throughput, p50/p99, nDCG@10 (a check that both rank alike)."""
+    backend = 'backend = "postgres"\nurl = "${CTX_DATABASE_URL}"\n' if url else ""
+    config = root / f"{name}.toml"
+    config.write_text(SCIFACT_CONFIG.format(name=name, backend=backend), encoding="utf-8")
+    env = load.child_env(root) | ({"CTX_DATABASE_URL": url} if url else {})
+    started = time.perf_counter()
+    subprocess.run(load.ctx("sync", "--config", str(config)), env=env, check=True, capture_output=True, timeout=1800)
+    synced = time.perf_counter() - started
+    texts, judged = scifact.queries(), scifact.qrels("test")
+    queries = [(qid, texts[qid]) for qid in judged if qid in texts]
+    postmaster = postmaster_pid(url) if url else None
+    server, port = load.start_server(config, env, root / f"server-{name}.log")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        asyncio.run(search_queries(base, queries[:1], 1))  # a replica starts building its keyword index
+        deadline = time.monotonic() + 600
+        while url and not any(root.glob(f"data-{name}/**/ctx-follow.json")) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        asyncio.run(search_queries(base, queries, args.clients))  # warm-up: caches, pools, threads
+        cpu_started, pg_started = load.cpu_seconds(server.pid), postgres_cpu(postmaster) if url else {}
+        started = time.perf_counter()
+        runs = [asyncio.run(search_queries(base, queries, args.clients)) for _ in range(args.rounds)]
+        seconds = time.perf_counter() - started
+        cpu = load.cpu_seconds(server.pid) - cpu_started
+        pg_cpu = postgres_cpu_used(pg_started, postgres_cpu(postmaster), reaped=True) if url else 0.0
+    finally:
+        load.stop_server(server, root / f"server-{name}.log")
+    every = [v for run in runs for v in run["latencies"]]
+    ndcg = [scifact.ndcg_at(runs[0]["ranked"].get(qid, []), judged[qid], 10) for qid, _ in queries]
+    return {"sync_seconds": round(synced, 1), "searches": len(every), "clients": args.clients,
+            "failures": sum(len(run["failures"]) for run in runs),
+            "first_failures": [f for run in runs for f in run["failures"]][:3],
+            "throughput_rps": round(len(every) / seconds, 1), "p50_ms": round(load.percentile(every, 0.5) * 1000, 2),
+            "p99_ms": round(load.percentile(every, 0.99) * 1000, 2), "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
+            "server_cpu_ms_per_search": round(1000 * cpu / max(1, len(every)), 2),
+            "postgres_cpu_ms_per_search": round(1000 * pg_cpu / max(1, len(every)), 2),
+            "cpu_ms_per_search": round(1000 * (cpu + pg_cpu) / max(1, len(every)), 2)}
+
+
+def scifact_searches(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """SciFact's test queries as keyword searches over HTTP: one replica on PostgreSQL, then one embedded
+    server, on the same corpus (5,183 abstracts as Markdown files)."""
+    with tempfile.TemporaryDirectory(prefix="ctx-replicas-scifact-") as tmp:
+        root = Path(tmp)
+        scifact.write_markdown(scifact.corpus(), root / "docs")
+        out: dict[str, Any] = {"benchmark": "replicas-scifact", "cores": os.cpu_count(),
+                               "postgres": scifact_server(root, "replica", url, args)}
+        if args.embedded:
+            out["embedded"] = scifact_server(root, "embedded", None, args)
+            out["cpu_ratio"] = round(out["postgres"]["cpu_ms_per_search"]
+                                     / max(0.01, out["embedded"]["cpu_ms_per_search"]), 2)
+    return out
 
 
 def main() -> None:
@@ -168,7 +311,18 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600)
     parser.add_argument("--no-embedded", dest="embedded", action="store_false",
                         help="skip the embedded server's run")
+    parser.add_argument("--no-churn", dest="churn", action="store_false",
+                        help="no edits and no ctx sync during the runs (the requests' own cost, without the writes')")
+    parser.add_argument("--scifact", action="store_true",
+                        help="instead: SciFact's 300 test queries as keyword searches over HTTP from --clients "
+                        "clients, one replica on PostgreSQL against one embedded server (CPU per search)")
+    parser.add_argument("--rounds", type=int, default=2, help="--scifact: measured rounds of the 300 queries")
     args = parser.parse_args()
+    if args.scifact:
+        with contextlib.ExitStack() as stack:
+            print(json.dumps(scifact_searches(args.url or os.environ.get("CTX_DATABASE_URL")
+                                              or postgres.start_postgres(stack), args)))
+        return
     with contextlib.ExitStack() as stack:
         url = args.url or os.environ.get("CTX_DATABASE_URL") or postgres.start_postgres(stack)
         result: dict[str, Any] = {"benchmark": "replicas", "cores": os.cpu_count(),
@@ -176,8 +330,11 @@ def main() -> None:
     if args.embedded:
         result["embedded"] = load.run(load.parse([
             "--requests", str(2 * args.requests), "--clients", str(2 * args.clients), "--slow", "0",
-            "--warm-up", str(2 * args.warm_up), "--notes", str(args.notes), "--max-seconds", str(args.max_seconds)]))
+            "--warm-up", str(2 * args.warm_up), "--notes", str(args.notes), "--max-seconds", str(args.max_seconds),
+            *([] if args.churn else ["--no-churn"])]))
         result["embedded"].pop("rss_mb_every_5s", None)
+        result["cpu_ratio"] = round(result["postgres"]["both"]["replicas_plus_postgres_cpu_ms_per_request"]
+                                    / max(0.01, result["embedded"]["server_cpu_ms_per_request"]), 2)
     print(json.dumps(result))
 
 
