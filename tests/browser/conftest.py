@@ -28,8 +28,12 @@ except ImportError:  # skipped below, naming the package
     sync_playwright = None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium per test module. Not per session: while Playwright's sync API lives it keeps an
+    event loop marked running in this thread, and every async test run after it (in tests/server,
+    say) failed with "Cannot run the event loop while another loop is running". (A package scope
+    would act as the session's here: tests/browser has no __init__.py.)"""
     if sync_playwright is None:
         pytest.skip("Playwright for Python is not installed: pip install -e '.[test]' (never `playwright install`)")
     executable = chromium_path()
