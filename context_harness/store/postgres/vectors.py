@@ -44,8 +44,13 @@ class PgVectorStore(IdentityRules):
         pass  # the pool closes with the backend
 
     def _all(self, sql: str, params: Any = None) -> list[tuple]:
+        """A writer-path read (identity, pending chunks, counts): on the primary."""
         with self.db.connection() as conn:
             return conn.execute(sql, params).fetchall()
+
+    def _read(self, sql: str, params: Any = None) -> list[tuple]:
+        """A read serving a search: on the hot standby when there is one."""
+        return self.db.read(lambda conn: conn.execute(sql, params).fetchall())
 
     # -- identity ------------------------------------------------------------------------------
 
@@ -139,7 +144,7 @@ class PgVectorStore(IdentityRules):
         """content hash -> stored vector, for the hashes that have one."""
         import numpy as np
 
-        rows = self._all("SELECT content_hash, vector FROM embeddings WHERE content_hash = ANY(%s)", (list(hashes),))
+        rows = self._read("SELECT content_hash, vector FROM embeddings WHERE content_hash = ANY(%s)", (list(hashes),))
         return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in rows}
 
     def open_index(self) -> PgVectorIndex:
@@ -157,13 +162,13 @@ class PgVectorIndex:
 
     def __len__(self) -> int:
         if self._len < 0:
-            self._len = int(self.store._all("SELECT count(*) FROM chunks c JOIN embeddings e "
-                                            "ON e.content_hash = c.content_hash")[0][0])
+            self._len = int(self.store._read("SELECT count(*) FROM chunks c JOIN embeddings e "
+                                             "ON e.content_hash = c.content_hash")[0][0])
         return self._len
 
     def doc_ids(self) -> frozenset[str]:
         if self._doc_ids is None:
-            self._doc_ids = frozenset(r[0] for r in self.store._all(
+            self._doc_ids = frozenset(r[0] for r in self.store._read(
                 "SELECT DISTINCT c.doc_id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"))
         return self._doc_ids
 
@@ -196,14 +201,17 @@ class PgVectorIndex:
             sql = (f"SELECT c.doc_id, c.id, {distance} AS dist FROM chunks c JOIN embeddings e "
                    f"ON e.content_hash = c.content_hash WHERE c.doc_id = ANY(%(allowed)s) "
                    f"AND vector_dims(e.vector) = {dims} ORDER BY dist, c.doc_id, c.idx LIMIT %(n)s")
-            return self.store._all(sql, {"q": vector, "allowed": allowed, "n": fetch})
+            return self.store._read(sql, {"q": vector, "allowed": allowed, "n": fetch})
         sql = (f"SELECT c.doc_id, c.id, n.dist FROM (SELECT e.content_hash, {distance} AS dist FROM embeddings e "
                f"WHERE vector_dims(e.vector) = {dims} ORDER BY {distance} LIMIT %(n)s) n "
                "JOIN chunks c ON c.content_hash = n.content_hash ORDER BY n.dist, c.doc_id, c.idx")
-        with self.store.db.transaction() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(MIN_EF_SEARCH, 2 * fetch))}")
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # past ef_search when more are wanted
-            return conn.execute(sql, {"q": vector, "n": fetch}).fetchall()
+        def walk(conn: Any) -> list[tuple]:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(MIN_EF_SEARCH, 2 * fetch))}")
+                conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # past ef_search when more are wanted
+                return conn.execute(sql, {"q": vector, "n": fetch}).fetchall()
+
+        return self.store.db.read(walk)
 
 
 def _bump_version(conn: Any) -> None:
