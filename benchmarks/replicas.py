@@ -18,6 +18,11 @@ failures (with the first few), throughput, p50/p99 per kind and overall, CPU per
 replica and of PostgreSQL (all its processes on this machine), RSS; then the embedded run.
 Bounded: every request has a timeout, and each run stops after ``--max-seconds``.
 
+``--scifact`` instead: SciFact's 300 test queries as keyword searches over HTTP (``--clients`` clients,
+``--rounds`` passes) through one replica on PostgreSQL and through one embedded server, each alone on
+the machine: CPU per search (the server, plus every PostgreSQL process for the replica), throughput
+and p50.
+
 ``--converge`` instead: SciFact's corpus (else ``load.py``'s notes) on two replicas, replica A watching
 the folder while it is edited every 0.2 s and clients search both for ``--converge-seconds``; A is
 SIGKILLed while it holds the writer lock and restarted; B is stopped, misses writes while the change
@@ -86,15 +91,27 @@ def write_configs(root: Path) -> dict[str, Path]:
     return configs
 
 
-def postgres_cpu_seconds() -> float:
-    """CPU seconds used so far by every PostgreSQL process on this machine (its backends included)."""
+def postgres_cpu_seconds(postmaster: int | None = None) -> float:
+    """CPU seconds used so far by every PostgreSQL process on this machine (its backends included), or
+    only by the server whose postmaster is ``postmaster`` and its children."""
     total = 0.0
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             with contextlib.suppress(OSError):
                 if (proc / "comm").read_text().strip() == "postgres":
-                    total += load.cpu_seconds(int(proc.name))
+                    parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    if postmaster is None or postmaster in (int(proc.name), parent):
+                        total += load.cpu_seconds(int(proc.name))
     return total
+
+
+def postmaster_of(url: str) -> int:
+    """The process id of the server at ``url`` (on this machine): the parent of a backend."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:  # read while the backend lives
+        backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: argparse.Namespace,
@@ -326,6 +343,77 @@ async def _converge_run(url: str, root: Path, configs: dict[str, Path], env: dic
     return {"load": tally, "edits": edits[0], **events}
 
 
+EMBEDDED = """\
+[db]
+path = "data-embedded/ctx.sqlite"
+
+[embedding]
+provider = "disabled"
+
+[server]
+sync_on_start = false
+
+[connectors.filesystem.docs]
+root = "docs"
+"""
+
+
+async def _searches(base: str, queries: list[str], total: int, clients: int) -> tuple[list[float], int]:
+    """``total`` keyword searches, ``clients`` at a time, cycling through ``queries``: latencies (ms), failures."""
+    latencies: list[float] = []
+    failed = [0]
+    sent = [0]
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=clients)) as http:
+        async def client() -> None:
+            while sent[0] < total:
+                query = queries[sent[0] % len(queries)]
+                sent[0] += 1
+                t0 = time.perf_counter()
+                r = await http.post(f"{base}/tools/search", json={"query": query, "mode": "keyword", "limit": 10})
+                latencies.append((time.perf_counter() - t0) * 1000)
+                failed[0] += r.status_code != 200
+        await asyncio.gather(*(client() for _ in range(clients)))
+    return latencies, failed[0]
+
+
+def scifact_cpu(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ctx-scifact-cpu-") as tmp:
+        root = Path(tmp)
+        scifact.write_markdown(scifact.corpus(args.docs), root / "docs")
+        qs = scifact.queries()
+        queries = [qs[q] for q in scifact.qrels("test") if q in qs][:300]
+        configs = {"postgres": root / "replica.toml", "embedded": root / "embedded.toml"}
+        replica = CONFIG.split("[connectors.filesystem.archive]")[0]  # the docs only, no Lua tool
+        configs["postgres"].write_text(replica.format(name="a", watch="false"), encoding="utf-8")
+        configs["embedded"].write_text(EMBEDDED, encoding="utf-8")
+        env = load.child_env(root) | {"CTX_DATABASE_URL": url}
+        postmaster = postmaster_of(url)  # this server's processes only: others may run on the machine
+        out: dict[str, Any] = {"documents": len(list((root / "docs").glob("*.md"))), "queries": len(queries),
+                               "clients": args.clients, "searches": args.rounds * len(queries)}
+        for kind, config in configs.items():
+            subprocess.run(load.ctx("sync", "--config", str(config)), env=env, check=True, capture_output=True,
+                           timeout=1800)
+            server, port = load.start_server(config, env, root / f"server-{kind}.log")
+            try:
+                base = f"http://127.0.0.1:{port}"
+                asyncio.run(_searches(base, queries, len(queries), args.clients))  # warm-up: one pass
+                cpu, pg = load.cpu_seconds(server.pid), postgres_cpu_seconds(postmaster)
+                started = time.perf_counter()
+                latencies, failed = asyncio.run(_searches(base, queries, args.rounds * len(queries), args.clients))
+                seconds = time.perf_counter() - started
+                server_ms = 1000 * (load.cpu_seconds(server.pid) - cpu) / len(latencies)
+                pg_ms = 1000 * (postgres_cpu_seconds(postmaster) - pg) / len(latencies) if kind == "postgres" else 0.0
+            finally:
+                load.stop_server(server, root / f"server-{kind}.log")
+            out[kind] = {"failed": failed, "throughput_per_s": round(len(latencies) / seconds, 1),
+                         "latency_ms_p50": round(load.percentile(latencies, 0.5), 1),
+                         "server_cpu_ms_per_search": round(server_ms, 2), "postgres_cpu_ms_per_search": round(pg_ms, 2),
+                         "cpu_ms_per_search": round(server_ms + pg_ms, 2)}
+        ratio = out["postgres"]["cpu_ms_per_search"] / max(out["embedded"]["cpu_ms_per_search"], 1e-9)
+        out["cpu_ratio"] = round(ratio, 2)
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=None, help="an empty PostgreSQL database with pgvector (default: "
@@ -337,6 +425,10 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600)
     parser.add_argument("--no-embedded", dest="embedded", action="store_false",
                         help="skip the embedded server's run")
+    parser.add_argument("--scifact", action="store_true", help="instead: CPU per SciFact keyword search, one "
+                        "replica and PostgreSQL against one embedded server (see above)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --scifact: passes over the 300 queries")
+    parser.add_argument("--docs", type=int, default=None, help="with --scifact: only the first N documents")
     parser.add_argument("--converge", action="store_true", help="instead: a killed replica and one with a gap "
                         "in its change feed against a fresh one (see above)")
     parser.add_argument("--converge-seconds", type=float, default=20, help="with --converge: the load's length")
@@ -345,6 +437,9 @@ def main() -> None:
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         url = args.url or os.environ.get("CTX_DATABASE_URL") or postgres.start_postgres(stack)
+        if args.scifact:
+            print(json.dumps({"benchmark": "replicas-scifact-cpu", "cores": os.cpu_count(), **scifact_cpu(url, args)}))
+            return
         if args.converge:
             print(json.dumps({"benchmark": "replicas-converge", "cores": os.cpu_count(), **converge(url, args)}))
             return
