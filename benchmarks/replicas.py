@@ -264,6 +264,27 @@ async def _kill_and_gap(url: str, root: Path, configs: dict[str, Path], env: dic
     return out
 
 
+def _wait_followed(url: str, root: Path, names: list[str], seconds: float = 600) -> float:
+    """Until each replica's record (``ctx-follow.json``) has reached the change log's last ``seq``:
+    its own index is complete and current, so its answers are Tantivy's, not the SQL fallback's."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        high = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
+    started = time.monotonic()
+    for name in names:
+        record = root / f"data-{name}" / "replica-keyword" / "ctx-follow.json"
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(record.read_text(encoding="utf-8"))["seq"] >= high:
+                    break
+            if time.monotonic() - started > seconds:
+                raise RuntimeError(f"replica {name} did not follow the change log to {high} in {seconds:g} s")
+            time.sleep(0.2)
+    time.sleep(1)  # the searcher reloads after the last commit
+    return round(time.monotonic() - started, 1)
+
+
 def _compare(bases: dict[str, str], queries: list[str]) -> dict[str, Any]:
     """Top-10 lists and top-100 sets of every query through each replica against the fresh one."""
     def ranked(base: str, query: str, limit: int) -> list[tuple[str, float]]:
@@ -314,8 +335,10 @@ def converge(url: str, args: argparse.Namespace) -> dict[str, Any]:
             out |= asyncio.run(_converge_run(url, root, configs, env, servers, ports, queries, args))
             subprocess.run(load.ctx("sync", "--config", str(configs["a"])), env=env, check=True,
                            capture_output=True, timeout=600)  # whatever the watcher had not synced yet
-            time.sleep(3)  # the followers apply the last changes (a poll a second)
             servers["fresh"], ports["fresh"] = load.start_server(configs["fresh"], env, root / "server-fresh.log")
+            httpx.post(f"http://127.0.0.1:{ports['fresh']}/tools/search", json={"query": "start", "mode": "keyword"},
+                       timeout=60)  # its first search starts its follower (SQL answers until its index is built)
+            out["seconds_until_all_followed"] = _wait_followed(url, root, ["a", "b", "control", "fresh"])
             out |= _compare({n: f"http://127.0.0.1:{p}" for n, p in ports.items()}, queries)
         finally:
             for name, server in servers.items():

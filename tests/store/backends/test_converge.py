@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from context_harness import config as config_mod
@@ -62,6 +63,18 @@ def replica(workspace: Workspace, name: str, url: str) -> Path:
                     '[embedding]\nprovider = "disabled"\n[connectors.filesystem.docs]\nroot = "docs"\n',
                     encoding="utf-8")
     return path
+
+
+async def followed(*replicas: Harness) -> None:
+    """Until each replica's own index is complete (SQL answers before: a different ranking)."""
+    for harness in replicas:
+        index = harness.index
+        assert isinstance(index, ReplicaKeywordIndex)
+        await harness.search(SearchRequest(query="note", mode="keyword"))  # starts the follower
+        deadline = time.monotonic() + 60
+        while not index.ready:
+            assert time.monotonic() < deadline, "a replica's keyword index was not complete within 60 s"
+            await anyio.sleep(0.05)
 
 
 async def results(harness: Harness) -> list[set[str]]:
@@ -117,6 +130,7 @@ async def test_a_killed_replica_and_one_with_a_gap_converge_to_a_fresh_one(works
 
         async with Harness.open(config_mod.load(configs["b"])) as b, \
                 Harness.open(config_mod.load(configs["fresh"])) as fresh:
+            await followed(b, fresh)
             expected = await results(fresh)
             assert await results(b) == expected  # B caught up from its record after the kill
             assert await results(a) == expected
@@ -129,6 +143,7 @@ async def test_a_killed_replica_and_one_with_a_gap_converge_to_a_fresh_one(works
             conn.execute("DELETE FROM changes WHERE seq < (SELECT max(seq) FROM changes)")
         async with Harness.open(config_mod.load(configs["b"])) as b, \
                 Harness.open(config_mod.load(configs["fresh2"])) as fresh:
+            await followed(b, fresh)
             expected = await results(fresh)
             assert await results(b) == expected  # B rebuilt past the gap
             assert await results(a) == expected
