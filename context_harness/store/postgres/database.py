@@ -15,8 +15,9 @@ With ``[db] read_url`` (a hot standby, ``standby.py``) reads are of two kinds:
 - ``connection()``, ``transaction()``: the primary, always. Writes, the writer locks (``lock.py``),
   and the writer-path reads, which must see the latest commit: the change log and the documents
   the keyword follower indexes (``follower.py``), the fingerprints a sync compares, the embedder
-  identity and the chunks awaiting vectors, counts and checks. A note tool's read-back is a
-  ``get`` right after its own sync's commit, so read-your-writes sends it to the primary too.
+  identity, the chunks awaiting vectors and the embedded set hybrid search caches, counts and
+  checks. A note tool's read-back is a ``get`` right after its own sync's commit, so
+  read-your-writes sends it to the primary too.
 
 The URL is a secret (it may hold a password): messages name the server without its credentials,
 and the config's redaction hides the rest.

@@ -153,7 +153,9 @@ class PgVectorStore(IdentityRules):
 
 class PgVectorIndex:
     """The semantic search of the seam (``VectorSearch``), answered by the database on every call.
-    Only the set of embedded documents and the count are kept, until ``refresh``."""
+    Only the set of embedded documents and the count are kept, until ``refresh`` (when the vectors'
+    version, read on the primary, changes): they are read on the primary too, as a standby that lags
+    would leave them stale until the next change."""
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
@@ -162,13 +164,13 @@ class PgVectorIndex:
 
     def __len__(self) -> int:
         if self._len < 0:
-            self._len = int(self.store._read("SELECT count(*) FROM chunks c JOIN embeddings e "
-                                             "ON e.content_hash = c.content_hash")[0][0])
+            self._len = int(self.store._all("SELECT count(*) FROM chunks c JOIN embeddings e "
+                                            "ON e.content_hash = c.content_hash")[0][0])
         return self._len
 
     def doc_ids(self) -> frozenset[str]:
         if self._doc_ids is None:
-            self._doc_ids = frozenset(r[0] for r in self.store._read(
+            self._doc_ids = frozenset(r[0] for r in self.store._all(
                 "SELECT DISTINCT c.doc_id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"))
         return self._doc_ids
 
