@@ -200,7 +200,8 @@ def converge_corpus(root: Path, args: argparse.Namespace) -> tuple[str, list[str
 
 
 async def _converge_load(bases: dict[str, str], queries: list[str], halt: asyncio.Event, tally: dict) -> None:
-    """Keyword searches against both replicas until ``halt``; a refused connection counts as ``down``."""
+    """Keyword searches against both replicas until ``halt``; a request refused or cut while a replica is
+    killed or stopped counts as ``down``, any other answer than 200 as ``failed``."""
     async with httpx.AsyncClient(timeout=30) as http:
         async def client(i: int) -> None:
             while not halt.is_set():
@@ -209,8 +210,8 @@ async def _converge_load(bases: dict[str, str], queries: list[str], halt: asynci
                     r = await http.post(f"{bases[name]}/tools/search",
                                         json={"query": queries[tally["sent"] % len(queries)], "mode": "keyword"})
                     tally["ok" if r.status_code == 200 else "failed"] += 1
-                except httpx.ConnectError:
-                    tally["down"] += 1
+                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                    tally["down"] += 1  # refused, or cut by the kill
                     await asyncio.sleep(0.05)
                 tally["sent"] += 1
         await asyncio.gather(*(client(i) for i in range(4)))
@@ -262,6 +263,12 @@ async def _kill_and_gap(url: str, root: Path, configs: dict[str, Path], env: dic
                                                   ).rowcount
     servers["b"], ports["b"] = load.start_server(configs["b"], env, root / "server-b2.log")
     return out
+
+
+def _first_search(port: int) -> None:
+    """A replica's first search starts its follower (SQL answers until its own index is built)."""
+    httpx.post(f"http://127.0.0.1:{port}/tools/search", json={"query": "start", "mode": "keyword"},
+               timeout=60).raise_for_status()
 
 
 def _wait_followed(url: str, root: Path, names: list[str], seconds: float = 600) -> float:
@@ -332,12 +339,12 @@ def converge(url: str, args: argparse.Namespace) -> dict[str, Any]:
         try:
             for name in ("a", "b", "control"):
                 servers[name], ports[name] = load.start_server(configs[name], env, root / f"server-{name}.log")
+                _first_search(ports[name])
             out |= asyncio.run(_converge_run(url, root, configs, env, servers, ports, queries, args))
             subprocess.run(load.ctx("sync", "--config", str(configs["a"])), env=env, check=True,
                            capture_output=True, timeout=600)  # whatever the watcher had not synced yet
             servers["fresh"], ports["fresh"] = load.start_server(configs["fresh"], env, root / "server-fresh.log")
-            httpx.post(f"http://127.0.0.1:{ports['fresh']}/tools/search", json={"query": "start", "mode": "keyword"},
-                       timeout=60)  # its first search starts its follower (SQL answers until its index is built)
+            _first_search(ports["fresh"])
             out["seconds_until_all_followed"] = _wait_followed(url, root, ["a", "b", "control", "fresh"])
             out |= _compare({n: f"http://127.0.0.1:{p}" for n, p in ports.items()}, queries)
         finally:
