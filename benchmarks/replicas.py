@@ -26,6 +26,15 @@ and each run stops after ``--max-seconds``.
 instead sends SciFact's 300 test queries as keyword searches over HTTP (``limit`` 10) to one replica on
 PostgreSQL, then to one embedded server on the same Markdown files: CPU per search (server and
 PostgreSQL), throughput, p50/p99 and nDCG@10 of each, and their ``cpu_ratio``.
+
+``--converge`` instead: SciFact's corpus (else ``load.py``'s notes) on two replicas, replica A watching
+the folder while it is edited every 0.2 s and clients search both for ``--converge-seconds``; A is
+SIGKILLed while it holds the writer lock and restarted; B is stopped, misses writes while the change
+log is trimmed past them (a gap), and restarted. Then SciFact's 300 test queries (else generated
+ones) as keyword searches through A, B and a fresh replica: how many top-10 lists are identical,
+how many top-100 sets, and where they differ, by how much; and the same for a control replica that
+followed all along, never killed (an index updated in place keeps counting replaced entries in its
+BM25 statistics until segments merge, so near-ties may swap even without a kill or a gap).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -300,6 +310,194 @@ def scifact_searches(url: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def converge_corpus(root: Path, args: argparse.Namespace) -> tuple[str, list[str]]:
+    """SciFact's documents (as Markdown in ``docs``) and test queries when present, else ``load.py``'s."""
+    if args.corpus == "scifact" and (scifact.SCIFACT / "corpus.jsonl").is_file():
+        scifact.write_markdown(scifact.corpus(), root / "docs")
+        (root / "archive").mkdir()
+        (root / "echo.lua").write_text(load.TOOL, encoding="utf-8")
+        qs, judged = scifact.queries(), scifact.qrels("test")
+        return "scifact", [qs[q] for q in judged if q in qs][:300]
+    load.write_workspace(root, args.notes)
+    rng = random.Random(11)
+    return "generated", [" ".join(rng.choice(load.WORDS) + str(rng.randrange(50)) for _ in range(1 + i % 5))
+                         for i in range(300)]
+
+
+async def _converge_load(bases: dict[str, str], queries: list[str], halt: asyncio.Event, tally: dict) -> None:
+    """Keyword searches against both replicas until ``halt``; a request refused or cut while a replica is
+    killed or stopped counts as ``down``, any other answer than 200 as ``failed``."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        async def client(i: int) -> None:
+            while not halt.is_set():
+                name = "a" if i % 2 else "b"
+                try:
+                    r = await http.post(f"{bases[name]}/tools/search",
+                                        json={"query": queries[tally["sent"] % len(queries)], "mode": "keyword"})
+                    tally["ok" if r.status_code == 200 else "failed"] += 1
+                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                    tally["down"] += 1  # refused, or cut by the kill
+                    await asyncio.sleep(0.05)
+                tally["sent"] += 1
+        await asyncio.gather(*(client(i) for i in range(4)))
+
+
+async def _edits(root: Path, halt: asyncio.Event, counter: list[int]) -> None:
+    """An edit of one document in the watched folder every 0.2 s (replica A's watcher syncs them)."""
+    rng = random.Random(4)
+    files = sorted((root / "docs").glob("*.md"))
+    while not halt.is_set():
+        path = rng.choice(files)
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text + f"\n\n{rng.choice(load.WORDS)} revision{counter[0]}\n", encoding="utf-8")
+        counter[0] += 1
+        await asyncio.sleep(0.2)
+
+
+def _writer_lock_held(url: str) -> bool:
+    import psycopg
+
+    from context_harness.store.postgres.lock import INDEX_LOCK
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                           "classid = %s AND objid = %s", (INDEX_LOCK >> 32, INDEX_LOCK & 0xFFFFFFFF)).fetchone()
+    return bool(row[0])
+
+
+async def _kill_and_gap(url: str, root: Path, configs: dict[str, Path], env: dict[str, str],
+                        servers: dict[str, subprocess.Popen], ports: dict[str, int], seconds: float) -> dict:
+    """A third of the way in, SIGKILL A while it holds the writer lock, and restart it; two thirds in,
+    stop B, let writes pass, trim the change log past them, and restart B."""
+    import psycopg
+
+    out: dict[str, Any] = {}
+    await asyncio.sleep(seconds / 3)
+    deadline = time.monotonic() + 20
+    while not _writer_lock_held(url) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    out["a_killed_holding_the_writer_lock"] = _writer_lock_held(url)
+    servers["a"].kill()
+    servers["a"].wait()
+    servers["a"], ports["a"] = load.start_server(configs["a"], env, root / "server-a2.log")
+    await asyncio.sleep(seconds / 3)
+    load.stop_server(servers["b"])
+    await asyncio.sleep(2)  # A's watcher syncs edits meanwhile
+    with psycopg.connect(url, autocommit=True) as conn:
+        out["change_rows_trimmed"] = conn.execute("DELETE FROM changes WHERE seq < (SELECT max(seq) FROM changes)"
+                                                  ).rowcount
+    servers["b"], ports["b"] = load.start_server(configs["b"], env, root / "server-b2.log")
+    return out
+
+
+def _first_search(port: int) -> None:
+    """A replica's first search starts its follower (SQL answers until its own index is built)."""
+    httpx.post(f"http://127.0.0.1:{port}/tools/search", json={"query": "start", "mode": "keyword"},
+               timeout=60).raise_for_status()
+
+
+def _wait_followed(url: str, root: Path, names: list[str], seconds: float = 600) -> float:
+    """Until each replica's record (``ctx-follow.json``) has reached the change log's last ``seq``:
+    its own index is complete and current, so its answers are Tantivy's, not the SQL fallback's."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        high = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
+    started = time.monotonic()
+    for name in names:
+        record = root / f"data-{name}" / "replica-keyword" / "ctx-follow.json"
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(record.read_text(encoding="utf-8"))["seq"] >= high:
+                    break
+            if time.monotonic() - started > seconds:
+                raise RuntimeError(f"replica {name} did not follow the change log to {high} in {seconds:g} s")
+            time.sleep(0.2)
+    time.sleep(1)  # the searcher reloads after the last commit
+    return round(time.monotonic() - started, 1)
+
+
+def _compare(bases: dict[str, str], queries: list[str]) -> dict[str, Any]:
+    """Top-10 lists and top-100 sets of every query through each replica against the fresh one."""
+    def ranked(base: str, query: str, limit: int) -> list[tuple[str, float]]:
+        r = httpx.post(f"{base}/tools/search", json={"query": query, "mode": "keyword", "limit": limit}, timeout=60)
+        r.raise_for_status()
+        return [(h["id"], h["score"]) for h in r.json()["results"]]
+
+    fresh = {q: ranked(bases["fresh"], q, 100) for q in queries}
+    out: dict[str, Any] = {}
+    for name in ("a", "b", "control"):
+        same10 = same100 = 0
+        worst_gap, overlap = 0.0, []
+        for q in queries:
+            got = ranked(bases[name], q, 100)
+            want = fresh[q]
+            same10 += [i for i, _ in got[:10]] == [i for i, _ in want[:10]]
+            same100 += {i for i, _ in got} == {i for i, _ in want}
+            overlap.append(len({i for i, _ in got[:10]} & {i for i, _ in want[:10]}) / max(1, len(want[:10])))
+            scores = dict(want)  # where the lists differ: how far apart the fresh replica scores the two
+            for (i, _), (j, sj) in zip(got[:10], want[:10], strict=False):
+                if i != j:
+                    worst_gap = max(worst_gap, abs(scores.get(i, 0.0) - sj) / max(sj, 1e-9))
+        out[f"replica_{name}"] = {"identical_top10_lists": same10, "identical_top100_sets": same100,
+                                  "mean_overlap_at_10": round(sum(overlap) / len(overlap), 4),
+                                  "largest_relative_score_gap_of_a_swap": round(worst_gap, 4)}
+    return out
+
+
+def converge(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ctx-converge-") as tmp:
+        root = Path(tmp)
+        corpus, queries = converge_corpus(root, args)
+        configs = write_configs(root)
+        for name in ("control", "fresh"):  # control follows all along, never killed: what drift alone does
+            configs[name] = root / f"{name}.toml"
+            configs[name].write_text(CONFIG.format(name=name, watch="false"), encoding="utf-8")
+        env = load.child_env(root) | {"CTX_DATABASE_URL": url}
+        started = time.perf_counter()
+        subprocess.run(load.ctx("sync", "--config", str(configs["a"])), env=env, check=True, capture_output=True,
+                       timeout=1800)
+        out: dict[str, Any] = {"corpus": corpus, "documents": len(list((root / "docs").glob("*.md"))),
+                               "queries": len(queries), "first_sync_seconds": round(time.perf_counter() - started, 1)}
+        servers: dict[str, subprocess.Popen] = {}
+        ports: dict[str, int] = {}
+        try:
+            for name in ("a", "b", "control"):
+                servers[name], ports[name] = load.start_server(configs[name], env, root / f"server-{name}.log")
+                _first_search(ports[name])
+            out |= asyncio.run(_converge_run(url, root, configs, env, servers, ports, queries, args))
+            subprocess.run(load.ctx("sync", "--config", str(configs["a"])), env=env, check=True,
+                           capture_output=True, timeout=600)  # whatever the watcher had not synced yet
+            servers["fresh"], ports["fresh"] = load.start_server(configs["fresh"], env, root / "server-fresh.log")
+            _first_search(ports["fresh"])
+            out["seconds_until_all_followed"] = _wait_followed(url, root, ["a", "b", "control", "fresh"])
+            out |= _compare({n: f"http://127.0.0.1:{p}" for n, p in ports.items()}, queries)
+        finally:
+            for name, server in servers.items():
+                load.stop_server(server, root / f"server-{name}.log")
+        return out
+
+
+async def _converge_run(url: str, root: Path, configs: dict[str, Path], env: dict[str, str],
+                        servers: dict[str, subprocess.Popen], ports: dict[str, int], queries: list[str],
+                        args: argparse.Namespace) -> dict[str, Any]:
+    halt = asyncio.Event()
+    tally = {"sent": 0, "ok": 0, "failed": 0, "down": 0}
+    edits = [0]
+
+    class Bases(dict):  # the replicas' addresses, read afresh after a restart
+        def __getitem__(self, name: str) -> str:
+            return f"http://127.0.0.1:{ports[name]}"
+
+    tasks = [asyncio.create_task(_converge_load(Bases(), queries, halt, tally)),
+             asyncio.create_task(_edits(root, halt, edits))]
+    events = await _kill_and_gap(url, root, configs, env, servers, ports, args.converge_seconds)
+    await asyncio.sleep(2)
+    halt.set()
+    await asyncio.gather(*tasks)
+    return {"load": tally, "edits": edits[0], **events}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=None, help="an empty PostgreSQL database with pgvector (default: "
@@ -317,6 +515,11 @@ def main() -> None:
                         help="instead: SciFact's 300 test queries as keyword searches over HTTP from --clients "
                         "clients, one replica on PostgreSQL against one embedded server (CPU per search)")
     parser.add_argument("--rounds", type=int, default=2, help="--scifact: measured rounds of the 300 queries")
+    parser.add_argument("--converge", action="store_true", help="instead: a killed replica and one with a gap "
+                        "in its change feed against a fresh one (see above)")
+    parser.add_argument("--converge-seconds", type=float, default=20, help="with --converge: the load's length")
+    parser.add_argument("--corpus", choices=("scifact", "generated"), default="scifact",
+                        help="with --converge: SciFact when present, or --notes generated notes")
     args = parser.parse_args()
     if args.scifact:
         with contextlib.ExitStack() as stack:
@@ -325,6 +528,9 @@ def main() -> None:
         return
     with contextlib.ExitStack() as stack:
         url = args.url or os.environ.get("CTX_DATABASE_URL") or postgres.start_postgres(stack)
+        if args.converge:
+            print(json.dumps({"benchmark": "replicas-converge", "cores": os.cpu_count(), **converge(url, args)}))
+            return
         result: dict[str, Any] = {"benchmark": "replicas", "cores": os.cpu_count(),
                                   "postgres": replicas(url, args)}
     if args.embedded:

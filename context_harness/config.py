@@ -91,6 +91,9 @@ class DbConfig(_Section):
     backend: Literal["embedded", "postgres"] = Field(
         default="embedded", description="embedded (SQLite + Tantivy + vectors in the data folder) or postgres")
     url: str | None = Field(default=None, description='postgres: a libpq URL, e.g. "${CTX_DATABASE_URL}"')
+    read_url: str | None = Field(default=None, description="postgres: a hot standby of url (a streaming replica) "
+                                 "for searches, get and listings; writes, the writer lock and sync's reads stay "
+                                 "on url, and reads fall back to it while the standby is down")
     pool_size: int = Field(default=8, ge=1, le=256, description="postgres: connections per process for searches "
                            "and writes (two more serve point reads such as get)")
     keyword_index: Literal["replica", "database"] = Field(
@@ -106,6 +109,8 @@ class DbConfig(_Section):
             raise ValueError('backend "postgres" needs url = "postgresql://..." (e.g. "${CTX_DATABASE_URL}")')
         if self.url and self.backend != "postgres":
             raise ValueError('url is only read with backend = "postgres"; set it, or remove url')
+        if self.read_url and self.backend != "postgres":
+            raise ValueError('read_url is only read with backend = "postgres"; set it, or remove read_url')
         return self
 
 

@@ -28,7 +28,8 @@ def open_backend(config: Config, index_lock: WriterLock) -> Backend:
         assert config.db.url is not None  # the config requires it
         local = config.db.path.parent / "replica-keyword" if config.db.keyword_index == "replica" else None
         return open_postgres(config.db.url, config.retrieval.title_boost, with_vectors, config.db.pool_size,
-                             config.db.pool_wait, local, heading_boost=config.retrieval.heading_boost)
+                             config.db.pool_wait, local, config.db.read_url,
+                             heading_boost=config.retrieval.heading_boost)
     from context_harness.store.embedded import open_embedded
 
     backend = open_embedded(config.db.path, config.retrieval.title_boost, with_vectors,

@@ -287,6 +287,8 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
 POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn)}
 
 POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-# Cosine distance over vectors of one dimension (an expression index: the column takes any).
+# Cosine distance over vectors of one dimension (an expression index: the column takes any); the
+# graph's m and ef_construction come from store/postgres/vectors.py.
 POSTGRES_VECTOR_INDEX = ("CREATE INDEX IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings "
-                         "USING hnsw ((vector::vector({dims})) vector_cosine_ops) WHERE vector_dims(vector) = {dims}")
+                         "USING hnsw ((vector::vector({dims})) vector_cosine_ops) "
+                         "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = {dims}")

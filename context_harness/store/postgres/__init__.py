@@ -11,17 +11,19 @@ from context_harness.store.backend import Backend, KeywordRanking
 
 
 def open_postgres(url: str, title_boost: float, with_vectors: bool, pool_size: int = 8,
-                  pool_wait: float = 2.0, keyword_path: Path | None = None, heading_boost: float = 0.0) -> Backend:
+                  pool_wait: float = 2.0, keyword_path: Path | None = None, read_url: str | None = None,
+                  heading_boost: float = 0.0) -> Backend:
     """The backend over the database at ``url``; ``keyword_path``: this replica's own keyword index
     there (``follower.py``), else BM25 runs in SQL (over titles and bodies: ``heading_boost`` applies
-    to the replica's own index only)."""
+    to the replica's own index only); ``read_url``: a hot standby for the reads that serve requests
+    (``database.py``)."""
     from context_harness.store.postgres.database import Database
     from context_harness.store.postgres.documents import PgDocumentStore
     from context_harness.store.postgres.keyword import PgKeywordIndex
     from context_harness.store.postgres.lock import advisory_locks
     from context_harness.store.postgres.vectors import PgVectorStore
 
-    db = Database(url, pool_size, pool_wait)
+    db = Database(url, pool_size, pool_wait, read_url)
     documents = PgDocumentStore(db)
     sql = PgKeywordIndex(db, title_boost)
     keyword: KeywordRanking = sql

@@ -5,19 +5,34 @@ Two pools: ``pool_size`` connections for searches and writes, and ``POINT_POOL``
 that finds no free connection within ``pool_wait`` seconds answers ``busy`` (retry) instead of
 letting latency grow without bound; writes wait longer (``WRITE_WAIT``).
 Connections run in autocommit; ``transaction()`` makes one transaction of a block. pgvector's types
-are registered on every connection. The URL is a secret (it may hold a password): messages name
-the server without its credentials, and the config's redaction hides the rest.
+are registered on every connection.
+
+With ``[db] read_url`` (a hot standby, ``standby.py``) reads are of two kinds:
+
+- ``read(work)``: what serves a request and may lag a little: searches (the SQL keyword ranking, the
+  vector index), ``get`` (a document and its chunks), listings, links and ``changes``. They go to
+  the standby, and to the primary while it is down or behind this process's own latest commit;
+- ``connection()``, ``transaction()``: the primary, always. Writes, the writer locks (``lock.py``),
+  and the writer-path reads, which must see the latest commit: the change log and the documents
+  the keyword follower indexes (``follower.py``), the fingerprints a sync compares, the embedder
+  identity, the chunks awaiting vectors and the embedded set hybrid search caches, counts and
+  checks. A note tool's read-back is a ``get`` right after its own sync's commit, so
+  read-your-writes sends it to the primary too.
+
+The URL is a secret (it may hold a password): messages name the server without its credentials,
+and the config's redaction hides the rest.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from context_harness.errors import Busy, ConfigError, StorageFault
 from context_harness.redaction import redact
+from context_harness.store.postgres.standby import Standby
 from context_harness.store.schema import (
     POSTGRES_FILLS,
     POSTGRES_META,
@@ -27,6 +42,7 @@ from context_harness.store.schema import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MIGRATION_LOCK = 0x6374780001  # advisory lock key: one process migrates at a time
 CONNECT_SECONDS = 15.0
@@ -48,7 +64,7 @@ def describe_url(url: str) -> str:
 
 
 class Database:
-    def __init__(self, url: str, pool_size: int = 8, pool_wait: float = 2.0) -> None:
+    def __init__(self, url: str, pool_size: int = 8, pool_wait: float = 2.0, read_url: str | None = None) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -66,12 +82,16 @@ class Database:
                                    configure=_register_vector, open=False, name="context-harness")
         self.point_pool = ConnectionPool(url, min_size=1, max_size=POINT_POOL, kwargs={"autocommit": True},
                                          configure=_register_vector, open=False, name="context-harness-point")
+        self.standby: Standby | None = None
         try:
             self.pool.open(wait=True, timeout=CONNECT_SECONDS)
             self.point_pool.open(wait=True, timeout=CONNECT_SECONDS)
         except Exception as exc:
             self.close()
             raise self._unreachable(exc) from None
+        if read_url:  # opened at the first read; a standby down then is read around, not an error
+            self.standby = Standby(read_url, describe_url(read_url), (pool_size, POINT_POOL), pool_wait,
+                                   _register_vector)
 
     def _unreachable(self, exc: Exception) -> ConfigError:
         reason = redact(str(exc)).strip() or type(exc).__name__
@@ -79,8 +99,20 @@ class Database:
                            "that the server runs, and its credentials")
 
     def close(self) -> None:
+        if self.standby is not None:
+            self.standby.close()
         self.pool.close()
         self.point_pool.close()
+
+    def read(self, work: Callable[[Any], T], point: bool = False) -> T:
+        """``work(connection)`` for a read that serves a request: on the hot standby when there is
+        one and it can answer, else on the primary (``point``: the point-read pools)."""
+        if self.standby is not None:
+            done, value = self.standby.run(work, point)
+            if done:
+                return value  # type: ignore[return-value]
+        with self.connection(point) as conn:
+            return work(conn)
 
     @contextmanager
     def connection(self, point: bool = False) -> Iterator[Any]:
@@ -99,8 +131,12 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        with self.pool.connection(timeout=WRITE_WAIT) as conn, conn.transaction():
-            yield conn
+        """One transaction on the primary (after it, with a standby, reads wait for its replay)."""
+        with self.pool.connection(timeout=WRITE_WAIT) as conn:
+            with conn.transaction():
+                yield conn
+            if self.standby is not None:
+                self.standby.wrote(str(conn.execute("SELECT pg_current_wal_flush_lsn()").fetchone()[0]))
 
     def _migrate(self, conn: Any) -> None:
         """Bring the schema up to ``POSTGRES_SCHEMA_VERSION`` (one process at a time, all or nothing)."""

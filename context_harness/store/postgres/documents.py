@@ -67,8 +67,13 @@ class PgDocumentStore:
         return self.db.schema_version
 
     def _all(self, sql: str, params: Any = None, point: bool = False) -> list[tuple]:
+        """A writer-path read: on the primary (``database.py`` says which reads are which)."""
         with self.db.connection(point) as conn:
             return conn.execute(sql, params).fetchall()
+
+    def _read(self, sql: str, params: Any = None, point: bool = False) -> list[tuple]:
+        """A read serving a request: on the hot standby when there is one."""
+        return self.db.read(lambda conn: conn.execute(sql, params).fetchall(), point)
 
     # -- meta and sync state -------------------------------------------------------------------
 
@@ -191,7 +196,7 @@ class PgDocumentStore:
     # -- reads ---------------------------------------------------------------------------------
 
     def document(self, doc_id: str) -> DocumentRow | None:
-        rows = self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
+        rows = self._read(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
         return _row(rows[0]) if rows else None
 
     def documents(self, doc_ids: list[str]) -> dict[str, DocumentRow]:
@@ -203,18 +208,18 @@ class PgDocumentStore:
     def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
         if not doc_ids:
             return {}
-        rows = self._all(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
+        rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
                          f"{', body' if with_body else ''} "
                          "FROM documents WHERE id = ANY(%s)", (doc_ids,))
         return {r[0]: tuple(r[1:]) for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
-        return [tuple(r) for r in self._all(
+        return [tuple(r) for r in self._read(
             "SELECT id, title, source, updated_at FROM documents WHERE id > %s ORDER BY id LIMIT %s",
             (after or "", limit))]
 
     def chunks(self, doc_id: str) -> list[StoredChunk]:
-        return [StoredChunk(*r) for r in self._all(
+        return [StoredChunk(*r) for r in self._read(
             f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = %s ORDER BY idx", (doc_id,), point=True)]
 
     def iter_chunks(self, doc_id: str) -> Iterator[StoredChunk]:
@@ -223,7 +228,7 @@ class PgDocumentStore:
     def chunks_at(self, wanted: list[tuple[str, int]]) -> dict[str, ChunkPlace]:
         if not wanted:
             return {}
-        rows = self._all(
+        rows = self._read(
             "SELECT w.doc_id, c.idx, c.heading FROM unnest(%s::text[], %s::int[]) w(doc_id, off) "
             "CROSS JOIN LATERAL (SELECT idx, heading FROM chunks WHERE doc_id = w.doc_id AND start <= w.off "
             "ORDER BY idx DESC LIMIT 1) c", ([d for d, _ in wanted], [o for _, o in wanted]))
@@ -232,7 +237,7 @@ class PgDocumentStore:
     def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, StoredChunk]:
         if not chunk_ids:
             return {}
-        rows = self._all(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id = ANY(%s)", (chunk_ids,))
+        rows = self._read(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id = ANY(%s)", (chunk_ids,))
         return {r[0]: StoredChunk(*r) for r in rows}
 
     def source_counts(self) -> dict[str, tuple[int, int]]:
@@ -253,30 +258,25 @@ class PgDocumentStore:
     def document_ids_matching(self, source: str | None = None, tags: Iterable[str] | None = None,
                               since: dt.datetime | None = None, until: dt.datetime | None = None) -> set[str]:
         where, params = filter_sql(source, tags, since, until)
-        return {r[0] for r in self._all("SELECT id FROM documents d" + (" WHERE " + where if where else ""),
-                                        params)}
+        return {r[0] for r in self._read("SELECT id FROM documents d" + (" WHERE " + where if where else ""),
+                                         params)}
 
     # -- links and changes (``store/connections.py``) ------------------------------------------
 
     def links_from(self, doc_id: str) -> list[tuple[str, str, str]]:
-        with self.db.connection() as conn:
-            return _LINKS.links_from(conn, doc_id)
+        return self.db.read(lambda conn: _LINKS.links_from(conn, doc_id))
 
     def links_to(self, keys: list[str]) -> list[tuple[str, str, str, str, str]]:
-        with self.db.connection() as conn:
-            return _LINKS.links_to(conn, keys)
+        return self.db.read(lambda conn: _LINKS.links_to(conn, keys))
 
     def named(self, names: list[str]) -> list[tuple[str, str, str, str]]:
-        with self.db.connection() as conn:
-            return _LINKS.named(conn, names)
+        return self.db.read(lambda conn: _LINKS.named(conn, names))
 
     def at_paths(self, source: str, paths: list[str]) -> dict[str, str]:
-        with self.db.connection() as conn:
-            return _LINKS.at_paths(conn, source, paths)
+        return self.db.read(lambda conn: _LINKS.at_paths(conn, source, paths))
 
     def changes(self, since: str | None, source: str | None, limit: int) -> list[tuple]:
-        with self.db.connection() as conn:
-            return _LINKS.changes(conn, since, source, limit)
+        return self.db.read(lambda conn: _LINKS.changes(conn, since, source, limit))
 
 
 def filter_sql(source: str | None, tags: Iterable[str] | None, since: dt.datetime | None,

@@ -6,7 +6,8 @@ against the corpus average); on SciFact it ranks far below (``benchmarks/postgre
 both), so the score here is Okapi BM25 with Tantivy's parameters (k1 1.2, b 0.75, the same IDF).
 Terms come from PostgreSQL's ``english`` configuration (Snowball stemmer, stop words dropped) for
 documents and queries alike; quoted phrases are required (``phraseto_tsquery``). Filters are a
-``WHERE`` on the documents, so they apply before the ``LIMIT``.
+``WHERE`` on the documents, so they apply before the ``LIMIT``. Queries are reads serving a request
+(``Database.read``: the hot standby when there is one).
 """
 
 from __future__ import annotations
@@ -93,8 +94,7 @@ class PgKeywordIndex:
             conditions.append(f"d.tsv @@ phraseto_tsquery('english', %(p{i})s)")
         sql = _SEARCH.format(where=("JOIN documents d ON d.id = h.doc_id WHERE " + " AND ".join(conditions))
                              if conditions else "")
-        with self.db.connection() as conn:
-            rows = conn.execute(sql, named).fetchall()
+        rows = self.db.read(lambda conn: conn.execute(sql, named).fetchall())
         return [DocumentHit(doc_id, float(score)) for doc_id, score in rows]
 
     def ts_rank_search(self, text: str, limit: int) -> list[DocumentHit]:
@@ -103,13 +103,13 @@ class PgKeywordIndex:
                "FROM unnest(to_tsvector('english', %s))) "
                "SELECT d.id, ts_rank_cd(d.tsv, q.tq, 1) AS score FROM documents d, q WHERE d.tsv @@ q.tq "
                "ORDER BY score DESC, d.id LIMIT %s")
-        with self.db.connection() as conn:
-            return [DocumentHit(i, float(s)) for i, s in conn.execute(sql, (text[:MAX_QUERY_CHARS], limit))]
+        rows = self.db.read(lambda conn: conn.execute(sql, (text[:MAX_QUERY_CHARS], limit)).fetchall())
+        return [DocumentHit(i, float(s)) for i, s in rows]
 
     def terms(self, text: str) -> list[str]:
-        with self.db.connection() as conn:
-            rows = conn.execute("SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY positions[1]",
-                                (text[:MAX_QUERY_CHARS],)).fetchall()
+        rows = self.db.read(lambda conn: conn.execute(
+            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY positions[1]",
+            (text[:MAX_QUERY_CHARS],)).fetchall())
         return [r[0] for r in rows]
 
     def stem(self, word: str) -> str | None:
@@ -121,8 +121,7 @@ class PgKeywordIndex:
         sql = ("WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %s)) "
                "LIMIT 64) SELECT q.term, (SELECT count(*) FROM postings p WHERE p.term = q.term AND p.field = 'b'), "
                "(SELECT documents FROM keyword_stats) FROM q")
-        with self.db.connection() as conn:
-            rows = conn.execute(sql, (text.replace('"', " ")[:MAX_QUERY_CHARS],)).fetchall()
+        rows = self.db.read(lambda conn: conn.execute(sql, (text.replace('"', " ")[:MAX_QUERY_CHARS],)).fetchall())
         return {term: math.log(1 + (max(n, 1) - df + 0.5) / (df + 0.5)) for term, df, n in rows}
 
 

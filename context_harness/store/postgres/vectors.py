@@ -22,8 +22,12 @@ from context_harness.store.queries import PendingChunk
 from context_harness.store.schema import POSTGRES_VECTOR_INDEX
 from context_harness.store.vectors import EmbedderMismatch, IdentityRules, VectorStats
 
-#: hnsw.ef_search at least (benchmarks/postgres.py --vectors 1000000: recall@10 0.86 / 0.91 / 0.94 at
-#: 100 / 200 / 400, p50 4.2 ms at 200 and 4.4 ms at 400 on 2 cores).
+#: The HNSW graph and hnsw.ef_search at least (benchmarks/postgres.py --vectors 1000000, 2 busy cores,
+#: 2026-11-27): pgvector's default graph (m 16, ef_construction 64) reached recall@10 0.934 / 0.937 /
+#: 0.938 / 0.949 at ef_search 400 / 600 / 800 / 1000 (its most), p50 4.7 / 6.3 / 7.3 / 12.1 ms: never
+#: 0.95. With m 24 and ef_construction 128: 0.999 at 400 (p50 5.8 ms) and above; the build took 1.4x
+#: as long (1,496 s against 1,068 s).
+HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
 MIN_EF_SEARCH = 400
 MAX_FETCH = 20_000
 
@@ -45,8 +49,13 @@ class PgVectorStore(IdentityRules):
         pass  # the pool closes with the backend
 
     def _all(self, sql: str, params: Any = None) -> list[tuple]:
+        """A writer-path read (identity, pending chunks, counts): on the primary."""
         with self.db.connection() as conn:
             return conn.execute(sql, params).fetchall()
+
+    def _read(self, sql: str, params: Any = None) -> list[tuple]:
+        """A read serving a search: on the hot standby when there is one."""
+        return self.db.read(lambda conn: conn.execute(sql, params).fetchall())
 
     # -- identity ------------------------------------------------------------------------------
 
@@ -59,7 +68,8 @@ class PgVectorStore(IdentityRules):
                 cur.executemany("INSERT INTO embedding_meta(key, value) VALUES (%s, %s) "
                                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                                 list(self.meta_of(identity).items()))
-            conn.execute(POSTGRES_VECTOR_INDEX.format(dims=int(identity.dims)))
+            conn.execute(POSTGRES_VECTOR_INDEX.format(dims=int(identity.dims), m=HNSW_M,
+                                                      ef_construction=HNSW_EF_CONSTRUCTION))
 
     # -- vectors -------------------------------------------------------------------------------
 
@@ -140,7 +150,7 @@ class PgVectorStore(IdentityRules):
         """content hash -> stored vector, for the hashes that have one."""
         import numpy as np
 
-        rows = self._all("SELECT content_hash, vector FROM embeddings WHERE content_hash = ANY(%s)", (list(hashes),))
+        rows = self._read("SELECT content_hash, vector FROM embeddings WHERE content_hash = ANY(%s)", (list(hashes),))
         return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in rows}
 
     def open_index(self) -> PgVectorIndex:
@@ -149,7 +159,9 @@ class PgVectorStore(IdentityRules):
 
 class PgVectorIndex:
     """The semantic search of the seam (``VectorSearch``), answered by the database on every call.
-    Only the set of embedded documents and the count are kept, until ``refresh``."""
+    Only the set of embedded documents and the count are kept, until ``refresh`` (when the vectors'
+    version, read on the primary, changes): they are read on the primary too, as a standby that lags
+    would leave them stale until the next change."""
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
@@ -203,14 +215,17 @@ class PgVectorIndex:
             sql = (f"SELECT c.doc_id, c.id, {distance} AS dist FROM chunks c JOIN embeddings e "
                    f"ON e.content_hash = c.content_hash WHERE c.doc_id = ANY(%(allowed)s) "
                    f"AND vector_dims(e.vector) = {dims} ORDER BY dist, c.doc_id, c.idx LIMIT %(n)s")
-            return self.store._all(sql, {"q": vector, "allowed": allowed, "n": fetch})
+            return self.store._read(sql, {"q": vector, "allowed": allowed, "n": fetch})
         sql = (f"SELECT c.doc_id, c.id, n.dist FROM (SELECT e.content_hash, {distance} AS dist FROM embeddings e "
                f"WHERE vector_dims(e.vector) = {dims} ORDER BY {distance} LIMIT %(n)s) n "
                "JOIN chunks c ON c.content_hash = n.content_hash ORDER BY n.dist, c.doc_id, c.idx")
-        with self.store.db.transaction() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(MIN_EF_SEARCH, 2 * fetch))}")
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # past ef_search when more are wanted
-            return conn.execute(sql, {"q": vector, "n": fetch}).fetchall()
+        def walk(conn: Any) -> list[tuple]:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(MIN_EF_SEARCH, 2 * fetch))}")
+                conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # past ef_search when more are wanted
+                return conn.execute(sql, {"q": vector, "n": fetch}).fetchall()
+
+        return self.store.db.read(walk)
 
 
 def _bump_version(conn: Any) -> None:
