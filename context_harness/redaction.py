@@ -37,6 +37,9 @@ SECRET_KEYS = re.compile(r"(^|_)(token|secret|password|passwd|credentials?|auth|
 PATH_KEYS = re.compile(r"(^|_)(path|paths|root|dir|folder|folders|file|files)$", re.IGNORECASE)
 ENV_LISTS = ("env_allow", "env")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+# A database URL's lone user (postgresql://postgres@host/db) names a role, not a secret: masking it
+# hid the word "postgres" in every message.
+DATABASE_SCHEMES = ("postgres", "mysql", "mariadb")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s'\"]+)@")
 
 
@@ -109,7 +112,10 @@ def _walk(raw: Any, expanded: Any, key: str, env: Any, found: list[str]) -> None
                     found.append(value)
         for match in _USERINFO.finditer(expanded):
             user, _, password = match["userinfo"].partition(":")
-            found.extend([match["userinfo"], password] if password else [user])
+            if password:
+                found.extend([match["userinfo"], password])
+            elif not match["scheme"].lower().startswith(DATABASE_SCHEMES):
+                found.append(user)  # a lone userinfo (https://TOKEN@host) is a token; a database's is a role
 
 
 # -- log records ---------------------------------------------------------------------------------

@@ -72,3 +72,12 @@ def test_an_invalid_config_does_not_echo_an_expanded_value(monkeypatch: pytest.M
 def test_scrub_leaves_malformed_records_to_logging() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "%s %s", ("one",), None)
     assert redaction.scrub(record) is record
+
+
+def test_a_database_urls_lone_user_is_a_role_not_a_secret() -> None:
+    urls = {"db": {"url": "postgresql://postgres@127.0.0.1:5432/ctx",
+                   "read_url": "postgres://replicator:standby-pass-6@10.0.0.2/ctx"},
+            "connectors": {"git": {"v": {"url": "https://deploy-key-5@host/y.git"}}}}
+    remember(urls, urls, {})
+    assert redact("this workspace is on postgres already; replicator standby-pass-6 deploy-key-5") == (
+        "this workspace is on postgres already; replicator *** ***")
