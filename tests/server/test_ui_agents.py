@@ -10,7 +10,6 @@ import json
 import re
 from pathlib import Path
 
-import httpx2
 import pytest
 from mcp import Client
 
@@ -19,6 +18,7 @@ from context_harness.agents.skills import load_skill
 from context_harness.config import UiConfig
 from context_harness.errors import ConfigError
 from context_harness.formats.markdown import split_front_matter
+from support.console import client, csrf_of
 from support.workspace import write_served
 
 PAYLOAD = '<script>alert("agent")</script><img src=x onerror="alert(2)">'
@@ -29,15 +29,6 @@ def zoo_config(tmp_path: Path) -> Path:
     """``write_served`` (TOML, Lua and Markdown agents, skill ``checklist``) with AgentZoo's tools on."""
     return write_served(tmp_path, server='compat = ["agentzoo"]')
 
-
-def client(server) -> httpx2.Client:
-    return httpx2.Client(base_url=server.url, timeout=30)
-
-
-def csrf_of(page: str) -> str:
-    match = re.search(r'name="csrf-token" content="([0-9a-f]{64})"', page)
-    assert match, "no CSRF token on the page"
-    return match.group(1)
 
 
 def block(page: str, element_id: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from context_harness.config import Config, UiConfig
 from context_harness.server.ui import CSP, ui_enabled
+from support.console import client, csrf_of
 
 TOKEN = "tok-9f3e51-never-shown"
 PAYLOAD_TITLE = '<script>alert("title")</script>'
@@ -24,15 +25,6 @@ def hostile_config(config, config_path: Path):
     (config_path.parent / "docs" / "payload.md").write_text(f"# {PAYLOAD_TITLE}\n\n{PAYLOAD_BODY}\n", encoding="utf-8")
     return config
 
-
-def client(server, **kwargs) -> httpx2.Client:
-    return httpx2.Client(base_url=server.url, timeout=30, **kwargs)
-
-
-def csrf_of(page: str) -> str:
-    match = re.search(r'name="csrf-token" content="([0-9a-f]{64})"', page)
-    assert match, "no CSRF token on the page"
-    return match.group(1)
 
 
 def test_pages_render_with_csp_and_escape_every_value(hostile_config, start_server):

@@ -18,6 +18,7 @@ import pytest
 from context_harness import config as config_mod
 from context_harness.config import UiConfig
 from context_harness.server.ui.tools import controls
+from support.console import client, csrf_of
 from support.http import BIN, free_port
 
 KINDS_LUA = """
@@ -60,15 +61,6 @@ def tools_config(config_path: Path):
                   '[agents.searcher]\ndescription = "Searches only."\ntools = ["search"]\nsystem_prompt = "Search."\n')
     return config_mod.load(config_path)
 
-
-def client(server) -> httpx2.Client:
-    return httpx2.Client(base_url=server.url, timeout=30)
-
-
-def csrf_of(page: str) -> str:
-    match = re.search(r'name="csrf-token" content="([0-9a-f]{64})"', page)
-    assert match, "no CSRF token on the page"
-    return match.group(1)
 
 
 def element(page: str, ident: str) -> str:
