@@ -51,12 +51,18 @@ def test_login_takes_the_token_and_refuses_a_wrong_one(browser: Any, console: Co
 
 
 def test_a_hit_opens_the_document_at_its_section(page: Any, shoot) -> None:
+    from playwright.sync_api import expect  # installed: the page fixture skips otherwise
+
     search(page, "quokkaflare")
     hit = page.locator("#results li.hit").first
     assert "Lighthouse" in hit.locator(".path").inner_text()
     shoot(page, "search")
     hit.locator("a").first.click()
-    page.wait_for_url(re.compile(r"/ui/doc\?id=.+&chunk=\d+"))
+    page.wait_for_url(re.compile(r"/ui/doc\?id=.+&chunk=\d+#chunk-\d+$"))
+    anchor = page.locator("pre.body span.here")  # the hit's section, which the URL's fragment scrolls to
+    assert anchor.count() == 1 and "quokkaflare sighting" in anchor.inner_text()
+    assert page.url.endswith("#" + (anchor.get_attribute("id") or "?"))
+    expect(anchor).to_be_in_viewport()
     here = page.locator("nav.toc li[aria-current=location]")
     assert here.count() == 1 and "Lighthouse" in here.inner_text()
     assert page.locator("h1").inner_text() == "Harbour manual"
@@ -69,7 +75,7 @@ def test_a_hit_opens_the_document_at_its_section(page: Any, shoot) -> None:
     page.wait_for_url(re.compile(r"&offset=0$"))
     assert page.locator("pre.body").inner_text().startswith("# Harbour manual")
     page.locator("nav.toc a", has_text="Tides").click()
-    page.wait_for_url(re.compile(r"&chunk=\d+$"))
+    page.wait_for_url(re.compile(r"&chunk=\d+#chunk-\d+$"))
     assert "spring tide" in page.locator("pre.body").inner_text()
     assert page.locator("nav.toc li[aria-current=location]").inner_text().endswith("Tides")
 

@@ -17,12 +17,24 @@ from starlette.routing import BaseRoute, Route
 from context_harness import timestamps
 from context_harness.errors import BadRequest, HarnessError
 from context_harness.harness import Harness
-from context_harness.models import GetRequest, SearchFilters, SearchMode, SearchRequest
+from context_harness.models import DocumentOut, GetRequest, SearchFilters, SearchMode, SearchRequest
 from context_harness.server.ui.session import Sessions, new_session_id, set_cookie
 
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
 EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
+
+
+def sections_of(doc: DocumentOut) -> list[tuple[int | None, str]]:
+    """The window's text cut where each of its chunks begins: ``(chunk index, text)`` pairs, so the
+    page can anchor every section (``#chunk-N``) and a hit's link scrolls to it. Chunks overlap;
+    each piece runs to the next chunk's start. One piece (index None) when starts are unknown."""
+    base = doc.range.start if doc.range else 0
+    starts = [(c.index, c.start - base) for c in doc.chunks if c.start is not None]
+    if not starts or len(starts) != len(doc.chunks):
+        return [(None, doc.body)]
+    cuts = [0, *[max(0, min(start, len(doc.body))) for _, start in starts[1:]], len(doc.body)]
+    return [(index, doc.body[cuts[i]:cuts[i + 1]]) for i, (index, _) in enumerate(starts)]
 
 
 class Pages:
@@ -140,7 +152,7 @@ class Pages:
         except (HarnessError, ValidationError) as exc:
             return self.render(request, "message.html", 404, title="Not found", message=error_message(exc))
         here = get.chunk
-        return self.render(request, "document.html", doc=doc, here=here)
+        return self.render(request, "document.html", doc=doc, here=here, sections=sections_of(doc))
 
     async def sources(self, request: Request) -> Response:
         if not self.sessions.logged_in(request):
