@@ -171,3 +171,20 @@ def test_agents_are_listed_with_their_format_and_resolve_as_the_rest_route_does(
         missing = ui.get("/ui/agents/reviewer", params={"run": "1"})
         assert 'role="alert"' in missing.text and "language" in missing.text
         assert ui.get("/ui/agents/nobody").status_code == 404
+
+
+def test_the_document_page_lists_every_section_of_a_long_document(config, config_path: Path, start_server):
+    """The table of contents is the whole document's, one entry per heading, even when the page shows
+    a window; the hit's section is marked and anchored."""
+    sections = "\n\n".join(f"## Part {i}\n\n" + f"Paragraph {i} about lanterns. " * 120 for i in range(30))
+    (config_path.parent / "docs" / "long.md").write_text(f"# Long manual\n\n{sections}\n", encoding="utf-8")
+    server = start_server(config)
+    with client(server) as http:
+        page = http.get("/ui/search", params={"q": "lanterns"}).text
+        link = html.unescape(re.search(r'href="(/ui/doc\?id=[^"]+chunk=\d+#chunk-\d+)"', page).group(1))
+        doc = http.get(link.split("#")[0]).text
+    toc = re.search(r'<nav class="toc".*?</nav>', doc, re.S).group(0)
+    assert all(f">Long manual &gt; Part {i}<" in toc for i in range(30)), "every section is listed"
+    assert toc.count('aria-current="location"') == 1
+    assert f'<span id="{link.split("#")[1]}" class="here">' in doc
+    assert len(re.search(r'<pre class="body">(.*?)</pre>', doc, re.S).group(1)) < 30 * 3000  # a window

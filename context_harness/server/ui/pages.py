@@ -37,6 +37,20 @@ def sections_of(doc: DocumentOut) -> list[tuple[int | None, str]]:
     return [(index, doc.body[cuts[i]:cuts[i + 1]]) for i, (index, _) in enumerate(starts)]
 
 
+def contents_of(whole: DocumentOut, here: int | None) -> list[tuple[int, str, bool]]:
+    """The whole document's table of contents: ``(first chunk index, heading, holds here)`` for each run
+    of chunks under one heading (a long section is split into several chunks)."""
+    entries: list[tuple[int, str, bool]] = []
+    for c in whole.chunks:
+        heading = c.heading or ("(start)" if c.index == 0 else f"section {c.index}")
+        if entries and entries[-1][1] == heading:
+            first, _, holds = entries[-1]
+            entries[-1] = (first, heading, holds or c.index == here)
+        else:
+            entries.append((c.index, heading, c.index == here))
+    return entries
+
+
 class Pages:
     def __init__(self, harness: Harness, sessions: Sessions, env: Environment, read_only: bool) -> None:
         self.harness = harness
@@ -152,7 +166,9 @@ class Pages:
         except (HarnessError, ValidationError) as exc:
             return self.render(request, "message.html", 404, title="Not found", message=error_message(exc))
         here = get.chunk
-        return self.render(request, "document.html", doc=doc, here=here, sections=sections_of(doc))
+        whole = await self.harness.get(GetRequest(id=doc.id, max_chars=0))  # for the table of contents
+        return self.render(request, "document.html", doc=doc, here=here, sections=sections_of(doc),
+                           toc=contents_of(whole, here))
 
     async def sources(self, request: Request) -> Response:
         if not self.sessions.logged_in(request):
