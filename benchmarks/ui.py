@@ -9,6 +9,9 @@ starts ``ctx serve --http`` and measures over loopback:
   and the vendored htmx scripts (uncompressed; the server sends no compression).
 - ``search_ms_p50``/``p95``: ``GET /ui/search?q=...&mode=keyword`` as htmx sends it (the results
   fragment), request to last byte.
+- ``browser_search_ms_p50``/``p95``: the same in headless Chromium (Debian's ``chromium``, driven by
+  Playwright as ``tests/browser`` does): the query typed into the search page and submitted, until the
+  results are on screen (htmx swaps them in). Left out, with the reason, when no Chromium is here.
 
 Prints one JSON line. Targets (issue 31): first page <= 100 kB; search round trip <= 100 ms.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -55,7 +59,7 @@ def measure(url: str, proc: subprocess.Popen, texts: list[str]) -> dict:
     with httpx2.Client(base_url=url, timeout=30) as http:
         wait_up(http, proc)
         page = http.get("/ui/search")
-        assets = ["/ui/static/console.css", "/ui/static/htmx.min.js"]
+        assets = ["/ui/static/console.css", "/ui/static/htmx.min.js", "/ui/static/console.js"]
         first_page = len(page.content) + sum(len(http.get(path).content) for path in assets)
         for text in texts[:20]:  # warm the index reader
             http.get("/ui/search", params={"q": text, "mode": "keyword"}, headers={"HX-Request": "true"})
@@ -67,6 +71,38 @@ def measure(url: str, proc: subprocess.Popen, texts: list[str]) -> dict:
             assert response.status_code == 200 and "result(s)" in response.text, response.text[:300]
     return {"first_page_bytes": first_page, "search_ms_p50": round(scifact.percentile(times, 50), 2),
             "search_ms_p95": round(scifact.percentile(times, 95), 2)}
+
+
+def in_browser(url: str, texts: list[str]) -> dict:
+    """Search round trips in headless Chromium: type, submit, wait until the results replace the old."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return {"browser_skipped": "Playwright is not installed (pip install -e '.[test]')"}
+    executable = os.environ.get("CTX_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(executable).exists():
+        return {"browser_skipped": "no Chromium: install Debian's chromium package"}
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    times = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=args)
+        page = browser.new_page()
+        page.goto(f"{url}/ui/search?mode=keyword")
+        for i, text in enumerate(texts[:20] + texts):
+            # A marker inside the results: gone once htmx swaps new results in (or a full page loads).
+            page.evaluate("() => document.getElementById('results')"
+                          ".insertAdjacentHTML('afterbegin', '<i id=\"stale\"></i>')")
+            page.fill("#q", text)
+            t0 = time.perf_counter()
+            page.press("#q", "Enter")
+            page.wait_for_function("() => !document.getElementById('stale')"
+                                   " && document.getElementById('results').textContent.includes('result')",
+                                   timeout=15_000)
+            if i >= 20:  # the first 20 warm the index reader and the browser
+                times.append((time.perf_counter() - t0) * 1000)
+        browser.close()
+    return {"browser_search_ms_p50": round(scifact.percentile(times, 50), 2),
+            "browser_search_ms_p95": round(scifact.percentile(times, 95), 2)}
 
 
 def main() -> None:
@@ -89,6 +125,7 @@ def main() -> None:
                                  str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             figures = measure(f"http://127.0.0.1:{port}", proc, texts)
+            figures.update(in_browser(f"http://127.0.0.1:{port}", texts))
         finally:
             proc.terminate()
             proc.wait(timeout=20)
