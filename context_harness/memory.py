@@ -34,4 +34,30 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
     return applied
 
 
-__all__ = ["limit_malloc_arenas"]
+_libc: ctypes.CDLL | None | bool = None  # loaded on first use; False where there is no glibc
+
+
+def _glibc() -> ctypes.CDLL | None:
+    global _libc
+    if _libc is None:
+        _libc = False
+        if sys.platform.startswith("linux"):
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+                if hasattr(libc, "malloc_trim"):
+                    _libc = libc
+            except OSError:
+                pass
+    return _libc if isinstance(_libc, ctypes.CDLL) else None
+
+
+def release_free_memory() -> bool:
+    """Give the free pages of every malloc arena back to the system (glibc ``malloc_trim``). A keyword
+    index commit allocates and frees tens of MB (Tantivy's indexing buffers); freed in the middle of an
+    arena they stayed in the process's RSS, a step of ~20 MB now and then under live updates. Takes
+    about a millisecond; False where there is no glibc."""
+    libc = _glibc()
+    return bool(libc.malloc_trim(0)) if libc is not None else False
+
+
+__all__ = ["limit_malloc_arenas", "release_free_memory"]

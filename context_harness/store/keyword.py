@@ -30,6 +30,7 @@ import tantivy
 from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 
 from context_harness.errors import StoreBusy
+from context_harness.memory import release_free_memory
 from context_harness.store.faults import fault_of, is_panic
 
 log = logging.getLogger(__name__)
@@ -278,6 +279,7 @@ class KeywordIndex:
             finally:
                 del writer
             self.index.reload()
+        release_free_memory()  # the writer's buffers, freed, would otherwise stay in RSS (memory.py)
 
     def clear(self) -> None:
         with self._write_lock:
