@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import httpx2
 import pytest
@@ -18,12 +19,14 @@ pytestmark = pytest.mark.anyio
 
 async def test_search_and_get_payloads_match(config_file, child_env, http_process):
     request = {"query": "search engine sandbox", "limit": 5, "filters": {"source": "filesystem:docs"}}
-    # the HTTP server synced on start; wait until it has, so every adapter sees the same index
+    # the HTTP server syncs on start; wait until that sync has finished (no `indexing` notice), so every
+    # adapter sees the same index and the same payload shape
     with httpx2.Client(base_url=http_process, timeout=30) as http:
         for _ in range(300):
             rest = http.post("/tools/search", json=request)
-            if len(rest.json()["results"]) >= 2:
+            if len(rest.json()["results"]) >= 2 and "indexing" not in rest.json():
                 break
+            time.sleep(0.05)
         rest_payload = rest.json()
         doc_id, chunk = rest_payload["results"][0]["id"], rest_payload["results"][0]["chunk"]
         windows = [{"id": doc_id, "chunk": chunk, "max_chars": 30}, {"id": doc_id, "offset": 12, "max_chars": 25}]
