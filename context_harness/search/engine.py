@@ -35,6 +35,7 @@ from context_harness.search.rerank import make_reranker, rerank
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, KeywordRanking
+from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
 from context_harness.store.documents import ChunkPlace, StoredChunk
 from context_harness.store.keyword import DocumentHit, KeywordFilters
 
@@ -141,7 +142,8 @@ class SearchEngine:
             if request.explain:
                 explain = SearchExplain(semantic_score=score, semantic_rank=rank,
                                         notes=["mode=semantic; document score = its best chunk's cosine similarity, "
-                                               "plus 0.4 x (second best - 0.4) when that is above 0.4",
+                                               f"plus {SECOND_BONUS} x (second best - {SECOND_FLOOR}) when that is "
+                                               f"above {SECOND_FLOOR}",
                                                f"embedder={backend.identity_key()}"])
             out.append(_Candidate(doc_id, score, chunk_id, explain))
         return out
