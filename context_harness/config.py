@@ -117,7 +117,7 @@ class DbConfig(_Section):
 class ChunkingConfig(_Section):
     """``[chunking]``: how documents are cut into the chunks that are indexed and embedded."""
 
-    max_tokens: int = Field(default=224, ge=32, le=8192, description="estimated tokens per chunk; the estimate is "
+    max_tokens: int = Field(default=128, ge=32, le=8192, description="estimated tokens per chunk; the estimate is "
                             "calibrated on the bundled MiniLM tokenizer so chunks fit its 256-token window")
     overlap_tokens: int = Field(default=0, ge=0, description="tokens of the previous chunk repeated at the start of "
                                 "the next when a section is split")
@@ -216,8 +216,9 @@ class ServerConfig(_Section):
     max_body_bytes: int = Field(default=1_048_576, ge=1024, description="HTTP request body limit in bytes")
     agent_tools: bool = Field(default=True, description="offer the agent tools agent_list, agent_get and "
                               "agent_inject (when at least one agent is defined)")
-    get_max_chars: int = Field(default=20_000, ge=0, le=1_000_000, description="characters of body a `get` returns "
-                               "when the request gives no max_chars; 0: whole documents")
+    get_max_chars: int = Field(default=18_000, ge=0, le=1_000_000, description="characters of body a `get` returns "
+                               "when the request gives no max_chars (with the chunks listed, a default window stays under 25 kB); "
+                               "0: whole documents")
     compat: list[Literal["agentzoo", "orchestr8"]] = Field(
         default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
     session_idle_timeout: float = Field(default=600, gt=0, le=86_400, description="seconds an MCP session over "

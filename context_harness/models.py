@@ -159,7 +159,7 @@ class GetRequest(BaseModel):
         "response's 'next_offset'). Default 0.")
     max_chars: int | None = Field(
         default=None, description=f"Most characters of body to return (at most {MAX_GET_CHARS:,}); 0 returns "
-        "the whole document. Omit for the server's default (about 20,000).")
+        "the whole document. Omit for the server's default (about 18,000).")
 
     @field_validator("chunk", "offset")
     @classmethod

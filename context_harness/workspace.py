@@ -13,8 +13,9 @@ CONFIG_TEMPLATE = '''# context-harness configuration. Every key is documented in
 path = "data/ctx.sqlite"
 
 [chunking]
-# Estimated tokens per chunk (kept inside the default embedding model's 256-token window).
-max_tokens = 224
+# Estimated tokens per chunk (at most the default embedding model's 256-token window; 128 ranks best on
+# SciFact train and the Node.js question sets, docs/benchmarks.md).
+max_tokens = 128
 overlap_tokens = 0
 
 [retrieval]
