@@ -22,6 +22,7 @@ _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, u
                 "body, metadata, tags, content_hash, fingerprint")
 _CHUNK_COLUMNS = "id, idx, text, content_hash, heading, start"
 _LINKS = LinkSql("%s")
+_CHUNK_ARRAYS = ", ".join(f"array_agg({c} ORDER BY idx) AS chunk_{c}" for c in _CHUNK_COLUMNS.split(", "))
 MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds at most 1 MB)
 
 # Postings and lengths of the documents just written (``%(ids)s``), from the same analysis as queries.
@@ -195,6 +196,16 @@ class PgDocumentStore:
 
     # -- reads ---------------------------------------------------------------------------------
 
+    def document_with_chunks(self, doc_id: str) -> tuple[DocumentRow, list[StoredChunk]] | None:
+        """A document and its chunks in order: one round trip (the chunks as parallel arrays)."""
+        rows = self._read(f"SELECT {_DOC_COLUMNS}, c.* FROM documents d LEFT JOIN LATERAL ("
+                          f"SELECT {_CHUNK_ARRAYS} FROM chunks WHERE doc_id = d.id) c ON true WHERE d.id = %s",
+                          (doc_id,), point=True)
+        if not rows:
+            return None
+        r = rows[0]
+        return _row(r), [StoredChunk(*c) for c in zip(*(a or [] for a in r[14:]), strict=True)]
+
     def document(self, doc_id: str) -> DocumentRow | None:
         rows = self._read(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
         return _row(rows[0]) if rows else None
@@ -205,13 +216,24 @@ class PgDocumentStore:
         return {r[0]: _row(r) for r in self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ANY(%s)",
                                                  (doc_ids,))}
 
-    def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
+    def summaries(self, doc_ids: list[str], with_body: bool = False,
+                  with_places: bool = False) -> dict[str, tuple]:
+        """doc_id -> (title, source, source_id, updated_at, source_url, content_hash[, body][, places]);
+        ``with_places`` (with a body): the chunks' (starts, positions, headings), so that a search
+        places its snippets without a second round trip (``chunk_place``)."""
         if not doc_ids:
             return {}
-        rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
-                         f"{', body' if with_body else ''} "
-                         "FROM documents WHERE id = ANY(%s)", (doc_ids,))
-        return {r[0]: tuple(r[1:]) for r in rows}
+        if not (with_body and with_places):
+            rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
+                              f"{', body' if with_body else ''} FROM documents WHERE id = ANY(%s)", (doc_ids,))
+            return {r[0]: tuple(r[1:]) for r in rows}
+        rows = self._read(
+            "SELECT d.id, d.title, d.source, d.source_id, d.updated_at, d.source_url, d.content_hash, d.body, "
+            "c.starts, c.idxs, c.headings FROM documents d LEFT JOIN LATERAL (SELECT "
+            "array_agg(start ORDER BY idx) starts, array_agg(idx ORDER BY idx) idxs, "
+            "array_agg(heading ORDER BY idx) headings FROM chunks WHERE doc_id = d.id) c ON true "
+            "WHERE d.id = ANY(%s)", (doc_ids,))
+        return {r[0]: (*r[1:8], (r[8] or [], r[9] or [], r[10] or [])) for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
         return [tuple(r) for r in self._read(
