@@ -344,7 +344,7 @@ async def test_migrating_an_existing_database_fills_the_links(workspace: Workspa
                     conn.execute(f"DROP TABLE {table}")
                 conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     async with Harness.open(config) as h:
-        assert h.store is not None and h.store.schema_version == (2 if backend == "postgres" else 3)
+        assert h.store is not None and h.store.schema_version == 3
         out = await h.related(RelatedRequest(id=doc_id_of("guides/linker.md")))
         assert {i.id for i in out.links_to} == {doc_id_of("lua.md"), doc_id_of("guides/search.md")}
         back = await h.related(RelatedRequest(id=doc_id_of("lua.md")))
