@@ -56,6 +56,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load
+import pgstats
 import postgres
 import scifact
 
@@ -149,7 +150,7 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
         samples: dict[str, list[float]] = {name: [] for name in ports}
         samplers = [asyncio.create_task(load.sample_rss(pids[name], halt, samples[name])) for name in ports]
         cpu_started = {name: load.cpu_seconds(pid) for name, pid in pids.items()}
-        pg_started = postgres_cpu(postmaster)
+        pg_started, stats_from = postgres_cpu(postmaster), pgstats.size(args.stats_log)
         started = time.perf_counter()
         done: dict[str, float] = {}
 
@@ -162,7 +163,7 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
         finally:
             seconds = time.perf_counter() - started
             cpu = {name: load.cpu_seconds(pid) - cpu_started[name] for name, pid in pids.items()}
-            pg_ended = postgres_cpu(postmaster)
+            pg_ended, stats_to = postgres_cpu(postmaster), pgstats.size(args.stats_log)
             halt.set()
             churned = await changes
             await asyncio.gather(*samplers)
@@ -175,6 +176,9 @@ async def drive(ports: dict[str, int], pids: dict[str, int], root: Path, args: a
     both["postgres_cpu_ms_per_request_with_sync"] = round(
         1000 * postgres_cpu_used(pg_started, pg_ended, reaped=True) / max(1, both["requests"]), 2)
     both["postgres_cores_busy"] = round(pg_cpu / seconds, 2)
+    if args.stats_log is not None:
+        both["postgres_cpu_seconds_by_process"] = pgstats.by_kind(pg_started, pg_ended)
+        both["postgres_top_statements"] = pgstats.top(args.stats_log, stats_from, stats_to, set(pg_ended))
     both["replicas_plus_postgres_cpu_ms_per_request"] = round(1000 * (sum(cpu.values()) + pg_cpu)
                                                               / max(1, both["requests"]), 2)
     for name in ports:
@@ -520,7 +524,11 @@ def main() -> None:
     parser.add_argument("--converge-seconds", type=float, default=20, help="with --converge: the load's length")
     parser.add_argument("--corpus", choices=("scifact", "generated"), default="scifact",
                         help="with --converge: SciFact when present, or --notes generated notes")
+    parser.add_argument("--pg-stats", action="store_true",
+                        help="the load mix on the benchmark's own PostgreSQL with per-statement CPU logged: prints "
+                        "the top statements by CPU and the server's CPU by process (logging costs CPU itself)")
     args = parser.parse_args()
+    args.stats_log = None
     if args.scifact:
         with contextlib.ExitStack() as stack:
             print(json.dumps(scifact_searches(args.url or os.environ.get("CTX_DATABASE_URL")
@@ -528,6 +536,8 @@ def main() -> None:
         return
     with contextlib.ExitStack() as stack:
         url = args.url or os.environ.get("CTX_DATABASE_URL") or postgres.start_postgres(stack)
+        if args.pg_stats:
+            args.stats_log = pgstats.enable(url)
         if args.converge:
             print(json.dumps({"benchmark": "replicas-converge", "cores": os.cpu_count(), **converge(url, args)}))
             return

@@ -278,10 +278,10 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         ``max_chars`` characters (default ``[server] get_max_chars``; 0: the whole document)."""
         assert self.store is not None
         doc_id = doc_id.strip().lower()
-        row = self.store.document(doc_id)
-        if row is None:
+        found = self.store.document_with_chunks(doc_id)
+        if found is None:
             raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
-        return windows.document_window(row, self.store.chunks(doc_id), request, self.config.server.get_max_chars,
+        return windows.document_window(*found, request, self.config.server.get_max_chars,
                                        self.config.chunking.overlap_tokens)
 
     async def document_listing(self, cursor: str | None = None, limit: int = 100) -> DocumentListing:

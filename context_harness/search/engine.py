@@ -36,7 +36,7 @@ from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
-from context_harness.store.documents import ChunkPlace, StoredChunk
+from context_harness.store.documents import ChunkPlace, StoredChunk, chunk_place
 from context_harness.store.keyword import DocumentHit, KeywordFilters
 
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
@@ -199,7 +199,7 @@ class SearchEngine:
             return hits, None
         ids = [h.doc_id for h in hits[:SPECULATIVE_ROWS]]
         weights = salient(self.index.term_weights(request.query))
-        return hits, _Prepared(weights, self.store.summaries(ids, with_body=True))
+        return hits, _Prepared(weights, self.store.summaries(ids, with_body=True, with_places=True))
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -217,7 +217,8 @@ class SearchEngine:
     def _render(self, candidates: list[_Candidate], request: SearchRequest, mode: str,
                 prepared: _Prepared | None = None) -> SearchResponse:
         known = prepared.rows if prepared else {}
-        rows = self.store.summaries([c.doc_id for c in candidates if c.doc_id not in known], with_body=True)
+        rows = self.store.summaries([c.doc_id for c in candidates if c.doc_id not in known], with_body=True,
+                                    with_places=True)
         rows.update(known)
         present = [c for c in candidates if c.doc_id in rows]  # others were deleted since the index read
         weights = prepared.weights if prepared else salient(self.index.term_weights(request.query))
@@ -241,10 +242,10 @@ class SearchEngine:
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
                 shown[c.doc_id] = (make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
         located = self._locate({c.doc_id: (rows[c.doc_id][6], shown[c.doc_id][0].start) for c in present
-                                if not shown[c.doc_id][1]})
+                                if not shown[c.doc_id][1]}, rows)
         results = []
         for c in present:
-            title, source, source_id, updated_at, source_url, version, _ = rows[c.doc_id]
+            title, source, source_id, updated_at, source_url, version = rows[c.doc_id][:6]
             snippet, from_chunk = shown[c.doc_id]
             best = best_chunks.get(c.chunk_id or "")
             chunk = (ChunkPlace(best.idx, best.heading) if best else None) if from_chunk else located.get(c.doc_id)
@@ -257,12 +258,16 @@ class SearchEngine:
                                         heading=(chunk.heading or None) if chunk else None))
         return SearchResponse(results=results)
 
-    def _locate(self, snippets: dict[str, tuple[str, int]]) -> dict[str, ChunkPlace | None]:
-        """doc id -> the chunk whose span holds the offset of its snippet (``(body, offset)``): one query
-        for all, from the chunks' stored starts; chunks synced before starts were stored (until the next
-        sync re-chunks them) are placed from their texts (``passages``)."""
-        found: dict[str, ChunkPlace | None] = dict(
-            self.store.chunks_at([(doc_id, offset) for doc_id, (_, offset) in snippets.items()]))
+    def _locate(self, snippets: dict[str, tuple[str, int]], rows: dict[str, tuple]) -> dict[str, ChunkPlace | None]:
+        """doc id -> the chunk whose span holds the offset of its snippet (``(body, offset)``), from the
+        chunks' stored starts: those ``rows`` carry (``with_places``), else one query for all; chunks synced
+        before starts were stored (until the next sync re-chunks them) are placed from their texts."""
+        found: dict[str, ChunkPlace | None] = {}
+        for doc_id, (_, offset) in snippets.items():
+            if len(rows[doc_id]) > 7 and (place := chunk_place(rows[doc_id][7], offset)) is not None:
+                found[doc_id] = place
+        asked = [(doc_id, offset) for doc_id, (_, offset) in snippets.items() if len(rows[doc_id]) <= 7]
+        found.update(self.store.chunks_at(asked))
         for doc_id, (body, offset) in snippets.items():
             if doc_id not in found:
                 found[doc_id] = self._chunk_by_span(doc_id, body, offset)

@@ -59,6 +59,17 @@ class ChunkPlace:
     heading: str
 
 
+def chunk_place(places: tuple[list, list, list], offset: int) -> ChunkPlace | None:
+    """The chunk holding ``offset`` of the body, as ``chunks_at`` finds it (the last one starting at or
+    before it), from a document's chunk places (starts, positions, headings: ``summaries(with_places)``);
+    None when no chunk has a stored start at or before it."""
+    best = None
+    for start, idx, heading in zip(*places, strict=True):
+        if start is not None and start <= offset and (best is None or idx > best.idx):
+            best = ChunkPlace(idx, heading)
+    return best
+
+
 URL_SCHEMES = frozenset({"http", "https", "file", "ftp", "sftp", "ssh", "git", "git+ssh", "git+https", "s3"})
 """Schemes a document's ``source_url`` may have. Anything else (``javascript:``, ``data:``,
 ``vbscript:``, ...) could run or show content when a client renders the URL as a link: it is not
@@ -324,9 +335,11 @@ class DocumentStore:
         rows = self.connection().execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", doc_ids)
         return {r[0]: _row_to_document(r) for r in rows}
 
-    def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
+    def summaries(self, doc_ids: list[str], with_body: bool = False,
+                  with_places: bool = False) -> dict[str, tuple]:
         """doc_id -> (title, source, source_id, updated_at, source_url, content_hash[, body]): what a search
-        result shows (the content hash is its ``version``)."""
+        result shows (the content hash is its ``version``). ``with_places`` is for backends where a query
+        is a round trip (``chunk_places``); here ``chunks_at`` reads the few places needed."""
         if not doc_ids:
             return {}
         marks = ",".join("?" * len(doc_ids))
@@ -340,6 +353,11 @@ class DocumentStore:
         return self.connection().execute(
             "SELECT id, title, source, updated_at FROM documents WHERE id > ? ORDER BY id LIMIT ?",
             (after or "", limit)).fetchall()
+
+    def document_with_chunks(self, doc_id: str) -> tuple[DocumentRow, list[StoredChunk]] | None:
+        """A document and its chunks in order (what ``get`` shows)."""
+        row = self.document(doc_id)
+        return (row, self.chunks(doc_id)) if row is not None else None
 
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         rows = self.connection().execute(

@@ -22,27 +22,32 @@ _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, u
                 "body, metadata, tags, content_hash, fingerprint")
 _CHUNK_COLUMNS = "id, idx, text, content_hash, heading, start"
 _LINKS = LinkSql("%s")
+_CHUNK_ARRAYS = ", ".join(f"array_agg({c} ORDER BY idx) AS chunk_{c}" for c in _CHUNK_COLUMNS.split(", "))
 MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds at most 1 MB)
 
-# Postings and lengths of the documents just written (``%(ids)s``), from the same analysis as queries.
+# Postings, lengths and ``tsv`` of the documents just written (``%(ids)s``), from the same analysis as
+# queries: one statement, each field analysed once. Postings have no foreign key (its check per row
+# was a third of their cost): ``_forget`` deletes them with their documents.
 _POSTINGS = f"""
-WITH t AS (
-    SELECT u.lexeme, 't'::"char" AS field, d.id, coalesce(array_length(u.positions, 1), 1) AS tf
-    FROM documents d, unnest(to_tsvector('english', coalesce(d.title, ''))) u WHERE d.id = ANY(%(ids)s)
+WITH v AS (
+    SELECT d.id, to_tsvector('english', coalesce(d.title, '')) AS tt,
+           to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS})) AS bt
+    FROM documents d WHERE d.id = ANY(%(ids)s)),
+t AS (
+    SELECT u.lexeme, 't'::"char" AS field, v.id, coalesce(array_length(u.positions, 1), 1) AS tf
+    FROM v, unnest(v.tt) u
     UNION ALL
-    SELECT u.lexeme, 'b'::"char", d.id, coalesce(array_length(u.positions, 1), 1)
-    FROM documents d, unnest(to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS}))) u WHERE d.id = ANY(%(ids)s))
-INSERT INTO postings(term, field, doc_id, tf, dl)
-SELECT lexeme, field, id, tf, sum(tf) OVER (PARTITION BY id, field) FROM t
-"""
-_LENGTHS = f"""
-UPDATE documents d SET
-    title_len = coalesce((SELECT sum(tf) FROM postings p WHERE p.doc_id = d.id AND p.field = 't'), 0),
-    body_len = coalesce((SELECT sum(tf) FROM postings p WHERE p.doc_id = d.id AND p.field = 'b'), 0),
-    tsv = setweight(to_tsvector('english', coalesce(d.title, '')), 'A')
-          || to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS}))
-WHERE d.id = ANY(%(ids)s)
-RETURNING title_len, body_len
+    SELECT u.lexeme, 'b'::"char", v.id, coalesce(array_length(u.positions, 1), 1) FROM v, unnest(v.bt) u),
+ins AS (
+    INSERT INTO postings(term, field, doc_id, tf, dl)
+    SELECT lexeme, field, id, tf, sum(tf) OVER (PARTITION BY id, field) FROM t),
+l AS (
+    SELECT id, sum(tf) FILTER (WHERE field = 't') AS title_len, sum(tf) FILTER (WHERE field = 'b') AS body_len
+    FROM t GROUP BY id)
+UPDATE documents d SET title_len = coalesce(l.title_len, 0), body_len = coalesce(l.body_len, 0),
+    tsv = setweight(v.tt, 'A') || v.bt
+FROM v LEFT JOIN l ON l.id = v.id WHERE d.id = v.id
+RETURNING d.title_len, d.body_len
 """
 
 
@@ -121,9 +126,10 @@ class PgDocumentStore:
                                     [(fp, doc_id) for doc_id, fp in touches])
 
     def _forget(self, conn: Any, doc_ids: list[str]) -> None:
-        """Delete documents (their chunks and postings cascade) and take them out of the statistics."""
+        """Delete documents and their postings (their chunks cascade) and take them out of the statistics."""
         if not doc_ids:
             return
+        conn.execute("DELETE FROM postings WHERE doc_id = ANY(%s)", (doc_ids,))
         conn.execute(
             "WITH gone AS (DELETE FROM documents WHERE id = ANY(%s) RETURNING title_len, body_len) "
             "UPDATE keyword_stats SET documents = documents - (SELECT count(*) FROM gone), "
@@ -143,9 +149,7 @@ class PgDocumentStore:
                 f"INSERT INTO chunks({_CHUNK_COLUMNS}, doc_id) VALUES(%s,%s,%s,%s,%s,%s,%s)",
                 [(c.id, c.idx, _strip_nul(c.text), c.content_hash, c.heading, c.start, w.row.id)
                  for w in writes for c in w.chunks])
-        ids = [w.row.id for w in writes]
-        conn.execute(_POSTINGS, {"ids": ids})
-        lengths = conn.execute(_LENGTHS, {"ids": ids}).fetchall()
+        lengths = conn.execute(_POSTINGS, {"ids": [w.row.id for w in writes]}).fetchall()
         conn.execute("UPDATE keyword_stats SET documents = documents + %s, title_tokens = title_tokens + %s, "
                      "body_tokens = body_tokens + %s",
                      (len(lengths), sum(t for t, _ in lengths), sum(b for _, b in lengths)))
@@ -195,6 +199,16 @@ class PgDocumentStore:
 
     # -- reads ---------------------------------------------------------------------------------
 
+    def document_with_chunks(self, doc_id: str) -> tuple[DocumentRow, list[StoredChunk]] | None:
+        """A document and its chunks in order: one round trip (the chunks as parallel arrays)."""
+        rows = self._read(f"SELECT {_DOC_COLUMNS}, c.* FROM documents d LEFT JOIN LATERAL ("
+                          f"SELECT {_CHUNK_ARRAYS} FROM chunks WHERE doc_id = d.id) c ON true WHERE d.id = %s",
+                          (doc_id,), point=True)
+        if not rows:
+            return None
+        r = rows[0]
+        return _row(r), [StoredChunk(*c) for c in zip(*(a or [] for a in r[14:]), strict=True)]
+
     def document(self, doc_id: str) -> DocumentRow | None:
         rows = self._read(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
         return _row(rows[0]) if rows else None
@@ -205,13 +219,24 @@ class PgDocumentStore:
         return {r[0]: _row(r) for r in self._all(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ANY(%s)",
                                                  (doc_ids,))}
 
-    def summaries(self, doc_ids: list[str], with_body: bool = False) -> dict[str, tuple]:
+    def summaries(self, doc_ids: list[str], with_body: bool = False,
+                  with_places: bool = False) -> dict[str, tuple]:
+        """doc_id -> (title, source, source_id, updated_at, source_url, content_hash[, body][, places]);
+        ``with_places`` (with a body): the chunks' (starts, positions, headings), so that a search
+        places its snippets without a second round trip (``chunk_place``)."""
         if not doc_ids:
             return {}
-        rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
-                         f"{', body' if with_body else ''} "
-                         "FROM documents WHERE id = ANY(%s)", (doc_ids,))
-        return {r[0]: tuple(r[1:]) for r in rows}
+        if not (with_body and with_places):
+            rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
+                              f"{', body' if with_body else ''} FROM documents WHERE id = ANY(%s)", (doc_ids,))
+            return {r[0]: tuple(r[1:]) for r in rows}
+        rows = self._read(
+            "SELECT d.id, d.title, d.source, d.source_id, d.updated_at, d.source_url, d.content_hash, d.body, "
+            "c.starts, c.idxs, c.headings FROM documents d LEFT JOIN LATERAL (SELECT "
+            "array_agg(start ORDER BY idx) starts, array_agg(idx ORDER BY idx) idxs, "
+            "array_agg(heading ORDER BY idx) headings FROM chunks WHERE doc_id = d.id) c ON true "
+            "WHERE d.id = ANY(%s)", (doc_ids,))
+        return {r[0]: (*r[1:8], (r[8] or [], r[9] or [], r[10] or [])) for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
         return [tuple(r) for r in self._read(

@@ -126,3 +126,32 @@ async def test_a_replica_answers_from_sql_until_its_index_is_complete(workspace:
         assert index.ready
         local = (await late.search(SearchRequest(query="quokka", mode="keyword", limit=50))).results
         assert {h.id for h in local} == {h.id for h in hits}
+
+
+async def test_the_sql_keyword_data_follows_updates_and_deletions(workspace: Workspace, pg_url: str) -> None:
+    """Postings, lengths, ``tsv`` and the corpus statistics, written in one statement per batch: a
+    deleted document leaves no postings, a rewritten one only its new terms, and the statistics are
+    the sums over what is stored."""
+    fake.register()
+    write_notes(workspace.docs, 0, 12)
+    async with Harness.open(replica(workspace, "a", pg_url)) as a:
+        await a.sync()
+        (workspace.docs / "n003.md").unlink()
+        (workspace.docs / "n004.md").write_text("# Note 4\n\nplatypus platypus dingo\n", encoding="utf-8")
+        await a.sync()
+        with a.store.db.connection() as conn:  # type: ignore[union-attr]
+            stray = conn.execute("SELECT count(*) FROM postings p WHERE NOT EXISTS "
+                                 "(SELECT 1 FROM documents d WHERE d.id = p.doc_id)").fetchone()[0]
+            four = dict(conn.execute("SELECT p.term, p.tf FROM postings p JOIN documents d ON d.id = p.doc_id "
+                                     "WHERE d.source_id = 'n004.md' AND p.field = 'b'").fetchall())
+            lengths = conn.execute("SELECT count(*) FROM documents d WHERE tsv IS NULL OR title_len != "
+                                   "(SELECT coalesce(sum(tf), 0) FROM postings p WHERE p.doc_id = d.id AND field = 't') "
+                                   "OR body_len != (SELECT coalesce(sum(tf), 0) FROM postings p "
+                                   "WHERE p.doc_id = d.id AND field = 'b')").fetchone()[0]
+            stats = conn.execute("SELECT documents, title_tokens, body_tokens FROM keyword_stats").fetchone()
+            sums = conn.execute("SELECT count(*), sum(title_len), sum(body_len) FROM documents").fetchone()
+        assert (stray, lengths) == (0, 0) and tuple(stats) == tuple(sums) and sums[0] == 11
+        assert four == {"note": 1, "4": 1, "platypus": 2, "dingo": 1}  # the heading is in the body
+        local = (await a.search(SearchRequest(query="platypus dingo", mode="keyword", limit=3))).results
+        in_sql = a.index.sql.search("platypus dingo", None, 3)  # type: ignore[attr-defined]
+        assert [h.doc_id for h in in_sql] == [r.id for r in local] and local[0].source_id == "n004.md"
