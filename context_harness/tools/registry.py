@@ -65,6 +65,7 @@ class ToolRegistry:
     def __init__(self, config: Config | None = None, context: ScriptContext | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._lock = threading.Lock()
+        self._reloading = threading.Lock()
         self.config = config
         self.context = context
         self.config_path: Path | None = config.source_path if config is not None else None
@@ -144,8 +145,13 @@ class ToolRegistry:
         """Re-read a changed config file and changed tool scripts; re-register what differs.
 
         Blocking (reads files, loads scripts): call from a worker thread. Never raises for a bad
-        config or script: it logs a warning once per change and keeps the previous version.
+        config or script: it logs a warning once per change and keeps the previous version. One
+        reload at a time: the watcher's and the console's (after an edit) may overlap.
         """
+        with self._reloading:
+            return self._reload()
+
+    def _reload(self) -> ToolChanges:
         digest = _digest(self.config_path)
         if self.config_path is not None and digest not in (self._config_digest, self._bad_config):
             try:

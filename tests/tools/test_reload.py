@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from context_harness import config as config_mod
 from context_harness.errors import ConfigError
 from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
+from context_harness.tools.base import ToolChanges
 from context_harness.tools.registry import ToolRegistry
 
 V1 = 'tool = {description = "v1"} function tool.execute() return "v1" end'
@@ -144,3 +146,29 @@ async def test_changed_config_notifies_modern_clients(tools_harness) -> None:
         assert "added" in names
         result = await client.call_tool("added", {"mode": "ok"})
         assert result.structured_content["result"]["mode"] == "ok"
+
+
+def test_overlapping_reloads_announce_a_change_once(tmp_path: Path, make_tools_workspace) -> None:
+    """The watcher and the console may reload at the same moment: the change is applied and announced
+    once, and the registry ends up with the new version."""
+    script = tmp_path / "tools" / "live.lua"
+    config_path = make_tools_workspace(tmp_path, '\n[tools.script.live]\npath = "tools/live.lua"\n')
+    script.write_text(V1)
+    registry = ToolRegistry(config_mod.load(config_path))
+    registry.load_scripts()
+    for round_ in range(5):
+        touch(script, V1 if round_ % 2 else V2)
+        start: threading.Barrier = threading.Barrier(4)
+        results: list[ToolChanges] = []
+
+        def reload(start: threading.Barrier = start, results: list[ToolChanges] = results) -> None:
+            start.wait()
+            results.append(registry.reload())
+
+        threads = [threading.Thread(target=reload) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert sorted(len(changes.replaced) for changes in results) == [0, 0, 0, 1]
+        assert registry.get("live").call_sync({}) == {"result": "v1" if round_ % 2 else "v2"}
