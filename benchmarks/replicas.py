@@ -33,8 +33,9 @@ SIGKILLed while it holds the writer lock and restarted; B is stopped, misses wri
 log is trimmed past them (a gap), and restarted. Then SciFact's 300 test queries (else generated
 ones) as keyword searches through A, B and a fresh replica: how many top-10 lists are identical,
 how many top-100 sets, and where they differ, by how much; and the same for a control replica that
-followed all along, never killed (an index updated in place keeps counting replaced entries in its
-BM25 statistics until segments merge, so near-ties may swap even without a kill or a gap).
+followed all along, never killed. The comparison waits until every replica has followed the log to
+its end and, idle, compacted its index (an index updated in place counts replaced entries in its
+BM25 statistics until then, so near-ties may swap even without a kill or a gap).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from context_harness.store.keyword import replaced_entries
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load
@@ -401,21 +404,24 @@ def _first_search(port: int) -> None:
 
 
 def _wait_followed(url: str, root: Path, names: list[str], seconds: float = 600) -> float:
-    """Until each replica's record (``ctx-follow.json``) has reached the change log's last ``seq``:
-    its own index is complete and current, so its answers are Tantivy's, not the SQL fallback's."""
+    """Until each replica's record (``ctx-follow.json``) has reached the change log's last ``seq`` (its
+    own index is complete and current, so its answers are Tantivy's, not the SQL fallback's) and its
+    index holds no replaced entries (compacted once idle)."""
     import psycopg
 
     with psycopg.connect(url) as conn:
         high = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
     started = time.monotonic()
     for name in names:
-        record = root / f"data-{name}" / "replica-keyword" / "ctx-follow.json"
+        index = root / f"data-{name}" / "replica-keyword"
         while True:
             with contextlib.suppress(OSError, ValueError):
-                if json.loads(record.read_text(encoding="utf-8"))["seq"] >= high:
+                if (json.loads((index / "ctx-follow.json").read_text(encoding="utf-8"))["seq"] >= high
+                        and replaced_entries(index) == 0):
                     break
             if time.monotonic() - started > seconds:
-                raise RuntimeError(f"replica {name} did not follow the change log to {high} in {seconds:g} s")
+                raise RuntimeError(f"replica {name} did not follow the change log to {high} and compact "
+                                   f"in {seconds:g} s")
             time.sleep(0.2)
     time.sleep(1)  # the searcher reloads after the last commit
     return round(time.monotonic() - started, 1)
@@ -474,7 +480,7 @@ def converge(url: str, args: argparse.Namespace) -> dict[str, Any]:
                            capture_output=True, timeout=600)  # whatever the watcher had not synced yet
             servers["fresh"], ports["fresh"] = load.start_server(configs["fresh"], env, root / "server-fresh.log")
             _first_search(ports["fresh"])
-            out["seconds_until_all_followed"] = _wait_followed(url, root, ["a", "b", "control", "fresh"])
+            out["seconds_until_all_followed_and_compacted"] = _wait_followed(url, root, ["a", "b", "control", "fresh"])
             out |= _compare({n: f"http://127.0.0.1:{p}" for n, p in ports.items()}, queries)
         finally:
             for name, server in servers.items():

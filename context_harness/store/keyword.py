@@ -417,6 +417,17 @@ class KeywordIndex:
             fetch *= 4
 
 
+def replaced_entries(path: Path) -> int:
+    """How many deleted entries (replaced or removed documents) the index at ``path`` still holds, from
+    its ``meta.json``. Tantivy's BM25 statistics count them until a merge drops them, so an index
+    updated in place scores a little differently from one built afresh; 0 when there is no index."""
+    try:
+        segments = json.loads((Path(path) / "meta.json").read_text())["segments"]
+    except (OSError, ValueError, KeyError):
+        return 0
+    return sum(int((seg.get("deletes") or {}).get("num_deleted_docs", 0)) for seg in segments)
+
+
 def _release(writer: tantivy.IndexWriter) -> None:
     """Roll back ``writer`` and give up Tantivy's writer lock now. Dropping the Python object is not
     enough: a failed write's traceback (kept as an error's cause, or for a log line) holds the frames
@@ -435,6 +446,10 @@ class IndexSession:
 
     def __init__(self, writer: tantivy.IndexWriter) -> None:
         self.writer = writer
+
+    def clear(self) -> None:
+        """Drop every entry, in this session's commit (documents added after it stay)."""
+        self.writer.delete_all_documents()
 
     def replace(self, doc_ids: Iterable[str], documents: Iterable[IndexedDocument]) -> None:
         for doc_id in doc_ids:

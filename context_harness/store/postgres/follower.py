@@ -15,6 +15,11 @@ analysis and scores) in its data folder, fed from PostgreSQL, which stays the si
 - this replica's own writes are searchable when its sync ends (the session catches up on exit);
   another replica's within the notification's delay. A document deleted meanwhile never shows:
   search results are read back from PostgreSQL, and one that is gone is dropped.
+- an index updated in place keeps replaced entries until Tantivy merges them away, and its BM25
+  statistics count them, so its scores drift from a fresh replica's and near-ties may swap. Once no
+  change has come for ``COMPACT_IDLE_SECONDS``, a replica whose index holds replaced entries
+  re-indexes every document in one commit (``compact``; searches use the old commit meanwhile), at
+  most ``COMPACT_SHARE`` of the time: then every replica ranks exactly as a fresh one does.
 
 Several processes sharing one data folder share the index (Tantivy's writer lock serialises them;
 applying a change twice is harmless).
@@ -35,7 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from context_harness.store.backend import indexed_document
-from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters, KeywordIndex
+from context_harness.store.keyword import (
+    DocumentHit,
+    IndexedDocument,
+    KeywordFilters,
+    KeywordIndex,
+    replaced_entries,
+)
 from context_harness.store.postgres.database import Database
 from context_harness.store.postgres.documents import PgDocumentStore
 from context_harness.store.postgres.keyword import PgKeywordIndex
@@ -47,6 +58,8 @@ FOLLOW_FILE = "ctx-follow.json"
 POLL_SECONDS = 1.0  # the longest a replica waits when a notification is lost
 BATCH = 2000  # changes (and, in a rebuild, documents) read per round
 SYNC_CATCH_UP = 2000  # a search catches up inline when at most this many changes wait; else SQL answers
+COMPACT_IDLE_SECONDS = 3.0  # no change for this long, and replaced entries in the index: compact it
+COMPACT_SHARE = 0.1  # the largest share of the time compacting may take (a 4 s compaction: once a 40 s)
 
 
 class ReplicaKeywordIndex:
@@ -66,6 +79,8 @@ class ReplicaKeywordIndex:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._store_id = _store_id(db)
+        self._last_change = time.monotonic()
+        self._next_compact = 0.0
 
     # -- KeywordRanking ------------------------------------------------------------------------
 
@@ -130,7 +145,8 @@ class ReplicaKeywordIndex:
             try:
                 with self._listening() as wait:
                     while not self._stop.is_set():
-                        self.catch_up()
+                        if not self.catch_up() and self._compact_due():
+                            self.compact()
                         wait()
             except Exception:
                 log.warning("keyword follower lost its connection to %s; retrying", self.db.where, exc_info=True)
@@ -149,8 +165,10 @@ class ReplicaKeywordIndex:
 
             yield wait
 
-    def catch_up(self) -> None:
-        """Apply the changes after the recorded ``seq``; rebuild first when there is no usable record."""
+    def catch_up(self) -> int:
+        """Apply the changes after the recorded ``seq``; rebuild first when there is no usable record.
+        Returns how many changes were applied."""
+        applied = 0
         with self._lock:
             last = self._recorded()
             with self.db.connection() as conn:
@@ -164,9 +182,54 @@ class ReplicaKeywordIndex:
                 if not rows:
                     break
                 self._apply(list(dict.fromkeys(r[1] for r in rows)))
-                last = int(rows[-1][0])
+                last, applied = int(rows[-1][0]), applied + len(rows)
                 self._write_record(last)
             self.ready = True
+            if applied:
+                self._last_change = time.monotonic()
+        return applied
+
+    def _compact_due(self) -> bool:
+        now = time.monotonic()
+        return (self.ready and now - self._last_change >= COMPACT_IDLE_SECONDS and now >= self._next_compact
+                and replaced_entries(self.local.path) > 0)
+
+    def compact(self) -> bool:
+        """Re-index every document in one commit, so the index holds no replaced entries and ranks as a
+        fresh replica's does. Skipped (False) when changes wait or there is nothing to drop. A change
+        committed meanwhile is applied by the next catch-up (which replaces an entry again: the next
+        idle moment compacts again)."""
+        with self._lock:
+            if not self.ready or replaced_entries(self.local.path) == 0:
+                return False
+            with self.db.connection() as conn:
+                seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
+            if seq != self._recorded():
+                return False
+            started = time.monotonic()
+            total = 0
+            with self.local.session() as session:
+                session.clear()
+                for ids in self._all_ids():
+                    rows = self.store.documents(ids)
+                    session.replace([], [indexed_document(row) for row in rows.values()])
+                    total += len(ids)
+            took = time.monotonic() - started
+            self._next_compact = time.monotonic() + took / COMPACT_SHARE
+            log.info("keyword index at %s compacted: %d documents in %.1f s", self.local.path, total, took)
+            return True
+
+    def _all_ids(self) -> Iterator[list[str]]:
+        """Every document id, ``BATCH`` at a time in id order."""
+        after = ""
+        while True:
+            with self.db.connection() as conn:
+                ids = [r[0] for r in conn.execute("SELECT id FROM documents WHERE id > %s ORDER BY id LIMIT %s",
+                                                  (after, BATCH)).fetchall()]
+            if not ids:
+                return
+            yield ids
+            after = ids[-1]
 
     def _apply(self, doc_ids: list[str]) -> None:
         rows = self.store.documents(doc_ids)
@@ -181,15 +244,10 @@ class ReplicaKeywordIndex:
         with self.db.connection() as conn:
             seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
         self.local.recreate()
-        after, total = "", 0
-        while True:
-            with self.db.connection() as conn:
-                ids = [r[0] for r in conn.execute("SELECT id FROM documents WHERE id > %s ORDER BY id LIMIT %s",
-                                                  (after, BATCH)).fetchall()]
-            if not ids:
-                break
+        total = 0
+        for ids in self._all_ids():
             self._apply(ids)
-            after, total = ids[-1], total + len(ids)
+            total += len(ids)
         self._write_record(seq)
         log.info("keyword index at %s: %d documents in %.1f s", self.local.path, total, time.monotonic() - started)
         return seq

@@ -1,8 +1,8 @@
 """Replicas' own keyword indexes converge (issue 33): two replicas on one PostgreSQL, one of them (B, a
 process of its own) syncing edits in a loop while the other (A) answers searches; B is SIGKILLed while
 it holds the writer lock, and reopened (it catches up from its record); then B misses writes while
-the change log is trimmed past them (a gap: it rebuilds). Each time, what every query finds through A
-and B equals what it finds through a fresh replica. ``benchmarks/replicas.py --converge`` is the heavy variant
+the change log is trimmed past them (a gap: it rebuilds). Each time, once A and B have compacted their
+indexes (idle), every query's ranked results and scores through A and B equal a fresh replica's. ``benchmarks/replicas.py --converge`` is the heavy variant
 (``ctx serve --http`` replicas, 300 queries)."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 from context_harness import config as config_mod
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
+from context_harness.store.keyword import replaced_entries
 from context_harness.store.postgres.follower import ReplicaKeywordIndex
 from context_harness.store.postgres.lock import INDEX_LOCK
 from support.workspace import Workspace
@@ -77,16 +78,25 @@ async def followed(*replicas: Harness) -> None:
             await anyio.sleep(0.05)
 
 
-async def results(harness: Harness) -> list[set[str]]:
-    """Every document each query matches (the corpus, at most 100 notes, fits the limit). Sets, not ranked lists:
-    a Tantivy index updated in place keeps counting replaced entries in its BM25 statistics until
-    segments merge, so its scores differ from a fresh index's (by up to a tenth on this tiny corpus
-    where most notes were rewritten) and near-ties may swap; which documents match, with which
-    content, may not differ."""
+async def compacted(*replicas: Harness) -> None:
+    """Until each replica, idle, has compacted its index (no replaced entries: Tantivy's BM25 statistics
+    count them until then, so near-ties could swap against a fresh index)."""
+    for harness in replicas:
+        index = harness.index
+        assert isinstance(index, ReplicaKeywordIndex)
+        deadline = time.monotonic() + 60
+        while replaced_entries(index.local.path):
+            assert time.monotonic() < deadline, "an idle replica did not compact its keyword index within 60 s"
+            await anyio.sleep(0.1)
+
+
+async def results(harness: Harness) -> list[list[tuple[str, float]]]:
+    """Every document each query matches (the corpus, at most 100 notes, fits the limit), ranked, with
+    its score. Equal scores are put in id order: their order is Tantivy's, by segment."""
     out = []
     for query in QUERIES:
         hits = (await harness.search(SearchRequest(query=query, mode="keyword", limit=100))).results
-        out.append({h.id for h in hits})
+        out.append(sorted(((h.id, h.score) for h in hits), key=lambda hit: (-hit[1], hit[0])))
     return out
 
 
@@ -131,6 +141,7 @@ async def test_a_killed_replica_and_one_with_a_gap_converge_to_a_fresh_one(works
         async with Harness.open(config_mod.load(configs["b"])) as b, \
                 Harness.open(config_mod.load(configs["fresh"])) as fresh:
             await followed(b, fresh)
+            await compacted(a, b)
             expected = await results(fresh)
             assert await results(b) == expected  # B caught up from its record after the kill
             assert await results(a) == expected
@@ -144,6 +155,7 @@ async def test_a_killed_replica_and_one_with_a_gap_converge_to_a_fresh_one(works
         async with Harness.open(config_mod.load(configs["b"])) as b, \
                 Harness.open(config_mod.load(configs["fresh2"])) as fresh:
             await followed(b, fresh)
+            await compacted(a, b)
             expected = await results(fresh)
             assert await results(b) == expected  # B rebuilt past the gap
             assert await results(a) == expected

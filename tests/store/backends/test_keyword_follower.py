@@ -15,6 +15,7 @@ from context_harness import config as config_mod
 from context_harness.embedding import fake
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
+from context_harness.store.keyword import replaced_entries
 from context_harness.store.postgres.follower import ReplicaKeywordIndex
 from support.workspace import Workspace
 
@@ -126,6 +127,44 @@ async def test_a_replica_answers_from_sql_until_its_index_is_complete(workspace:
         assert index.ready
         local = (await late.search(SearchRequest(query="quokka", mode="keyword", limit=50))).results
         assert {h.id for h in local} == {h.id for h in hits}
+
+
+async def test_compaction_drops_replaced_entries_once_no_change_waits(workspace: Workspace, pg_url: str) -> None:
+    """Rewritten notes leave replaced entries that skew BM25 statistics; ``compact`` re-indexes in one
+    commit, but not while changes wait (it would index what the next catch-up replaces again)."""
+    fake.register()
+    write_notes(workspace.docs, 0, 30)
+    async with Harness.open(replica(workspace, "a", pg_url)) as a:
+        index = a.index
+        assert isinstance(index, ReplicaKeywordIndex)
+        await a.sync()
+        for i in range(0, 30, 2):
+            (workspace.docs / f"n{i:03}.md").write_text(f"# Note {i}\n\nquokka quokka note {i} again\n", encoding="utf-8")
+        await a.sync()
+        index.close()  # no follower thread: this test decides when to compact
+        assert replaced_entries(index.local.path) > 0
+        skewed = await scored(a)
+
+        seq = index._recorded()
+        assert seq is not None
+        index._write_record(seq - 1)  # a change waits
+        assert not index.compact() and replaced_entries(index.local.path) > 0
+        index.catch_up()
+        assert index.compact() and replaced_entries(index.local.path) == 0
+        assert not index.compact()  # nothing left to drop
+        compacted = await scored(a)
+    async with Harness.open(replica(workspace, "fresh", pg_url)) as fresh:
+        assert isinstance(fresh.index, ReplicaKeywordIndex)
+        fresh.index.catch_up()  # its own index, not SQL
+        assert await scored(fresh) == compacted != skewed
+
+
+async def scored(harness: Harness) -> list[list[tuple[str, float]]]:
+    out = []
+    for query in QUERIES:
+        hits = (await harness.search(SearchRequest(query=query, mode="keyword", limit=100))).results
+        out.append(sorted(((h.id, h.score) for h in hits), key=lambda hit: (-hit[1], hit[0])))
+    return out
 
 
 async def test_the_sql_keyword_data_follows_updates_and_deletions(workspace: Workspace, pg_url: str) -> None:
