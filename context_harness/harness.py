@@ -325,7 +325,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
             trouble = None if healthy else notes
             embedded, pending = embedding.get(label, (0, 0))
             if pending:
-                waiting = f"{pending} chunks awaiting embeddings (`ctx embed pending`)"
+                waiting = f"{pending} chunk{'s' if pending != 1 else ''} awaiting embeddings (`ctx embed pending`)"
                 notes = f"{notes}; {waiting}" if notes else waiting
             activity = self.activity.known(label)
             live: dict[str, Any] = {}

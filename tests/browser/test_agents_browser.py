@@ -52,7 +52,7 @@ def fill_agent(page: Any) -> None:
 def test_an_agent_built_in_the_browser_is_what_mcp_clients_get(page: Any, console: Console, shoot) -> None:
     page.goto(f"{console.url}/ui/agents")
     page.click("a#new-agent")
-    page.wait_for_url(f"{console.url}/ui/agents/new")
+    page.wait_for_url(f"{console.url}/ui/new-agent")
     fill_agent(page)
     page.check("#use-checklist")
     page.check("#enable-checklist")

@@ -196,7 +196,7 @@ def test_keyboard_reaches_the_search_and_every_control_has_a_label(page: Any, co
     page.keyboard.type("quokkaflare")
     page.keyboard.press("Enter")
     page.locator("#results li.hit").first.wait_for()
-    for path in ("/ui/search?q=harbour", "/ui/sources", "/ui/agents", "/ui/agents/harbourmaster?run=1", "/ui/agents/new",
+    for path in ("/ui/search?q=harbour", "/ui/sources", "/ui/agents", "/ui/agents/harbourmaster?run=1", "/ui/new-agent",
                  "/ui/agents/harbourmaster/edit", "/ui/tools", "/ui/tools/search"):
         page.goto(console.url + path)
         assert page.evaluate(UNLABELLED) == [], f"{path}: controls without a label"
@@ -219,7 +219,7 @@ def test_no_page_needs_more_than_its_csp_allows(page: Any, console: Console, eve
     """Every page's scripts and styles load under the Content-Security-Policy: no inline script or
     style is blocked (a blocked one is logged as a console error)."""
     for path in ("/ui/search?q=harbour&explain=1", "/ui/doc?id=missing", "/ui/sources", "/ui/agents",
-                 "/ui/agents/harbourmaster?run=1", "/ui/agents/new", "/ui/tools", "/ui/tools/search"):
+                 "/ui/agents/harbourmaster?run=1", "/ui/new-agent", "/ui/tools", "/ui/tools/search"):
         page.goto(console.url + path)
         page.wait_for_load_state("load")
     page.wait_for_timeout(300)

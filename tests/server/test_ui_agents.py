@@ -55,16 +55,16 @@ async def test_an_agent_built_in_the_form_is_what_mcp_clients_get(zoo_config: Pa
     server = start_server(config_mod.load_file(zoo_config))
     with client(server) as ui:
         listing = ui.get("/ui/agents")
-        assert 'id="new-agent" href="/ui/agents/new"' in listing.text
+        assert 'id="new-agent" href="/ui/new-agent"' in listing.text
         assert 'class="edit-agent" href="/ui/agents/debugger/edit"' in listing.text
         assert "/ui/agents/reviewer/edit" not in listing.text and listing.text.count("(read-only here)") == 2
         assert "[agents.reviewer] in ctx.toml" in listing.text and "[agents.script.responder] (responder.lua)" in listing.text
-        page = ui.get("/ui/agents/new")
+        page = ui.get("/ui/new-agent")
         assert page.status_code == 200 and 'id="agent-form"' in page.text and 'id="new-skill"' in page.text
         csrf = csrf_of(page.text)
         typed = {"name": "helper", "description": "Helps with one topic.", "tools": "search, get",
                  "system_prompt": "You help with {{topic}}.\nBe brief.", "arguments": "topic: What to help with (required)"}
-        added = ui.post("/ui/agents/new", data=agent_form(
+        added = ui.post("/ui/new-agent", data=agent_form(
             csrf, **typed, use_skill=["checklist"], enable_skill=["checklist"], action="add_skill",
             new_skill_name="tester", new_skill_category="Quality", new_skill_description="Writes tests.",
             new_skill_instructions="Write a failing test first."))
@@ -80,7 +80,7 @@ async def test_an_agent_built_in_the_form_is_what_mcp_clients_get(zoo_config: Pa
             assert re.search(rf'id="{box}"[^>]*checked', text), box
         assert 'value="helper"' in text and "You help with {{topic}}.\nBe brief.</textarea>" in text
         assert 'id="new_skill_name" name="new_skill_name" value=""' in text
-        saved = ui.post("/ui/agents/new", data=agent_form(
+        saved = ui.post("/ui/new-agent", data=agent_form(
             csrf, **typed, use_skill=["checklist", "tester"], enable_skill=["tester"]))
         assert saved.status_code == 303 and saved.headers["location"] == "/ui/agents/helper/edit?saved=1"
         edit = ui.get(saved.headers["location"])
@@ -116,22 +116,22 @@ def test_a_bad_field_is_named_and_nothing_is_written(zoo_config: Path, start_ser
     server = start_server(config_mod.load_file(zoo_config))
     before = agent_files(root)
     with client(server) as ui:
-        csrf = csrf_of(ui.get("/ui/agents/new").text)
-        bad = ui.post("/ui/agents/new", data=agent_form(csrf, name="bad name!", system_prompt="Hi.",
+        csrf = csrf_of(ui.get("/ui/new-agent").text)
+        bad = ui.post("/ui/new-agent", data=agent_form(csrf, name="bad name!", system_prompt="Hi.",
                                                         arguments="9lives: starts with a digit"))
         assert bad.status_code == 400
         assert re.search(r'id="name"[^>]*aria-invalid="true" aria-describedby="error-name"', bad.text)
         assert re.search(r'id="error-name"[^>]*>agent names must match', bad.text)
         assert 'id="error-arguments"' in bad.text and "9lives" in bad.text
         assert 'value="bad name!"' in bad.text  # what was typed is kept
-        taken = ui.post("/ui/agents/new", data=agent_form(csrf, name="reviewer", system_prompt="Hi."))
+        taken = ui.post("/ui/new-agent", data=agent_form(csrf, name="reviewer", system_prompt="Hi."))
         assert taken.status_code == 400 and "exists already" in taken.text and 'id="error-name"' in taken.text
-        empty = ui.post("/ui/agents/new", data=agent_form(csrf, name="quiet"))
+        empty = ui.post("/ui/new-agent", data=agent_form(csrf, name="quiet"))
         assert empty.status_code == 400 and 'id="error-system_prompt"' in empty.text
-        forged = ui.post("/ui/agents/new", data=agent_form(csrf, name="forged", system_prompt="Hi.",
+        forged = ui.post("/ui/new-agent", data=agent_form(csrf, name="forged", system_prompt="Hi.",
                                                            use_skill=["no-such-skill"]))
         assert forged.status_code == 400 and 'id="error-skills"' in forged.text
-        skill = ui.post("/ui/agents/new", data=agent_form(csrf, action="add_skill", new_skill_name="../escape"))
+        skill = ui.post("/ui/new-agent", data=agent_form(csrf, action="add_skill", new_skill_name="../escape"))
         assert skill.status_code == 400 and 'id="error-new_skill_name"' in skill.text
         assert ui.get("/ui/agents/reviewer/edit").status_code == 400  # a TOML agent: read-only here
         assert ui.get("/ui/agents/nobody/edit").status_code == 404
@@ -174,11 +174,11 @@ def test_read_only_mode_and_a_missing_csrf_token_refuse_the_post(zoo_config: Pat
         config.ui = UiConfig(read_only=True)
     server = start_server(config)
     with client(server) as ui:
-        page = ui.get("/ui/agents/new")
+        page = ui.get("/ui/new-agent")
         csrf = csrf_of(page.text) if refusal == "read_only" else ""
         assert refusal != "read_only" or "read-only: saving is refused" in page.text
-        for url, form in (("/ui/agents/new", agent_form(csrf, name="sneaky", system_prompt="Hi.")),
-                          ("/ui/agents/new", agent_form(csrf, action="add_skill", new_skill_name="sneaky")),
+        for url, form in (("/ui/new-agent", agent_form(csrf, name="sneaky", system_prompt="Hi.")),
+                          ("/ui/new-agent", agent_form(csrf, action="add_skill", new_skill_name="sneaky")),
                           ("/ui/agents/debugger/edit", agent_form(csrf, name="debugger", system_prompt="Hi."))):
             refused = ui.post(url, data=form)
             assert refused.status_code == 403
@@ -190,8 +190,8 @@ def test_read_only_mode_and_a_missing_csrf_token_refuse_the_post(zoo_config: Pat
 def test_html_in_an_agent_is_shown_as_text(zoo_config: Path, start_server):
     server = start_server(config_mod.load_file(zoo_config))
     with client(server) as ui:
-        csrf = csrf_of(ui.get("/ui/agents/new").text)
-        saved = ui.post("/ui/agents/new", data=agent_form(csrf, name="hostile", description=PAYLOAD,
+        csrf = csrf_of(ui.get("/ui/new-agent").text)
+        saved = ui.post("/ui/new-agent", data=agent_form(csrf, name="hostile", description=PAYLOAD,
                                                           system_prompt=f"Say {PAYLOAD}"))
         assert saved.status_code == 303
         for url in ("/ui/agents", "/ui/agents/hostile/edit", "/ui/agents/hostile?run=1"):
@@ -214,10 +214,10 @@ def test_without_a_skill_folder_the_page_says_so(tmp_path: Path, start_server):
     cfg.write_text(text, encoding="utf-8")
     server = start_server(config_mod.load_file(cfg))
     with client(server) as ui:
-        page = ui.get("/ui/agents/new")
+        page = ui.get("/ui/new-agent")
         assert 'id="new-skill"' not in page.text and 'id="no-skill-folder"' in page.text
         assert "[agents] skill_paths" in page.text
-        refused = ui.post("/ui/agents/new", data=agent_form(csrf_of(page.text), action="add_skill",
+        refused = ui.post("/ui/new-agent", data=agent_form(csrf_of(page.text), action="add_skill",
                                                             new_skill_name="tester"))
         assert refused.status_code == 400 and "no skill folder is configured" in refused.text
 
@@ -248,3 +248,19 @@ def test_an_agent_file_that_did_not_load_says_why_instead_of_an_editor(zoo_confi
         debugger.write_text("---\nname: [unclosed\n---\nHi.\n", encoding="utf-8")
         page = ui.get("/ui/agents/debugger/edit")
         assert page.status_code == 400 and "not valid YAML" in page.text
+
+
+def test_an_agent_named_new_has_its_own_page(zoo_config: Path, start_server):
+    """The editor for a new agent lives at ``/ui/new-agent``: no agent name can take its place, and an
+    agent named ``new`` is tried and edited at its own address like any other."""
+    (zoo_config.parent / "agents" / "new.md").write_text(
+        "---\nname: new\ndescription: Greets newcomers.\n---\nWelcome the newcomer.\n", encoding="utf-8")
+    server = start_server(config_mod.load_file(zoo_config))
+    with client(server) as ui:
+        tried = ui.get("/ui/agents/new")
+        assert tried.status_code == 200 and "Greets newcomers." in tried.text
+        assert 'id="agent-form"' not in tried.text
+        edit = ui.get("/ui/agents/new/edit")
+        assert edit.status_code == 200 and 'id="agent-form"' in edit.text and 'value="new"' in edit.text
+        blank = ui.get("/ui/new-agent")
+        assert blank.status_code == 200 and 'id="agent-form"' in blank.text and 'value="new"' not in blank.text

@@ -32,7 +32,7 @@ class AgentPages:
 
     def routes(self) -> list[BaseRoute]:
         return [Route("/agents", self.listing, methods=["GET"]),
-                Route("/agents/new", self.new, methods=["GET", "POST"]),
+                Route("/new-agent", self.new, methods=["GET", "POST"]),
                 Route("/agents/{name}/edit", self.edit, methods=["GET", "POST"]),
                 Route("/agents/{name}", self.try_it, methods=["GET"])]
 
@@ -163,7 +163,7 @@ class AgentPages:
 
     def _form(self, request: Request, draft: AgentDraft, editing: str | None, *, errors: dict[str, str] | None = None,
               status: int = 200, **extra: Any) -> Response:
-        action = f"/ui/agents/{_quote(editing)}/edit" if editing is not None else "/ui/agents/new"
+        action = f"/ui/agents/{_quote(editing)}/edit" if editing is not None else "/ui/new-agent"
         return self.pages.render(request, "agent_form.html", status, draft=draft, editing=editing, action=action,
                                  errors=errors or {}, categories=_by_category(self.harness.skills()),
                                  skill_folder=self._shown(self.harness.skill_folder()), **extra)

@@ -218,8 +218,8 @@ class Pages:
             summary = await self.harness.embed()
         except HarnessError as exc:
             return self.render(request, "message.html", 400, title="Embedding failed", message=error_message(exc))
-        return RedirectResponse(f"/ui/sources?done={_quote(f'embedded {summary.embedded} chunk(s)')}",
-                                status_code=303)
+        done = f"embedded {summary.embedded} chunk{'s' if summary.embedded != 1 else ''}"
+        return RedirectResponse(f"/ui/sources?done={_quote(done)}", status_code=303)
 
 
 def _text(value: Any) -> str:
