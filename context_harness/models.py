@@ -6,11 +6,14 @@ output schemas, the REST bodies and the ``--json`` CLI output, so the three cann
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from context_harness import timestamps
+
+_BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 MAX_GET_CHARS = 1_000_000  # the largest window `get` returns on request; max_chars = 0 returns everything
@@ -31,7 +34,8 @@ class SearchFilters(BaseModel):
         default=None, description="Only documents updated at or after this ISO 8601 date/time."
     )
     until: str | None = Field(
-        default=None, description="Only documents updated at or before this ISO 8601 date/time."
+        default=None, description="Only documents updated at or before this ISO 8601 date/time; a bare date "
+        "(2026-01-31) includes that whole day (UTC)."
     )
 
     @field_validator("since", "until")
@@ -39,6 +43,14 @@ class SearchFilters(BaseModel):
     def _check_time(cls, value: str | None) -> str | None:
         if value is not None:
             timestamps.parse(value)
+        return value
+
+    @field_validator("until")
+    @classmethod
+    def _whole_day(cls, value: str | None) -> str | None:
+        """``until`` a bare date means to the end of that day, not its first instant."""
+        if value is not None and _BARE_DATE.fullmatch(value.strip()):
+            return f"{value.strip()}T23:59:59Z"
         return value
 
     @field_validator("tags", mode="before")

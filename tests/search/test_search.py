@@ -112,6 +112,17 @@ async def test_date_filters(harness) -> None:
         await search(harness, "memory", filters={"since": "2026-06-01", "until": "2026-01-01"})
 
 
+async def test_until_a_bare_date_includes_that_whole_day(sample_docs) -> None:
+    sample_docs.write("evening.md", "---\ntitle: Evening memory\nupdated: 2025-06-01T18:30:00Z\n---\nmemory at dusk\n")
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        assert [r.title for r in await search(h, "dusk", filters={"until": "2025-06-01"})] == ["Evening memory"]
+        assert await search(h, "dusk", filters={"until": "2025-05-31"}) == []
+        assert await search(h, "dusk", filters={"until": "2025-06-01T12:00:00Z"}) == []  # a time is kept as given
+        assert [r.title for r in await search(h, "dusk", filters={"since": "2025-06-01", "until": "2025-06-01"})] == [
+            "Evening memory"]
+
+
 async def test_deterministic_ties(sample_docs) -> None:
     for i in range(5):
         sample_docs.write(f"same{i}.md", "# Same\n\nidentical heron text\n")

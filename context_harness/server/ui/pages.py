@@ -241,15 +241,13 @@ def _quote(value: str) -> str:
 
 def search_filters(tag: str, since: str, until: str) -> SearchFilters | None:
     """The search form's tag and date fields as the ``search`` tool's filters (``tags``, ``since``,
-    ``until``); a bare date in ``until`` counts the whole day (UTC). ``BadRequest`` for a bad date."""
+    ``until``, where a bare date counts the whole day, as in the tool). ``BadRequest`` for a bad date."""
     for label, value in (("since", since), ("until", until)):
         try:
             if value:
                 timestamps.parse(value)
         except ValueError as exc:
             raise BadRequest(f"{label}: {exc}") from None
-    if len(until) == 10:  # YYYY-MM-DD, as <input type=date> sends it
-        until += "T23:59:59Z"
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     if not (tags or since or until):
         return None
