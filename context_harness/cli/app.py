@@ -237,7 +237,8 @@ embed.command("rebuild", help="Forget every vector and embed all chunks with the
 @click.option("--source", default=None, help="Only this source label (filesystem:docs) or type (filesystem).")
 @click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable: any of them).")
 @click.option("--since", default=None, help="Only documents updated at or after this ISO 8601 date.")
-@click.option("--until", default=None, help="Only documents updated at or before this ISO 8601 date.")
+@click.option("--until", default=None, help="Only documents updated at or before this ISO 8601 date "
+              "(a bare date includes that whole day).")
 @click.option("--limit", type=int, default=None, help="Maximum results (1-100).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @click.option("--explain", is_flag=True, help="Show scoring details per result.")
