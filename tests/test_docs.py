@@ -199,3 +199,16 @@ def test_quickstart_has_exactly_two_commands() -> None:
     assert len(commands) == 2
     assert commands[1] == "bash .ci/run"
     assert "ctx demo" in commands[0]
+
+
+def test_the_wheel_carries_every_docs_entry_but_the_screenshots() -> None:
+    """The sample knowledge base in a wheel is ``docs/`` listed entry by entry in pyproject.toml (so the
+    screenshots stay out): a page or folder added to ``docs/`` must be added there too."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    build = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]["build"]
+    included = build["targets"]["wheel"]["force-include"]
+    assert all(target == f"context_harness/sample/{source}" for source, target in included.items())
+    entries = {f"docs/{entry.name}" for entry in (root / "docs").iterdir() if not entry.name.startswith(".")}
+    assert set(included) == entries - {"docs/img"}
