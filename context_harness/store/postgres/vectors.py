@@ -159,14 +159,16 @@ class PgVectorStore(IdentityRules):
 
 class PgVectorIndex:
     """The semantic search of the seam (``VectorSearch``), answered by the database on every call.
-    Only the set of embedded documents and the count are kept, until ``refresh`` (when the vectors'
-    version, read on the primary, changes): they are read on the primary too, as a standby that lags
-    would leave them stale until the next change."""
+    Only the set of embedded documents, the count and the vectors' dimensions (from the embedder
+    identity) are kept, until ``refresh`` (when the vectors' version, read on the primary, changes):
+    they are read on the primary too, as a standby that lags would leave them stale until the next
+    change. A search itself reads only the nearest chunks (on the standby, with ``read_url``)."""
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
         self._doc_ids: frozenset[str] | None = None
         self._len = -1
+        self._dims: int | None = None
 
     def __len__(self) -> int:
         if self._len < 0:
@@ -181,16 +183,22 @@ class PgVectorIndex:
         return self._doc_ids
 
     def refresh(self) -> tuple[int, int]:
-        self._doc_ids, self._len = None, -1
+        self._doc_ids, self._len, self._dims = None, -1, None
         return 0, 0
+
+    def _stored_dims(self) -> int | None:
+        """The stored vectors' dimensions (the recorded identity's), read once until ``refresh``."""
+        if self._dims is None:
+            identity = self.store.identity()
+            self._dims = None if identity is None else int(identity.dims)
+        return self._dims
 
     def top_documents(self, query: np.ndarray, k: int, allowed: Any = None) -> list[tuple[str, str, float]]:
         """Best ``k`` documents as (doc_id, best chunk id, score), best first; the score is
         ``chunk_scores.document_score`` of its two best chunks among those fetched."""
-        identity = self.store.identity()
-        if identity is None or k < 1:
+        dims = self._stored_dims()
+        if dims is None or k < 1:
             return []
-        dims = int(identity.dims)
         vector = _unit(query, dims)
         fetch = max(4 * k, 32)
         while True:

@@ -222,6 +222,29 @@ async def test_search_and_get_answer_the_same_on_every_backend_in_one_read_each(
     assert seen[0] == seen[1]
 
 
+async def test_a_semantic_search_on_postgres_reads_the_embedder_identity_once_per_change(
+        workspace: Workspace, pg_url: str) -> None:
+    """The vectors' dimensions come from the recorded identity, a read on the primary: when the index
+    loads, then again only after the vectors change, not on every search (a search on a standby would
+    otherwise still reach the primary)."""
+    fake.register()
+    write_sample_docs(workspace)
+    async with Harness.open(backend_config(workspace, "postgres", pg_url)) as h:
+        await h.sync()
+        assert h.vectors is not None
+        reads = []
+        identity = h.vectors.identity
+        h.vectors.identity = lambda: reads.append(1) or identity()  # type: ignore[method-assign]
+        assert (await h.search(SearchRequest(query="sandbox memory", mode="semantic"))).results
+        loaded = len(reads)
+        for query in ("tantivy ranking", "deployment engines", "sandbox"):
+            assert (await h.search(SearchRequest(query=query, mode="semantic"))).results
+        assert loaded >= 1 and len(reads) == loaded
+        workspace.write("extra.md", "# Extra\n\nA new note about sandboxes.\n")
+        await h.sync()  # new vectors: the index refreshes, and reads the identity again
+        assert (await h.search(SearchRequest(query="sandbox", mode="semantic"))).results and len(reads) > loaded
+
+
 # -- links, related and recent (issue 29) ----------------------------------------------------------
 
 LINKER = ("# Linker\n\nSee [search](search.md#top), [lua](../lua.md), [[Lua Sandbox|the sandbox]], "
