@@ -190,7 +190,8 @@ def _echo_sync(report: SyncReport) -> None:
 
 
 def _echo_embed(summary: EmbedSummary) -> None:
-    click.echo(f"embeddings ({summary.embedder}): {summary.embedded} chunks embedded, {summary.pending} pending "
+    chunks = "chunk" if summary.embedded == 1 else "chunks"
+    click.echo(f"embeddings ({summary.embedder}): {summary.embedded} {chunks} embedded, {summary.pending} pending "
                f"in {summary.seconds:.2f}s")
 
 
