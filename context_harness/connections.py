@@ -163,5 +163,6 @@ class Connections:
     def _items(self, found: list[tuple[str, str | None, float | None]], why: str) -> list[RelatedItem]:
         assert self.store is not None
         rows = self.store.summaries([f[0] for f in found])
-        return [RelatedItem(id=doc, title=rows[doc][0], source=rows[doc][1], source_id=rows[doc][2], why=why,  # type: ignore[arg-type]
-                            link=link, score=score) for doc, link, score in found if doc in rows]
+        return [RelatedItem(id=doc, title=rows[doc].title, source=rows[doc].source, source_id=rows[doc].source_id,
+                            why=why, link=link, score=score)  # type: ignore[arg-type]
+                for doc, link, score in found if doc in rows]

@@ -36,7 +36,7 @@ from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
-from context_harness.store.documents import ChunkPlace, StoredChunk, chunk_place
+from context_harness.store.documents import ChunkPlace, StoredChunk, Summary, chunk_place
 from context_harness.store.keyword import DocumentHit, KeywordFilters
 
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
@@ -49,7 +49,7 @@ class _Prepared:
     """What the keyword half of a hybrid search made ready for rendering."""
 
     weights: dict[str, float]  # the salient query words
-    rows: dict[str, tuple]  # doc id -> DocumentStore.summaries row, with body
+    rows: dict[str, Summary]  # doc id -> its summary, with body (and places where the backend reads them)
 
 
 @dataclass
@@ -174,7 +174,7 @@ class SearchEngine:
                      keyword_only={h.doc_id for h in keyword_hits if h.doc_id not in embedded})
         titled: set[str] = set()
         if retrieval.title_match > 0 and fused and weights:  # titles holding the whole query rise (title_match.py)
-            titles = {doc_id: row[0] for doc_id, row in self.store.summaries([f.doc_id for f in fused]).items()}
+            titles = {doc_id: row.title for doc_id, row in self.store.summaries([f.doc_id for f in fused]).items()}
             fused, titled = lift_titled(fused, weights, titles, self.index.stem, retrieval.title_match)
         fused = fused[:limit]
         floor = min_score(retrieval.min_score, backend.identity_key()) if retrieval.fusion == "scaled" else 0.0
@@ -230,7 +230,7 @@ class SearchEngine:
             for c in present:
                 if c.chunk_id and mode == "hybrid":
                     continue
-                shown[c.doc_id] = (make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
+                shown[c.doc_id] = (make_snippet(_body(rows[c.doc_id]), weights, stem, chars), False)
         # The semantic best chunks (their text, read only where needed), then the chunk each snippet lies in.
         wanted = [c.chunk_id for c in present
                   if c.chunk_id and (c.doc_id not in shown or not shown[c.doc_id][0].matched)]
@@ -240,33 +240,34 @@ class SearchEngine:
             if best is not None:
                 shown[c.doc_id] = (make_snippet(best.text, weights, stem, chars), True)
             elif c.doc_id not in shown:  # semantic mode without its chunk: the body
-                shown[c.doc_id] = (make_snippet(rows[c.doc_id][6], weights, stem, chars), False)
-        located = self._locate({c.doc_id: (rows[c.doc_id][6], shown[c.doc_id][0].start) for c in present
+                shown[c.doc_id] = (make_snippet(_body(rows[c.doc_id]), weights, stem, chars), False)
+        located = self._locate({c.doc_id: (_body(rows[c.doc_id]), shown[c.doc_id][0].start) for c in present
                                 if not shown[c.doc_id][1]}, rows)
         results = []
         for c in present:
-            title, source, source_id, updated_at, source_url, version = rows[c.doc_id][:6]
+            row = rows[c.doc_id]
             snippet, from_chunk = shown[c.doc_id]
             best = best_chunks.get(c.chunk_id or "")
             chunk = (ChunkPlace(best.idx, best.heading) if best else None) if from_chunk else located.get(c.doc_id)
             if c.explain is not None:
                 c.explain.chunk_index = chunk.idx if chunk else None
-            results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=title, source=source,
-                                        source_id=source_id, updated_at=updated_at, snippet=snippet.text,
-                                        source_url=source_url, version=version, explain=c.explain,
+            results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=row.title, source=row.source,
+                                        source_id=row.source_id, updated_at=row.updated_at, snippet=snippet.text,
+                                        source_url=row.source_url, version=row.version, explain=c.explain,
                                         chunk=chunk.idx if chunk else None,
                                         heading=(chunk.heading or None) if chunk else None))
         return SearchResponse(results=results)
 
-    def _locate(self, snippets: dict[str, tuple[str, int]], rows: dict[str, tuple]) -> dict[str, ChunkPlace | None]:
+    def _locate(self, snippets: dict[str, tuple[str, int]], rows: dict[str, Summary]) -> dict[str, ChunkPlace | None]:
         """doc id -> the chunk whose span holds the offset of its snippet (``(body, offset)``), from the
-        chunks' stored starts: those ``rows`` carry (``with_places``), else one query for all; chunks synced
+        chunks' stored starts: those ``rows`` carry (``places``), else one query for all; chunks synced
         before starts were stored (until the next sync re-chunks them) are placed from their texts."""
         found: dict[str, ChunkPlace | None] = {}
         for doc_id, (_, offset) in snippets.items():
-            if len(rows[doc_id]) > 7 and (place := chunk_place(rows[doc_id][7], offset)) is not None:
+            places = rows[doc_id].places
+            if places is not None and (place := chunk_place(places, offset)) is not None:
                 found[doc_id] = place
-        asked = [(doc_id, offset) for doc_id, (_, offset) in snippets.items() if len(rows[doc_id]) <= 7]
+        asked = [(doc_id, offset) for doc_id, (_, offset) in snippets.items() if rows[doc_id].places is None]
         found.update(self.store.chunks_at(asked))
         for doc_id, (body, offset) in snippets.items():
             if doc_id not in found:
@@ -284,6 +285,12 @@ class SearchEngine:
 
         at = chunk_at(body, texts(), offset, self.config.chunking.overlap_tokens)
         return ChunkPlace(read[at].idx, read[at].heading) if at is not None else None
+
+
+def _body(row: Summary) -> str:
+    """The body of a summary read ``with_body`` (every summary a search renders is)."""
+    assert row.body is not None, "a search renders summaries read with their bodies"
+    return row.body
 
 
 def filters_of(request: SearchRequest) -> KeywordFilters | None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from context_harness.store.connections import LinkSql
@@ -57,6 +57,21 @@ class ChunkPlace:
 
     idx: int
     heading: str
+
+
+class Summary(NamedTuple):
+    """What a search result shows of a document (``summaries``). ``body`` is read with ``with_body``;
+    ``places``, the chunks' (starts, positions, headings), where a backend reads them with the row
+    (``with_places`` on PostgreSQL, where a query is a round trip), else None."""
+
+    title: str | None
+    source: str
+    source_id: str
+    updated_at: str | None
+    source_url: str | None
+    version: str  # the content hash
+    body: str | None = None
+    places: tuple[list, list, list] | None = None
 
 
 def chunk_place(places: tuple[list, list, list], offset: int) -> ChunkPlace | None:
@@ -336,17 +351,16 @@ class DocumentStore:
         return {r[0]: _row_to_document(r) for r in rows}
 
     def summaries(self, doc_ids: list[str], with_body: bool = False,
-                  with_places: bool = False) -> dict[str, tuple]:
-        """doc_id -> (title, source, source_id, updated_at, source_url, content_hash[, body]): what a search
-        result shows (the content hash is its ``version``). ``with_places`` is for backends where a query
-        is a round trip (``chunk_places``); here ``chunks_at`` reads the few places needed."""
+                  with_places: bool = False) -> dict[str, Summary]:
+        """doc_id -> what a search result shows (``Summary``). ``with_places`` is for backends where a
+        query is a round trip; here ``chunks_at`` reads the few places needed."""
         if not doc_ids:
             return {}
         marks = ",".join("?" * len(doc_ids))
         rows = self.connection().execute(
             f"SELECT id, title, source, source_id, updated_at, source_url, content_hash{', body' if with_body else ''} "
             f"FROM documents WHERE id IN ({marks})", doc_ids)
-        return {r[0]: r[1:] for r in rows}
+        return {r[0]: Summary(*r[1:]) for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
         """Up to ``limit`` documents by id after ``after``: (id, title, source, updated_at)."""

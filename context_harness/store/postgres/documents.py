@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from context_harness.store.connections import LinkSql
-from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk
+from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary
 from context_harness.store.postgres.database import Database
 from context_harness.timestamps import now_iso, since_text, until_text
 
@@ -220,23 +220,24 @@ class PgDocumentStore:
                                                  (doc_ids,))}
 
     def summaries(self, doc_ids: list[str], with_body: bool = False,
-                  with_places: bool = False) -> dict[str, tuple]:
-        """doc_id -> (title, source, source_id, updated_at, source_url, content_hash[, body][, places]);
-        ``with_places`` (with a body): the chunks' (starts, positions, headings), so that a search
-        places its snippets without a second round trip (``chunk_place``)."""
+                  with_places: bool = False) -> dict[str, Summary]:
+        """doc_id -> what a search result shows (``Summary``); ``with_places`` (with a body): the chunks'
+        (starts, positions, headings) too, so that a search places its snippets without a second round
+        trip (``chunk_place``)."""
         if not doc_ids:
             return {}
         if not (with_body and with_places):
             rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
                               f"{', body' if with_body else ''} FROM documents WHERE id = ANY(%s)", (doc_ids,))
-            return {r[0]: tuple(r[1:]) for r in rows}
+            return {r[0]: Summary(*r[1:]) for r in rows}
         rows = self._read(
             "SELECT d.id, d.title, d.source, d.source_id, d.updated_at, d.source_url, d.content_hash, d.body, "
             "c.starts, c.idxs, c.headings FROM documents d LEFT JOIN LATERAL (SELECT "
             "array_agg(start ORDER BY idx) starts, array_agg(idx ORDER BY idx) idxs, "
             "array_agg(heading ORDER BY idx) headings FROM chunks WHERE doc_id = d.id) c ON true "
             "WHERE d.id = ANY(%s)", (doc_ids,))
-        return {r[0]: (*r[1:8], (r[8] or [], r[9] or [], r[10] or [])) for r in rows}
+        return {r[0]: Summary(r[1], r[2], r[3], r[4], r[5], r[6], r[7], (r[8] or [], r[9] or [], r[10] or []))
+                for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
         return [tuple(r) for r in self._read(
