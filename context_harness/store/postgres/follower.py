@@ -18,8 +18,9 @@ analysis and scores) in its data folder, fed from PostgreSQL, which stays the si
 - an index updated in place keeps replaced entries until Tantivy merges them away, and its BM25
   statistics count them, so its scores drift from a fresh replica's and near-ties may swap. Once no
   change has come for ``COMPACT_IDLE_SECONDS``, a replica whose index holds replaced entries
-  re-indexes every document in one commit (``compact``; searches use the old commit meanwhile), at
-  most ``COMPACT_SHARE`` of the time: then every replica ranks exactly as a fresh one does.
+  re-indexes every document in one commit (``compact``; searches use the old commit meanwhile; a
+  change arriving meanwhile rolls it back), at most ``COMPACT_SHARE`` of the time: then every replica
+  ranks exactly as a fresh one does.
 
 Several processes sharing one data folder share the index (Tantivy's writer lock serialises them;
 applying a change twice is harmless).
@@ -196,28 +197,39 @@ class ReplicaKeywordIndex:
 
     def compact(self) -> bool:
         """Re-index every document in one commit, so the index holds no replaced entries and ranks as a
-        fresh replica's does. Skipped (False) when changes wait or there is nothing to drop. A change
-        committed meanwhile is applied by the next catch-up (which replaces an entry again: the next
-        idle moment compacts again)."""
+        fresh replica's does. Skipped (False) when changes wait or there is nothing to drop; given up,
+        rolled back (False), when a change arrives before the last batch, so a compaction never holds
+        up catching up by more than a batch. A change committed after that is applied by the next
+        catch-up (which replaces an entry again: the next idle moment compacts again)."""
         with self._lock:
             if not self.ready or replaced_entries(self.local.path) == 0:
                 return False
-            with self.db.connection() as conn:
-                seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
+            seq = self._newest_seq()
             if seq != self._recorded():
                 return False
             started = time.monotonic()
             total = 0
-            with self.local.session() as session:
-                session.clear()
-                for ids in self._all_ids():
-                    rows = self.store.documents(ids)
-                    session.replace([], [indexed_document(row) for row in rows.values()])
-                    total += len(ids)
+            try:
+                with self.local.session() as session:
+                    session.clear()
+                    for ids in self._all_ids():
+                        if self._newest_seq() != seq:
+                            raise _ChangeArrived
+                        rows = self.store.documents(ids)
+                        session.replace([], [indexed_document(row) for row in rows.values()])
+                        total += len(ids)
+            except _ChangeArrived:  # rolled back: catch up first, compact at the next quiet moment
+                self._last_change = time.monotonic()
+                log.info("keyword index at %s: compaction left for later, a change arrived", self.local.path)
+                return False
             took = time.monotonic() - started
             self._next_compact = time.monotonic() + took / COMPACT_SHARE
             log.info("keyword index at %s compacted: %d documents in %.1f s", self.local.path, total, took)
             return True
+
+    def _newest_seq(self) -> int:
+        with self.db.connection() as conn:
+            return int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
 
     def _all_ids(self) -> Iterator[list[str]]:
         """Every document id, ``BATCH`` at a time in id order."""
@@ -241,8 +253,7 @@ class ReplicaKeywordIndex:
         log.info("keyword index at %s follows %s: indexing every document", self.local.path, self.db.where)
         self.ready = False
         started = time.monotonic()
-        with self.db.connection() as conn:
-            seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
+        seq = self._newest_seq()
         self.local.recreate()
         total = 0
         for ids in self._all_ids():
@@ -267,6 +278,10 @@ class ReplicaKeywordIndex:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump({"store": self._store_id, "seq": seq}, out)
         os.replace(tmp, self.record)
+
+
+class _ChangeArrived(Exception):
+    """A change was logged while a compaction ran (it rolls back)."""
 
 
 def _store_id(db: Database) -> str:

@@ -16,6 +16,7 @@ from context_harness.embedding import fake
 from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.keyword import replaced_entries
+from context_harness.store.postgres import follower
 from context_harness.store.postgres.follower import ReplicaKeywordIndex
 from support.workspace import Workspace
 
@@ -129,9 +130,11 @@ async def test_a_replica_answers_from_sql_until_its_index_is_complete(workspace:
         assert {h.id for h in local} == {h.id for h in hits}
 
 
-async def test_compaction_drops_replaced_entries_once_no_change_waits(workspace: Workspace, pg_url: str) -> None:
+async def test_compaction_drops_replaced_entries_once_no_change_waits(workspace: Workspace, pg_url: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Rewritten notes leave replaced entries that skew BM25 statistics; ``compact`` re-indexes in one
-    commit, but not while changes wait (it would index what the next catch-up replaces again)."""
+    commit, but not while changes wait (it would index what the next catch-up replaces again), and it
+    gives up, rolled back, when a change arrives while it runs."""
     fake.register()
     write_notes(workspace.docs, 0, 30)
     async with Harness.open(replica(workspace, "a", pg_url)) as a:
@@ -149,6 +152,25 @@ async def test_compaction_drops_replaced_entries_once_no_change_waits(workspace:
         assert seq is not None
         index._write_record(seq - 1)  # a change waits
         assert not index.compact() and replaced_entries(index.local.path) > 0
+        index.catch_up()
+
+        batches = index._all_ids
+
+        def a_change_after_the_first_batch():
+            for n, ids in enumerate(batches()):
+                yield ids
+                if n == 0:
+                    with a.store.db.connection() as conn:  # type: ignore[union-attr]
+                        conn.execute("INSERT INTO changes(doc_id, source, source_id, kind, at) "
+                                     "VALUES ('gone', 'filesystem:docs', 'gone.md', 'deleted', '2026-01-01T00:00:00Z')")
+
+        monkeypatch.setattr(follower, "BATCH", 10)  # three batches
+        index._all_ids = a_change_after_the_first_batch  # type: ignore[method-assign]
+        before, replaced = await scored(a), replaced_entries(index.local.path)
+        assert not index.compact()  # given up, rolled back: catching up comes first
+        assert replaced_entries(index.local.path) == replaced > 0 and await scored(a) == before
+        index._all_ids = batches  # type: ignore[method-assign]
+        assert not index.compact()  # the change waits
         index.catch_up()
         assert index.compact() and replaced_entries(index.local.path) == 0
         assert not index.compact()  # nothing left to drop
