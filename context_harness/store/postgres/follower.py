@@ -60,7 +60,7 @@ POLL_SECONDS = 1.0  # the longest a replica waits when a notification is lost
 BATCH = 2000  # changes (and, in a rebuild, documents) read per round
 SYNC_CATCH_UP = 2000  # a search catches up inline when at most this many changes wait; else SQL answers
 COMPACT_IDLE_SECONDS = 3.0  # no change for this long, and replaced entries in the index: compact it
-COMPACT_SHARE = 0.1  # the largest share of the time compacting may take (a 4 s compaction: once a 40 s)
+COMPACT_SHARE = 0.1  # the largest share of the time compacting may take, finished or given up (4 s: once a 40 s)
 
 
 class ReplicaKeywordIndex:
@@ -218,8 +218,9 @@ class ReplicaKeywordIndex:
                         rows = self.store.documents(ids)
                         session.replace([], [indexed_document(row) for row in rows.values()])
                         total += len(ids)
-            except _ChangeArrived:  # rolled back: catch up first, compact at the next quiet moment
-                self._last_change = time.monotonic()
+            except _ChangeArrived:  # rolled back: catch up first, compact at a later quiet moment
+                took = time.monotonic() - started
+                self._last_change, self._next_compact = time.monotonic(), time.monotonic() + took / COMPACT_SHARE
                 log.info("keyword index at %s: compaction left for later, a change arrived", self.local.path)
                 return False
             took = time.monotonic() - started
