@@ -17,6 +17,12 @@ from context_harness.models import GetRequest, RecentRequest, RelatedRequest, Se
 M = TypeVar("M", bound=BaseModel)
 
 
+def plain_int(text: str | None) -> int | None:
+    """``text`` as a whole number when it is ASCII digits and nothing else, else None (a cursor, a port, a
+    Content-Length). ``str.isdigit`` alone also accepts digits such as '²' that ``int`` refuses."""
+    return int(text) if text and text.isascii() and text.isdigit() else None
+
+
 FRIENDLY = {"dict_type": "expected an object", "model_type": "expected an object",
             "string_type": "expected a string", "list_type": "expected an array"}
 

@@ -40,7 +40,7 @@ from context_harness.agents.skills import Skill, load_skills, skill_files
 from context_harness.agents.sources import markdown_files, markdown_spec, python_spec, toml_spec
 from context_harness.config import Config, Unavailable
 from context_harness.errors import BadRequest, ConfigError, NotConfigured, NotFound
-from context_harness.validation import decode_json
+from context_harness.validation import decode_json, plain_int
 
 log = logging.getLogger(__name__)
 
@@ -291,8 +291,8 @@ class AgentRegistry:
             raise BadRequest("page_size must be a positive integer")
         size = min(size, MAX_PAGE_SIZE)
         start = 0
-        if cursor and cursor.isdigit() and len(cursor) < 10:
-            start = min(int(cursor), len(state.index))
+        if (offset := plain_int(cursor)) is not None and len(cursor or "") < 10:
+            start = min(offset, len(state.index))
         elif cursor:
             after = _decode_cursor(cursor)
             start = bisect_right([(n, u) for n, u, _ in state.index], after)

@@ -25,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 from context_harness import __version__
 from context_harness.lua.netpolicy import Policy
 from context_harness.lua.runtime import HostError, HostTimeout
+from context_harness.validation import plain_int
 
 MAX_REDIRECTS = 5
 REDIRECTS = {301, 302, 303, 307, 308}
@@ -190,9 +191,9 @@ class HttpClient:
 
     def _read_body(self, resp: http.client.HTTPResponse, where: str) -> bytes:
         cap = self.max_response_bytes
-        declared = resp.getheader("content-length")
-        if declared and declared.isdigit() and int(declared) > cap:
-            raise HostError(f"{where}: response of {int(declared)} bytes exceeds the {cap}-byte limit "
+        declared = plain_int(resp.getheader("content-length"))
+        if declared is not None and declared > cap:
+            raise HostError(f"{where}: response of {declared} bytes exceeds the {cap}-byte limit "
                             "([lua] max_response_bytes)")
         chunks: list[bytes] = []
         total = 0

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from context_harness.errors import ConfigError
 from context_harness.lua.runtime import HostError
+from context_harness.validation import plain_int
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -60,9 +61,10 @@ def _split_port(entry: str) -> tuple[str, int | None]:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    number = plain_int(text)
+    if number is None or not 0 < number < 65536:
         raise ValueError
-    return int(text)
+    return number
 
 
 def parse_rule(raw: str) -> Rule:

@@ -22,6 +22,7 @@ from context_harness.errors import (
     Unauthorized,
     outcome,
 )
+from context_harness.validation import plain_int
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +141,8 @@ class BodyLimitAndAuth:
                 return
         too_large = error_response(BodyTooLarge(f"request body is larger than {self.max_body_bytes} bytes "
                                                 "([server] max_body_bytes)"))
-        declared = headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
+        declared = plain_int(headers.get("content-length"))
+        if declared is not None and declared > self.max_body_bytes:
             await too_large(scope, receive, send)
             return
         received = 0

@@ -59,7 +59,7 @@ from context_harness.server.guards import (
 from context_harness.server.mcp import HarnessServer, build_server
 from context_harness.server.rpc import JsonRpcGuard
 from context_harness.server.ui import console_routes, ui_enabled
-from context_harness.validation import decode_json
+from context_harness.validation import decode_json, plain_int
 
 log = logging.getLogger(__name__)
 
@@ -233,13 +233,14 @@ def streamable_http(server: HarnessServer, settings: ServerConfig) -> tuple[Any,
 def parse_bind(value: str) -> tuple[str, int]:
     """``host:port``, ``[v6]:port``, ``:port`` or ``port`` -> (host, port); the host defaults to 127.0.0.1."""
     text = value.strip()
-    if text.isdigit():
-        return "127.0.0.1", int(text)
+    if (alone := plain_int(text)) is not None:
+        return "127.0.0.1", alone
     host, port = split_host(text)
-    if port is None or not port.isdigit() or not 0 <= int(port) <= 65535:
+    number = plain_int(port)
+    if number is None or not 0 <= number <= 65535:
         raise BadRequest(f"--bind {value!r}: expected HOST:PORT such as 127.0.0.1:7331")
     host = host.strip("[]") or "127.0.0.1"
-    return host, int(port)
+    return host, number
 
 
 def is_loopback(host: str) -> bool:

@@ -63,7 +63,7 @@ from context_harness.harness import DocumentChanges, Harness
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
 from context_harness.server.schemas import portable_input, portable_output
 from context_harness.tools.base import hints
-from context_harness.validation import parse_get
+from context_harness.validation import parse_get, plain_int
 from context_harness.writeback import CLIENT
 
 log = logging.getLogger(__name__)
@@ -134,9 +134,10 @@ def page(items: Sequence[Item], params: t.PaginatedRequestParams | None) -> tupl
     cursor = params.cursor if params is not None else None
     start = 0
     if cursor:
-        if not cursor.isdigit():
+        offset = plain_int(cursor)
+        if offset is None:
             raise protocol_error(BadRequest("invalid cursor"))
-        start = int(cursor)
+        start = offset
     end = start + PAGE_SIZE
     return list(items[start:end]), (str(end) if end < len(items) else None)
 

@@ -238,6 +238,13 @@ async def test_agents_mcp_resources_paging_over_45_agents(tmp_path, mode) -> Non
                 await client.read_resource("agent://nobody")
             with pytest.raises(MCPError):
                 await client.list_resources(cursor="not-a-cursor", cache_mode="refresh")
+            for cursor in ("²", "١٢"):  # digits to str.isdigit, not to int(): a client's error, not internal
+                with pytest.raises(MCPError) as refused:
+                    await client.list_resources(cursor=cursor, cache_mode="refresh")
+                assert refused.value.code == -32602, refused.value.error
+                with pytest.raises(MCPError) as refused:
+                    await client.list_resource_templates(cursor=cursor)
+                assert refused.value.code == -32602, refused.value.error
             # documents keep their template next to the agent catalog
             templates = (await client.list_resource_templates()).resource_templates
             assert [x.uri_template for x in templates] == ["ctx://documents/{id}"]

@@ -10,6 +10,7 @@ from mcp import Client
 
 from context_harness import __version__
 from context_harness import config as config_mod
+from context_harness.errors import BadRequest
 from context_harness.server.http import parse_bind
 from support.results import error_of
 
@@ -193,3 +194,9 @@ def test_cors_off_by_default(rest):
 ])
 def test_parse_bind(value, expected):
     assert parse_bind(value) == expected
+
+
+@pytest.mark.parametrize("value", ["²", "127.0.0.1:²", "127.0.0.1:70000", "host:port"])
+def test_parse_bind_refuses_what_is_not_a_port(value):
+    with pytest.raises(BadRequest, match="expected HOST:PORT"):
+        parse_bind(value)

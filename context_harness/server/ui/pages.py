@@ -19,6 +19,7 @@ from context_harness.errors import BadRequest, HarnessError
 from context_harness.harness import Harness
 from context_harness.models import DocumentOut, GetRequest, SearchFilters, SearchMode, SearchRequest
 from context_harness.server.ui.session import Sessions, new_session_id, set_cookie
+from context_harness.validation import plain_int
 
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
 EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
@@ -159,8 +160,9 @@ class Pages:
         chunk = params.get("chunk", "")
         offset = params.get("offset", "")
         try:
-            get = GetRequest(id=params.get("id", ""), chunk=int(chunk) if chunk.isdigit() else None,
-                             offset=int(offset) if offset.isdigit() and not chunk.isdigit() else None,
+            at_chunk = plain_int(chunk)
+            get = GetRequest(id=params.get("id", ""), chunk=at_chunk,
+                             offset=plain_int(offset) if at_chunk is None else None,
                              max_chars=8000)
             doc = await self.harness.get(get)
         except (HarnessError, ValidationError) as exc:
