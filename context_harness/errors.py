@@ -178,6 +178,11 @@ class MethodNotAllowed(BadRequest):
     """An HTTP method the route does not take."""
 
 
+class UnsupportedMediaType(BadRequest):
+    """A POST (PUT, PATCH) whose body is not declared ``application/json``: what a page on another
+    origin can send without asking (``text/plain``, a form, no type)."""
+
+
 # -- JSON-RPC errors the HTTP rim answers before the MCP SDK sees a message (``server/rpc.py``) --
 
 class ParseError(BadRequest):
@@ -220,6 +225,7 @@ OUTCOMES: dict[type[HarnessError], Outcome] = {
     MisdirectedHost: Outcome(421, False, INVALID_PARAMS),
     BodyTooLarge: Outcome(413, False, INVALID_PARAMS),
     MethodNotAllowed: Outcome(405, False, INVALID_PARAMS),
+    UnsupportedMediaType: Outcome(415, False, INVALID_PARAMS),
     ParseError: Outcome(400, False, PARSE_ERROR),
     InvalidRequest: Outcome(400, False, INVALID_REQUEST),
     TooManySessions: Outcome(503, False, INTERNAL_ERROR),

@@ -1,8 +1,8 @@
 """The HTTP guards (pure ASGI), in the order every request meets them: message framing
-(``Content-Length`` with ``Transfer-Encoding``), Host/Origin (the DNS-rebinding defence), then the
-body size limit and the bearer token. CORS, when ``[server]
-cors_origins`` lists origins, sits between them (Starlette's middleware). Each refusal is a
-``HarnessError`` rendered through the error table."""
+(``Content-Length`` with ``Transfer-Encoding``), Host/Origin (the DNS-rebinding defence, and writes
+only from the server's own origin), then the body size limit and the bearer token, then JSON bodies
+for writes. CORS, when ``[server] cors_origins`` lists origins, sits after Host/Origin (Starlette's
+middleware). Each refusal is a ``HarnessError`` rendered through the error table."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from context_harness.errors import (
     HarnessError,
     MisdirectedHost,
     Unauthorized,
+    UnsupportedMediaType,
     outcome,
 )
 from context_harness.validation import plain_int
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_BINDS = ("0.0.0.0", "::", "[::]", "")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
 def error_response(error: HarnessError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -53,7 +57,10 @@ class HostOriginGuard:
 
     Allowed hosts: loopback names on any port, the bind address when it is not a wildcard, and
     ``[server] allowed_hosts`` (``"name"`` or ``"name:*"`` = any port, ``"name:port"`` exact, ``"*"`` = any).
-    Allowed origins: none sent, loopback origins, ``[server] allowed_origins`` and ``cors_origins``.
+    Allowed origins: none sent, ``[server] allowed_origins`` and ``cors_origins``, the server's own
+    (host and port those of the request's ``Host``), and for reads (GET, HEAD, OPTIONS) any loopback
+    origin. A write (POST, PUT, PATCH, DELETE) from another loopback origin, a page on another local
+    port, is refused: that page could otherwise change notes behind the user's back.
     """
 
     def __init__(self, app: ASGIApp, settings: ServerConfig, bind_host: str | None = None) -> None:
@@ -72,25 +79,34 @@ class HostOriginGuard:
         self.any_origin = "*" in settings.allowed_origins
         self.origins = {o.rstrip("/").lower() for o in [*settings.allowed_origins, *settings.cors_origins]}
 
-    def host_ok(self, value: str | None) -> bool:
-        if self.any_host:
+    def host_ok(self, value: str | None, named: bool = False) -> bool:
+        """Whether this server answers for ``Host: value``; ``named``: by name, not by ``"*"``."""
+        if self.any_host and not named:
             return True
         if not value:
             return False
         host, port = split_host(value)
         return host in self.host_names or f"{host}:{port}" in self.host_exact
 
-    def origin_ok(self, value: str | None) -> bool:
+    def origin_ok(self, value: str | None, host: str | None = None, write: bool = False) -> bool:
+        """Whether a request with ``Origin: value`` for ``Host: host`` may go on; ``write``: it is a
+        write, which only the server's own origin and the listed ones may send."""
         if value is None or self.any_origin:
             return True
         origin = value.rstrip("/").lower()
         if origin in self.origins:
             return True
         scheme, sep, rest = origin.partition("://")
-        if not sep or scheme not in ("http", "https"):
+        if not sep or scheme not in DEFAULT_PORTS:
             return False
-        host, _ = split_host(rest)
-        return host in LOOPBACK_HOSTS
+        origin_host, origin_port = split_host(rest)
+        if self.host_ok(host, named=True):  # not a Host only "*" lets in: a rebound name would be "own"
+            assert host is not None
+            own_host, own_port = split_host(host)
+            default = DEFAULT_PORTS[scheme]  # the scheme is not compared: a TLS proxy may stand in front
+            if (origin_host, origin_port or default) == (own_host, own_port or default):
+                return True
+        return not write and origin_host in LOOPBACK_HOSTS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,10 +118,15 @@ class HostOriginGuard:
             await error_response(MisdirectedHost("this Host is not allowed; add it to [server] allowed_hosts"))(
                 scope, receive, send)
             return
-        if not self.origin_ok(headers.get("origin")):
-            log.warning("rejected a request from Origin %r (not in [server] allowed_origins)", headers.get("origin"))
-            await error_response(Forbidden("this Origin is not allowed; add it to [server] allowed_origins"))(
-                scope, receive, send)
+        origin, host, write = headers.get("origin"), headers.get("host"), scope["method"] not in SAFE_METHODS
+        if not self.origin_ok(origin, host, write):
+            log.warning("rejected a %s from Origin %r (not in [server] allowed_origins)", scope["method"], origin)
+            error = Forbidden("this Origin is not allowed; add it to [server] allowed_origins")
+            if write and self.origin_ok(origin, host):
+                error = Forbidden(f"a {scope['method']} from another origin ({str(origin)[:100]}) is refused: this "
+                                  "server takes writes from its own pages only; add the origin to [server] "
+                                  "allowed_origins to allow it")
+            await error_response(error)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -170,6 +191,28 @@ class BodyLimitAndAuth:
                 await too_large(scope, receive, send)
 
 
+class JsonBodies:
+    """Refuse a POST, PUT or PATCH whose ``Content-Type`` is not ``application/json`` with 415: the
+    types a page on another origin may send without a CORS preflight (``text/plain``, forms, none) never
+    reach a route. Paths under ``form_paths`` (the console, whose forms carry a CSRF token) are left be."""
+
+    def __init__(self, app: ASGIApp, form_paths: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.form_paths = form_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] == "http" and scope["method"] in BODY_METHODS
+                and not any(scope["path"] == p or scope["path"].startswith(p + "/") for p in self.form_paths)):
+            declared = _headers(scope).get("content-type", "")
+            if declared.partition(";")[0].strip().lower() != "application/json":
+                shown = f"Content-Type {declared[:60]!r}" if declared else "no Content-Type"
+                await error_response(UnsupportedMediaType(
+                    f"{scope['method']} {scope['path'][:100]} with {shown}: send the body as JSON with "
+                    "Content-Type: application/json"))(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class FramingGuard:
     """Refuse a request that carries both ``Content-Length`` and ``Transfer-Encoding`` (a request-smuggling
     shape) with 400 and close its connection, as RFC 9112 §6.3 requires."""
@@ -195,5 +238,5 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-__all__ = ["LOOPBACK_HOSTS", "BodyLimitAndAuth", "BodyLimitExceeded", "FramingGuard", "HostOriginGuard",
+__all__ = ["LOOPBACK_HOSTS", "BodyLimitAndAuth", "BodyLimitExceeded", "FramingGuard", "HostOriginGuard", "JsonBodies",
            "error_response", "split_host"]

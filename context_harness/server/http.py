@@ -53,12 +53,13 @@ from context_harness.server.guards import (
     BodyLimitExceeded,
     FramingGuard,
     HostOriginGuard,
+    JsonBodies,
     error_response,
     split_host,
 )
 from context_harness.server.mcp import HarnessServer, build_server
 from context_harness.server.rpc import JsonRpcGuard
-from context_harness.server.ui import console_routes, ui_enabled
+from context_harness.server.ui import SecurityHeaders, console_routes, ui_enabled
 from context_harness.validation import decode_json, plain_int
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,22 @@ class UnknownErrors:
                 raise
             error = as_harness_error(exc, f"{scope.get('method')} {scope.get('path')}")
             await error_response(error)(scope, receive, send)
+
+
+class ConsoleHeaders:
+    """The console's security headers (``server.ui.SECURITY_HEADERS``) on every answer under ``/ui``:
+    its pages', and the ones given outside its router too (an unknown route's 404, a 405, a guard's
+    refusal, an error). The outermost middleware, so nothing answers past it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.headed = SecurityHeaders(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (scope["path"] == "/ui" or scope["path"].startswith("/ui/")):
+            await self.headed(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 async def _harness_error(request: Request, exc: Exception) -> Response:
@@ -185,14 +202,16 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
     settings = harness.config.server
     server = build_server(harness, agent)
     mcp_app, mcp_run = streamable_http(server, settings)
-    middleware = [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
+    console = ui_enabled(harness.config, bind_host is None or is_loopback(bind_host))
+    middleware = [Middleware(ConsoleHeaders)] if console else []
+    middleware += [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
     if settings.cors_origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["*"], expose_headers=["Mcp-Session-Id", "Mcp-Protocol-Version"], max_age=600))
-    console = ui_enabled(harness.config, bind_host is None or is_loopback(bind_host))
     middleware.append(Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes,
                                  token=settings.auth_token or None, own_auth=("/ui",) if console else ()))
+    middleware.append(Middleware(JsonBodies, form_paths=("/ui",) if console else ()))
     middleware.append(Middleware(UnknownErrors))
     routes: list[BaseRoute] = [*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)]
     if console:

@@ -1,5 +1,6 @@
-"""Access (issue 16, battery 7): a foreign Host or Origin, a missing or wrong token and oversized
-bodies (declared or streamed) are refused with their codes, while another client keeps being served.
+"""Access (issue 16, battery 7; issue 39): a foreign Host or Origin, a write from another local origin, a
+body not sent as JSON, a missing or wrong token and oversized bodies (declared or streamed) are refused
+with their codes, while another client keeps being served.
 
 The real app under uvicorn on 127.0.0.1 with a token; hostile clients in two threads hammer it with
 every kind of refused request while a well-behaved client searches; every one of its requests must
@@ -46,6 +47,7 @@ def streamed(size: int) -> Iterator[bytes]:
 
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
+JSON = {"content-type": "application/json"}
 # (what, method, path, headers, body, status, code)
 REFUSED: list[tuple[str, str, str, dict[str, str], Any, int, str]] = [
     ("foreign Host", "GET", "/tools/list", {**AUTH, "host": "evil.example"}, None, 421, "forbidden"),
@@ -64,9 +66,13 @@ REFUSED: list[tuple[str, str, str, dict[str, str], Any, int, str]] = [
     ("token without scheme", "GET", "/tools/list", {"authorization": TOKEN}, None, 401, "unauthorized"),
     ("token as Basic", "GET", "/tools/list", {"authorization": f"Basic {TOKEN}"}, None, 401, "unauthorized"),
     ("token in the query", "GET", f"/tools/list?token={TOKEN}", {}, None, 401, "unauthorized"),
-    ("declared oversized body", "POST", "/tools/search", AUTH, b'{"query": "' + b"a" * LIMIT + b'"}', 413,
+    ("declared oversized body", "POST", "/tools/search", {**AUTH, **JSON}, b'{"query": "' + b"a" * LIMIT + b'"}', 413,
      "bad_request"),
-    ("streamed oversized body", "POST", "/tools/search", AUTH, "stream", 413, "bad_request"),
+    ("streamed oversized body", "POST", "/tools/search", {**AUTH, **JSON}, "stream", 413, "bad_request"),
+    ("text/plain body", "POST", "/tools/search", {**AUTH, "content-type": "text/plain"}, b'{"query":"x"}', 415,
+     "bad_request"),
+    ("write from another loopback port", "POST", "/tools/search", {**AUTH, **JSON, "origin": "http://127.0.0.1:9"},
+     b'{"query":"x"}', 403, "forbidden"),
     ("oversized body on /mcp", "POST", "/mcp", {**AUTH, "accept": "application/json, text/event-stream",
                                                 "content-type": "application/json"}, b"[" + b" " * LIMIT + b"]", 413,
      "bad_request"),
@@ -133,7 +139,8 @@ def test_allowed_host_and_origin_pass(server: AppServer) -> None:
         assert http.get("/tools/list", headers={"host": "ctx.internal:9999"}).status_code == 200
         assert http.get("/tools/list", headers={"origin": "https://app.example.com"}).status_code == 200
         assert http.get("/tools/list", headers={"origin": "http://localhost:3000"}).status_code == 200
-        assert http.post("/tools/search", content=b'{"query": "' + b"a" * (LIMIT - 64) + b'"}').status_code == 200
+        assert http.post("/tools/search", content=b'{"query": "' + b"a" * (LIMIT - 64) + b'"}',
+                         headers={"content-type": "application/json"}).status_code == 200
 
 
 def test_health_needs_no_token_and_shows_none(server: AppServer) -> None:

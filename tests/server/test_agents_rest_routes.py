@@ -65,7 +65,8 @@ async def test_agents_rest_prompt_matches_mcp(served) -> None:
     ("/agents/responder/prompt", {"service": "x", "mode": "spin"}, 408, "timeout", "timed out"),
 ])
 async def test_agents_rest_prompt_errors(served, path, body, status, code, fragment) -> None:
-    kwargs = {"content": body} if isinstance(body, bytes) else {"json": body}
+    kwargs = ({"content": body, "headers": {"content-type": "application/json"}} if isinstance(body, bytes)
+              else {"json": body})
     response = await rest(served, "POST", path, **kwargs)
     assert response.status_code == status
     error = response.json()["error"]
