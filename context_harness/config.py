@@ -263,8 +263,8 @@ class GitConnectorConfig(_Section, _Interval):
 
     sync_interval: str | None = Field(default="10m", description="how often a server (or `ctx watch`) fetches and "
                                       're-syncs the repository; "off": only on `ctx sync` and at start')
-    url: str = Field(description="the repository: any URL or path `git clone` accepts (credentials come from your "
-                     "git setup)")
+    url: str = Field(description="the repository: an https, ssh, git or file URL, user@host:path or a local path "
+                     "(credentials come from your git setup)")
     branch: str | None = Field(default=None, description="the branch to check out; unset: the remote's default")
     root: str = Field(default=".", description="the folder inside the repository to index")
     include_globs: list[str] = Field(default_factory=default_include_globs, description="files to index "
@@ -393,8 +393,8 @@ class RegistryConfig(_Section):
     connectors, tools and agents ``ctx registry`` lists and installs; scripts from it run with only the
     capabilities its manifest declares."""
 
-    url: str = Field(description="the registry: a git URL, or a local path (a repository, or a folder inside one) "
-                     "relative to the config file")
+    url: str = Field(description="the registry: an https, ssh, git or file URL, user@host:path, or a local path (a "
+                     "repository, or a folder inside one) relative to the config file")
     readonly: bool = Field(default=True, description="never push to or edit the registry's copy (to change an "
                            "extension, `ctx registry override ID` copies it into the project's .ctx/)")
     auto_update: bool = Field(default=False, description="apply `ctx registry update` without --accept when the "

@@ -9,6 +9,12 @@ Dates (full clones, ``shallow = false``): one ``git log`` pass per sync, made wh
 file is loaded, gives each file's ``created_at`` (the oldest commit that added it) and ``updated_at``
 (the newest commit that added or changed it; front matter dates still win). A shallow clone has no
 history to ask, so its files keep the file time and get ``created_at`` from their first sync.
+
+git is called safely (``run_git``): a URL must pass ``url_problem`` (https, ssh, git, file, scp-like
+``user@host:path`` or a local path; nothing that git would read as an option or a transport helper
+such as ``ext::`` or ``fd::``), ``--`` (or ``--end-of-options``) precedes every positional argument,
+``GIT_ALLOW_PROTOCOL`` allows only those transports again, and every call has a deadline after
+which git and everything it started (``git-remote-https``, ``ssh``) are killed.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -28,10 +35,17 @@ from context_harness.config import FilesystemConnectorConfig, GitConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import FilesystemConnector
 from context_harness.connectors.names import escape_name
+from context_harness.errors import ConfigError
 
 log = logging.getLogger(__name__)
-GIT_TIMEOUT = 600
+GIT_TIMEOUT = 600  # seconds for one git call of a git source (clone, fetch, ...); then it is killed
+ALLOWED_SCHEMES = ("https", "ssh", "git", "file")
+SSH_ALIASES = ("git+ssh", "ssh+git")  # spellings git reads as ssh
+ALLOWED_PROTOCOLS = "https:ssh:git:file"  # GIT_ALLOW_PROTOCOL: what git itself may use (local paths are "file")
+KILL_WAIT = 5.0  # seconds to collect a killed git's output
 UPDATED_KEYS = ("updated", "updated_at", "modified")  # front matter dates that win over the history
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_HELPER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # <transport>::<address>: a remote helper (ext::, fd::)
 
 Dates = dict[str, tuple[dt.datetime | None, dt.datetime]]
 """path in the repository -> (created: oldest commit adding it, updated: newest commit adding or changing it)."""
@@ -41,25 +55,94 @@ class GitError(RuntimeError):
     """git failed; the message says what to fix."""
 
 
+def url_problem(url: str) -> str | None:
+    """Why git must not be given ``url``, or None. Allowed: ``https://``, ``ssh://`` (``git+ssh://``),
+    ``git://`` and ``file://`` URLs, scp-like ``[user@]host:path`` and local paths."""
+    if not url.strip():
+        return "is empty"
+    if url.startswith("-"):
+        return "starts with '-', which git would read as an option"
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        return "holds a control character"
+    if _HELPER.match(url):
+        return (f"uses git's remote-helper syntax {url.split('::', 1)[0]}::, which can run commands; "
+                f"use an {', '.join(ALLOWED_SCHEMES[:-1])} or {ALLOWED_SCHEMES[-1]} URL, user@host:path or a path")
+    found = _SCHEME.match(url)
+    if found:
+        scheme = found.group(1).lower()
+        if scheme not in ALLOWED_SCHEMES + SSH_ALIASES:
+            hint = " (use https)" if scheme == "http" else ""
+            return (f"uses the scheme {scheme!r}{hint}; allowed: {', '.join(ALLOWED_SCHEMES)}, "
+                    "user@host:path or a local path")
+        host = url[found.end():].split("/", 1)[0].rsplit("@", 1)[-1]
+        if host.startswith("-"):
+            return "names a host starting with '-', which ssh would read as an option"
+        return None
+    colon, slash = url.find(":"), url.find("/")
+    if colon > 0 and (slash == -1 or colon < slash) and url[:colon].rsplit("@", 1)[-1].startswith("-"):
+        return "names a host starting with '-', which ssh would read as an option"  # scp-like user@host:path
+    return None
+
+
+def check_url(url: str, where: str, error: type[Exception] = GitError) -> str:
+    """``url`` when git may be given it, else ``error`` naming ``where`` it is set and what to fix."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise error(f"{where}: url {url!r} {problem}")
+    return url
+
+
 def _git(args: list[str], cwd: Path | None = None) -> str:
     return run_git(args, cwd)
 
 
 def run_git(args: list[str], cwd: Path | None = None, error: type[Exception] = GitError,
-            timeout: float = GIT_TIMEOUT) -> str:
-    """``git *args`` without a terminal prompt; its stdout, or ``error`` naming what failed."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+            timeout: float | None = None) -> str:
+    """``git *args`` without a terminal or a prompt, only over the allowed transports; its stdout,
+    or ``error`` naming what failed. After ``timeout`` seconds (default ``GIT_TIMEOUT``) git and every
+    process it started are killed and ``error`` says so."""
+    limit = GIT_TIMEOUT if timeout is None else timeout
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true",
+           "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS}
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="surrogateescape",
-                              timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+        # its own session: no terminal to prompt on, and one process group to kill
+        process = subprocess.Popen(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=env, start_new_session=True)
     except FileNotFoundError:
         raise error("the `git` executable is not installed or not on PATH") from None
+    try:
+        out, err = process.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
-        raise error(f"`git {args[0]}` took longer than {timeout:.0f} s") from None
-    if done.returncode != 0:
-        detail = (done.stderr or done.stdout).strip().splitlines()
-        raise error(f"`git {args[0]}` failed: {detail[-1] if detail else 'exit code ' + str(done.returncode)}")
-    return done.stdout.strip()
+        _kill(process)
+        raise error(f"`git {args[0]}` did not finish within {limit:g} s and was stopped (a remote that does not "
+                    "answer?); check the URL and the network, then try again") from None
+    except BaseException:
+        _kill(process)
+        raise
+    stdout, stderr = _text(out), _text(err)
+    if process.returncode != 0:
+        detail = (stderr or stdout).strip().splitlines()
+        raise error(f"`git {args[0]}` failed: {detail[-1] if detail else 'exit code ' + str(process.returncode)}")
+    return stdout.strip()
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Kill git and what it started (its process group), then collect it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    try:
+        process.communicate(timeout=KILL_WAIT)
+    except subprocess.TimeoutExpired:  # a child that left the group still holds the pipes
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        process.wait(timeout=KILL_WAIT)
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="surrogateescape")
 
 
 class GitConnector:
@@ -76,22 +159,41 @@ class GitConnector:
         return f"{self.type}:{self.name}"
 
     def health(self) -> tuple[bool, str | None]:
+        problem = self.refusal()
+        if problem is not None:
+            return False, problem
         if not (self.checkout / ".git").is_dir():
             return True, "not cloned yet; `ctx sync` clones it"
         return True, None
 
+    def refusal(self) -> str | None:
+        """Why this source's url or branch is not given to git, or None."""
+        where = f"; fix it in [connectors.git.{self.name}]"
+        problem = url_problem(self.config.url)
+        if problem is not None:
+            return f"{self.label}: url {self.config.url!r} {problem}{where}"
+        branch = self.config.branch
+        if branch is not None and (not branch.strip() or branch.startswith("-")
+                                   or any(ord(c) < 33 or ord(c) == 127 for c in branch)):
+            return f"{self.label}: branch {branch!r} is not a branch name (empty, a leading '-', a space){where}"
+        return None
+
     def update(self) -> str:
-        """Clone or fetch, then check out the wanted branch; returns the commit id."""
+        """Clone or fetch, then check out the wanted branch; returns the commit id. ``ConfigError``
+        when the url or branch is refused (nothing runs)."""
+        problem = self.refusal()
+        if problem is not None:
+            raise ConfigError(problem)
         depth = ["--depth", "1"] if self.config.shallow else []
         if not (self.checkout / ".git").is_dir():
             if self.checkout.exists():
                 shutil.rmtree(self.checkout)
             self.checkout.parent.mkdir(parents=True, exist_ok=True)
-            branch = ["--branch", self.config.branch] if self.config.branch else []
-            _git(["clone", "--quiet", *depth, *branch, self.config.url, str(self.checkout)])
+            branch = [f"--branch={self.config.branch}"] if self.config.branch else []
+            _git(["clone", "--quiet", *depth, *branch, "--", self.config.url, str(self.checkout)])
         else:
             ref = self.config.branch or "HEAD"
-            _git(["fetch", "--quiet", *depth, "origin", ref], cwd=self.checkout)
+            _git(["fetch", "--quiet", *depth, "--", "origin", ref], cwd=self.checkout)
             _git(["reset", "--quiet", "--hard", "FETCH_HEAD"], cwd=self.checkout)
             _git(["clean", "-qfdx"], cwd=self.checkout)
         return _git(["rev-parse", "HEAD"], cwd=self.checkout)

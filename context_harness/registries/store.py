@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -18,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from context_harness.config import Config, RegistryConfig
-from context_harness.connectors.git import run_git
+from context_harness.connectors.git import check_url, run_git
 from context_harness.errors import ConfigError
 
-GIT_TIMEOUT = 300
+GIT_TIMEOUT = 300  # seconds for one git call on a registry (clone, fetch, checkout ...); then it is killed
 STATE_FILE = "registries.json"
+OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 class RegistryError(ConfigError):
@@ -44,6 +46,14 @@ class State:
 
 def git(args: list[str], cwd: Path | None = None) -> str:
     return run_git(args, cwd, RegistryError, GIT_TIMEOUT)
+
+
+def object_id(value: str, what: str) -> str:
+    """``value`` when it is a full commit hash (so git never reads it as an option), else ``ConfigError``."""
+    if not OBJECT_ID.match(value):
+        raise ConfigError(f"{what}: {value[:80]!r} is not a commit hash; run `ctx registry update --accept` to pin "
+                          "it again")
+    return value
 
 
 class Store:
@@ -88,9 +98,10 @@ class Store:
         """The folder holding the registry's ``registry.toml`` in its copy."""
         return self.checkout(name) / pin.root if pin.root else self.checkout(name)
 
-    def source(self, registry: RegistryConfig) -> tuple[str, str]:
-        """``(what to clone, the registry's folder inside it)`` for a configured registry."""
-        url = registry.url
+    def source(self, name: str, registry: RegistryConfig) -> tuple[str, str]:
+        """``(what to clone, the registry's folder inside it)`` for a configured registry; ``ConfigError``
+        for a url git must not be given (``connectors.git.url_problem``)."""
+        url = check_url(registry.url, f"[registries.{name}]", ConfigError)
         local = Path(url).expanduser()
         if "://" in url or (":" in url and not local.is_absolute() and not url.startswith(".")):
             return url, ""
@@ -108,30 +119,31 @@ class Store:
 
     def clone(self, name: str, registry: RegistryConfig) -> Pin:
         """Clone registry ``name`` (if not cloned yet) and pin it at the source's current commit."""
-        url, sub = self.source(registry)
+        url, sub = self.source(name, registry)
         dest = self.checkout(name)
         if not (dest / ".git").exists():
             if dest.exists():
                 shutil.rmtree(dest)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            git(["clone", "--quiet", url, str(dest)])
+            git(["clone", "--quiet", "--", url, str(dest)])
         git(["checkout", "--quiet", "--detach"], cwd=dest)
-        return Pin(git(["rev-parse", "HEAD"], cwd=dest), sub, registry.url)
+        return Pin(object_id(git(["rev-parse", "HEAD"], cwd=dest), f"registry {name}"), sub, registry.url)
 
     def fetch(self, name: str) -> str:
         """Fetch the source's current commit into the copy (checking nothing out); its hash."""
         dest = self.checkout(name)
-        git(["fetch", "--quiet", "origin", "HEAD"], cwd=dest)
-        return git(["rev-parse", "FETCH_HEAD"], cwd=dest)
+        git(["fetch", "--quiet", "--", "origin", "HEAD"], cwd=dest)
+        return object_id(git(["rev-parse", "FETCH_HEAD"], cwd=dest), f"registry {name}")
 
     def changed_files(self, name: str, old: str, new: str, root: str) -> list[str]:
-        args = ["diff", "--name-only", old, new] + (["--", root] if root else [])
+        args = ["diff", "--name-only", "--end-of-options", object_id(old, name), object_id(new, name), "--"]
+        args += [root] if root else []
         out = git(args, cwd=self.checkout(name))
         return [line.removeprefix(root + "/") if root else line for line in out.splitlines() if line]
 
     def show(self, name: str, commit: str, path: str) -> str | None:
         try:
-            return git(["show", f"{commit}:{path}"], cwd=self.checkout(name))
+            return git(["show", "--end-of-options", f"{object_id(commit, name)}:{path}"], cwd=self.checkout(name))
         except RegistryError:
             return None
 
@@ -139,7 +151,8 @@ class Store:
         return bool(git(["status", "--porcelain"], cwd=self.checkout(name)))
 
     def move(self, name: str, commit: str) -> None:
-        git(["checkout", "--quiet", "--force", "--detach", commit], cwd=self.checkout(name))
+        git(["checkout", "--quiet", "--force", "--detach", object_id(commit, f"registry {name}")],
+            cwd=self.checkout(name))
 
     def delete(self, name: str) -> None:
         shutil.rmtree(self.checkout(name), ignore_errors=True)
