@@ -218,7 +218,8 @@ class ServerConfig(_Section):
                               "agent_inject (when at least one agent is defined)")
     get_max_chars: int = Field(default=18_000, ge=0, le=1_000_000, description="characters of body a `get` returns "
                                "when the request gives no max_chars (with the chunks listed, a default window "
-                               "stays under 25 kB); 0: whole documents")
+                               "stays under 25 kB); 0: whole documents, up to the 1,000,000 characters one get returns "
+                               "at most")
     compat: list[Literal["agentzoo", "orchestr8"]] = Field(
         default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
     session_idle_timeout: float = Field(default=600, gt=0, le=86_400, description="seconds an MCP session over "

@@ -33,12 +33,13 @@ from context_harness.connections import Connections
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
 from context_harness.embedding import priority as embedding_priority
 from context_harness.embedding.base import Warming
-from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, embeddings_disabled
+from context_harness.errors import BadRequest, HarnessError, NotConfigured, embeddings_disabled
 from context_harness.extensions import Extensions, collect_extensions
 from context_harness.ingest.check import check as check_store
 from context_harness.ingest.embed import embedding_status
 from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions
 from context_harness.models import (
+    MAX_GET_CHARS,
     CheckReport,
     DocumentEntry,
     DocumentListing,
@@ -273,16 +274,17 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         return await self.run_blocking(self.get_sync, request.id, request)
 
     def get_sync(self, doc_id: str, request: GetRequest | None = None) -> DocumentOut:
-        """Without ``request`` (Lua's and agents' ``context.get``: scripts) the whole document. With one,
-        the window it names: ``chunk`` and its neighbours, or the text from ``offset``, at most
-        ``max_chars`` characters (default ``[server] get_max_chars``; 0: the whole document)."""
+        """Without ``request`` (Lua's and agents' ``context.get``: scripts) the whole document, with one
+        the window it names (``max_chars`` default ``[server] get_max_chars``); at most ``MAX_GET_CHARS``
+        characters either way (``windows.read``)."""
         assert self.store is not None
-        doc_id = doc_id.strip().lower()
-        found = self.store.document_with_chunks(doc_id)
-        if found is None:
-            raise NotFound(f"no document with id {doc_id!r}; use an id returned by search")
-        return windows.document_window(*found, request, self.config.server.get_max_chars,
-                                       self.config.chunking.overlap_tokens)
+        default = MAX_GET_CHARS if request is None else self.config.server.get_max_chars
+        return windows.read(self.store, doc_id.strip().lower(), request, default, self.config.chunking.overlap_tokens)
+
+    async def document_headings(self, doc_id: str, around: int, reach: int) -> windows.Headings:
+        """The headings of the chunks near chunk ``around`` (the console's table of contents)."""
+        assert self.store is not None
+        return await self.run_blocking(windows.headings_near, self.store, doc_id.strip().lower(), around, reach)
 
     async def document_listing(self, cursor: str | None = None, limit: int = 100) -> DocumentListing:
         return await self.run_blocking(self.document_listing_sync, cursor, limit)

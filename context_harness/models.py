@@ -16,7 +16,7 @@ from context_harness import timestamps
 _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
-MAX_GET_CHARS = 1_000_000  # the largest window `get` returns on request; max_chars = 0 returns everything
+MAX_GET_CHARS = 1_000_000  # the most characters of body one `get` returns; max_chars = 0 (the whole document) too
 
 
 class SearchFilters(BaseModel):
@@ -171,7 +171,8 @@ class GetRequest(BaseModel):
         "response's 'next_offset'). Default 0.")
     max_chars: int | None = Field(
         default=None, description=f"Most characters of body to return (at most {MAX_GET_CHARS:,}); 0 returns "
-        "the whole document. Omit for the server's default (about 18,000).")
+        f"the whole document up to that ceiling (a longer one is cut there: read on with 'next_offset'). Omit "
+        "for the server's default (about 18,000).")
 
     @field_validator("chunk", "offset")
     @classmethod

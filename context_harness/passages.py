@@ -96,8 +96,9 @@ def chunk_spans(body: str, texts: Sequence[str], overlap: int = 0) -> list[tuple
 
 
 def spans_of(starts: Sequence[int], length: int) -> list[tuple[int, int]]:
-    """The spans of chunks starting at ``starts`` (as ``chunk_starts`` found them) in a body of ``length``."""
-    return list(zip(starts, [*starts[1:], length], strict=True))
+    """The spans of chunks starting at ``starts`` (as ``chunk_starts`` found them) in a body of ``length``
+    (none for a document without chunks: an empty or blank one)."""
+    return list(zip(starts, [*starts[1:], length], strict=True)) if starts else []
 
 
 def chunk_at(body: str, texts: Iterable[str], offset: int, overlap: int = 0) -> int | None:

@@ -199,3 +199,68 @@ async def test_chunks_stored_without_starts_are_placed_from_their_texts(kb) -> N
     assert await kb.get(GetRequest(id=doc_id, chunk=before[1].chunk)) == window
     await kb.sync(full=True)
     assert None not in [c.start for c in kb.store.chunks(doc_id)]
+
+
+@pytest.mark.parametrize("max_chars", [300, 2_000, None, 0])
+async def test_a_window_read_alone_is_the_window_of_the_whole_document(kb, max_chars) -> None:
+    """The embedded store reads a window's chunks and slice of the body alone (``windows.read_window``);
+    the answer is the one computed over the whole document, for chunks and offsets anywhere."""
+    from context_harness.search import windows
+
+    doc_id = await manual_id(kb)
+    row, chunks = kb.store.document_with_chunks(doc_id)
+    default, overlap = kb.config.server.get_max_chars, kb.config.chunking.overlap_tokens
+    requests = [GetRequest(id=doc_id, chunk=k, max_chars=max_chars) for k in range(0, len(chunks), 7)]
+    requests += [GetRequest(id=doc_id, chunk=len(chunks) - 1, max_chars=max_chars)]
+    requests += [GetRequest(id=doc_id, offset=o, max_chars=max_chars)
+                 for o in (0, 1, 4_999, 100_000, len(BODY) - 301, len(BODY) - 1, len(BODY))]
+    for request in requests:
+        alone = windows.read_window(kb.store, doc_id, request, default)
+        assert alone == windows.document_window(row, chunks, request, default, overlap), request
+    assert windows.read_window(kb.store, doc_id, None, default) == windows.document_window(row, chunks, None,
+                                                                                         default, overlap)
+
+
+@pytest.fixture
+async def huge(tmp_path: Path) -> AsyncIterator[tuple[Harness, str, str]]:
+    """A document of about 1.3 million characters: longer than the ceiling of a ``get``."""
+    body = long_markdown(1_300_000)
+    config = config_mod.load(write_long_document(tmp_path))
+    (tmp_path / "docs" / "manual.md").write_text(body, encoding="utf-8")
+    async with Harness.open(config) as h:
+        await h.sync()
+        yield h, await manual_id(h), body
+
+
+async def test_max_chars_zero_is_cut_at_the_ceiling_with_the_offset_to_read_on(huge) -> None:
+    from context_harness.models import MAX_GET_CHARS
+
+    h, doc_id, body = huge
+    assert len(body) > MAX_GET_CHARS == 1_000_000
+    for request in (GetRequest(id=doc_id, chunk=3, max_chars=0), GetRequest(id=doc_id, max_chars=0)):
+        doc = await h.get(request)
+        assert MAX_GET_CHARS * 3 // 4 <= len(doc.body) <= MAX_GET_CHARS and doc.truncated is True
+        assert doc.total_chars == len(body) and doc.next_offset == doc.range.end
+    rest = await h.get(GetRequest(id=doc_id, offset=doc.next_offset, max_chars=0))
+    assert doc.body + rest.body == body and rest.next_offset is None
+    script = h.get_sync(doc_id)  # Lua's and agents' context.get: the whole document, up to the ceiling too
+    assert script.body == doc.body and script.next_offset == doc.next_offset
+
+
+async def test_a_window_costs_the_window_not_the_document(huge) -> None:
+    """Reading a window allocates in proportion to the window: well under the document's size (the
+    whole-document read allocated its body and every chunk's text, over 2.6 MB here)."""
+    import tracemalloc
+
+    h, doc_id, body = huge
+    middle = len(body) // 2
+    chunk = (await h.get(GetRequest(id=doc_id, offset=middle))).chunks[0].index
+    tracemalloc.start()
+    try:
+        for request in (GetRequest(id=doc_id, offset=middle), GetRequest(id=doc_id, chunk=chunk)):
+            tracemalloc.reset_peak()
+            doc = h.get_sync(doc_id, request)
+            assert len(doc.body) <= 18_000
+            assert tracemalloc.get_traced_memory()[1] < 400_000, request
+    finally:
+        tracemalloc.stop()

@@ -294,7 +294,8 @@ def explain_line(explain: SearchExplain) -> str:
 @click.option("--chunk", type=int, default=None, help="Print this chunk (a search result's) and its neighbours.")
 @click.option("--offset", type=int, default=None, help="Print from this character offset (a `next_offset`).")
 @click.option("--max-chars", "max_chars", type=int, default=None,
-              help="At most this many characters (default [server] get_max_chars; 0: the whole document).")
+              help="At most this many characters (default [server] get_max_chars; 0: the whole document, "
+              "up to 1,000,000 characters).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @config_option
 @click.pass_context

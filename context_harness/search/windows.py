@@ -3,16 +3,79 @@
 Spans come from the chunks' stored starts (``passages.spans_of``), or, for chunks synced before
 starts were stored, from their texts (``passages.chunk_spans``). See ``passages`` for how a window
 ends and how a chunk's window widens with its neighbours.
+
+A window holds at most ``MAX_GET_CHARS`` characters, whatever the request: ``max_chars`` 0 (and a
+request-less read, as scripts make) asks for the whole document and gets it up to that ceiling,
+with ``next_offset`` to read on. Where the store can read part of a document (``WindowedReads``: the
+embedded store), ``read_window`` reads only the chunks near the window and the slice of the body it
+needs, so the work of a ``get`` follows the size of its answer, not of the document; it gives the
+same answer as ``document_window`` over the whole document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from context_harness import passages
-from context_harness.errors import BadRequest
-from context_harness.models import ChunkOut, DocumentOut, GetRequest, TextRange
+from context_harness.errors import BadRequest, NotFound
+from context_harness.models import MAX_GET_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
+from context_harness.store.backend import DocumentStorage
 from context_harness.store.documents import DocumentRow, StoredChunk
+
+
+@runtime_checkable
+class WindowedReads(Protocol):
+    """A store that reads part of a document (``store/documents.py``)."""
+
+    def snapshot(self) -> AbstractContextManager[None]: ...
+    def document_part(self, doc_id: str, start: int, stop: int) -> tuple[DocumentRow, int] | None: ...
+    def chunk_count(self, doc_id: str) -> int: ...
+    def chunk_range(self, doc_id: str, first: int, last: int) -> list[StoredChunk]: ...
+    def chunk_at(self, doc_id: str, offset: int, count: int) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class Headings:
+    """The heading paths of the chunks ``first`` to ``first + len(headings) - 1`` of a document of
+    ``count`` chunks (the console's table of contents around the part it shows)."""
+
+    first: int
+    headings: list[str]
+    count: int
+
+
+def headings_near(store: DocumentStorage, doc_id: str, around: int, reach: int) -> Headings:
+    """The headings of the chunks at most ``reach`` positions from chunk ``around``: read alone where
+    the store can (``WindowedReads``), else from all the document's chunks."""
+    if isinstance(store, WindowedReads):
+        with store.snapshot():
+            count = store.chunk_count(doc_id)
+            first = max(0, min(around, count - 1) - reach)
+            chunks = store.chunk_range(doc_id, first, first + 2 * reach) if count else []
+            if not count and store.document_part(doc_id, 0, 0) is None:
+                raise not_found(doc_id)
+    else:
+        found = store.document_with_chunks(doc_id)
+        if found is None:
+            raise not_found(doc_id)
+        count = len(found[1])
+        first = max(0, min(around, count - 1) - reach)
+        chunks = found[1][first:first + 2 * reach + 1]
+    return Headings(first, [c.heading for c in chunks], count)
+
+
+def not_found(doc_id: str) -> NotFound:
+    return NotFound(f"no document with id {doc_id!r}; use an id returned by search")
+
+
+def budget(request: GetRequest | None, default_max_chars: int) -> int:
+    """The most characters of body the answer holds: the request's ``max_chars``, else the default;
+    0 (the whole document) and anything above are the ceiling, ``MAX_GET_CHARS``."""
+    max_chars = default_max_chars if request is None or request.max_chars is None else request.max_chars
+    return min(max_chars or MAX_GET_CHARS, MAX_GET_CHARS)
 
 
 def spans(body: str, chunks: Sequence[StoredChunk], overlap: int) -> list[tuple[int, int]]:
@@ -22,31 +85,30 @@ def spans(body: str, chunks: Sequence[StoredChunk], overlap: int) -> list[tuple[
     return passages.chunk_spans(body, [c.text for c in chunks], overlap)
 
 
-def window(body: str, spans: list[tuple[int, int]], request: GetRequest, max_chars: int) -> tuple[int, int]:
-    """``[start, end)`` of the body that ``request`` asks for (``max_chars`` 0: no limit)."""
-    total = len(body)
-    budget = max_chars or total
-    if request.chunk is not None:
+def _out_of_range(chunk: int, count: int) -> BadRequest:
+    return BadRequest(f"chunk {chunk} is out of range: this document has {count} chunks (0-{count - 1})"
+                      if count else "this document has no chunks")
+
+
+def _past_end(offset: int, total: int) -> BadRequest:
+    return BadRequest(f"offset {offset} is past the end of the document ({total} characters)")
+
+
+def window(body: str, spans: list[tuple[int, int]], request: GetRequest | None, budget: int) -> tuple[int, int]:
+    """``[start, end)`` of the body that ``request`` asks for, at most ``budget`` characters."""
+    if request is not None and request.chunk is not None:
         if request.chunk >= len(spans):
-            raise BadRequest(f"chunk {request.chunk} is out of range: this document has {len(spans)} "
-                             f"chunks (0-{len(spans) - 1})" if spans else "this document has no chunks")
-        if not max_chars:
-            return 0, total
+            raise _out_of_range(request.chunk, len(spans))
         return passages.section_window(body, spans, request.chunk, budget)
-    offset = request.offset or 0
-    if offset > total:
-        raise BadRequest(f"offset {offset} is past the end of the document ({total} characters)")
-    return offset, passages.window_end(body, offset, budget) if max_chars else total
+    offset = (request.offset or 0) if request is not None else 0
+    if offset > len(body):
+        raise _past_end(offset, len(body))
+    return offset, passages.window_end(body, offset, budget)
 
 
-def document_window(row: DocumentRow, chunks: Sequence[StoredChunk], request: GetRequest | None,
-                    default_max_chars: int, overlap: int) -> DocumentOut:
-    """The document as ``get`` returns it: the whole of it without ``request``, else the window it
-    names (``max_chars`` defaulting to ``default_max_chars``), with the chunks overlapping it."""
-    body, total = row.body, len(row.body)
-    found = spans(body, chunks, overlap)
-    max_chars = default_max_chars if request is None or request.max_chars is None else request.max_chars
-    start, end = (0, total) if request is None else window(body, found, request, max_chars)
+def _answer(row: DocumentRow, part: str, base: int, total: int, chunks: Sequence[StoredChunk],
+            found: Sequence[tuple[int, int]], start: int, end: int) -> DocumentOut:
+    """The answer for the window ``[start, end)``; ``part`` is the body from ``base`` on (or all of it)."""
     whole = start == 0 and end == total
     # The chunks whose spans overlap the window (an empty span counts as its one position); a
     # window's chunks carry no text, as the body already holds it.
@@ -55,10 +117,88 @@ def document_window(row: DocumentRow, chunks: Sequence[StoredChunk], request: Ge
     return DocumentOut(
         id=row.id, source=row.source, source_id=row.source_id, source_url=row.source_url, title=row.title,
         author=row.author, created_at=row.created_at, updated_at=row.updated_at,
-        content_type=row.content_type, body=body[start:end], metadata=row.metadata, chunks=shown,
+        content_type=row.content_type, body=part[start - base:end - base], metadata=row.metadata, chunks=shown,
         truncated=not whole, range=TextRange(start=start, end=end), total_chars=total,
         next_offset=end if end < total else None, version=row.content_hash,
     )
 
 
-__all__ = ["document_window", "spans", "window"]
+def document_window(row: DocumentRow, chunks: Sequence[StoredChunk], request: GetRequest | None,
+                    default_max_chars: int, overlap: int) -> DocumentOut:
+    """The document as ``get`` returns it, from the whole of it: the window ``request`` names
+    (``max_chars`` defaulting to ``default_max_chars``; without ``request``, from the start), with the
+    chunks overlapping it."""
+    found = spans(row.body, chunks, overlap)
+    start, end = window(row.body, found, request, budget(request, default_max_chars))
+    return _answer(row, row.body, 0, len(row.body), chunks, found, start, end)
+
+
+def read(store: DocumentStorage, doc_id: str, request: GetRequest | None, default_max_chars: int,
+         overlap: int) -> DocumentOut:
+    """The answer of ``get``: read in proportion to the window where the store can (``read_window``),
+    else from the whole document (``document_window``)."""
+    if isinstance(store, WindowedReads):
+        doc = read_window(store, doc_id, request, default_max_chars)
+        if doc is not None:
+            return doc
+    found = store.document_with_chunks(doc_id)
+    if found is None:
+        raise not_found(doc_id)
+    return document_window(*found, request, default_max_chars, overlap)
+
+
+def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
+                default_max_chars: int) -> DocumentOut | None:
+    """``document_window``'s answer, read from ``store`` in proportion to the window: the chunks from
+    the one before the window's reach to the one after it, and the body from the window's earliest
+    possible start to its latest possible end. None when the chunks' starts are not stored (then
+    only the whole document tells where they lie)."""
+    size = budget(request, default_max_chars)
+    with store.snapshot():
+        count = store.chunk_count(doc_id)
+        if request is not None and request.chunk is not None:
+            k = request.chunk
+            if k >= count:
+                if store.document_part(doc_id, 0, 0) is None:
+                    raise not_found(doc_id)
+                raise _out_of_range(k, count)
+            own = store.chunk_range(doc_id, k, k)[0].start
+            if own is None:
+                return None
+            # Neighbours widen the window while it stays within the budget, so those starting more than
+            # the budget away can never join (passages.section_window); the window ends by own + size.
+            first = store.chunk_at(doc_id, own - size - 1, count) or 0
+            last = store.chunk_at(doc_id, own + size, count)
+            lo, hi = None, own + size + 1
+        else:
+            offset = (request.offset or 0) if request is not None else 0
+            first = store.chunk_at(doc_id, offset - 1, count) or 0
+            last = store.chunk_at(doc_id, offset + size, count)
+            lo, hi = offset, offset + size + 1
+        chunks = store.chunk_range(doc_id, first, min((last or 0) + 1, count - 1)) if count else []
+        if any(c.start is None for c in chunks):
+            return None
+        starts = [c.start or 0 for c in chunks]
+        lo = starts[0] if lo is None else lo
+        found_part = store.document_part(doc_id, lo, hi)
+    if found_part is None:
+        raise not_found(doc_id)
+    row, total = found_part
+    part = row.body
+    if chunks and chunks[-1].idx != count - 1:
+        chunks = chunks[:-1]  # the chunk after the reach: read for where the one before it ends
+    found = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
+    if request is not None and request.chunk is not None:
+        local = [(s - lo, e - lo) for s, e in found]
+        k = request.chunk - chunks[0].idx
+        start, end = passages.section_window(part, local, k, size)
+        start, end = start + lo, end + lo
+    else:
+        if lo > total:
+            raise _past_end(lo, total)
+        start, end = lo, lo + passages.window_end(part, 0, size)
+    return _answer(row, part, lo, total, chunks, found, start, end)
+
+
+__all__ = ["Headings", "WindowedReads", "budget", "document_window", "headings_near", "not_found", "read",
+           "read_window", "spans", "window"]

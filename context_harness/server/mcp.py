@@ -439,7 +439,8 @@ class HarnessServer(Server[dict[str, Any]]):
             uri_template=DOCUMENT_TEMPLATE, name="document", title="A document in the knowledge base",
             description="A document as Markdown (title, metadata, body); use an id returned by `search`. Like "
             "`get`, it holds one window of a long document: add `?chunk=K` for a search hit's section, "
-            "`?offset=N` to read on, `&max_chars=M` to size the window (0: the whole document).",
+            "`?offset=N` to read on, `&max_chars=M` to size the window (0: the whole document, up to 1,000,000 "
+            "characters).",
             mime_type="text/markdown")]
         listed, cursor = page(templates, params)
         return t.ListResourceTemplatesResult(resource_templates=listed, next_cursor=cursor)

@@ -138,6 +138,7 @@ class DocumentWrite:
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")
+_PART_COLUMNS = _DOC_COLUMNS.replace("body,", "substr(body, ?, ?),")  # document_part: a slice of the body
 
 
 def _row_to_document(r: sqlite3.Row | tuple) -> DocumentRow:
@@ -372,6 +373,65 @@ class DocumentStore:
         """A document and its chunks in order (what ``get`` shows)."""
         row = self.document(doc_id)
         return (row, self.chunks(doc_id)) if row is not None else None
+
+    # -- windowed reads: a window of a long document without reading the rest (``search/windows``) --
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """The reads inside see one state of the file (a read transaction), whatever a sync commits meanwhile."""
+        conn = self.connection()
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            conn.execute("COMMIT")
+
+    def document_part(self, doc_id: str, start: int, stop: int) -> tuple[DocumentRow, int] | None:
+        """The document with ``body`` cut to ``body[start:stop]`` (characters, as Python counts them), and
+        the length of its whole body in characters. SQLite cuts it: Python never holds the rest."""
+        start = max(start, 0)
+        row = self.connection().execute(
+            f"SELECT {_PART_COLUMNS}, length(body) FROM documents WHERE id=?",
+            (start + 1, max(stop - start, 0), doc_id)).fetchone()
+        return (_row_to_document(row), row[14]) if row else None
+
+    def chunk_count(self, doc_id: str) -> int:
+        return self.connection().execute("SELECT count(*) FROM chunks WHERE doc_id=?", (doc_id,)).fetchone()[0]
+
+    def chunk_range(self, doc_id: str, first: int, last: int) -> list[StoredChunk]:
+        """The chunks at positions ``first`` to ``last`` (inclusive), in order."""
+        rows = self.connection().execute(
+            "SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id=? AND idx BETWEEN ? AND ? "
+            "ORDER BY idx", (doc_id, first, last))
+        return [StoredChunk(*r) for r in rows]
+
+    def chunk_at(self, doc_id: str, offset: int, count: int) -> int | None:
+        """The position of the last of the document's ``count`` chunks whose stored start is at or before
+        ``offset``; None when none is or the starts are not stored. Starts grow with the position, so
+        this is a binary search of point reads (about 17 for 100,000 chunks)."""
+        conn = self.connection()
+
+        def start_of(idx: int) -> int | None:
+            row = conn.execute("SELECT start FROM chunks WHERE doc_id=? AND idx=?", (doc_id, idx)).fetchone()
+            return row[0] if row else None
+
+        first = start_of(0) if count else None
+        if first is None or first > offset:
+            return None
+        lo, hi = 0, count - 1  # start_of(lo) <= offset
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            start = start_of(mid)
+            if start is None:
+                return None
+            if start <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     def chunks(self, doc_id: str) -> list[StoredChunk]:
         rows = self.connection().execute(

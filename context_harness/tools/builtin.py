@@ -125,7 +125,8 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
             "result's `chunk` to get that section with its neighbours, or `offset` to read from a character "
             "offset. The answer holds at most `max_chars` characters of `body` (about 20,000 by default), its "
             "metadata and the chunks in the window; when `truncated` is true and `next_offset` is not null, call "
-            "again with `offset: next_offset` to read on. `max_chars: 0` returns the whole document.",
+            "again with `offset: next_offset` to read on. `max_chars: 0` returns the whole document, up to "
+            "1,000,000 characters (the most one answer holds).",
             input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"), run=get,
             render=render_document),
         FunctionTool(

@@ -24,6 +24,8 @@ from context_harness.validation import plain_int
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
 EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
+PAGE_CHARS = 8000  # characters of a document a page shows
+TOC_REACH = 200  # the table of contents lists the headings of the chunks this far before and after the page
 
 
 def sections_of(doc: DocumentOut) -> list[tuple[int | None, str]]:
@@ -38,17 +40,18 @@ def sections_of(doc: DocumentOut) -> list[tuple[int | None, str]]:
     return [(index, doc.body[cuts[i]:cuts[i + 1]]) for i, (index, _) in enumerate(starts)]
 
 
-def contents_of(whole: DocumentOut, here: int | None) -> list[tuple[int, str, bool]]:
-    """The whole document's table of contents: ``(first chunk index, heading, holds here)`` for each run
-    of chunks under one heading (a long section is split into several chunks)."""
+def contents_of(first: int, headings: list[str], here: int | None) -> list[tuple[int, str, bool]]:
+    """The table of contents around the part shown, from the heading paths of the chunks from position
+    ``first`` on: ``(first chunk index, heading, holds here)`` for each run of chunks under one heading
+    (a long section is split into several chunks)."""
     entries: list[tuple[int, str, bool]] = []
-    for c in whole.chunks:
-        heading = c.heading or ("(start)" if c.index == 0 else f"section {c.index}")
+    for index, heading in enumerate(headings, start=first):
+        heading = heading or ("(start)" if index == 0 else f"section {index}")
         if entries and entries[-1][1] == heading:
-            first, _, holds = entries[-1]
-            entries[-1] = (first, heading, holds or c.index == here)
+            start, _, holds = entries[-1]
+            entries[-1] = (start, heading, holds or index == here)
         else:
-            entries.append((c.index, heading, c.index == here))
+            entries.append((index, heading, index == here))
     return entries
 
 
@@ -163,14 +166,18 @@ class Pages:
             at_chunk = plain_int(chunk)
             get = GetRequest(id=params.get("id", ""), chunk=at_chunk,
                              offset=plain_int(offset) if at_chunk is None else None,
-                             max_chars=8000)
+                             max_chars=PAGE_CHARS)
             doc = await self.harness.get(get)
         except (HarnessError, ValidationError) as exc:
             return self.render(request, "message.html", 404, title="Not found", message=error_message(exc))
         here = get.chunk
-        whole = await self.harness.get(GetRequest(id=doc.id, max_chars=0))  # for the table of contents
+        around = here if here is not None else doc.chunks[0].index if doc.chunks else 0
+        near = await self.harness.document_headings(doc.id, around, TOC_REACH)
+        last = near.first + len(near.headings) - 1
         return self.render(request, "document.html", doc=doc, here=here, sections=sections_of(doc),
-                           toc=contents_of(whole, here))
+                           toc=contents_of(near.first, near.headings, here),
+                           earlier=near.first - 1 if near.first > 0 else None,
+                           later=last + 1 if last + 1 < near.count else None)
 
     async def sources(self, request: Request) -> Response:
         if not self.sessions.logged_in(request):
