@@ -36,6 +36,7 @@ from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import FilesystemConnector
 from context_harness.connectors.names import escape_name
 from context_harness.errors import ConfigError
+from context_harness.redaction import redact
 
 log = logging.getLogger(__name__)
 GIT_TIMEOUT = 600  # seconds for one git call of a git source (clone, fetch, ...); then it is killed
@@ -170,8 +171,8 @@ class GitConnector:
         """Why this source's url or branch is not given to git, or None."""
         where = f"; fix it in [connectors.git.{self.name}]"
         problem = url_problem(self.config.url)
-        if problem is not None:
-            return f"{self.label}: url {self.config.url!r} {problem}{where}"
+        if problem is not None:  # health notes are not scrubbed like errors: no credentials in it
+            return f"{self.label}: url {redact(self.config.url)!r} {problem}{where}"
         branch = self.config.branch
         if branch is not None and (not branch.strip() or branch.startswith("-")
                                    or any(ord(c) < 33 or ord(c) == 127 for c in branch)):
