@@ -54,15 +54,36 @@ _CONTENT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".mdx": 
                   ".rst": "text/x-rst", ".txt": "text/plain"}
 
 Ignores = list[tuple[str, pathspec.PathSpec]]
+LEFT_OUT = "the source's include_globs, exclude_globs or a .gitignore leave it out"
+SKIPS_SAID = {  # a skip reason of one file, as the end of "saved but not indexed: ..."
+    "binary": "it holds a NUL byte in its first 8 kB, so it is taken for a binary file",
+    "not_utf8": "it is not valid UTF-8 text",
+    "too_large": "it is larger than the source's max_file_size",
+    "not_a_regular_file": "it is not a regular file",
+    "symlink": "it is a symlink and the source does not follow symlinks",
+    "symlink_escape": "it is a symlink to a place outside the source",
+    "needs_documents_extra": "converting it needs the documents extra",
+}
 
 
 def _spec(patterns: list[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec.from_lines("gitignore", patterns)
 
 
+def spellings(rel_path: str) -> tuple[str, ...]:
+    """``rel_path``, and, when its extension has capitals, the same with the extension in lower case:
+    globs match a file's extension whatever its case (``X.MD`` is Markdown as ``x.md`` is), its
+    folders and name as written."""
+    stem, dot, extension = rel_path.rpartition(".")
+    if not dot or "/" in extension or not stem or stem.endswith("/") or extension == extension.lower():
+        return (rel_path,)
+    return (rel_path, f"{stem}.{extension.lower()}")
+
+
 class Globs:
     """``include_globs`` and ``exclude_globs``: gitignore-style patterns over ``/``-separated paths
-    relative to the connector's root (the S3 connector matches its keys with these too)."""
+    relative to the connector's root (the S3 connector matches its keys with these too). A file's
+    extension matches whatever its case (``spellings``)."""
 
     def __init__(self, include: list[str], exclude: list[str]) -> None:
         self.include = _spec(include)
@@ -70,7 +91,11 @@ class Globs:
 
     def wanted(self, rel_path: str) -> bool:
         """Whether a file at ``rel_path`` is indexed: an include pattern matches and no exclude does."""
-        return self.include.match_file(rel_path) and not self.exclude.match_file(rel_path)
+        forms = spellings(rel_path)
+        return any(map(self.include.match_file, forms)) and not self.excluded(forms)
+
+    def excluded(self, forms: tuple[str, ...]) -> bool:
+        return any(map(self.exclude.match_file, forms))
 
 
 class _Entry(Protocol):
@@ -184,7 +209,6 @@ class FilesystemConnector:
         self._root_uri: str | None = None
         self._real_root = os.path.realpath(self.root)
         self._globs = Globs(config.include_globs, config.exclude_globs)
-        self._exclude = self._globs.exclude
         self.linked_dirs = False  # the last scan followed a folder symlink
         self._convertible: dict[str, bool] = {}  # document format -> converter installed (asked once a scan)
 
@@ -225,6 +249,19 @@ class FilesystemConnector:
             if not self._path_candidates(rel_path, report, out):
                 return out
         return out
+
+    def unindexed_reason(self, rel_path: str) -> str:
+        """Why a file at ``rel_path`` (``/``-separated, relative to the root) is not indexed, in words
+        ("it holds a NUL byte ...", ``LEFT_OUT``): what a sync of that path finds, reading the file."""
+        report = ScanReport()
+        source_id = escape_name(rel_path)
+        for candidate in self.scan_paths([rel_path], report).candidates:
+            if candidate.source_id == source_id and candidate.load() is not None:
+                return "it was read as it is now; sync the source again"
+        reason = next((r for item, r in report.named if item == source_id), None)
+        if reason is None:
+            return LEFT_OUT
+        return SKIPS_SAID.get(reason, f"it was skipped ({reason})")
 
     def _path_candidates(self, rel_path: str, report: ScanReport, out: PathScan) -> bool:
         """Add the candidates at or under ``rel_path`` to ``out``; False when a full scan is needed.
@@ -424,7 +461,7 @@ class FilesystemConnector:
         return self._convertible[fmt.name]
 
     def _ignored(self, rel_path: str, is_dir: bool, ignores: list[tuple[str, pathspec.PathSpec]]) -> bool:
-        if self._exclude.match_file(rel_path + ("/" if is_dir else "")):
+        if self._globs.excluded((rel_path + "/",) if is_dir else spellings(rel_path)):
             return True
         for base, spec in ignores:
             sub = rel_path[len(base) + 1:] if base else rel_path
