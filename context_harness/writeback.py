@@ -24,8 +24,7 @@ from context_harness.models import (
     NoteWriteRequest,
     TrashEntryOut,
 )
-from context_harness.notes import edits, trash
-from context_harness.notes.atomic import Text, encode, move_new, read_text, write_atomic
+from context_harness.notes import edits, files, trash
 from context_harness.notes.paths import resolve
 from context_harness.store.documents import document_id
 
@@ -77,19 +76,20 @@ class WriteBack:
     async def note_write(self, request: NoteWriteRequest) -> NoteResult:
         connector, settings = self._writable(request.source)
         target = resolve(settings.root, request.path, settings.write_globs)
+        rel = _rel(settings, target)
         text = _new_note(request.content, request.title, request.tags, settings.front_matter)
-        async with self.writing(f"note_write {request.path}"):
-            await self.run_blocking(write_atomic, target, encode(Text(text)), overwrite=request.overwrite)
-        return await self._done("note_write", connector, _rel(settings, target), "written")
+
+        async with self.writing(f"note_write {rel}"):
+            await self.run_blocking(files.write, settings.root, rel, text, overwrite=request.overwrite)
+        return await self._done("note_write", connector, rel, "written")
 
     async def note_edit(self, request: NoteEditRequest) -> NoteResult:
         connector, settings, rel = await self._document(request.id)
-        target = resolve(settings.root, rel, settings.write_globs)
+        resolve(settings.root, rel, settings.write_globs, naming=False)
 
         def edit() -> None:
             self._check_version(connector, rel, request.expected_version)
-            note = read_text(target)
-            write_atomic(target, encode(Text(_apply(note.text, request), note.crlf, note.bom)))
+            files.edit(settings.root, rel, lambda text: _apply(text, request))
 
         async with self.writing(f"note_edit {rel}"):
             await self.run_blocking(edit)
@@ -97,13 +97,12 @@ class WriteBack:
 
     async def note_move(self, request: NoteMoveRequest) -> NoteResult:
         connector, settings, rel = await self._document(request.id)
-        source = resolve(settings.root, rel, settings.write_globs)
-        target = resolve(settings.root, request.to, settings.write_globs)
-        new_rel = _rel(settings, target)
+        resolve(settings.root, rel, settings.write_globs, naming=False)
+        new_rel = _rel(settings, resolve(settings.root, request.to, settings.write_globs))
 
         def move() -> None:
             self._check_version(connector, rel, request.expected_version)
-            move_new(source, target)
+            files.move(settings.root, rel, new_rel)
 
         async with self.writing(f"note_move {rel} -> {new_rel}"):
             await self.run_blocking(move)
@@ -112,11 +111,11 @@ class WriteBack:
 
     async def note_delete(self, request: NoteDeleteRequest) -> NoteResult:
         connector, settings, rel = await self._document(request.id)
-        target = resolve(settings.root, rel, settings.write_globs)
+        resolve(settings.root, rel, settings.write_globs, naming=False)
 
         def delete() -> trash.TrashEntry:
             version = self._check_version(connector, rel, request.expected_version)
-            return trash.move_to_trash(self._trash_dir(), target, connector.label, rel, version)
+            return files.delete(settings.root, rel, self._trash_dir(), connector.label, version)
 
         async with self.writing(f"note_delete {rel}"):
             entry = await self.run_blocking(delete)
@@ -127,10 +126,11 @@ class WriteBack:
         """Put a deleted note back: the trash entry ``entry_id``, or the latest one for ``path``."""
         entry = trash.find(self._trash_dir(), entry_id, path)
         connector, settings = self._writable(entry.source)
-        target = resolve(settings.root, entry.path, settings.write_globs)
-        async with self.writing(f"note_restore {entry.path}"):
-            await self.run_blocking(trash.restore, self._trash_dir(), entry, target)
-        return await self._done("note_restore", connector, entry.path, "restored")
+        rel = _rel(settings, resolve(settings.root, entry.path, settings.write_globs))
+
+        async with self.writing(f"note_restore {rel}"):
+            await self.run_blocking(files.restore, settings.root, self._trash_dir(), entry, rel)
+        return await self._done("note_restore", connector, rel, "restored")
 
     def trash_entries(self) -> list[TrashEntryOut]:
         """The deleted notes that can be restored, newest first."""

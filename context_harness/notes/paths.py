@@ -1,6 +1,8 @@
 """Where a note may be written: a user-given relative path resolved under a writable source's root.
 
-Refuses, with a ``BadRequest`` naming the fix: absolute paths, ``..`` segments, NUL, hidden or
+Refuses, with a ``BadRequest`` naming the fix: absolute paths, ``..`` segments, NUL and other control or
+invisible format characters (a line break, U+202E, U+200B: they spoof names in listings), a name over
+255 bytes, hidden or
 always-skipped folders (``.git``, the workspace's data), any existing component that is a symlink
 (never followed, in or out), a path outside ``write_globs``, a non-Markdown target where one is
 required, and a name that differs only in case from an existing entry.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import unicodedata
 from pathlib import Path, PurePosixPath
 
 import pathspec
@@ -18,11 +21,14 @@ from context_harness.errors import BadRequest
 
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 MARKDOWN = (".md",)
+NAME_BYTES = 255
 
 
-def resolve(root: Path, rel: str, write_globs: list[str] | None = None, *, markdown: bool = True) -> Path:
-    """The absolute path ``rel`` names under ``root``, checked (see the module docstring)."""
-    parts = _parts(rel)
+def resolve(root: Path, rel: str, write_globs: list[str] | None = None, *, markdown: bool = True,
+            naming: bool = True) -> Path:
+    """The absolute path ``rel`` names under ``root``, checked (see the module docstring). ``naming=False``
+    for a note that exists already: its name is not judged, only where it is."""
+    parts = _parts(rel, naming)
     if write_globs and not pathspec.PathSpec.from_lines("gitignore", write_globs).match_file("/".join(parts)):
         raise BadRequest(f"path {rel!r} is outside this source's write_globs ({', '.join(write_globs)}); "
                          "choose a path they match, or widen write_globs in the config")
@@ -44,7 +50,7 @@ def resolve(root: Path, rel: str, write_globs: list[str] | None = None, *, markd
     return current
 
 
-def _parts(rel: str) -> list[str]:
+def _parts(rel: str, naming: bool = True) -> list[str]:
     if not isinstance(rel, str) or not rel.strip():
         raise BadRequest("path is empty; give a path relative to the source's root, e.g. inbox/note.md")
     if "\x00" in rel:
@@ -55,12 +61,24 @@ def _parts(rel: str) -> list[str]:
     if ".." in parts:
         raise BadRequest(f"path {rel!r} has a '..' segment; give a path inside the source's root without '..'")
     for name in parts:
+        if naming:
+            _check_name(name, rel)
         if name.startswith(".") or name in SKIPPED_DIRS:
             raise BadRequest(f"path {rel!r} goes into {name!r}, a hidden or skipped name; notes live in "
                              "ordinary folders")
     if not parts:
         raise BadRequest(f"path {rel!r} names the root itself; give a file name, e.g. inbox/note.md")
     return parts
+
+
+def _check_name(name: str, rel: str) -> None:
+    odd = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if odd is not None:
+        raise BadRequest(f"path {rel!r} has the invisible or control character U+{ord(odd):04X} "
+                         f"({unicodedata.name(odd, 'control')}); names may hold only visible characters and spaces")
+    if len(name.encode("utf-8")) > NAME_BYTES:
+        raise BadRequest(f"path {rel!r}: the name {name[:40]!r}... is {len(name.encode('utf-8'))} bytes; a file or "
+                         f"folder name holds at most {NAME_BYTES} bytes, choose a shorter one")
 
 
 def _check_case(folder: Path, name: str, rel: str) -> None:

@@ -1,6 +1,10 @@
 """The trash of deleted notes: ``<data dir>/trash/<id>/`` holds the file and ``manifest.json``
 (source, path, when, version), never inside a source's root. ``restore`` puts a file back and
-refuses to overwrite one that exists."""
+refuses to overwrite one that exists.
+
+Both directions act on the regular file that was opened and checked, relative to open folders
+(``notes.folder``): the file is linked into place by its descriptor (copied across filesystems),
+then the old name is removed only while it still names that file. A folder is never moved."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from context_harness.errors import BadRequest, NotFound
+from context_harness.notes.atomic import copy_new_at, write_atomic_at
+from context_harness.notes.folder import Folder, open_path
 
 MANIFEST = "manifest.json"
 
@@ -27,29 +33,37 @@ class TrashEntry:
     version: str | None = None
 
 
-def move_to_trash(data_dir: Path, file: Path, source: str, rel: str, version: str | None = None) -> TrashEntry:
-    """Move ``file`` (``rel`` of ``source``) into the trash; returns its entry."""
+def move_to_trash(data_dir: Path, folder: Folder, name: str, source: str, rel: str,
+                  version: str | None = None) -> TrashEntry:
+    """Move the note ``name`` of ``folder`` (``rel`` of ``source``) into the trash; returns its entry."""
     now = dt.datetime.now(dt.UTC)
     entry = TrashEntry(f"{now:%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}", source, rel, now.isoformat(), version)
-    folder = data_dir / "trash" / entry.id
-    folder.mkdir(parents=True)
-    (folder / MANIFEST).write_text(json.dumps(asdict(entry), ensure_ascii=False), encoding="utf-8")
-    _move(file, folder / Path(rel).name)
+    fd, info = folder.open_file(name)
+    kept = data_dir / "trash" / entry.id
+    try:
+        with open_path(kept, create=True) as held:
+            _place(fd, held, name, folder, name)
+            write_atomic_at(held, MANIFEST, json.dumps(asdict(entry), ensure_ascii=False).encode("utf-8"))
+        folder.unlink_if(name, info, "deleted")
+    except BaseException:
+        shutil.rmtree(kept, ignore_errors=True)
+        raise
+    finally:
+        os.close(fd)
+    folder.fsync()
     return entry
 
 
-def _move(file: Path, target: Path) -> None:
-    """Rename ``file`` to ``target``; across filesystems (a source on another disk than the data
-    folder), copy, fsync, then remove the original."""
+def _place(fd: int, target: Folder, name: str, source: Folder | None = None, source_name: str = "") -> None:
+    """Give the open file ``fd`` the name ``name`` in ``target``: a link, or a copy across filesystems
+    (a source on another disk than the data folder). ``FileExistsError`` when the name is taken."""
     try:
-        os.replace(file, target)
+        target.link_open_file(fd, os.fstat(fd), name, source, source_name)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        shutil.copy2(file, target)
-        with open(target, "rb") as copied:
-            os.fsync(copied.fileno())
-        file.unlink()
+        copy_new_at(fd, target, name)
+    target.fsync()
 
 
 def entries(data_dir: Path) -> list[TrashEntry]:
@@ -73,24 +87,24 @@ def find(data_dir: Path, entry_id: str | None = None, path: str | None = None) -
     raise NotFound(f"no trash entry with {wanted}; see <data dir>/trash/*/manifest.json")
 
 
-def restore(data_dir: Path, entry: TrashEntry, target: Path) -> None:
-    """Put ``entry``'s file back at ``target`` (the resolved ``entry.path``); never overwrites."""
+def restore(data_dir: Path, entry: TrashEntry, target: Folder, name: str) -> None:
+    """Put ``entry``'s file back as ``name`` in ``target`` (the folder of ``entry.path``); never overwrites."""
     folder = data_dir / "trash" / entry.id
-    target.parent.mkdir(parents=True, exist_ok=True)
-    kept = folder / Path(entry.path).name
-    try:
-        os.link(kept, target)  # fails if a file is there
-    except FileExistsError:
-        raise BadRequest(f"{entry.path} exists again; move or delete it first, then restore") from None
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        with open(kept, "rb") as old, open(target, "xb") as new:  # "x": never over a file that appeared
-            shutil.copyfileobj(old, new)
-            new.flush()
-            os.fsync(new.fileno())
-    kept.unlink()
-    (folder / MANIFEST).unlink()
+    with open_path(folder) as held:
+        kept = Path(entry.path).name
+        try:
+            fd, _ = held.open_file(kept)
+        except BadRequest:
+            raise BadRequest(f"trash entry {entry.id} holds a folder, not a note (an older version could delete "
+                             f"folders); its files are in {folder / kept}: move them back by hand") from None
+        try:
+            _place(fd, target, name)
+        except FileExistsError:
+            raise BadRequest(f"{entry.path} exists again; move or delete it first, then restore") from None
+        finally:
+            os.close(fd)
+        os.unlink(kept, dir_fd=held.fd)
+        os.unlink(MANIFEST, dir_fd=held.fd)
     folder.rmdir()
 
 

@@ -1,0 +1,85 @@
+"""What the OS and the folder refuse, through the Harness's note calls: each a clear error naming the
+fix, never ``internal`` — a note that became a folder (never moved into the trash), a read-only note
+(never replaced), an immutable folder, a name too long, invisible or control characters in a name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from context_harness import config as config_mod
+from context_harness.errors import BadRequest, Forbidden
+from context_harness.harness import Harness
+from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteMoveRequest, NoteWriteRequest
+
+pytestmark = pytest.mark.anyio
+
+
+def _config(tmp_path: Path) -> config_mod.Config:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "ctx.toml").write_text(
+        '[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n[server]\nsync_on_start = false\n'
+        '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n', encoding="utf-8")
+    return config_mod.load(tmp_path / "ctx.toml")
+
+
+async def test_a_note_that_became_a_folder_is_never_moved_to_the_trash(tmp_path: Path) -> None:
+    async with Harness.open(_config(tmp_path)) as harness:
+        note = await harness.note_write(NoteWriteRequest(source="notes", path="plans.md", content="x"))
+        path = tmp_path / "notes" / "plans.md"
+        path.unlink()
+        path.mkdir()
+        (path / "mine.txt").write_text("the user's own file\n")
+        with pytest.raises(BadRequest, match="is a folder, not a note file"):
+            await harness.note_delete(NoteDeleteRequest(id=note.id))
+        with pytest.raises(BadRequest, match="is a folder, not a note file"):
+            await harness.note_move(NoteMoveRequest(id=note.id, to="elsewhere.md"))
+        assert (path / "mine.txt").read_text() == "the user's own file\n"
+        assert harness.trash_entries() == [] and not (tmp_path / "notes" / "elsewhere.md").exists()
+
+
+async def test_a_read_only_note_is_refused_not_replaced(tmp_path: Path) -> None:
+    async with Harness.open(_config(tmp_path)) as harness:
+        note = await harness.note_write(NoteWriteRequest(source="notes", path="frozen.md", content="keep"))
+        path = tmp_path / "notes" / "frozen.md"
+        path.chmod(0o444)
+        with pytest.raises(Forbidden, match="read-only.*444"):
+            await harness.note_write(NoteWriteRequest(source="notes", path="frozen.md", content="new", overwrite=True))
+        with pytest.raises(Forbidden, match="read-only"):
+            await harness.note_edit(NoteEditRequest(id=note.id, op="append", text="more",
+                                                    expected_version=str(note.version)))
+        assert path.read_text() == "keep\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chattr") is None,
+                    reason="an immutable folder needs chattr and root")
+async def test_an_immutable_folder_is_forbidden_naming_the_flag(tmp_path: Path) -> None:
+    async with Harness.open(_config(tmp_path)) as harness:
+        (tmp_path / "notes" / "locked").mkdir()
+        if subprocess.run(["chattr", "+i", str(tmp_path / "notes" / "locked")], check=False).returncode:
+            pytest.skip("this filesystem has no immutable flag")
+        try:
+            with pytest.raises(Forbidden, match=r"chattr -i"):
+                await harness.note_write(NoteWriteRequest(source="notes", path="locked/a.md", content="x"))
+        finally:
+            subprocess.run(["chattr", "-i", str(tmp_path / "notes" / "locked")], check=True)
+        assert os.listdir(tmp_path / "notes" / "locked") == []
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("a" * 300 + ".md", "at most 255 bytes"),
+    ("two\nlines.md", r"U\+000A"),
+    ("carriage\r.md", r"U\+000D"),
+    ("evil\u202edm.txt.md", r"U\+202E"),
+    ("zero\u200bwidth.md", r"U\+200B"),
+])
+async def test_names_that_cannot_be_stored_or_would_spoof_listings_are_refused(tmp_path: Path, name: str,
+                                                                               words: str) -> None:
+    async with Harness.open(_config(tmp_path)) as harness:
+        with pytest.raises(BadRequest, match=words):
+            await harness.note_write(NoteWriteRequest(source="notes", path=f"inbox/{name}", content="x"))
+    assert not (tmp_path / "notes" / "inbox").exists()
