@@ -188,3 +188,33 @@ def test_the_document_page_lists_every_section_of_a_long_document(config, config
     assert toc.count('aria-current="location"') == 1
     assert f'<span id="{link.split("#")[1]}" class="here">' in doc
     assert len(re.search(r'<pre class="body">(.*?)</pre>', doc, re.S).group(1)) < 30 * 3000  # a window
+
+
+def test_the_table_of_contents_of_a_huge_document_lists_the_sections_near_the_page(config, config_path: Path,
+                                                                                  start_server):
+    """A document of 2,000 sections: the page lists the headings within 200 chunks of it, with links to
+    the earlier and later ones (work per page does not grow with the document)."""
+    sections = "\n\n".join(f"## Part {i}\n\nParagraph {i} about beacons." for i in range(2000))
+    (config_path.parent / "docs" / "huge.md").write_text(f"# Huge\n\n{sections}\n", encoding="utf-8")
+    server = start_server(config)
+    with client(server) as http:
+        page = http.get("/ui/search", params={"q": "Paragraph 450 beacons", "mode": "keyword"}).text
+        doc_id = html.unescape(re.search(r'href="/ui/doc\?id=([^"&]+)', page).group(1))
+        count = int(re.search(r"this document has (\d+) chunks",
+                              http.get("/ui/doc", params={"id": doc_id, "chunk": "99999"}).text).group(1))
+        here = count // 2
+        middle = http.get("/ui/doc", params={"id": doc_id, "chunk": str(here)}).text
+        start = http.get("/ui/doc", params={"id": doc_id}).text
+
+    def toc_of(page: str) -> tuple[str, list[int]]:
+        toc = re.search(r'<nav class="toc".*?</nav>', page, re.S).group(0)
+        return toc, [int(n) for n in re.findall(r'chunk=(\d+)#chunk-\d+">[^<]*</a></li>', toc)]
+
+    toc, listed = toc_of(middle)
+    assert count > 600 and listed[0] <= here - 200 + 2 and here + 200 - 2 <= listed[-1] <= here + 200
+    assert len(listed) <= 401 and toc.count('aria-current="location"') == 1
+    assert f'chunk={here - 201}#chunk-{here - 201}">Earlier sections<' in toc
+    assert f'chunk={here + 201}#chunk-{here + 201}">Later sections<' in toc
+    assert f'id="chunk-{here}" class="here"' in middle
+    toc, listed = toc_of(start)
+    assert "Earlier sections" not in toc and 'chunk=401#chunk-401">Later sections<' in toc and listed[0] == 0
