@@ -83,3 +83,11 @@ async def test_names_that_cannot_be_stored_or_would_spoof_listings_are_refused(t
         with pytest.raises(BadRequest, match=words):
             await harness.note_write(NoteWriteRequest(source="notes", path=f"inbox/{name}", content="x"))
     assert not (tmp_path / "notes" / "inbox").exists()
+
+
+@pytest.mark.parametrize("content", ["", "  \n\t\n"])
+async def test_an_empty_note_is_written_and_read_like_any_other(tmp_path: Path, content: str) -> None:
+    async with Harness.open(_config(tmp_path)) as harness:
+        written = await harness.note_write(NoteWriteRequest(source="notes", path="empty.md", content=content))
+        assert written.action == "written" and written.version is not None
+        assert (await harness.get(written.id)).version == written.version
