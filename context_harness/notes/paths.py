@@ -77,7 +77,7 @@ def _check_name(name: str, rel: str) -> None:
         raise BadRequest(f"path {rel!r} has the invisible or control character U+{ord(odd):04X} "
                          f"({unicodedata.name(odd, 'control')}); names may hold only visible characters and spaces")
     if len(name.encode("utf-8")) > NAME_BYTES:
-        raise BadRequest(f"path {rel!r}: the name {name[:40]!r}... is {len(name.encode('utf-8'))} bytes; a file or "
+        raise BadRequest(f"the name {name[:40]!r}... is {len(name.encode('utf-8'))} bytes; a file or "
                          f"folder name holds at most {NAME_BYTES} bytes, choose a shorter one")
 
 
