@@ -213,7 +213,9 @@ class ServerConfig(_Section):
                                    'e.g. "${CTX_TOKEN}"; required to serve HTTP on any address but loopback')
     allow_unauthenticated: bool = Field(default=False, description="serve HTTP on a non-loopback address without "
                                         "auth_token anyway (logged loudly at every start)")
-    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="HTTP request body limit in bytes")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="bytes an HTTP request body, or one stdio "
+                                "message (a line), may have; a larger one is refused (HTTP 413; over stdio a "
+                                "JSON-RPC error -32600) and the server goes on")
     agent_tools: bool = Field(default=True, description="offer the agent tools agent_list, agent_get and "
                               "agent_inject (when at least one agent is defined)")
     get_max_chars: int = Field(default=18_000, ge=0, le=1_000_000, description="characters of body a `get` returns "
@@ -300,6 +302,9 @@ class S3ConnectorConfig(_Section, _Interval):
                                      "prefix (gitignore-style patterns, as for folders)")
     exclude_globs: list[str] = Field(default_factory=list, description="keys or folders to leave out")
     max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger objects are skipped and counted")
+    timeout: float = Field(default=60, gt=0, le=3600, description="seconds one request (a listing page, an object "
+                           "GET with its body) may take in all, retries included; connecting gets 10 s at most an "
+                           "attempt; an endpoint that hangs or drips its answer is given up after it")
 
     @model_validator(mode="after")
     def _key_pair(self) -> S3ConnectorConfig:

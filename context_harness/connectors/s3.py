@@ -9,13 +9,29 @@ longer listed. ``source_id`` is the key relative to ``prefix``; ``source_url`` i
 The client is boto3 (the extra ``context-harness[s3]``): it reads the whole AWS credential chain
 (environment, ``~/.aws`` files and profiles, SSO, instance roles). The credentials in use are handed
 to ``redaction`` before the first request, so no log line or error can show them.
+
+A remote end is not trusted to behave:
+
+- Every request (a listing page; an object GET with its body) has ``timeout`` seconds in all,
+  retries included (``deadline.Deadline``: its sockets are shut down when the time is up, so a
+  server that hangs or drips a byte at a time cannot hold the sync); connecting gets
+  ``CONNECT_SECONDS`` an attempt; a retry is made only when its backoff fits in the time left.
+- A listing page must be one: an XML ``ListBucketResult`` (not an HTML page answered with 200),
+  whose keys are all there (``KeyCount``), and a truncated one must say where to go on. Anything else
+  fails the listing, and a failed listing deletes nothing (``ingest/sync.py``).
+- After ``STALLED_GETS`` GETs of one sync have timed out, the rest are not tried: the endpoint is
+  given up for that sync (their stored copies stay; the next sync tries again).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -25,19 +41,31 @@ from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import DOCUMENT_COST, Globs, decode_text, text_item
 from context_harness.connectors.read_ahead import ReadAhead
 from context_harness.connectors.reading import Skip
-from context_harness.errors import NotConfigured
+from context_harness.deadline import Deadline
+from context_harness.errors import NotConfigured, Timeout
 from context_harness.formats import documents
 from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = "pip install 'context-harness[s3]'"
 PAGE_SIZE = 1000  # keys per listing request (the most S3 returns)
+ATTEMPTS = 4  # tries of one request, within its timeout
+CONNECT_SECONDS = 10.0  # to connect, per attempt (never past the request's timeout)
+STALLED_GETS = 3  # GETs timed out in one sync before the rest are not tried
+LISTING_ROOT = "ListBucketResult"
 GONE_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 DENIED_CODES = frozenset({"AccessDenied", "403", "Forbidden", "AllAccessDisabled"})
 
 
 class S3Error(RuntimeError):
     """An object could not be fetched for a reason that may pass (the sync keeps its stored copy)."""
+
+
+class InvalidListing(S3Error):
+    """The endpoint answered a listing request with something that is not a listing."""
+
+
+_running = threading.local()  # ``deadline``: the Deadline of the S3 request this thread is making
 
 
 def client_missing() -> str | None:
@@ -72,6 +100,7 @@ class S3Connector:
         self._client: Any = None
         self._credentials: Any = None
         self._read_ahead: ReadAhead[bytes | Skip] = ReadAhead(self._get)
+        self._stalled = 0  # GETs of this sync that timed out (``STALLED_GETS``)
 
     @property
     def label(self) -> str:
@@ -110,12 +139,27 @@ class S3Connector:
                                 'and secret_access_key = "${VAR}" in the config')
         self._credentials = credentials
         self._remember_credentials()
-        options = BotoConfig(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=10, read_timeout=60,
+        options = BotoConfig(retries={"max_attempts": ATTEMPTS, "mode": "standard"},
+                             connect_timeout=min(CONNECT_SECONDS, cfg.timeout), read_timeout=cfg.timeout,
                              s3={"addressing_style": "path"} if cfg.endpoint_url else None,
                              user_agent_extra="context-harness")
-        self._client = session.client("s3", endpoint_url=cfg.endpoint_url, config=options,
-                                      region_name=cfg.region or session.region_name or "us-east-1")
-        return self._client
+        client = session.client("s3", endpoint_url=cfg.endpoint_url, config=options,
+                                region_name=cfg.region or session.region_name or "us-east-1")
+        _watch_connections(client)
+        client.meta.events.register_first("needs-retry.s3", _retry_in_time)
+        client.meta.events.register("before-parse.s3.ListObjectsV2", _check_listing)
+        self._client = client
+        return client
+
+    @contextmanager
+    def _request(self) -> Iterator[Deadline]:
+        """The time limit of one S3 request made in this thread (``timeout``, retries included)."""
+        with Deadline(self.config.timeout) as deadline:
+            _running.deadline, _running.status = deadline, None
+            try:
+                yield deadline
+            finally:
+                _running.deadline = _running.status = None
 
     def _remember_credentials(self) -> None:
         """Hide the credentials in use from every log line and error (again on each scan: a role's
@@ -125,34 +169,66 @@ class S3Connector:
 
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
         """Every object under the prefix, a page at a time. A listing that fails on its first page (no
-        such bucket, access denied, no connection) fails the sync and keeps the stored documents;
-        one that fails later keeps what was listed (the sync deletes nothing then)."""
+        such bucket, access denied, no connection, no answer in time, an answer that is not a listing)
+        fails the sync and keeps the stored documents; one that fails later keeps what was listed
+        (the sync deletes nothing then)."""
         client = self.client()
         self._remember_credentials()
         self._read_ahead.stop()
         self._convertible = {}
+        self._stalled = 0
         pages = iter(client.get_paginator("list_objects_v2").paginate(
             Bucket=self.config.bucket, Prefix=self.prefix, PaginationConfig={"PageSize": PAGE_SIZE}))
         first = True
         while True:
-            try:
-                page = next(pages, None)
-            except Exception as exc:
-                if first:
-                    raise self._listing_error(exc) from None
-                code, message = _problem(exc)
-                raise S3Error(f"listing {self.where} failed part-way: {code}: {message}") from None
+            with self._request() as deadline:
+                try:
+                    page = next(pages, None)
+                    if page is not None:
+                        self._check_page(page)
+                except Exception as exc:
+                    raise self._listing_error(exc, deadline, first) from None
             if page is None:
                 return
             first = False
-            for obj in page.get("Contents") or ():
+            for obj in page["Contents"]:
                 candidate = self._candidate(obj, report)
                 if candidate is not None:
                     yield candidate
 
-    def _listing_error(self, exc: Exception) -> NotConfigured:
+    def _check_page(self, page: dict[str, Any]) -> None:
+        """``InvalidListing`` unless ``page`` is a whole listing page of this bucket (its ``Contents``
+        then a list, maybe empty)."""
+        contents = page.get("Contents") or []
+        what = None
+        if page.get("Name") not in (None, self.config.bucket):
+            what = f"it lists bucket {page.get('Name')!r}"
+        elif not isinstance(page.get("IsTruncated"), bool):
+            what = "it does not say whether it is complete (IsTruncated)"
+        elif page["IsTruncated"] and not page.get("NextContinuationToken"):
+            what = "it is truncated but gives no continuation token"
+        elif not all(isinstance(obj, dict) and isinstance(obj.get("Key"), str) and obj["Key"] for obj in contents):
+            what = "an entry of its Contents has no Key"
+        elif isinstance(page.get("KeyCount"), int) and page["KeyCount"] != len(contents) + len(
+                page.get("CommonPrefixes") or []):
+            what = f"it counts {page['KeyCount']} keys but holds {len(contents)}"
+        if what is not None:
+            raise InvalidListing(f"the answer is not a valid S3 listing: {what}")
+        page["Contents"] = contents
+
+    def _listing_error(self, exc: Exception, deadline: Deadline, first: bool) -> Exception:
+        """What a failed listing request raises: for a first page ``Timeout`` or ``NotConfigured``
+        (nothing listed: the sync fails), for a later one ``S3Error`` (the sync keeps what it listed
+        and deletes nothing)."""
         code, message = _problem(exc)
-        if code == "NoSuchBucket":
+        if deadline.expired:
+            fix = (f"no whole answer within {self.config.timeout:g} s (timeout): the endpoint hangs or answers "
+                   "too slowly")
+        elif isinstance(exc, InvalidListing):
+            fix = f"{exc}; check endpoint_url"
+        elif code == "ResponseParserError":
+            fix = "the answer is not a valid S3 listing (its XML does not parse); check endpoint_url"
+        elif code == "NoSuchBucket":
             fix = f"bucket {self.config.bucket!r} does not exist (deleted, or a typo in bucket)"
         elif code in DENIED_CODES:
             fix = "access denied: the credentials need s3:ListBucket and s3:GetObject on it"
@@ -160,8 +236,10 @@ class S3Connector:
             fix = f"the credentials were refused ({code}): check or renew them"
         else:
             fix = f"{code}: {message}"
-        return NotConfigured(f"{self.label}: cannot list {self.where}: {fix}; the documents of earlier syncs are "
-                             "kept")
+        if not first:
+            return S3Error(f"listing {self.where} failed part-way: {fix}")
+        kind = Timeout if deadline.expired else NotConfigured
+        return kind(f"{self.label}: cannot list {self.where}: {fix}; the documents of earlier syncs are kept")
 
     def _candidate(self, obj: dict[str, Any], report: ScanReport) -> Candidate | None:
         key = str(obj["Key"])
@@ -208,25 +286,42 @@ class S3Connector:
         return got
 
     def _get(self, rel: str) -> bytes | Skip:
-        """GET of one object (in a read-ahead thread, or the sync's): its bytes, or why it is skipped."""
+        """GET of one object (in a read-ahead thread, or the sync's): its bytes, or why it is skipped.
+        Raises ``S3Error`` for a failure that may pass: the sync keeps the stored copy."""
         limit = self.config.max_file_size
-        try:
-            response = self.client().get_object(Bucket=self.config.bucket, Key=self.prefix + rel)
-            body = response["Body"]
+        if self._stalled >= STALLED_GETS:
+            raise S3Error(f"GET {self.where}{rel} not tried: {STALLED_GETS} GETs of this sync took over "
+                          f"{self.config.timeout:g} s (timeout); the next sync tries again")
+        with self._request() as deadline:
             try:
-                raw = body.read(limit + 1)
-            finally:
-                body.close()
-        except Exception as exc:
-            code, message = _problem(exc)
-            if code in GONE_CODES:
-                return Skip("vanished", f"{rel} (gone since it was listed)")
-            if code in DENIED_CODES:
-                return Skip("unreadable", f"{rel} (access denied)")
-            raise S3Error(f"GET {self.where}{rel} failed: {code}: {message}") from None
+                response = self.client().get_object(Bucket=self.config.bucket, Key=self.prefix + rel)
+                body = response["Body"]
+                try:
+                    raw = body.read(limit + 1)
+                finally:
+                    body.close()
+            except Exception as exc:
+                if deadline.expired:
+                    raise self._timed_out(rel) from None
+                code, message = _problem(exc)
+                if code in GONE_CODES:
+                    return Skip("vanished", f"{rel} (gone since it was listed)")
+                if code in DENIED_CODES:
+                    return Skip("unreadable", f"{rel} (access denied)")
+                raise S3Error(f"GET {self.where}{rel} failed: {code}: {message}") from None
+            if deadline.expired:  # the socket was shut down mid-body: what was read is cut short
+                raise self._timed_out(rel)
         if len(raw) > limit:
             return Skip("too_large", f"{rel} (over {limit} bytes when read)")
+        length = response.get("ContentLength")
+        if isinstance(length, int) and length != len(raw):
+            raise S3Error(f"GET {self.where}{rel}: {len(raw)} of {length} bytes arrived; the next sync tries again")
         return bytes(raw)
+
+    def _timed_out(self, rel: str) -> S3Error:
+        self._stalled += 1
+        return S3Error(f"GET {self.where}{rel} took over {self.config.timeout:g} s (timeout); the next sync tries "
+                       "again")
 
     def _text(self, key: str, rel: str, modified: dt.datetime | None, report: ScanReport) -> SourceItem | None:
         raw = self.fetch(rel, report)
@@ -246,3 +341,111 @@ class S3Connector:
 
     def _url(self, key: str) -> str:
         return f"s3://{self.config.bucket}/{key}"
+
+
+def _retry_in_time(attempts: int, **kwargs: Any) -> bool | None:
+    """``needs-retry`` (before botocore's own handler): no retry once the request's deadline has
+    passed, or when the longest backoff before the next attempt (2^(attempts-1) s) would not fit
+    in the time left; None lets botocore decide."""
+    deadline: Deadline | None = getattr(_running, "deadline", None)
+    if deadline is not None and (deadline.expired or deadline.remaining() < 2 ** (attempts - 1)):
+        return False
+    return None
+
+
+def _check_listing(response_dict: dict[str, Any], **kwargs: Any) -> None:
+    """``before-parse`` of a listing: ``InvalidListing`` unless a successful answer is XML whose root is
+    a ``ListBucketResult`` (an HTML login page answered with 200 is not an empty bucket), or S3's
+    ``Error`` (botocore retries that one as a 500)."""
+    status = getattr(_running, "status", None) or response_dict.get("status_code")
+    if int(status or 0) >= 300:
+        return  # an error answer: botocore reads its code
+    content_type = str((response_dict.get("headers") or {}).get("content-type") or "")
+    if content_type and "xml" not in content_type.lower():
+        raise InvalidListing(f"the answer is not a valid S3 listing: its Content-Type is {content_type[:80]!r}")
+    body = response_dict.get("body")
+    try:
+        root = ET.fromstring(body) if isinstance(body, bytes) and body.strip() else None
+    except ET.ParseError:
+        raise InvalidListing("the answer is not a valid S3 listing: its XML does not parse (cut short?)") from None
+    tag = root.tag.rsplit("}", 1)[-1] if root is not None else None
+    if tag not in (LISTING_ROOT, "Error"):
+        raise InvalidListing("the answer is not a valid S3 listing: "
+                             + (f"its root element is <{tag[:40]}>" if tag else "its body is empty"))
+
+
+def _watch_connections(client: Any) -> None:
+    """Make the client's connections put their sockets under the deadline of the request being made
+    in the thread using them (``_running``). botocore has no public hook for its connection class:
+    this replaces the pool classes its HTTP session uses (for proxies too), a dict it shares."""
+    try:
+        classes = client._endpoint.http_session._pool_classes_by_scheme
+    except AttributeError:  # a botocore laid out otherwise: each read still has its timeout
+        log.warning("S3: this botocore version gives no way to enforce the total timeout of a request; "
+                    "each read still times out after timeout seconds")
+        return
+    classes.update(_watched_pools())
+
+
+@cache
+def _watched_pools() -> dict[str, type]:
+    from botocore.awsrequest import (
+        AWSHTTPConnection,
+        AWSHTTPConnectionPool,
+        AWSHTTPSConnection,
+        AWSHTTPSConnectionPool,
+    )
+
+    class WatchedHTTPConnection(AWSHTTPConnection):
+        def _new_conn(self) -> Any:
+            return _watched(self, super()._new_conn)
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            _watch(self.sock)  # a connection kept from an earlier request
+            return super().request(*args, **kwargs)
+
+        def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+            return _status_seen(super().getresponse(*args, **kwargs))
+
+    class WatchedHTTPSConnection(AWSHTTPSConnection):
+        def _new_conn(self) -> Any:
+            return _watched(self, super()._new_conn)
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            _watch(self.sock)
+            return super().request(*args, **kwargs)
+
+        def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+            return _status_seen(super().getresponse(*args, **kwargs))
+
+    class WatchedHTTPConnectionPool(AWSHTTPConnectionPool):
+        ConnectionCls = WatchedHTTPConnection
+
+    class WatchedHTTPSConnectionPool(AWSHTTPSConnectionPool):
+        ConnectionCls = WatchedHTTPSConnection
+
+    return {"http": WatchedHTTPConnectionPool, "https": WatchedHTTPSConnectionPool}
+
+
+def _watched(connection: Any, connect: Any) -> Any:
+    """A new socket of ``connection``: connecting within what is left of the request's time, then
+    watched by its deadline (before a TLS handshake, which it bounds too)."""
+    deadline: Deadline | None = getattr(_running, "deadline", None)
+    if deadline is not None and isinstance(connection.timeout, (int, float)):
+        connection.timeout = deadline.connect_timeout(connection.timeout)
+    sock = connect()
+    _watch(sock)
+    return sock
+
+
+def _status_seen(response: Any) -> Any:
+    """Note the HTTP status as it arrived (botocore turns a 200 whose XML does not parse into a 500
+    before ``_check_listing`` sees it)."""
+    _running.status = getattr(response, "status", None)
+    return response
+
+
+def _watch(sock: Any) -> None:
+    deadline: Deadline | None = getattr(_running, "deadline", None)
+    if deadline is not None and sock is not None:
+        deadline.watch(sock)
