@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from context_harness.errors import ConfigError
 
@@ -29,11 +29,13 @@ class Unavailable(BaseModel):
     key_path: str  # "tools.script.jira"
     variables: list[str]
     error: str | None = None  # why its file did not load (then ``variables`` is empty)
+    fix: str | None = Field(default=None, exclude=True)  # what to do, when not "fix the file"
 
     @property
     def message(self) -> str:
         if self.error is not None:
-            return f"{self.error} (fix the file; a running server loads it again within a second, no restart)"
+            fix = self.fix or "fix the file; a running server loads it again within a second, no restart"
+            return f"{self.error} ({fix})"
         names = ", ".join(self.variables)
         plural = "s" if len(self.variables) > 1 else ""
         return (f"environment variable{plural} {names} not set (needed by [{self.key_path}]); set "

@@ -166,11 +166,16 @@ def registry_remove(ctx: click.Context, name: str, config_path: str | None, root
 @config_option
 @click.pass_context
 def registry_enable(ctx: click.Context, ext_id: str, config_path: str | None, root: str | None) -> None:
-    """Turn on a registry tool that asks for network or environment access."""
+    """Turn on a tool (or project connector) that asks for network or environment access, or a copy edited
+    since its pin: this copy, as it is now (a different or changed copy is off until enabled again)."""
     done = service.set_enabled(required_config(ctx), ext_id, True)
     hosts = f" to {', '.join(done['hosts'])}" if done["hosts"] else ""
-    click.echo(f"enabled {done['id']}: it may use {', '.join(done['capabilities'])}{hosts}; "
-               "restart a running server to offer it")
+    env = f", variables {', '.join(done['env'])}" if done["env"] else ""
+    if done["was"]:
+        click.echo(f"it was off: {done['was']}")
+    click.echo(f"enabled {done['id']}: it may use {', '.join(done['capabilities']) or 'the pure host tables'}{hosts}"
+               f"{env}; this copy only ({done['origin']}, sha256 {done['sha256'][:12]}); restart a running server "
+               "to offer it")
 
 
 @registry.command("disable")
@@ -178,6 +183,6 @@ def registry_enable(ctx: click.Context, ext_id: str, config_path: str | None, ro
 @config_option
 @click.pass_context
 def registry_disable(ctx: click.Context, ext_id: str, config_path: str | None, root: str | None) -> None:
-    """Turn a registry tool off again."""
+    """Turn a tool off again (forget its consent)."""
     done = service.set_enabled(required_config(ctx), ext_id, False)
     click.echo(f"disabled {done['id']}; restart a running server to drop it")

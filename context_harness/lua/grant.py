@@ -10,7 +10,9 @@ no ``Grant`` and reaches every host table, as it always did. A script from a reg
   capabilities: http``);
 - ``http.*`` reaches only the ``hosts`` it lists (``http_allow`` patterns), and ``[lua] http_allow``
   still applies on top;
-- ``env.get`` reads only the variables in ``env``.
+- ``env.get`` reads only the variables in ``env``;
+- when ``sha256`` is set, the script loads only if its bytes are the ones checked (``registries/check.py``):
+  a file edited after the check, or while a server runs, does not load.
 
 Plain data: it travels to the Lua worker processes with the script's spec.
 """
@@ -29,6 +31,11 @@ class Grant:
     capabilities: frozenset[str] = frozenset()
     hosts: tuple[str, ...] = ()
     env: tuple[str, ...] = field(default=())
+    sha256: str = ""  # the script's bytes the user's consent (or the registry's pin) is bound to; "": any
+
+    def binds(self, fingerprint: str) -> bool:
+        """Whether a script whose bytes hash to ``fingerprint`` may load under this grant."""
+        return not self.sha256 or self.sha256 == fingerprint
 
     def allows(self, group: str) -> bool:
         return group not in GATED or group in self.capabilities

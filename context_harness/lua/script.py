@@ -71,6 +71,11 @@ class LuaScript:
         self.what = f"Lua {kind} '{name}'"
         source = read_source(self.path, self.what)
         self.fingerprint = hashlib.sha256(source).hexdigest()
+        if grant is not None and not grant.binds(self.fingerprint):
+            ext_id = grant.owner.split(" ", 1)[0]
+            raise ConfigError(f"{self.what} ({self.path}) is not the code that was enabled or pinned for "
+                              f"{grant.owner}: it changed since; `ctx registry list` says how, `ctx registry enable "
+                              f"{ext_id}` runs it as it is now")
         self.key = uuid.uuid4().hex
         self.spec: dict[str, Any] = {
             "path": str(self.path), "name": name, "kind": kind,

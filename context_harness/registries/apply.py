@@ -3,19 +3,23 @@
 Idempotent (a config is applied once); cheap when no registry is configured and there is no
 ``.ctx/`` folder. Called wherever a config becomes a knowledge base (``Harness``), is reloaded
 (tools, sources) or runs one script (``ctx tool test``), so a registry script never runs without
-its grant.
+its grant, nor without the consent (or the pin) its code is checked against (``check.py``). A copy
+that is off for a reason the user should see (another copy than the one enabled, an edit) is
+listed as unavailable with that reason; a connector that is off stands in the same way, so its
+documents stay.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from context_harness.agents.settings import DEFAULT_AGENT_PATHS
-from context_harness.config import Config, ScriptConfig, ScriptConnectorConfig
+from context_harness.config import Config, ScriptConfig, ScriptConnectorConfig, Unavailable
 from context_harness.lua.grant import Grant
-from context_harness.registries.resolve import Registries, grant_for, needs_enable, project_folder
+from context_harness.registries.check import Verdict
+from context_harness.registries.resolve import Copy, Registries, grant_for, project_folder
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=ScriptConfig)
@@ -38,14 +42,22 @@ def apply(config: Config) -> Config:
         if ext is None:
             continue
         config.extension_origins[ext.id] = win.origin
-        if ext.kind == "tool" and (not needs_enable(ext.entry) or known.enabled(ext.id)):
-            config.tools.script[ext.name] = _entry(ScriptConfig(path=ext.script), grant_for(win, {}))
-        elif ext.kind == "connector" and win.level == "project":
-            config.connectors.script[ext.name] = _entry(ScriptConnectorConfig(path=ext.script), grant_for(win, {}))
-        elif ext.kind == "agent" and ext.script.parent not in agent_folders:
-            agent_folders.append(ext.script.parent)
+        if ext.kind == "agent":
+            if ext.script.parent not in agent_folders:
+                agent_folders.append(ext.script.parent)
+            continue
+        if ext.kind == "connector" and win.level != "project":
+            continue  # used once added to the config (an explicit table)
+        verdict = known.verdict(win)
+        if not verdict.on:
+            _off(config, "tool" if ext.kind == "tool" else "connector", ext.name, ext.id, verdict)
+        elif ext.kind == "tool":
+            config.tools.script[ext.name] = _entry(ScriptConfig(path=ext.script), _grant(win, {}, verdict))
+        else:
+            config.connectors.script[ext.name] = _entry(ScriptConnectorConfig(path=ext.script),
+                                                        _grant(win, {}, verdict))
     for group in (config.tools.script, config.connectors.script):
-        for name, entry in group.items():
+        for name, entry in list(group.items()):
             if entry.grant is None:
                 _grant_explicit(known, entry, group is config.tools.script, name, config)
     _add_agent_folders(config, agent_folders)
@@ -69,13 +81,39 @@ def _entry(entry: E, grant: Grant) -> E:
     return entry
 
 
+def _grant(copy: Copy, values: dict[str, object], verdict: Verdict) -> Grant:
+    """The copy's grant, held to the script's checked bytes when a consent or the pin vouches for them
+    (a project file that needs no consent stays editable while a server runs)."""
+    return grant_for(copy, values, verdict.fingerprint.script_sha256 if verdict.consented or verdict.pinned else "")
+
+
+def _off(config: Config, kind: Literal["tool", "connector"], name: str, ext_id: str, verdict: Verdict) -> None:
+    """Leave a copy out; say why where the user looks when it is off for another reason than never having
+    been enabled (a tool: the tool list; a connector: the sources, its documents kept)."""
+    never_enabled = verdict.reason.startswith("asks for ")
+    (log.debug if never_enabled else log.warning)("extension %s is off: %s", ext_id, verdict.reason)
+    if kind == "connector":
+        label = f"script:{name}"
+    elif never_enabled:
+        return  # `ctx registry list` says it is off
+    else:
+        label = name
+    config.unavailable.append(Unavailable(kind=kind, name=label, key_path=f"{kind}s.script.{name}", variables=[],
+                                          error=f"off: {verdict.reason}", fix="then restart a running server"))
+
+
 def _grant_explicit(known: Registries, entry: ScriptConfig, tool: bool, name: str, config: Config) -> None:
     """An explicit table whose script is a registry's (``ctx registry add``) runs with that grant."""
     copy = known.copy_of_script(entry.path)
     kind = "tools" if tool else "connectors"
     if copy is not None:
-        entry.set_grant(grant_for(copy, entry.extra))
         config.extension_origins[f"{kind}/{name}"] = copy.origin
+        verdict = known.verdict(copy, added=True)
+        if not verdict.on:  # edited in the copy: off, and said where the user looks
+            del (config.tools.script if tool else config.connectors.script)[name]
+            _off(config, "tool" if tool else "connector", name, copy.id, verdict)
+            return
+        entry.set_grant(_grant(copy, entry.extra, verdict))
         return
     registry = known.inside_copy(entry.path)
     if registry is not None:  # a file of a registry its manifest does not list: the pure tables only

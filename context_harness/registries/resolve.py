@@ -5,9 +5,10 @@ agents of ``[agents]``) > the project's ``.ctx/`` > personal > company > communi
 (within a tier, config order). ``apply(config)`` then adds to the config what the winners bring:
 
 - tools from the project and from registries, except one asking for ``http`` or ``env`` that was
-  not enabled (``ctx registry enable tools/NAME``);
-- the project's ``.ctx/connectors`` (registry connectors only when the user adds them:
-  ``ctx registry add``);
+  not enabled (``ctx registry enable tools/NAME``) and one that is not the copy enabled, or not as its
+  registry's pinned commit has it (``check.py``: consent is bound to the code);
+- the project's ``.ctx/connectors`` (one asking for ``http`` or ``env`` once enabled; registry
+  connectors only when the user adds them: ``ctx registry add``);
 - the folders of agent files;
 - to every script from a registry or the project's ``.ctx/`` (an explicit table pointing into a
   registry's copy included), the ``Grant`` of its manifest entry: nothing beyond it runs.
@@ -25,6 +26,8 @@ from context_harness.config import AGENT_RESERVED, Config, RegistryConfig
 from context_harness.errors import ConfigError
 from context_harness.lua.grant import Grant
 from context_harness.lua.netpolicy import parse_rule
+from context_harness.registries.check import Checker, Verdict
+from context_harness.registries.consent import source_of
 from context_harness.registries.manifest import CONFIG_HOST, MANIFEST, Extension, ExtensionEntry, Manifest, load
 from context_harness.registries.manifest import parse as parse_manifest
 from context_harness.registries.store import Pin, State, Store
@@ -32,7 +35,6 @@ from context_harness.registries.store import Pin, State, Store
 log = logging.getLogger(__name__)
 
 LEVELS = ("explicit", "project", "personal", "company", "community")
-NEEDS_ENABLE = ("http", "env")
 PROJECT_FILES = {"connectors": ("connector.lua", ".lua"), "tools": ("tool.lua", ".lua"), "agents": ("agent.md", ".md")}
 
 
@@ -56,8 +58,12 @@ class Copy:
 
     @property
     def owner(self) -> str:
-        where = "project .ctx/" if self.level == "project" else f"registry {self.registry}"
-        return f"{self.id} ({where})"
+        return f"{self.id} ({self.source})"
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as a consent records it: ``registry NAME`` or ``project .ctx/``."""
+        return source_of(self.level, self.registry)
 
 
 @dataclass
@@ -98,6 +104,7 @@ class Registries:
     manifests: dict[str, Manifest] = field(default_factory=dict)
     project: Manifest = field(default_factory=Manifest)
     errors: list[str] = field(default_factory=list)
+    checker: Checker = field(init=False)
 
     def __post_init__(self) -> None:
         self.store = Store(self.config)
@@ -115,6 +122,7 @@ class Registries:
             self.errors.extend(manifest.errors)
         self.project = project_manifest(project_folder(self.config))
         self.errors.extend(self.project.errors)
+        self.checker = Checker(self.store, self.state, project_folder(self.config), self.manifests)
 
     def ordered(self) -> list[tuple[str, RegistryConfig]]:
         """The configured registries, best first: by tier, then config order."""
@@ -155,12 +163,11 @@ class Registries:
                 return name
         return None
 
-    def enabled(self, ext_id: str) -> bool:
-        return ext_id in self.state.enabled
-
-
-def needs_enable(entry: ExtensionEntry) -> bool:
-    return entry.kind == "tool" and any(c in entry.capabilities for c in NEEDS_ENABLE)
+    def verdict(self, copy: Copy, added: bool = False) -> Verdict:
+        """Whether ``copy`` (with a manifest entry) may run, and if not why (``check.py``); ``added``: an
+        explicit table of the user's config points at it."""
+        assert copy.extension is not None
+        return self.checker.verdict(copy.extension, copy.level, copy.registry, added)
 
 
 def explicit_ids(config: Config) -> list[str]:
@@ -200,15 +207,16 @@ def project_manifest(folder: Path) -> Manifest:
     return manifest
 
 
-def grant_for(copy: Copy, values: dict[str, Any]) -> Grant:
-    """The ``Grant`` of ``copy``'s manifest entry; ``{key}`` hosts take the host of config value ``key``."""
+def grant_for(copy: Copy, values: dict[str, Any], sha256: str = "") -> Grant:
+    """The ``Grant`` of ``copy``'s manifest entry; ``{key}`` hosts take the host of config value ``key``;
+    ``sha256``: the script's bytes it is bound to (a Lua worker loads nothing else)."""
     assert copy.extension is not None
     entry = copy.extension.entry
     hosts: list[str] = []
     for host in entry.hosts:
         found = CONFIG_HOST.match(host)
         hosts.extend(config_hosts(values.get(found.group(1))) if found else [host])
-    return Grant(copy.owner, frozenset(entry.capabilities), tuple(hosts), tuple(entry.env))
+    return Grant(copy.owner, frozenset(entry.capabilities), tuple(hosts), tuple(entry.env), sha256)
 
 
 def config_hosts(value: Any) -> list[str]:
@@ -227,5 +235,4 @@ def config_hosts(value: Any) -> list[str]:
     return out
 
 
-__all__ = ["LEVELS", "Copy", "Registries", "Resolution", "grant_for", "needs_enable", "project_folder",
-           "table_key"]
+__all__ = ["LEVELS", "Copy", "Registries", "Resolution", "grant_for", "project_folder", "table_key"]

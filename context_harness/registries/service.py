@@ -1,7 +1,9 @@
 """What ``ctx registry ...`` does: one function per command, returning plain data to render.
 
 Registries are cloned and pinned on first use (``ensure``); nothing moves a pin but ``update``
-with ``--accept`` (or ``auto_update`` when the update asks for nothing new).
+with ``--accept`` (or ``auto_update`` when the update asks for nothing new). ``enable`` records a
+consent bound to the enabled copy's code (``consent.py``); an update carries it to the new commit
+only when the extension asks for nothing new.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from context_harness.config import Config
+from context_harness.config import Config, ScriptConfig
 from context_harness.errors import BadRequest, ConfigError, NotFound
 from context_harness.registries import configfile
+from context_harness.registries.check import Verdict, needs_consent
+from context_harness.registries.consent import Consent
 from context_harness.registries.manifest import MANIFEST, Manifest
 from context_harness.registries.manifest import parse as parse_manifest
-from context_harness.registries.resolve import Registries, Resolution, needs_enable, project_folder, table_key
+from context_harness.registries.resolve import Copy, Registries, Resolution, project_folder, table_key
 from context_harness.registries.store import Store
 
 STARTER_NAME = "community"
@@ -96,22 +100,41 @@ def listing(config: Config) -> dict[str, Any]:
 def _summary(known: Registries, resolution: Resolution) -> dict[str, Any]:
     ext = next((c.extension for c in resolution.copies if c.extension is not None), None)
     entry = ext.entry if ext is not None else None
+    state, verdict = _state(known, resolution)
     return {"id": resolution.id, "description": entry.description if entry else "",
             "tags": entry.tags if entry else [], "origin": resolution.winner.origin,
-            "capabilities": entry.capabilities if entry else [], "state": _state(known, resolution)}
+            "capabilities": entry.capabilities if entry else [], "state": state,
+            "on": verdict.on if verdict is not None else state == "on",
+            "off_reason": verdict.reason if verdict is not None and not verdict.on else None,
+            "new_asks": verdict.new_asks if verdict is not None else []}
 
 
-def _state(known: Registries, resolution: Resolution) -> str:
+def _checked(known: Registries, resolution: Resolution) -> tuple[Copy | None, bool]:
+    """The copy whose code runs for ``resolution`` (the winner; for an explicit table, the registry copy
+    its path points at, if any) and whether the user added it to the config."""
     win = resolution.winner
-    if win.extension is None:
-        return "explicit config"
-    kind = win.extension.kind
-    if kind == "connector" and win.level != "project":
-        return "available (`ctx registry add " + resolution.id + "` to use it)"
-    if kind == "tool" and needs_enable(win.extension.entry) and not known.enabled(resolution.id):
-        return "off (asks for " + ", ".join(win.extension.entry.capabilities) + "; `ctx registry enable " \
-            + resolution.id + "`)"
-    return "on"
+    if win.extension is not None:
+        return win, False
+    kind, name = resolution.id.split("/", 1)
+    tables: dict[str, dict[str, ScriptConfig]] = {"tools": dict(known.config.tools.script),
+                                                  "connectors": dict(known.config.connectors.script)}
+    entry = tables.get(kind, {}).get(name)
+    return (known.copy_of_script(entry.path), True) if entry is not None else (None, True)
+
+
+def _state(known: Registries, resolution: Resolution) -> tuple[str, Verdict | None]:
+    """What ``ctx registry list`` shows as the state, and the verdict behind it (None: nothing checked)."""
+    copy, added = _checked(known, resolution)
+    if copy is None or copy.extension is None:
+        return "explicit config", None
+    if copy.extension.kind == "agent":
+        return "on", None
+    if copy.extension.kind == "connector" and copy.level != "project" and not added:
+        return "available (`ctx registry add " + resolution.id + "` to use it)", None
+    verdict = known.verdict(copy, added)
+    if verdict.on:
+        return ("explicit config" if added else "on"), verdict
+    return ("explicit config, " if added else "") + f"off ({verdict.reason})", verdict
 
 
 def search(config: Config, text: str) -> list[dict[str, Any]]:
@@ -137,11 +160,15 @@ def info(config: Config, ext_id: str) -> dict[str, Any]:
     resolution = _resolution(known, ext_id)
     ext = next((c.extension for c in resolution.copies if c.extension is not None), None)
     config_name = config.source_path.name if config.source_path else "the config"
+    state, verdict = _state(known, resolution)
+    consent = known.state.consents.get(ext_id)
     return {"id": ext_id, "manifest": ext.entry.model_dump() if ext else None,
             "script": str(ext.script) if ext else None,
             "winner": resolution.winner.origin, "why": resolution.reason(config_name),
             "copies": [{"origin": c.origin, "commit": c.commit} for c in resolution.copies],
-            "state": _state(known, resolution)}
+            "state": state, "sha256": verdict.fingerprint.digest if verdict is not None else None,
+            "enabled": ({"source": consent.source, "commit": consent.commit, "sha256": consent.digest,
+                         "asks": consent.asks} if consent is not None and consent.bound else None)}
 
 
 def add(config: Config, ext_id: str) -> dict[str, Any]:
@@ -198,8 +225,10 @@ def update(config: Config, name: str | None, accept: bool) -> list[dict[str, Any
                 plan.note = (f"the copy at {known.store.checkout(reg_name)} has local edits (readonly = false); "
                              "commit or discard them first")
             else:
+                enabled = _covered(known, reg_name)
                 known.store.move(reg_name, plan.new)
                 known.state.pins[reg_name].commit = plan.new
+                plan.note = _carry(config, known, reg_name, enabled)
                 known.store.save(known.state)
                 plan.applied = True
         elif plan.old != plan.new:
@@ -207,6 +236,37 @@ def update(config: Config, name: str | None, accept: bool) -> list[dict[str, Any
                          + (" (it asks for new capabilities or hosts)" if plan.asks and registry.auto_update else ""))
         plans.append(plan.as_dict())
     return plans
+
+
+def _covered(known: Registries, name: str) -> dict[str, Consent]:
+    """The consents that cover registry ``name``'s copies as they are (before an update moves them)."""
+    out = {}
+    for ext_id, ext in known.manifests.get(name, Manifest()).extensions.items():
+        consent = known.state.consents.get(ext_id)
+        if consent is not None and consent.source == f"registry {name}" and known.checker.verdict(
+                ext, "registry", name).consented:
+            out[ext_id] = consent
+    return out
+
+
+def _carry(config: Config, known: Registries, name: str, enabled: dict[str, Consent]) -> str:
+    """After registry ``name`` moved: bind each consent that covered its old copy to the new one, unless
+    the extension now asks for more (then it is off until enabled again; the note says so)."""
+    fresh = Registries(config)
+    fresh.state.pins[name] = known.state.pins[name]
+    stays_off = []
+    for ext_id, consent in enabled.items():
+        ext = fresh.manifests.get(name, Manifest()).extensions.get(ext_id)
+        if ext is None:
+            continue
+        grown = sorted(ext.asks - set(consent.asks))
+        if grown:
+            stays_off.append(f"{ext_id} is off until `ctx registry enable {ext_id}` (it asks for new: "
+                             f"{', '.join(grown)})")
+            continue
+        print_ = fresh.checker.verdict(ext, "registry", name).fingerprint
+        known.state.consents[ext_id] = Consent.of(consent.source, known.state.pins[name].commit, ext, print_)
+    return "; ".join(stays_off)
 
 
 def _plan(known: Registries, name: str) -> UpdatePlan:
@@ -244,24 +304,37 @@ def remove(config: Config, name: str) -> dict[str, Any]:
     store = Store(config)
     state = store.state()
     state.pins.pop(name, None)
+    state.consents = {i: c for i, c in state.consents.items() if c.source != f"registry {name}"}
     store.save(state)
     store.delete(name)
     return {"name": name, "config": str(path)}
 
 
 def set_enabled(config: Config, ext_id: str, on: bool) -> dict[str, Any]:
+    """Enable: record a consent bound to the copy that runs for ``ext_id`` now (its source, commit and
+    fingerprint); disable: forget it."""
     known = ensure(config)
     resolution = _resolution(known, ext_id)
-    ext = resolution.winner.extension
-    if on and (ext is None or not needs_enable(ext.entry)):
-        raise BadRequest(f"{ext_id} needs no enabling: only registry tools that ask for http or env do "
-                         f"({resolution.winner.origin} wins)")
-    enabled = set(known.state.enabled)
-    (enabled.add if on else enabled.discard)(ext_id)
-    known.state.enabled = sorted(enabled)
+    if not on:
+        known.state.consents.pop(ext_id, None)
+        known.store.save(known.state)
+        ext = resolution.winner.extension
+        return {"id": ext_id, "enabled": False, "capabilities": ext.entry.capabilities if ext else [],
+                "hosts": ext.entry.hosts if ext else [], "env": ext.entry.env if ext else []}
+    copy, added = _checked(known, resolution)
+    ext = copy.extension if copy is not None else None
+    if copy is None or ext is None or ext.kind == "agent":
+        raise BadRequest(f"{ext_id} needs no enabling: only registry tools (and project connectors) that ask for "
+                         f"http or env do, and copies edited since their pin ({resolution.winner.origin} wins)")
+    verdict = known.verdict(copy, added)
+    if verdict.on and not verdict.consented and not needs_consent(ext, copy.level, added):
+        raise BadRequest(f"{ext_id} needs no enabling: only registry tools (and project connectors) that ask for "
+                         f"http or env do, and copies edited since their pin ({copy.origin} wins; it is on)")
+    known.state.consents[ext_id] = Consent.of(copy.source, copy.commit, ext, verdict.fingerprint)
     known.store.save(known.state)
-    return {"id": ext_id, "enabled": on, "capabilities": ext.entry.capabilities if ext else [],
-            "hosts": ext.entry.hosts if ext else []}
+    return {"id": ext_id, "enabled": True, "capabilities": ext.entry.capabilities, "hosts": ext.entry.hosts,
+            "env": ext.entry.env, "origin": copy.origin, "sha256": verdict.fingerprint.digest,
+            "was": verdict.reason if not verdict.on else None}
 
 
 def override(config: Config, ext_id: str) -> dict[str, Any]:

@@ -1,18 +1,22 @@
 """The workspace's copies of its registries, and the pin: the commit each one is at.
 
 Each registry is cloned with the system ``git`` into ``<data dir>/registries/NAME`` and checked out,
-detached, at its pinned commit; nothing else moves it. The state (pins, and which tools were
-enabled) is ``<data dir>/registries.json``, written atomically. A ``url`` that is a local folder
+detached, at its pinned commit; nothing else moves it. The state (pins, and the consents of
+``ctx registry enable``, each bound to the enabled copy's code: ``consent.py``) is
+``<data dir>/registries.json``, written atomically; ``tree`` and ``blob_id`` let a copy be checked
+against its pinned commit. A ``url`` that is a local folder
 inside a git repository (the starter ``registry/`` of a checkout) clones that repository and reads
 the registry from its folder. Works offline against local repositories.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +25,7 @@ from typing import Any
 from context_harness.config import Config, RegistryConfig
 from context_harness.connectors.git import check_url, run_git
 from context_harness.errors import ConfigError
+from context_harness.registries.consent import Consent
 
 GIT_TIMEOUT = 300  # seconds for one git call on a registry (clone, fetch, checkout ...); then it is killed
 STATE_FILE = "registries.json"
@@ -41,7 +46,7 @@ class Pin:
 @dataclass
 class State:
     pins: dict[str, Pin] = field(default_factory=dict)
-    enabled: list[str] = field(default_factory=list)
+    consents: dict[str, Consent] = field(default_factory=dict)  # extension id -> the copy enabled
 
 
 def git(args: list[str], cwd: Path | None = None) -> str:
@@ -74,12 +79,28 @@ class Store:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{self.state_path}: cannot read the registry pins ({exc.__class__.__name__}); "
                               "delete it and run `ctx registry update --accept`") from None
-        pins = {name: Pin(**pin) for name, pin in (raw.get("pins") or {}).items()}
-        return State(pins, list(raw.get("enabled") or []))
+        try:
+            pins = {name: Pin(**pin) for name, pin in (raw.get("pins") or {}).items()}
+        except TypeError:
+            raise ConfigError(f"{self.state_path}: the registry pins are not in the expected form; delete it and "
+                              "run `ctx registry update --accept`") from None
+        consents: dict[str, Consent] = {}
+        for ext_id in raw.get("enabled") or []:  # bare ids, before consent was bound to the code
+            if isinstance(ext_id, str):
+                consents[ext_id] = Consent.legacy()
+        for ext_id, item in (raw.get("consents") or {}).items():
+            consent = Consent.load(item)
+            if consent is not None:
+                consents[ext_id] = consent
+        return State(pins, consents)
 
     def save(self, state: State) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"pins": {n: asdict(p) for n, p in state.pins.items()}, "enabled": sorted(set(state.enabled))}
+        data: dict[str, Any] = {"pins": {n: asdict(p) for n, p in state.pins.items()}}
+        data["consents"] = {i: c.dump() for i, c in sorted(state.consents.items()) if c.bound}
+        legacy = sorted(i for i, c in state.consents.items() if not c.bound)
+        if legacy:  # kept (they enable nothing) so that `ctx registry list` can say to enable them again
+            data["enabled"] = legacy
         fd, tmp = tempfile.mkstemp(prefix=".registries-", dir=self.state_path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -147,6 +168,18 @@ class Store:
         except RegistryError:
             return None
 
+    def tree(self, name: str, commit: str) -> dict[str, tuple[str, str]]:
+        """Every file of the copy's pinned ``commit``: repository path -> (mode, object id)."""
+        out = git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", object_id(commit, f"registry {name}")],
+                  cwd=self.checkout(name))
+        found: dict[str, tuple[str, str]] = {}
+        for record in out.split("\0"):
+            meta, _, path = record.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                found[path] = (parts[0], parts[2])
+        return found
+
     def dirty(self, name: str) -> bool:
         return bool(git(["status", "--porcelain"], cwd=self.checkout(name)))
 
@@ -158,4 +191,18 @@ class Store:
         shutil.rmtree(self.checkout(name), ignore_errors=True)
 
 
-__all__ = ["GIT_TIMEOUT", "Pin", "RegistryError", "State", "Store", "git"]
+def blob_id(path: Path, length: int) -> str | None:
+    """git's object id of the file at ``path`` as it is on disk (SHA-1, or SHA-256 when ``length`` is 64);
+    None when there is no such file."""
+    try:
+        info = path.lstat()
+        data = os.readlink(path).encode("utf-8", "surrogateescape") if stat.S_ISLNK(info.st_mode) else path.read_bytes()
+    except OSError:
+        return None
+    digest = hashlib.sha256() if length == 64 else hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+__all__ = ["GIT_TIMEOUT", "Pin", "RegistryError", "State", "Store", "blob_id", "git", "object_id"]
