@@ -9,7 +9,9 @@
 
 Every mode is reranked when it is on. The top ``rerank_top_n`` results are reordered by the
 reranker's score (text: title, heading and snippet), the rest keep their place after them. A call that
-fails or outlasts ``rerank_budget_ms`` leaves the fused order and says so in the response's notice.
+fails, outlasts ``rerank_budget_ms`` (connecting included: the HTTP call's socket is shut down at the
+deadline) or answers anything but one finite score per document leaves the fused order and says so
+in the response's notice.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import threading
 import time
 import urllib.parse
@@ -24,12 +27,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from context_harness.config import Config, RetrievalConfig
+from context_harness.deadline import Deadline
 from context_harness.errors import NotConfigured
 from context_harness.models import SearchExplain, SearchResponse, SearchResult
 
 log = logging.getLogger(__name__)
 
 Scorer = Callable[[str, Sequence[str], float], list[float]]  # (query, texts, seconds) -> one score per text
+
+MAX_ANSWER_BYTES = 8 << 20  # a longer answer is refused, not cut to JSON that fails to parse
 
 FETCH_HINT = ("where a network exists, fetch it once with: python -c \"from fastembed import TextCrossEncoder; "
               "TextCrossEncoder('{model}', cache_dir='{cache}')\" (the model cache), then copy that "
@@ -62,6 +68,9 @@ class HttpReranker:
         self.api_key = retrieval.rerank_api_key
 
     def __call__(self, query: str, texts: Sequence[str], seconds: float) -> list[float]:
+        """The endpoint's scores, within ``seconds`` in all (connecting, sending, reading): at the
+        deadline the socket is shut down, so a server that stalls or drips its answer costs no more
+        time, and no thread or socket stays behind."""
         body = json.dumps({"model": self.model, "query": query, "documents": list(texts),
                            "top_n": len(texts)}).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -69,41 +78,59 @@ class HttpReranker:
             headers["Authorization"] = f"Bearer {self.api_key}"
         parts = urllib.parse.urlsplit(self.url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        connection = kind(parts.netloc, timeout=max(seconds, 0.001))
-        answer = None
-        try:
-            connection.request("POST", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")),
-                               body=body, headers=headers)
-            answer = connection.getresponse()
-            if answer.status >= 300:
-                raise RerankFailed(f"the reranker answered HTTP {answer.status}")
-            payload = json.loads(answer.read(8 << 20))
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            raise RerankFailed(f"the reranker could not be reached or answered no JSON ({type(exc).__name__})") \
-                from None
-        finally:
-            if answer is not None:
-                answer.close()
-            connection.close()
+        with Deadline(seconds) as deadline:
+            connection = kind(parts.netloc, timeout=deadline.connect_timeout(seconds))
+            answer = None
+            try:
+                connection.connect()
+                deadline.watch(connection.sock)
+                connection.request("POST", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")),
+                                   body=body, headers=headers)
+                answer = connection.getresponse()
+                if answer.status >= 300:
+                    raise RerankFailed(f"the reranker answered HTTP {answer.status}")
+                raw = answer.read(MAX_ANSWER_BYTES + 1)
+                if len(raw) > MAX_ANSWER_BYTES:
+                    raise RerankFailed(f"the reranker's answer is over {MAX_ANSWER_BYTES >> 20} MB")
+                payload = json.loads(raw)
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                if deadline.expired:
+                    raise RerankFailed(f"no answer within rerank_budget_ms ({seconds * 1000:.0f} ms)") from None
+                raise RerankFailed(f"the reranker could not be reached or answered no JSON ({type(exc).__name__})") \
+                    from None
+            finally:
+                if answer is not None:
+                    answer.close()
+                connection.close()
         return parse_scores(payload, len(texts))
 
 
 def parse_scores(payload: Any, count: int) -> list[float]:
     """One score per document from ``{"results": [{index, relevance_score}]}`` or ``[{index, score}]``;
-    a document the answer leaves out scores below every scored one."""
+    a document the answer leaves out scores below every scored one. ``RerankFailed`` for an answer
+    that is not exactly that: an index that is not an integer (``true`` is not 1), out of range or
+    given twice, a score that is not a finite number (a string, NaN, infinity), a missing field."""
     items = payload.get("results") if isinstance(payload, dict) else payload
     if not isinstance(items, list):
         raise RerankFailed("the reranker's answer has no results list")
+    if len(items) > count:
+        raise RerankFailed(f"the reranker's answer has {len(items)} results for {count} documents")
     scores = [float("-inf")] * count
+    given: set[int] = set()
     for item in items:
-        try:
-            index = int(item["index"])
-            score = float(item["relevance_score"] if "relevance_score" in item else item["score"])
-        except (KeyError, TypeError, ValueError):
-            raise RerankFailed("the reranker's answer has a result without index and score") from None
+        fields: dict[str, Any] = item if isinstance(item, dict) else {}
+        index = fields.get("index")
+        score = fields.get("relevance_score", fields.get("score"))
+        if isinstance(index, bool) or not isinstance(index, int):  # JSON's true is an int to Python
+            raise RerankFailed("the reranker's answer has a result without an integer index")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            raise RerankFailed(f"the reranker's answer gives document {index} no finite numeric score")
         if not 0 <= index < count:
             raise RerankFailed(f"the reranker's answer names document {index} of {count}")
-        scores[index] = score
+        if index in given:
+            raise RerankFailed(f"the reranker's answer scores document {index} twice")
+        given.add(index)
+        scores[index] = float(score)
     return scores
 
 
@@ -137,8 +164,14 @@ def rerank(scorer: Scorer, query: str, response: SearchResponse, retrieval: Retr
     if len(head) < 2:
         return
     budget = retrieval.rerank_budget_ms / 1000
+    texts = [passage(r) for r in head]
     try:
-        scores = _within(budget, lambda: scorer(query, [passage(r) for r in head], budget))
+        if isinstance(scorer, HttpReranker):  # keeps its own deadline, in this thread
+            scores = scorer(query, texts, budget)
+        else:
+            scores = _within(budget, lambda: scorer(query, texts, budget))
+        if len(scores) != len(head) or any(math.isnan(score) or score == math.inf for score in scores):
+            raise RerankFailed("the reranker gave no finite score for each result")
     except RerankFailed as exc:
         log.warning("rerank skipped: %s", exc)
         _notice(response, f"rerank skipped ({exc}): results are in fused order")
@@ -157,8 +190,8 @@ def passage(result: SearchResult) -> str:
 
 
 def _within(seconds: float, call: Callable[[], list[float]]) -> list[float]:
-    """``call()``'s answer, or ``RerankFailed`` when it takes longer than ``seconds`` (it then runs on,
-    unwatched, in its daemon thread)."""
+    """``call()``'s answer (a local model's), or ``RerankFailed`` when it takes longer than ``seconds``
+    (a model cannot be interrupted: it then runs on, unwatched, in its daemon thread, until it ends)."""
     box: dict[str, Any] = {}
 
     def run() -> None:
