@@ -3,8 +3,9 @@
 - Only ``http``/``https``; where a script may connect is ``lua/netpolicy.py``'s ``Policy`` (``[lua]
   http_allow``; loopback, private and other non-public addresses refused unless listed), checked
   on every redirect hop against the resolved address, which is then the one connected to.
-- A deadline, not a per-read timeout: a timer shuts the socket down when the time is up, so a
-  server that drips bytes or stalls in the headers cannot hold the script past its limit.
+- A deadline, not a per-read timeout: a timer shuts the socket down when the time is up
+  (``deadline.Deadline``), so a server that drips bytes or stalls in the TLS handshake or the
+  headers cannot hold the script past its limit. Connecting gets ``CONNECT_SECONDS`` at most.
 - Response bodies are capped (``[lua] max_response_bytes``) before they are buffered whole.
 """
 
@@ -15,7 +16,6 @@ import ipaddress
 import json
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,11 +23,13 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from context_harness import __version__
+from context_harness.deadline import Deadline
 from context_harness.lua.netpolicy import Policy
 from context_harness.lua.runtime import HostError, HostTimeout
 from context_harness.validation import plain_int
 
 MAX_REDIRECTS = 5
+CONNECT_SECONDS = 10.0  # to connect (never past the request's deadline)
 REDIRECTS = {301, 302, 303, 307, 308}
 USER_AGENT = f"context-harness/{__version__} (lua)"
 
@@ -145,49 +147,48 @@ class HttpClient:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             self._expired(where, deadline, script_deadline)
-        if scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                host, port, timeout=remaining, context=self._ssl_context())
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=remaining)
-        _pin(conn, ip)
-        aborted = threading.Event()
-        timer: threading.Timer | None = None
-        try:
+        with Deadline(remaining) as limit:
+            if scheme == "https":
+                conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                    host, port, timeout=limit.connect_timeout(CONNECT_SECONDS), context=self._ssl_context())
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=limit.connect_timeout(CONNECT_SECONDS))
+            _pin(conn, ip, limit)
             try:
-                conn.connect()
-                sock = conn.sock
-                timer = threading.Timer(max(0.0, deadline - time.monotonic()), _abort, (sock, aborted))
-                timer.daemon = True
-                timer.start()
-                send_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **headers}
-                conn.request(method, target, body=body, headers=send_headers)
-                resp = conn.getresponse()
-                location = resp.getheader("location") if resp.status in REDIRECTS else None
-                if location:
-                    resp.close()
-                    return Response(resp.status, {}, b""), location
-                data = self._read_body(resp, where)
-                if aborted.is_set():
-                    self._expired(where, deadline, script_deadline)
-                resp_headers: dict[str, str] = {}
-                for name, value in resp.getheaders():
-                    key = name.lower()
-                    resp_headers[key] = f"{resp_headers[key]}, {value}" if key in resp_headers else value
-                return Response(resp.status, resp_headers, data), None
+                return self._exchange(conn, method, target, headers, body, where, limit, deadline, script_deadline)
             except TimeoutError:
                 self._expired(where, deadline, script_deadline)
             except (http.client.HTTPException, OSError) as exc:
-                if aborted.is_set() or time.monotonic() >= deadline:
+                if limit.expired:
                     self._expired(where, deadline, script_deadline)
                 raise HostError(f"{where}: {_network_error(exc)}") from None
             except ValueError:  # http.client's checks on header names/values and URLs
                 raise HostError(f"{where}: invalid request (check header names and values)") from None
-        finally:
-            if timer is not None:
-                timer.cancel()
-            conn.close()
+            finally:
+                conn.close()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _exchange(self, conn: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str],
+                  body: bytes | None, where: str, limit: Deadline, deadline: float,
+                  script_deadline: float) -> tuple[Response, str | None]:
+        conn.connect()
+        if conn.sock is not None:  # connected: reads may now take what is left of the deadline
+            conn.sock.settimeout(max(0.001, limit.remaining()))
+        send_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **headers}
+        conn.request(method, target, body=body, headers=send_headers)
+        resp = conn.getresponse()
+        location = resp.getheader("location") if resp.status in REDIRECTS else None
+        if location:
+            resp.close()
+            return Response(resp.status, {}, b""), location
+        data = self._read_body(resp, where)
+        if limit.expired:
+            self._expired(where, deadline, script_deadline)
+        resp_headers: dict[str, str] = {}
+        for name, value in resp.getheaders():
+            key = name.lower()
+            resp_headers[key] = f"{resp_headers[key]}, {value}" if key in resp_headers else value
+        return Response(resp.status, resp_headers, data), None
 
     def _read_body(self, resp: http.client.HTTPResponse, where: str) -> bytes:
         cap = self.max_response_bytes
@@ -214,24 +215,16 @@ class HttpClient:
         raise HostError(f"{where}: timed out")
 
 
-def _pin(conn: http.client.HTTPConnection, ip: str) -> None:
+def _pin(conn: http.client.HTTPConnection, ip: str, limit: Deadline) -> None:
     """Make ``conn`` connect to ``ip`` (the checked address), still sending ``Host`` and TLS SNI for
-    its host name."""
+    its host name; its socket is under ``limit`` from the moment it connects (the TLS handshake too)."""
 
     def connect(address: tuple[str, int], timeout: Any = None, source_address: Any = None) -> socket.socket:
-        return socket.create_connection((ip, address[1]), timeout, source_address)
+        sock = socket.create_connection((ip, address[1]), timeout, source_address)
+        limit.watch(sock)
+        return sock
 
     conn._create_connection = connect  # type: ignore[attr-defined]
-
-
-def _abort(sock: socket.socket | None, aborted: threading.Event) -> None:
-    aborted.set()
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def _network_error(exc: BaseException) -> str:
