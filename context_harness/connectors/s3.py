@@ -217,9 +217,9 @@ class S3Connector:
         page["Contents"] = contents
 
     def _listing_error(self, exc: Exception, deadline: Deadline, first: bool) -> Exception:
-        """What a failed listing request raises: for a first page ``Timeout`` or ``NotConfigured``
-        (nothing listed: the sync fails), for a later one ``S3Error`` (the sync keeps what it listed
-        and deletes nothing)."""
+        """What a failed listing request raises: ``Timeout`` when it ran out of time, else
+        ``NotConfigured``. On a first page nothing is listed and the sync fails; later, the sync keeps
+        what was listed and deletes nothing (or fails the same way when nothing of it was kept)."""
         code, message = _problem(exc)
         if deadline.expired:
             fix = (f"no whole answer within {self.config.timeout:g} s (timeout): the endpoint hangs or answers "
@@ -236,10 +236,9 @@ class S3Connector:
             fix = f"the credentials were refused ({code}): check or renew them"
         else:
             fix = f"{code}: {message}"
-        if not first:
-            return S3Error(f"listing {self.where} failed part-way: {fix}")
+        what = f"cannot list {self.where}" if first else f"listing {self.where} failed part-way"
         kind = Timeout if deadline.expired else NotConfigured
-        return kind(f"{self.label}: cannot list {self.where}: {fix}; the documents of earlier syncs are kept")
+        return kind(f"{self.label}: {what}: {fix}; the documents of earlier syncs are kept")
 
     def _candidate(self, obj: dict[str, Any], report: ScanReport) -> Candidate | None:
         key = str(obj["Key"])

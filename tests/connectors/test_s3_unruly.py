@@ -116,8 +116,11 @@ async def test_a_listing_that_is_not_one_fails_the_sync_and_deletes_nothing(tmp_
         assert says in await failing_reason(h)
 
 
-async def test_a_later_page_that_is_not_a_listing_keeps_every_document(tmp_path, server) -> None:
-    first = dict(list(OBJECTS.items())[:1])
+@pytest.mark.parametrize("before", ["a page of keys", "a page of nothing indexed"])
+async def test_a_later_page_that_is_not_a_listing_keeps_every_document(tmp_path, server, before) -> None:
+    """Page 2 is an HTML page: what page 1 listed is synced, nothing is deleted; when page 1 held
+    nothing to index (a folder marker), the sync fails with a clear error instead."""
+    first = dict(list(OBJECTS.items())[:1]) if before == "a page of keys" else {"folder/": ""}
     server.plan(ok_rules())
     async with Harness.open(s3_config(tmp_path, server)) as h:
         assert (await h.sync()).total("added") == 3
@@ -125,8 +128,13 @@ async def test_a_later_page_that_is_not_a_listing_keeps_every_document(tmp_path,
                       "headers": {"Content-Type": "text/html"}},
                      {"match": "list-type=2", "body": listing(first, truncated=True, token="page-2"), "headers": XML},
                      *objects_rules(OBJECTS)])
-        summary = (await h.sync()).sources[0]
-        assert (summary.deleted, summary.skipped_reasons) == (0, {"scan_error": 1})
+        if before == "a page of keys":
+            summary = (await h.sync()).sources[0]
+            assert (summary.deleted, summary.skipped_reasons) == (0, {"scan_error": 1})
+        else:
+            with pytest.raises(NotConfigured, match="listing s3://kb/ failed part-way: the answer is not a valid S3 "
+                                                    "listing: its Content-Type is 'text/html'"):
+                await h.sync()
         assert await documents(h) == sorted(OBJECTS)
 
 
