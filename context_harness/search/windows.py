@@ -15,7 +15,6 @@ same answer as ``document_window`` over the whole document.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -23,18 +22,15 @@ from context_harness import passages
 from context_harness.errors import BadRequest, NotFound
 from context_harness.models import MAX_GET_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
 from context_harness.store.backend import DocumentStorage
-from context_harness.store.documents import DocumentRow, StoredChunk
+from context_harness.store.documents import DocumentRow, StoredChunk, WindowRead
 
 
 @runtime_checkable
 class WindowedReads(Protocol):
-    """A store that reads part of a document (``store/documents.py``)."""
+    """A store that reads part of a document (both backends: ``store/documents.py``, ``store/postgres``)."""
 
-    def snapshot(self) -> AbstractContextManager[None]: ...
-    def document_part(self, doc_id: str, start: int, stop: int) -> tuple[DocumentRow, int] | None: ...
-    def chunk_count(self, doc_id: str) -> int: ...
-    def chunk_range(self, doc_id: str, first: int, last: int) -> list[StoredChunk]: ...
-    def chunk_at(self, doc_id: str, offset: int, count: int) -> int | None: ...
+    def read_window(self, doc_id: str, chunk: int | None, offset: int, reach: int) -> WindowRead | None: ...
+    def chunk_headings(self, doc_id: str, first: int, last: int) -> tuple[list[str], int] | None: ...
 
 
 @dataclass(frozen=True)
@@ -48,23 +44,19 @@ class Headings:
 
 
 def headings_near(store: DocumentStorage, doc_id: str, around: int, reach: int) -> Headings:
-    """The headings of the chunks at most ``reach`` positions from chunk ``around``: read alone where
-    the store can (``WindowedReads``), else from all the document's chunks."""
+    """The headings of ``2 * reach + 1`` chunks around chunk ``around`` (``reach`` on each side, more
+    after it near the start): read alone where the store can (``WindowedReads``), else from all the
+    document's chunks."""
+    first = max(0, around - reach)
     if isinstance(store, WindowedReads):
-        with store.snapshot():
-            count = store.chunk_count(doc_id)
-            first = max(0, min(around, count - 1) - reach)
-            chunks = store.chunk_range(doc_id, first, first + 2 * reach) if count else []
-            if not count and store.document_part(doc_id, 0, 0) is None:
-                raise not_found(doc_id)
-    else:
-        found = store.document_with_chunks(doc_id)
+        found = store.chunk_headings(doc_id, first, first + 2 * reach)
         if found is None:
             raise not_found(doc_id)
-        count = len(found[1])
-        first = max(0, min(around, count - 1) - reach)
-        chunks = found[1][first:first + 2 * reach + 1]
-    return Headings(first, [c.heading for c in chunks], count)
+        return Headings(first, *found)
+    whole = store.document_with_chunks(doc_id)
+    if whole is None:
+        raise not_found(doc_id)
+    return Headings(first, [c.heading for c in whole[1][first:first + 2 * reach + 1]], len(whole[1]))
 
 
 def not_found(doc_id: str) -> NotFound:
@@ -149,55 +141,35 @@ def read(store: DocumentStorage, doc_id: str, request: GetRequest | None, defaul
 
 def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
                 default_max_chars: int) -> DocumentOut | None:
-    """``document_window``'s answer, read from ``store`` in proportion to the window: the chunks from
-    the one before the window's reach to the one after it, and the body from the window's earliest
-    possible start to its latest possible end. None when the chunks' starts are not stored (then
-    only the whole document tells where they lie)."""
+    """``document_window``'s answer, read from ``store`` in proportion to the window
+    (``WindowedReads.read_window``: the chunks within the window's reach and the slice of the body it
+    may cover). None when the chunks' starts are not stored (then only the whole document tells where
+    they lie)."""
     size = budget(request, default_max_chars)
-    with store.snapshot():
-        count = store.chunk_count(doc_id)
-        if request is not None and request.chunk is not None:
-            k = request.chunk
-            if k >= count:
-                if store.document_part(doc_id, 0, 0) is None:
-                    raise not_found(doc_id)
-                raise _out_of_range(k, count)
-            own = store.chunk_range(doc_id, k, k)[0].start
-            if own is None:
-                return None
-            # Neighbours widen the window while it stays within the budget, so those starting more than
-            # the budget away can never join (passages.section_window); the window ends by own + size.
-            first = store.chunk_at(doc_id, own - size - 1, count) or 0
-            last = store.chunk_at(doc_id, own + size, count)
-            lo, hi = None, own + size + 1
-        else:
-            offset = (request.offset or 0) if request is not None else 0
-            first = store.chunk_at(doc_id, offset - 1, count) or 0
-            last = store.chunk_at(doc_id, offset + size, count)
-            lo, hi = offset, offset + size + 1
-        chunks = store.chunk_range(doc_id, first, min((last or 0) + 1, count - 1)) if count else []
-        if any(c.start is None for c in chunks):
-            return None
-        starts = [c.start or 0 for c in chunks]
-        lo = starts[0] if lo is None else lo
-        found_part = store.document_part(doc_id, lo, hi)
-    if found_part is None:
+    k = request.chunk if request is not None else None
+    offset = (request.offset or 0) if request is not None else 0
+    # A chunk's neighbours widen its window while it stays within the budget (passages.section_window),
+    # so those starting more than the budget away can never join: the reach is the budget.
+    found = store.read_window(doc_id, k, offset, size)
+    if found is None:
         raise not_found(doc_id)
-    row, total = found_part
-    part = row.body
+    row, lo, total, count, chunks = found.row, found.base, found.total, found.count, found.chunks
+    if k is not None and k >= count:
+        raise _out_of_range(k, count)
+    if count and (not chunks or any(c.start is None for c in chunks)):
+        return None
+    starts = [c.start or 0 for c in chunks]
     if chunks and chunks[-1].idx != count - 1:
         chunks = chunks[:-1]  # the chunk after the reach: read for where the one before it ends
-    found = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
-    if request is not None and request.chunk is not None:
-        local = [(s - lo, e - lo) for s, e in found]
-        k = request.chunk - chunks[0].idx
-        start, end = passages.section_window(part, local, k, size)
+    spans = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
+    if k is not None:
+        start, end = passages.section_window(row.body, [(s - lo, e - lo) for s, e in spans], k - chunks[0].idx, size)
         start, end = start + lo, end + lo
     else:
-        if lo > total:
-            raise _past_end(lo, total)
-        start, end = lo, lo + passages.window_end(part, 0, size)
-    return _answer(row, part, lo, total, chunks, found, start, end)
+        if offset > total:
+            raise _past_end(offset, total)
+        start, end = offset, offset + passages.window_end(row.body, 0, size)
+    return _answer(row, row.body, lo, total, chunks, spans, start, end)
 
 
 __all__ = ["Headings", "WindowedReads", "budget", "document_window", "headings_near", "not_found", "read",

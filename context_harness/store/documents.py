@@ -52,6 +52,19 @@ class StoredChunk:
 
 
 @dataclass(frozen=True)
+class WindowRead:
+    """What ``read_window`` reads of a document for one window of ``get`` (``search/windows``): the
+    document with ``body`` cut to the slice from ``base``, the whole body's length in characters
+    (``total``), its number of chunks (``count``) and the chunks within the window's reach."""
+
+    row: DocumentRow
+    base: int
+    total: int
+    count: int
+    chunks: list[StoredChunk]
+
+
+@dataclass(frozen=True)
 class ChunkPlace:
     """Which chunk of a document holds a place in its body: position and heading path."""
 
@@ -378,8 +391,45 @@ class DocumentStore:
 
     # -- windowed reads: a window of a long document without reading the rest (``search/windows``) --
 
+    def read_window(self, doc_id: str, chunk: int | None, offset: int, reach: int) -> WindowRead | None:
+        """What a window of at most ``reach`` characters needs, at chunk ``chunk`` or from ``offset``, in
+        one snapshot (None: no such document). Chunk starts grow with the position, so where the reach
+        begins and ends is a binary search of point reads; SQLite cuts the body. Around a chunk starting
+        at S: the chunks from the last one starting at or before S - reach - 1 (else the first) to the
+        one after the last starting at or before S + reach, and the body from the first of them to
+        S + reach + 1. From an offset O: the chunks from the last one starting before O to the one after
+        the last starting at or before O + reach, and the body from O to O + reach + 1. No chunks when
+        ``chunk`` is out of range or the starts are not stored."""
+        with self._snapshot():
+            count = self._chunk_count(doc_id)
+            if chunk is not None:
+                own = self._start_of(doc_id, chunk) if chunk < count else None
+                if own is None:
+                    found = self._document_part(doc_id, 0, 0)
+                    return WindowRead(found[0], 0, found[1], count, []) if found else None
+                first = self._chunk_at(doc_id, own - reach - 1, count) or 0
+                last = self._chunk_at(doc_id, own + reach, count)
+                stop = own + reach + 1
+            else:
+                first = self._chunk_at(doc_id, offset - 1, count) or 0
+                last = self._chunk_at(doc_id, offset + reach, count)
+                stop = offset + reach + 1
+            chunks = self._chunk_range(doc_id, first, min(last + 1, count - 1)) if last is not None else []
+            base = chunks[0].start or 0 if chunk is not None and chunks else offset
+            found = self._document_part(doc_id, base, stop)
+        return WindowRead(found[0], base, found[1], count, chunks) if found else None
+
+    def chunk_headings(self, doc_id: str, first: int, last: int) -> tuple[list[str], int] | None:
+        """The heading paths of the chunks at positions ``first`` to ``last``, and how many chunks the
+        document has (None: no such document)."""
+        with self._snapshot():
+            count = self._chunk_count(doc_id)
+            if not count and self._document_part(doc_id, 0, 0) is None:
+                return None
+            return [c.heading for c in self._chunk_range(doc_id, first, last)], count
+
     @contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def _snapshot(self) -> Iterator[None]:
         """The reads inside see one state of the file (a read transaction), whatever a sync commits meanwhile."""
         conn = self.connection()
         if conn.in_transaction:
@@ -391,7 +441,7 @@ class DocumentStore:
         finally:
             conn.execute("COMMIT")
 
-    def document_part(self, doc_id: str, start: int, stop: int) -> tuple[DocumentRow, int] | None:
+    def _document_part(self, doc_id: str, start: int, stop: int) -> tuple[DocumentRow, int] | None:
         """The document with ``body`` cut to ``body[start:stop]`` (characters, as Python counts them), and
         the length of its whole body in characters. SQLite cuts it: Python never holds the rest. Each
         of SQLite's ``substr`` and ``length`` reads the whole value (0.1-0.2 s for 50 MB), so the length
@@ -415,33 +465,30 @@ class DocumentStore:
             total = self._lengths[key] = found[0]
         return _row_to_document(row), total
 
-    def chunk_count(self, doc_id: str) -> int:
+    def _chunk_count(self, doc_id: str) -> int:
         return self.connection().execute("SELECT count(*) FROM chunks WHERE doc_id=?", (doc_id,)).fetchone()[0]
 
-    def chunk_range(self, doc_id: str, first: int, last: int) -> list[StoredChunk]:
-        """The chunks at positions ``first`` to ``last`` (inclusive), in order."""
+    def _chunk_range(self, doc_id: str, first: int, last: int) -> list[StoredChunk]:
         rows = self.connection().execute(
             "SELECT id, idx, text, content_hash, heading, start FROM chunks WHERE doc_id=? AND idx BETWEEN ? AND ? "
             "ORDER BY idx", (doc_id, first, last))
         return [StoredChunk(*r) for r in rows]
 
-    def chunk_at(self, doc_id: str, offset: int, count: int) -> int | None:
+    def _start_of(self, doc_id: str, idx: int) -> int | None:
+        row = self.connection().execute("SELECT start FROM chunks WHERE doc_id=? AND idx=?", (doc_id, idx)).fetchone()
+        return row[0] if row else None
+
+    def _chunk_at(self, doc_id: str, offset: int, count: int) -> int | None:
         """The position of the last of the document's ``count`` chunks whose stored start is at or before
-        ``offset``; None when none is or the starts are not stored. Starts grow with the position, so
-        this is a binary search of point reads (about 17 for 100,000 chunks)."""
-        conn = self.connection()
-
-        def start_of(idx: int) -> int | None:
-            row = conn.execute("SELECT start FROM chunks WHERE doc_id=? AND idx=?", (doc_id, idx)).fetchone()
-            return row[0] if row else None
-
-        first = start_of(0) if count else None
+        ``offset`` (a binary search: about 17 point reads for 100,000 chunks); None when none is or the
+        starts are not stored."""
+        first = self._start_of(doc_id, 0) if count else None
         if first is None or first > offset:
             return None
-        lo, hi = 0, count - 1  # start_of(lo) <= offset
+        lo, hi = 0, count - 1  # the start of chunk lo is at or before offset
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            start = start_of(mid)
+            start = self._start_of(doc_id, mid)
             if start is None:
                 return None
             if start <= offset:

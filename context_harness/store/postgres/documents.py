@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from context_harness.store.connections import LinkSql
-from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary
+from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary, WindowRead
 from context_harness.store.postgres.database import Database
 from context_harness.timestamps import now_iso, since_text, until_text
 
@@ -23,6 +23,26 @@ _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, u
 _CHUNK_COLUMNS = "id, idx, text, content_hash, heading, start"
 _LINKS = LinkSql("%s")
 _CHUNK_ARRAYS = ", ".join(f"array_agg({c} ORDER BY idx) AS chunk_{c}" for c in _CHUNK_COLUMNS.split(", "))
+# read_window: what one window of ``get`` needs, in one round trip (the rules: store/documents.py's
+# read_window). Chunk starts grow with the position; a chunk out of range, or starts not stored, picks
+# no chunks; the body is cut by substr (characters).
+_PART_COLUMNS = ", ".join("substr(d.body, base.base + 1, greatest(coalesce(span.stop, 0) - base.base, 0))"
+                          if c == "body" else f"d.{c}" for c in _DOC_COLUMNS.split(", "))
+_WINDOW_SQL = f"""
+WITH n AS (SELECT count(*) AS count FROM chunks WHERE doc_id = %(id)s),
+own AS (SELECT (SELECT start FROM chunks WHERE doc_id = %(id)s AND idx = %(chunk)s) AS start),
+edge AS (SELECT CASE WHEN %(around)s THEN own.start - %(reach)s - 1 ELSE %(offset)s - 1 END AS lo_at,
+                CASE WHEN %(around)s THEN own.start + %(reach)s ELSE %(offset)s + %(reach)s END AS hi_at FROM own),
+span AS (SELECT coalesce((SELECT max(idx) FROM chunks WHERE doc_id = %(id)s AND start <= edge.lo_at), 0) AS first,
+                (SELECT max(idx) FROM chunks WHERE doc_id = %(id)s AND start <= edge.hi_at) AS last,
+                edge.hi_at + 1 AS stop FROM edge),
+picked AS (SELECT c.* FROM chunks c, span, n WHERE c.doc_id = %(id)s
+           AND c.idx BETWEEN span.first AND least(span.last + 1, n.count - 1)),
+base AS (SELECT CASE WHEN %(around)s THEN coalesce((SELECT start FROM picked ORDER BY idx LIMIT 1), 0)
+                ELSE %(offset)s END AS base)
+SELECT {_PART_COLUMNS}, char_length(d.body), n.count, base.base, p.*
+FROM documents d CROSS JOIN n CROSS JOIN span CROSS JOIN base
+LEFT JOIN LATERAL (SELECT {_CHUNK_ARRAYS} FROM picked) p ON true WHERE d.id = %(id)s"""
 MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds at most 1 MB)
 
 # Postings, lengths and ``tsv`` of the documents just written (``%(ids)s``), from the same analysis as
@@ -208,6 +228,24 @@ class PgDocumentStore:
             return None
         r = rows[0]
         return _row(r), [StoredChunk(*c) for c in zip(*(a or [] for a in r[14:]), strict=True)]
+
+    def read_window(self, doc_id: str, chunk: int | None, offset: int, reach: int) -> WindowRead | None:
+        """What a window of ``get`` needs (see the embedded store's ``read_window``): one round trip."""
+        rows = self._read(_WINDOW_SQL, {"id": doc_id, "chunk": chunk, "around": chunk is not None,
+                                        "offset": offset, "reach": reach}, point=True)
+        if not rows:
+            return None
+        r = rows[0]
+        chunks = [StoredChunk(*c) for c in zip(*(a or [] for a in r[17:]), strict=True)]
+        return WindowRead(_row(r), r[16], r[14], r[15], chunks)
+
+    def chunk_headings(self, doc_id: str, first: int, last: int) -> tuple[list[str], int] | None:
+        """The heading paths of the chunks at positions ``first`` to ``last``, and how many the document
+        has (None: no such document): one round trip."""
+        rows = self._read("SELECT (SELECT count(*) FROM chunks WHERE doc_id = d.id), (SELECT array_agg(heading "
+                          "ORDER BY idx) FROM chunks WHERE doc_id = d.id AND idx BETWEEN %s AND %s) "
+                          "FROM documents d WHERE d.id = %s", (first, last, doc_id), point=True)
+        return (list(rows[0][1] or []), rows[0][0]) if rows else None
 
     def document(self, doc_id: str) -> DocumentRow | None:
         rows = self._read(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
