@@ -16,13 +16,15 @@ ROOT = "context_harness"
 
 RIMS = {"cli", "server", "__main__"}
 # unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
-LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory", "redaction", "links"}
+LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory", "redaction", "links",
+         "deadline"}
 ALLOWED: dict[str, set[str]] = {
     "redaction": set(),
     "errors": {"redaction"},
     "timestamps": set(),
     "passages": set(),
     "links": set(),
+    "deadline": set(),
     "pipes": set(),
     "memory": set(),
     "config_vars": {"errors"},
