@@ -65,7 +65,8 @@ class InvalidListing(S3Error):
     """The endpoint answered a listing request with something that is not a listing."""
 
 
-_running = threading.local()  # ``deadline``: the Deadline of the S3 request this thread is making
+# What this thread's S3 request is: its ``deadline`` (a Deadline) and the ``status`` of its last answer.
+_running = threading.local()
 
 
 def client_missing() -> str | None:
@@ -100,7 +101,8 @@ class S3Connector:
         self._client: Any = None
         self._credentials: Any = None
         self._read_ahead: ReadAhead[bytes | Skip] = ReadAhead(self._get)
-        self._stalled = 0  # GETs of this sync that timed out (``STALLED_GETS``)
+        self._stalled = 0  # GETs of this sync that timed out (``STALLED_GETS``), counted from read-ahead threads
+        self._stalled_lock = threading.Lock()
 
     @property
     def label(self) -> str:
@@ -318,7 +320,8 @@ class S3Connector:
         return bytes(raw)
 
     def _timed_out(self, rel: str) -> S3Error:
-        self._stalled += 1
+        with self._stalled_lock:
+            self._stalled += 1
         return S3Error(f"GET {self.where}{rel} took over {self.config.timeout:g} s (timeout); the next sync tries "
                        "again")
 
