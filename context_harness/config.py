@@ -213,7 +213,9 @@ class ServerConfig(_Section):
                                    'e.g. "${CTX_TOKEN}"; required to serve HTTP on any address but loopback')
     allow_unauthenticated: bool = Field(default=False, description="serve HTTP on a non-loopback address without "
                                         "auth_token anyway (logged loudly at every start)")
-    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="HTTP request body limit in bytes")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="bytes an HTTP request body, or one stdio "
+                                "message (a line), may have; a larger one is refused (HTTP 413; over stdio a "
+                                "JSON-RPC error -32600) and the server goes on")
     agent_tools: bool = Field(default=True, description="offer the agent tools agent_list, agent_get and "
                               "agent_inject (when at least one agent is defined)")
     get_max_chars: int = Field(default=18_000, ge=0, le=1_000_000, description="characters of body a `get` returns "

@@ -1,19 +1,56 @@
-"""MCP over stdio: the wire on private copies of fds 0/1, everything else on stderr."""
+"""MCP over stdio: the wire on private copies of fds 0/1, everything else on stderr.
+
+One JSON-RPC message per line (issue 39):
+
+- a line longer than ``[server] max_body_bytes`` (1 MiB by default, the HTTP body limit) is discarded
+  as it streams, so memory stays bounded by the limit, and answered with a JSON-RPC error ``-32600``
+  that names the limit: with the request's ``id`` when the line's first bytes show it, else ``id``
+  null. The server then reads the next line.
+- a line that is not JSON is answered ``-32700`` (``id`` null); JSON that is not a JSON-RPC message,
+  ``-32600`` (with its ``id`` when it has a usable one). Blank lines are skipped.
+- when stdin ends, the requests already read are finished and answered, for at most
+  ``EOF_GRACE_SECONDS``; what is still running then is answered "Connection closed". Then the
+  server exits.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import stat
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.runner import serve_dual_era_loop
-from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
 
+from context_harness.errors import HarnessError, InvalidRequest, ParseError, outcome
 from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 64 * 1024  # read at a time; memory for a line is at most the limit plus one chunk
+EOF_GRACE_SECONDS = 30.0  # after stdin ends: the longest the requests already read may still run
+WRITE_GRACE_SECONDS = 5.0  # on the way out: the longest the last answers may take to reach stdout
+ID_SNIFF_BYTES = 4096  # of an oversized line, kept to find its id
 
 
 async def serve_stdio(harness: Harness, agent: str | None = None) -> None:
@@ -21,34 +58,283 @@ async def serve_stdio(harness: Harness, agent: str | None = None) -> None:
     running (sync on start, reloads, warm-up)."""
     async with harness.serving():
         server = build_server(harness, agent)
-        with _claimed_stdio() as (stdin, stdout):
-            async with server.lifespan(server) as state, stdio_server(stdin, stdout) as (read_stream, write_stream):
+        with _claimed_stdio() as (source, sink):
+            wire = StdioWire(source, sink, harness.config.server.max_body_bytes)
+            async with server.lifespan(server) as state, wire.streams() as (read_stream, write_stream):
                 # init_options=None: the runner asks the server at `initialize`, so the instructions are current.
                 await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
 
 
-class _PipeLines:
-    """Async lines from a pipe read on the event loop (no worker-thread hop per message)."""
+# -- framing ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Oversized:
+    """A line longer than the limit, already discarded: its size and its first bytes."""
+
+    size: int
+    head: bytes
+
+
+class LineFramer:
+    """Lines of a byte stream, each at most ``limit`` bytes; a longer one is dropped chunk by chunk as
+    it arrives and reported as ``Oversized``. ``read`` returns the next chunk, ``b""`` at the end."""
+
+    def __init__(self, read: Callable[[], Awaitable[bytes]], limit: int) -> None:
+        self.read = read
+        self.limit = limit
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes of the buffer known to hold no newline
+        self.skipped: int | None = None  # bytes of an oversized line dropped so far
+        self.head = b""
+        self.ended = False
+
+    async def next_line(self) -> bytes | Oversized | None:
+        """The next line without its newline, ``Oversized``, or None once the stream has ended."""
+        while True:
+            end = self.buffer.find(b"\n", self.scanned)
+            if end >= 0:
+                return self._take(end, end + 1)
+            if self.skipped is not None:
+                self.skipped += len(self.buffer)
+                self.buffer.clear()
+            elif len(self.buffer) > self.limit:
+                self.head, self.skipped = bytes(self.buffer[:ID_SNIFF_BYTES]), len(self.buffer)
+                self.buffer.clear()
+            self.scanned = len(self.buffer)
+            if self.ended:
+                if self.skipped is None and not self.buffer:
+                    return None
+                return self._take(len(self.buffer), len(self.buffer))  # a last line without its newline
+            chunk = await self.read()
+            if chunk:
+                self.buffer += chunk
+            else:
+                self.ended = True
+
+    def _take(self, end: int, consumed: int) -> bytes | Oversized:
+        line = bytes(self.buffer[:end])
+        del self.buffer[:consumed]
+        self.scanned = 0
+        if self.skipped is not None:
+            size, self.skipped = self.skipped + len(line), None
+            return Oversized(size, self.head)
+        if len(line) > self.limit:
+            return Oversized(len(line), line[:ID_SNIFF_BYTES])
+        return line
+
+
+def leading_id(head: bytes) -> RequestId | None:
+    """The top-level ``"id"`` of a JSON object that starts with ``head``, when it comes before the
+    first value ``head`` cuts short; None otherwise (nested ``"id"`` keys are skipped, not read)."""
+    text = head.decode("utf-8", errors="ignore")
+    decoder = json.JSONDecoder()
+    pos = _blank(text, 0)
+    if not text.startswith("{", pos):
+        return None
+    pos += 1
+    try:
+        while True:
+            key, pos = decoder.raw_decode(text, _blank(text, pos))
+            pos = _blank(text, pos)
+            if not isinstance(key, str) or not text.startswith(":", pos):
+                return None
+            value, pos = decoder.raw_decode(text, _blank(text, pos + 1))
+            if key == "id":
+                return as_request_id(value)
+            pos = _blank(text, pos)
+            if not text.startswith(",", pos):
+                return None
+            pos += 1
+    except ValueError:  # a value cut short (or not JSON): the id is not in these bytes
+        return None
+
+
+def _blank(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The error that answers a line (it never reaches the serving loop)."""
+
+    answer: SessionMessage
+
+
+def refusal(error: HarnessError, request_id: RequestId | None = None) -> Refusal:
+    """A JSON-RPC error message for ``error``, with the code of its row in the error table."""
+    return Refusal(SessionMessage(JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=ErrorData(code=outcome(error).jsonrpc_code, message=error.message))))
+
+
+def parse_line(line: bytes) -> SessionMessage | Refusal | None:
+    """A line as a JSON-RPC message, or the error that answers it; None for a line to drop (blank, or
+    a malformed notification or response, which JSON-RPC never answers)."""
+    text = line.decode("utf-8", errors="replace")
+    if not text.strip():
+        return None
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except ValidationError:
+        pass
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return refusal(ParseError("the message is not valid JSON: send one JSON-RPC message per line"))
+    if isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value):
+        log.warning("dropped a malformed JSON-RPC response from the client")
+        return None
+    if isinstance(value, dict) and "method" in value and "id" not in value:
+        log.warning("dropped a malformed JSON-RPC notification from the client")
+        return None
+    request_id = as_request_id(value.get("id")) if isinstance(value, dict) else None
+    return refusal(InvalidRequest("not a valid JSON-RPC 2.0 request: send an object with \"jsonrpc\": \"2.0\", a "
+                                  "string or integer \"id\", a string \"method\" and, if any, object \"params\""),
+                   request_id)
+
+
+# -- the wire ---------------------------------------------------------------------------------------
+
+class StdioWire:
+    """The read and write streams the SDK's serving loop runs on, over a chunk ``source`` and a text
+    ``sink``; see the module docstring for what it answers itself and how it ends."""
+
+    def __init__(self, source: Any, sink: Any, limit: int, eof_grace: float = EOF_GRACE_SECONDS) -> None:
+        self.framer = LineFramer(source.read, limit)
+        self.sink = sink
+        self.limit = limit
+        self.eof_grace = eof_grace
+        self.pending: set[RequestId] = set()  # requests read and not yet answered
+        self.settled = anyio.Event()  # set while nothing is pending
+        self.settled.set()
+        self.sink_open = True
+
+    @asynccontextmanager
+    async def streams(self) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception],
+                                                   MemoryObjectSendStream[SessionMessage]]]:
+        read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        reading, writing = anyio.CancelScope(), anyio.CancelScope()
+
+        async def read() -> None:
+            with reading:
+                await self._read_all(read_send, write_send.clone())
+
+        async def write() -> None:
+            with writing:
+                await self._write_all(write_receive)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(write)
+            try:
+                yield read_receive, write_send
+            finally:
+                reading.cancel()  # the serving loop is over: no more messages for it
+                write_send.close()
+                writing.deadline = anyio.current_time() + WRITE_GRACE_SECONDS
+
+    async def _read_all(self, deliver: MemoryObjectSendStream[SessionMessage | Exception],
+                        answer: MemoryObjectSendStream[SessionMessage]) -> None:
+        async with deliver, answer:
+            try:
+                await self._relay(deliver, answer)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the serving loop is over
+                return
+            if self.pending:
+                log.info("stdin closed: finishing %d request(s) already read (at most %.0f s)", len(self.pending),
+                         self.eof_grace)
+                with anyio.move_on_after(self.eof_grace):
+                    await self.settled.wait()
+                if self.pending:
+                    log.warning("stdin closed: %d request(s) still running after %.0f s are cut short",
+                                len(self.pending), self.eof_grace)
+
+    async def _relay(self, deliver: MemoryObjectSendStream[SessionMessage | Exception],
+                     answer: MemoryObjectSendStream[SessionMessage]) -> None:
+        """Every line until stdin ends: to the serving loop, or answered here."""
+        while (line := await self.framer.next_line()) is not None:
+            if isinstance(line, Oversized):
+                log.warning("refused a stdio message of %d bytes ([server] max_body_bytes = %d)", line.size,
+                            self.limit)
+                await answer.send(refusal(InvalidRequest(
+                    f"message of {line.size} bytes is larger than the limit of {self.limit} bytes ([server] "
+                    "max_body_bytes): send a smaller one, or raise the limit"), leading_id(line.head)).answer)
+                continue
+            message = parse_line(line)
+            if isinstance(message, Refusal):
+                await answer.send(message.answer)
+            elif message is not None:
+                self._note_inbound(message.message)
+                await deliver.send(message)
+
+    def _note_inbound(self, message: Any) -> None:
+        if isinstance(message, JSONRPCRequest):
+            if self.settled.is_set():
+                self.settled = anyio.Event()
+            self.pending.add(coerce_request_id(message.id))
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            cancelled = as_request_id((message.params or {}).get("requestId"))
+            if cancelled is not None:  # a cancelled request is never answered
+                self._answered(cancelled)
+
+    def _answered(self, request_id: RequestId) -> None:
+        self.pending.discard(coerce_request_id(request_id))
+        if not self.pending:
+            self.settled.set()
+
+    async def _write_all(self, messages: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        async with messages:
+            async for item in messages:
+                message = item.message
+                if self.sink_open:
+                    try:
+                        await self.sink.write(message.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
+                    except OSError as exc:  # the client closed our stdout: keep draining, write nothing
+                        log.info("stdout closed (%s): answers are dropped from now on", exc.strerror or exc)
+                        self.sink_open = False
+                if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+                    self._answered(message.id)
+
+
+# -- the process's stdin and stdout -----------------------------------------------------------------
+
+class _PipeSource:
+    """Chunks from a pipe or socket, read on the event loop (no worker-thread hop per message)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.reader: Any = None
 
-    def __aiter__(self) -> _PipeLines:
-        return self
-
-    async def __anext__(self) -> str:
+    async def read(self) -> bytes:
         if self.reader is None:
             import asyncio
 
             loop = asyncio.get_running_loop()
-            self.reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+            self.reader = asyncio.StreamReader(limit=CHUNK_BYTES)
             pipe = os.fdopen(self.fd, "rb", buffering=0, closefd=False)
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader), pipe)
-        line = await self.reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        try:
+            data: bytes = await self.reader.read(CHUNK_BYTES)
+        except OSError as exc:
+            log.warning("reading stdin failed (%s): treated as its end", exc.strerror or exc)
+            return b""
+        return data
+
+
+class _FileSource:
+    """Chunks from a file or terminal, read in a worker thread (they cannot be watched by the loop)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def read(self) -> bytes:
+        try:
+            return await anyio.to_thread.run_sync(os.read, self.fd, CHUNK_BYTES, abandon_on_cancel=True)
+        except OSError as exc:
+            log.warning("reading stdin failed (%s): treated as its end", exc.strerror or exc)
+            return b""
 
 
 class _PipeWriter:
@@ -65,41 +351,40 @@ class _PipeWriter:
             except BlockingIOError:
                 await anyio.sleep(0.001)
 
-    async def flush(self) -> None:
-        return None
-
 
 @contextmanager
 def _claimed_stdio() -> Iterator[tuple[Any, Any]]:
     """Serve the wire from private duplicates of fds 0/1 and point 0 at /dev/null and 1 at stderr,
     so stray output (a library's print, a child process) can never corrupt the JSON-RPC stream.
 
-    Falls back to the SDK's own (thread-based) stdio handling when stdin is not a pipe or socket.
+    A pipe or socket is read on the event loop; anything else (a file, a terminal) in a thread.
     """
-    import stat
-
+    sys.stdout.flush()
     try:
-        mode = os.fstat(0).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-            raise OSError("stdin is not a pipe")
-        sys.stdout.flush()
         wire_in, wire_out = os.dup(0), os.dup(1)
-    except (OSError, ValueError):
-        yield None, None
+    except OSError:  # no stdin or stdout to claim: serve what there is (reads end at once)
+        yield _FileSource(0), _PipeWriter(1)
         return
+    try:
+        mode = os.fstat(wire_in).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    except OSError:
+        piped = False
     saved_in, saved_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     os.close(devnull)
     try:
-        yield _PipeLines(wire_in), _PipeWriter(wire_out)
+        yield (_PipeSource(wire_in) if piped else _FileSource(wire_in)), _PipeWriter(wire_out)
     finally:
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
         for fd in (saved_in, saved_out, wire_out):
             os.close(fd)
-        # wire_in stays open: the event loop's pipe transport owns it until the loop closes.
+        # wire_in stays open: the event loop's pipe transport owns it until the loop closes, and a
+        # worker thread may still be blocked reading it (closed, its number could be reused under it).
 
 
-__all__ = ["serve_stdio"]
+__all__ = ["EOF_GRACE_SECONDS", "LineFramer", "Oversized", "Refusal", "StdioWire", "leading_id", "parse_line",
+           "serve_stdio"]
