@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 CHUNKER_VERSION = 4  # 4: chunks carry where their span begins in the body
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines breaks at
 
 
 # Token estimate: every run of ASCII letters, every run of digits and every other non-space
@@ -96,8 +98,19 @@ class _Block:
     joiner: str = "\n\n"
 
 
-def _blocks(body: str) -> list[_Block]:
-    blocks: list[_Block] = []
+def _lines(text: str) -> Iterator[str]:
+    """``text.splitlines()``, one line at a time: a huge document's lines are never all held at once."""
+    start = 0
+    for found in _LINE_BREAK.finditer(text):
+        yield text[start:found.start()]
+        start = found.end()
+    if start < len(text):
+        yield text[start:]
+
+
+def _blocks(body: str) -> Iterator[_Block]:
+    """The body's blocks in order, handed out as they are found (a huge document's are never all held)."""
+    blocks: list[_Block] = []  # found, not handed out yet
     path: list[tuple[int, str]] = []
     buf: list[str] = []
     fence: str | None = None
@@ -118,7 +131,10 @@ def _blocks(body: str) -> list[_Block]:
                     blocks.append(_Block(text, estimate_tokens(text), current_path(), kind))
             buf.clear()
 
-    for line in body.splitlines():
+    for line in _lines(body):
+        if blocks:
+            yield from blocks
+            blocks.clear()
         if fence is not None:
             buf.append(line)
             match = _FENCE.match(line)
@@ -147,7 +163,7 @@ def _blocks(body: str) -> list[_Block]:
             continue
         buf.append(line)
     flush("code" if fence is not None else "text")
-    return blocks
+    yield from blocks
 
 
 def _split_oversized(block: _Block, max_tokens: int, group: int) -> list[_Block]:
@@ -207,9 +223,8 @@ def _tail(text: str, tokens: int) -> str:
 
 def chunk_markdown(body: str, max_tokens: int, overlap_tokens: int = 0) -> list[Chunk]:
     """Split ``body`` into chunks of at most ``max_tokens`` estimated tokens."""
-    blocks: list[_Block] = []
-    for number, block in enumerate(_blocks(body)):
-        blocks.extend(_split_oversized(block, max_tokens, number) if block.tokens > max_tokens else [block])
+    blocks = (piece for number, block in enumerate(_blocks(body))
+              for piece in (_split_oversized(block, max_tokens, number) if block.tokens > max_tokens else [block]))
 
     chunks: list[Chunk] = []
     parts: list[_Block] = []

@@ -238,8 +238,11 @@ class _Writer:
     def _collect(self, wait: bool) -> None:
         while self._jobs and (wait or len(self._jobs) > MAX_JOBS or self._jobs[0][0].done()):
             future, docs, rows = self._jobs.popleft()
-            for row, done in zip(rows, self.chunker.result(future, docs), strict=True):
+            results = self.chunker.result(future, docs)
+            del future, docs  # only the writes hold the chunks now (_flush lets them go once stored)
+            for row, done in zip(rows, results, strict=True):
                 self._written(row, done)
+            del results
             if len(self._writes) >= WRITE_BATCH:
                 self._flush()
 
@@ -252,15 +255,17 @@ class _Writer:
         self._writes.append(DocumentWrite(row, done.chunks))
 
     def _flush(self) -> None:
-        if self.session is not None and (self._writes or self._touches):
-            self.store.apply(self.label, self._writes, [], self._touches)
-            self._feed([w.row.id for w in self._writes], self._writes)
-        self._writes.clear()
-        self._touches.clear()
+        writes, touches = self._writes, self._touches
+        self._writes, self._touches = [], []
+        if self.session is not None and (writes or touches):
+            self.store.apply(self.label, writes, [], touches)
+            rows = [w.row for w in writes]
+            del writes  # stored: the chunks go before the keyword index copies the bodies (a huge file's peak)
+            self._feed([r.id for r in rows], rows)
 
-    def _feed(self, doc_ids: list[str], written: list[DocumentWrite]) -> None:
+    def _feed(self, doc_ids: list[str], rows: list[DocumentRow]) -> None:
         assert self.session is not None
-        self.session.replace(doc_ids, [indexed_document(w.row) for w in written])
+        self.session.replace(doc_ids, [indexed_document(row) for row in rows])
         self.fed.extend(doc_ids)
 
 

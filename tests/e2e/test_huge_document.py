@@ -1,6 +1,6 @@
 """Issue 39's figures for one 50 MB Markdown file, from ``benchmarks/huge_document.py`` (slow: about a
 minute): ``get`` answers at most its ceiling, a console page of the document takes at most 5 times its
-0.5 s target, and the sync's memory stays within the documented 16 times the file's size, with headroom."""
+0.5 s target, and the sync's memory stays within twice the documented 10 times the file's size."""
 
 from __future__ import annotations
 
