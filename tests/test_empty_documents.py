@@ -87,3 +87,14 @@ def test_ctx_get_of_an_empty_note(cfg: Path) -> None:
     assert json.loads(got.stdout)["body"] == "" and json.loads(got.stdout)["chunks"] == []
     human = ctx("get", hit["id"])
     assert human.returncode == 0 and human.stdout.startswith("# empty") and human.stderr == "", human.stderr
+
+
+async def test_the_console_shows_an_empty_note(kb) -> None:
+    import httpx2
+
+    from context_harness.server.http import build_app
+
+    ids = await ids_of(kb)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=build_app(kb)), base_url="http://127.0.0.1") as ui:
+        page = await ui.get("/ui/doc", params={"id": ids["empty.md"]})
+    assert page.status_code == 200 and "Later sections" not in page.text and '<pre class="body"></pre>' in page.text
