@@ -6,10 +6,10 @@ ends and how a chunk's window widens with its neighbours.
 
 A window holds at most ``MAX_GET_CHARS`` characters, whatever the request: ``max_chars`` 0 (and a
 request-less read, as scripts make) asks for the whole document and gets it up to that ceiling,
-with ``next_offset`` to read on. Where the store can read part of a document (``WindowedReads``: the
-embedded store), ``read_window`` reads only the chunks near the window and the slice of the body it
-needs, so the work of a ``get`` follows the size of its answer, not of the document; it gives the
-same answer as ``document_window`` over the whole document.
+with ``next_offset`` to read on. Where the store can read part of a document (``WindowedReads``: both
+backends), ``read_window`` reads only the chunks near the window and the slice of the body it needs,
+so the work of a ``get`` follows the size of its answer, not of the document; it gives the same
+answer as ``document_window`` over the whole document.
 """
 
 from __future__ import annotations
@@ -161,15 +161,16 @@ def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
     starts = [c.start or 0 for c in chunks]
     if chunks and chunks[-1].idx != count - 1:
         chunks = chunks[:-1]  # the chunk after the reach: read for where the one before it ends
-    spans = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
+    placed = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
     if k is not None:
-        start, end = passages.section_window(row.body, [(s - lo, e - lo) for s, e in spans], k - chunks[0].idx, size)
+        local = [(s - lo, e - lo) for s, e in placed]  # in the slice of the body read
+        start, end = passages.section_window(row.body, local, k - chunks[0].idx, size)
         start, end = start + lo, end + lo
     else:
         if offset > total:
             raise _past_end(offset, total)
         start, end = offset, offset + passages.window_end(row.body, 0, size)
-    return _answer(row, row.body, lo, total, chunks, spans, start, end)
+    return _answer(row, row.body, lo, total, chunks, placed, start, end)
 
 
 __all__ = ["Headings", "WindowedReads", "budget", "document_window", "headings_near", "not_found", "read",

@@ -415,7 +415,7 @@ class DocumentStore:
                 last = self._chunk_at(doc_id, offset + reach, count)
                 stop = offset + reach + 1
             chunks = self._chunk_range(doc_id, first, min(last + 1, count - 1)) if last is not None else []
-            base = chunks[0].start or 0 if chunk is not None and chunks else offset
+            base = (chunks[0].start or 0) if chunk is not None and chunks else offset
             found = self._document_part(doc_id, base, stop)
         return WindowRead(found[0], base, found[1], count, chunks) if found else None
 
