@@ -163,10 +163,10 @@ class WriteBack:
             return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action="deleted")
         try:
             version = (await self.get(doc_id)).version
-        except NotFound:  # written, but the source's globs or a .gitignore leave it out of the index
+        except NotFound:  # written, but not indexed: the globs, a .gitignore, or what the file holds
+            reason = await self.run_blocking(connector.unindexed_reason, rel)  # type: ignore[attr-defined]
             return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action=action,  # type: ignore[arg-type]
-                              note=f"{rel} is saved but not indexed: the source's include_globs, exclude_globs "
-                              "or a .gitignore leave it out")
+                              note=f"{rel} is saved but not indexed: {reason}")
         return NoteResult(id=doc_id, source=connector.label, path=rel, version=version, action=action)  # type: ignore[arg-type]
 
 

@@ -91,3 +91,13 @@ async def test_an_empty_note_is_written_and_read_like_any_other(tmp_path: Path, 
         written = await harness.note_write(NoteWriteRequest(source="notes", path="empty.md", content=content))
         assert written.action == "written" and written.version is not None
         assert (await harness.get(written.id)).version == written.version
+
+
+async def test_a_note_saved_but_not_indexed_says_why(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config.connectors.filesystem["notes"].exclude_globs = ["drafts/"]
+    async with Harness.open(config) as harness:
+        binary = await harness.note_write(NoteWriteRequest(source="notes", path="nul.md", content="a\x00b"))
+        assert binary.version is None and binary.note is not None and "NUL byte" in binary.note
+        left_out = await harness.note_write(NoteWriteRequest(source="notes", path="drafts/x.md", content="x"))
+        assert left_out.note is not None and "exclude_globs" in left_out.note
