@@ -24,6 +24,8 @@ from context_harness.models import MAX_GET_CHARS, ChunkOut, DocumentOut, GetRequ
 from context_harness.store.backend import DocumentStorage
 from context_harness.store.documents import DocumentRow, StoredChunk, WindowRead
 
+FAR = 1 << 53  # further than any document reaches
+
 
 @runtime_checkable
 class WindowedReads(Protocol):
@@ -146,8 +148,9 @@ def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
     may cover). None when the chunks' starts are not stored (then only the whole document tells where
     they lie)."""
     size = budget(request, default_max_chars)
-    k = request.chunk if request is not None else None
-    offset = (request.offset or 0) if request is not None else 0
+    # Past any body: a larger chunk number or offset answers the same, and stays within SQL's integers.
+    k = min(request.chunk, FAR) if request is not None and request.chunk is not None else None
+    offset = min(request.offset or 0, FAR) if request is not None else 0
     # A chunk's neighbours widen its window while it stays within the budget (passages.section_window),
     # so those starting more than the budget away can never join: the reach is the budget.
     found = store.read_window(doc_id, k, offset, size)
