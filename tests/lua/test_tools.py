@@ -194,7 +194,7 @@ def test_runtime_reused_without_reparse(make_tool: Any) -> None:
     started = time.perf_counter()
     for _ in range(200):
         tool.call({})
-    assert (time.perf_counter() - started) / 200 < 0.002
+    assert (time.perf_counter() - started) / 200 < 0.01  # about 0.4 ms a call; a reparse or a new worker costs more
 
 
 def test_concurrent_calls_use_a_small_pool(write_script: Any) -> None:
