@@ -34,8 +34,8 @@ import anyio  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
 from context_harness.agents import build_agent_registry  # noqa: E402
-from context_harness.context import HarnessContext  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
+from context_harness.core.context import HarnessContext  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.sample import DOCS  # noqa: E402
 
 

@@ -34,8 +34,8 @@ import docx  # noqa: E402
 from fpdf import FPDF  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.formats.documents import FORMATS, convert  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
 from context_harness.ingest.chunk_worker import available_cores  # noqa: E402
 
 WORDS = ("harbour lantern keeper tide signal beacon ledger rope anchor storm gull chart compass "

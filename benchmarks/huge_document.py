@@ -42,7 +42,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import httpx2  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.ingest.chunk_worker import available_cores  # noqa: E402
 from context_harness.models import GetRequest  # noqa: E402
 

@@ -45,7 +45,7 @@ bench_mcp = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_mcp)
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.models import SearchRequest  # noqa: E402
 
 

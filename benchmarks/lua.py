@@ -67,7 +67,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def through_harness(tmp: str, items: int, calls: int) -> dict[str, float | int]:
     """Full sync of the bulk connector and registry tool calls, through a real Harness."""
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     root = Path(tmp, "workspace")
     root.mkdir()

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retrieval
 import scifact
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.search.fusion import min_score
 

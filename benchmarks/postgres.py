@@ -34,7 +34,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 from mcp import Client  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.server.mcp import build_server  # noqa: E402
 from context_harness.store.postgres.vectors import HNSW_EF_CONSTRUCTION, HNSW_M  # noqa: E402
 from context_harness.store.schema import POSTGRES_VECTOR_INDEX  # noqa: E402

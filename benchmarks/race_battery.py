@@ -128,7 +128,7 @@ async def attempt(harness: Any, models: Any, index: int, outcomes: dict[str, Cou
 async def battery(work: Path, attempts: int, seconds: float) -> dict[str, Any]:
     from context_harness import config as config_mod
     from context_harness import models
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     config_path, outside = make_workspace(work)
     before = tree_hash(outside)

@@ -29,8 +29,8 @@ sys.path.append(str(Path(__file__).resolve().parent))
 from scifact import SCIFACT  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.embedding import fake  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
 from context_harness.models import RecentRequest, RelatedRequest  # noqa: E402
 from context_harness.store.documents import document_id  # noqa: E402
 

@@ -27,7 +27,7 @@ import scifact
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.models import SearchRequest  # noqa: E402
 from context_harness.search.fusion import DEFAULT_ALPHA, min_score  # noqa: E402
 

@@ -35,7 +35,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import boto3  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 
 BUCKET = "bench-docs"
 KEY, SECRET = "bench-key-id", "bench-secret-value"

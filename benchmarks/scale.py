@@ -199,7 +199,7 @@ def build(workspace: Path, config_path: Path) -> dict:
     import anyio
 
     from context_harness import config as config_mod
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     figures: dict = {}
 
@@ -233,7 +233,7 @@ def in_process(config_path: Path, queries: list[str], table: np.ndarray) -> dict
     import anyio
 
     from context_harness import config as config_mod
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
     from context_harness.models import SearchRequest
 
     config = config_mod.load_file(config_path)

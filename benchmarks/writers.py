@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from context_harness import config as config_mod  # noqa: E402
+from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.embedding import fake  # noqa: E402
-from context_harness.harness import Harness  # noqa: E402
 from context_harness.models import SearchRequest  # noqa: E402
 
 WORDS = ("river stone maple copper lantern harbor meadow signal orbit candle ledger violet summit "

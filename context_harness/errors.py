@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from context_harness.redaction import redact
+from context_harness.common.redaction import redact
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from context_harness import timestamps
+from context_harness.common import timestamps
 
 _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 

@@ -183,10 +183,10 @@ def page() -> str:
 
     found, missing = sections()
     if missing:
-        raise Undocumented("reference/config.md", missing, "context_harness/config.py or agents/settings.py "
+        raise Undocumented("reference/config.md", missing, "context_harness/config/__init__.py or agents/settings.py "
                            "(Field(description=...), class docstrings)")
     out = ["# Configuration reference", "", GENERATED_NOTE.format(source="the pydantic models in "
-           "`context_harness/config.py` and `context_harness/agents/settings.py`"), "",
+           "`context_harness/config/__init__.py` and `context_harness/agents/settings.py`"), "",
            own_doc(config_module).split("\n\n", 1)[-1], "",
            "A key written `NAME` is yours to choose: `[connectors.filesystem.notes]` is a filesystem connector "
            "named `notes`. A key marked *required* has no default. Unknown keys are errors, except where a table "

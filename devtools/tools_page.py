@@ -27,8 +27,8 @@ LAYERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 def registry_tools(extra: dict[str, Any]) -> list[Any]:
     """The tools a server publishes for a config made of ``extra`` (no extensions, no agent files)."""
     from context_harness.config import from_dict
+    from context_harness.core.harness import Harness
     from context_harness.extensions import Extensions
-    from context_harness.harness import Harness
 
     with tempfile.TemporaryDirectory() as folder:
         agents = {"paths": [], "skill_paths": [], **extra.get("agents", {})}

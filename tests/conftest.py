@@ -90,7 +90,7 @@ def config(config_path: Path) -> Any:
 @pytest.fixture
 async def harness(config: Any) -> AsyncIterator[Any]:
     """An open, synced Harness over ``write_knowledge_base``."""
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     async with Harness.open(config) as h:
         await h.sync()
@@ -112,7 +112,7 @@ def tools_config_path(tmp_path: Path) -> Path:
 async def tools_harness(tools_config_path: Path) -> AsyncIterator[Any]:
     """An open, synced Harness over ``write_tools_workspace``."""
     from context_harness import config as config_mod
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     async with Harness.open(config_mod.load(tools_config_path)) as h:
         await h.sync()
@@ -139,7 +139,7 @@ def served_config(tmp_path: Path) -> Path:
 async def served(served_config: Path) -> AsyncIterator[Any]:
     """An open, synced Harness over ``write_served``."""
     from context_harness import config as config_mod
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     async with Harness.open(config_mod.load_file(served_config)) as h:
         await h.sync()

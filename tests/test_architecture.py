@@ -11,61 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from devtools.architecture import ALLOWED, LAYERS, LOWER, PAGE, RIMS, layer_of, page_with_map, unit
+
 PACKAGE = Path(__file__).resolve().parents[1] / "context_harness"
 ROOT = "context_harness"
 
-RIMS = {"cli", "server", "__main__"}
-# unit -> the units it may import (a unit is a top-level module or subpackage of context_harness).
-LOWER = {"errors", "config", "models", "validation", "timestamps", "passages", "pipes", "memory", "redaction", "links",
-         "deadline"}
-ALLOWED: dict[str, set[str]] = {
-    "redaction": set(),
-    "errors": {"redaction"},
-    "timestamps": set(),
-    "passages": set(),
-    "links": set(),
-    "deadline": set(),
-    "pipes": set(),
-    "memory": set(),
-    "config_vars": {"errors"},
-    "config": {"errors", "redaction", "config_vars"},
-    "models": {"errors", "timestamps"},
-    "validation": {"errors", "models"},
-    "formats": LOWER,
-    "store": LOWER | {"embedding"},
-    "embedding": LOWER,
-    "ingest": LOWER | {"store", "connectors", "embedding", "formats"},
-    "search": LOWER | {"store", "embedding"},
-    "lua": LOWER | {"connectors"},
-    "registries": LOWER | {"lua", "agents", "connectors"},
-    "connectors": LOWER | {"formats"},
-    "agents": LOWER | {"lua", "formats"},
-    "tools": LOWER | {"lua", "agents", "registries"},
-    "context": LOWER,
-    "notes": LOWER,
-    "writeback": LOWER | {"connectors", "ingest", "notes", "store"},
-    "scripts": LOWER | {"lua", "tools", "connectors", "context", "agents", "registries"},
-    "catalog": LOWER | {"agents", "tools", "context"},
-    "activity": LOWER,
-    "polling": set(),
-    "live": LOWER | {"activity", "connectors", "polling"},
-    "services": LOWER | {"catalog", "live"},
-    "extensions": LOWER | {"agents", "tools", "connectors", "lua"},
-    "connections": LOWER | {"store"},
-    "offering": LOWER | {"agents", "catalog", "context", "scripts", "tools"},
-    "authoring": LOWER | {"agents", "catalog", "formats", "notes", "tools"},
-    "harness": LOWER | {"store", "ingest", "search", "embedding", "connectors", "catalog", "services", "extensions",
-                        "tools", "agents", "activity", "offering", "writeback", "connections", "registries",
-                        "authoring"},
-    "recovery": LOWER | {"harness", "extensions", "store"},
-    "workspace": set(),
-    "sample": LOWER,
-    "server": LOWER | {"harness", "extensions", "tools", "agents", "catalog", "writeback"},
-    "cli": LOWER | {"harness", "tools", "agents", "catalog", "server", "sample", "workspace", "recovery", "scripts",
-                    "registries"},
-    "__main__": {"cli"},
-    "__init__": set(),
-}
 THIRD_PARTY_RIMS = {"mcp.server": "server", "starlette": "server", "uvicorn": "server", "click": "cli", "rich": "cli",
                     "jinja2": "server"}
 
@@ -101,16 +51,11 @@ def graph() -> dict[str, set[str]]:
     return {name: imports_of(name, path, known) for name, path in known.items()}
 
 
-def unit(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
-
-
 def test_each_package_imports_only_what_its_layer_allows() -> None:
     offenders = []
     for module, imported in graph().items():
         mine = unit(module)
-        allowed = ALLOWED[mine] | {mine}
+        allowed = ALLOWED[mine] | {mine, "__init__"}
         for target in imported:
             if target.startswith(ROOT + ".") and unit(target) not in allowed:
                 offenders.append(f"{module} imports {target}")
@@ -122,6 +67,26 @@ def test_each_package_imports_only_what_its_layer_allows() -> None:
 
 def test_every_unit_is_placed_in_a_layer() -> None:
     assert sorted({unit(m) for m in modules()} - set(ALLOWED)) == []
+
+
+def test_each_unit_imports_only_its_own_layer_or_below() -> None:
+    order = list(LAYERS)
+    upward = [f"{name} ({layer_of(name)}) may import {other} ({layer_of(other)})" for name, allowed in ALLOWED.items()
+              for other in allowed if order.index(layer_of(other)) > order.index(layer_of(name))]
+    assert upward == []
+    assert sorted(ALLOWED) == sorted(u for units in LAYERS.values() for u in units)
+
+
+def test_the_architecture_page_draws_this_table() -> None:
+    """docs/explanation/architecture.md holds the map drawn from ALLOWED and LAYERS; redraw it with
+    ``python -m devtools.architecture --write``."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert page_with_map(text) == text, "the map in architecture.md is stale: python -m devtools.architecture --write"
+
+
+def test_at_most_six_modules_stay_loose() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 6, loose
 
 
 def test_no_import_cycles() -> None:

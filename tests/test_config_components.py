@@ -13,8 +13,8 @@ import pytest
 from mcp import Client, MCPError
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, NotConfigured
-from context_harness.harness import Harness
 from context_harness.server.http import build_app
 from context_harness.server.mcp import build_server
 from support.cli import run_ctx
@@ -145,10 +145,10 @@ async def test_everything_else_works_and_the_broken_ones_say_why(tmp_path: Path,
         assert unknown_rest.status_code == 404
         assert called_rest.status_code == 400 and VAR in called_rest.json()["error"]["message"]
 
-        with caplog.at_level(logging.WARNING, logger="context_harness.services"):
+        with caplog.at_level(logging.WARNING, logger="context_harness.core.services"):
             async with harness.serving(reload_interval=60):
                 pass
-    logged = [r.getMessage() for r in caplog.records if r.name == "context_harness.services"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "context_harness.core.services"]
     assert any("connector script:jira is unavailable" in m and VAR in m for m in logged)
     assert any("tool jira_create is unavailable" in m for m in logged)
     assert any("agent jira-agent is unavailable" in m and "CTX_TEST_OTHER_UNSET" in m for m in logged)

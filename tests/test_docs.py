@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 from context_harness.agents.settings import AgentsSection, InlineAgentConfig
 from context_harness.cli import cli
 from context_harness.config import Config, from_dict
+from context_harness.core.harness import Harness
 from context_harness.errors import OUTCOMES, HarnessError
 from context_harness.extensions import Extensions
-from context_harness.harness import Harness
 from context_harness.server.schemas import portable_input
 from context_harness.tools.base import FunctionTool
 from devtools import cli_page, config_page, errors_page, tools_page

@@ -15,8 +15,8 @@ import pytest
 from mcp import Client
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest
-from context_harness.harness import Harness
 from context_harness.models import GetRequest, SearchRequest
 from context_harness.server.mcp import build_server
 from support.results import error_of

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import (
     BadRequest,
     Forbidden,
@@ -20,7 +21,6 @@ from context_harness.errors import (
     outcome,
 )
 from context_harness.extensions import collect_extensions
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 
 pytestmark = pytest.mark.anyio

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.common.validation import parse_get
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest
-from context_harness.harness import Harness
 from context_harness.models import GetRequest, SearchRequest
-from context_harness.validation import parse_get
 from support.workspace import long_markdown, marker, write_long_document
 
 pytestmark = pytest.mark.anyio
@@ -176,7 +176,7 @@ async def test_windows_outside_the_document_are_bad_requests(kb) -> None:
 
 
 async def test_stored_chunk_starts_are_the_spans_found_from_the_texts(kb) -> None:
-    from context_harness.passages import chunk_spans
+    from context_harness.common.passages import chunk_spans
 
     doc_id = await manual_id(kb)
     chunks = kb.store.chunks(doc_id)

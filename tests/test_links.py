@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from context_harness.links import Link, document_names, extract_links, link_key, markdown_paths
+from context_harness.common.links import Link, document_names, extract_links, link_key, markdown_paths
 
 
 def test_markdown_links_to_relative_targets_only() -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
+from context_harness.core.harness import Harness
+from context_harness.core.live import LiveIndex
 from context_harness.errors import NotConfigured
-from context_harness.harness import Harness
 from context_harness.ingest.sync import DocumentChanges
-from context_harness.live import LiveIndex
 from context_harness.models import SearchRequest, SourceOut
 from context_harness.store.documents import document_id
 from support.waiting import source_ids, wait_for

@@ -21,9 +21,9 @@ from typing import Any
 import anyio
 import pytest
 
+from context_harness.core.harness import Harness
+from context_harness.core.live import RESTARTS, LiveIndex, rust_notify
 from context_harness.errors import NotConfigured
-from context_harness.harness import Harness
-from context_harness.live import RESTARTS, LiveIndex, rust_notify
 from context_harness.models import SearchRequest, SourceOut
 from support.waiting import LIMIT, source_ids, wait_for
 

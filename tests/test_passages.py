@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from context_harness.common.passages import chunk_at, chunk_spans, section_window, window_end
 from context_harness.ingest.chunking import chunk_markdown
-from context_harness.passages import chunk_at, chunk_spans, section_window, window_end
 from support.workspace import long_markdown
 
 TRICKY = (

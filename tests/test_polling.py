@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from context_harness.polling import ADDED, DELETED, MODIFIED, ListingPoller
+from context_harness.core.polling import ADDED, DELETED, MODIFIED, ListingPoller
 
 
 def test_a_rewrite_within_one_timestamp_tick_and_a_chmod_are_seen_a_read_is_not(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from context_harness import redaction
+from context_harness.common import redaction
+from context_harness.common.redaction import REDACTOR, redact, remember
 from context_harness.config import from_dict
 from context_harness.errors import ConfigError, ToolError
-from context_harness.redaction import REDACTOR, redact, remember
 
 
 @pytest.fixture(autouse=True)

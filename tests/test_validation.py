@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from context_harness.common.validation import MAX_JSON_DEPTH, check_text, decode_json, parse_search
 from context_harness.errors import BadRequest
-from context_harness.validation import MAX_JSON_DEPTH, check_text, decode_json, parse_search
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

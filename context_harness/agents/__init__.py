@@ -4,7 +4,7 @@ from TOML, Lua, Markdown and Python, served as MCP prompts, tools and resources.
 Public API: ``build_agent_registry(config, extra_agents=())`` -> ``AgentRegistry`` with ``list``,
 ``find``, ``resolve``, ``compile``, ``definition``, ``complete``, ``list_resources``,
 ``read_resource``, ``changed``/``reload``/``refresh``. Agents resolve against a
-``context_harness.context.HarnessContext``. See docs/reference/agents.md.
+``context_harness.core.context.HarnessContext``. See docs/reference/agents.md.
 """
 
 from context_harness.agents.base import Agent, AgentContext, AgentSpec, Argument

@@ -18,9 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from context_harness.agents.models import AgentArgument, AgentInfo, AgentPrompt
+from context_harness.common.validation import Declared, check_declared, describe
 from context_harness.errors import AgentError, ConfigError, HarnessError
 from context_harness.lua.bridge import ScriptContext
-from context_harness.validation import Declared, check_declared, describe
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 
 AgentContext = ScriptContext
 """What ``resolve`` receives as ``context``: blocking ``search(request: dict) -> list[dict]``,
-``get(id) -> dict`` and ``sources() -> list[dict]`` (see ``context_harness.context.HarnessContext``)."""
+``get(id) -> dict`` and ``sources() -> list[dict]`` (see ``context_harness.core.context.HarnessContext``)."""
 
 
 @runtime_checkable

@@ -38,9 +38,9 @@ from context_harness.agents.render import compiled_text, with_skills
 from context_harness.agents.settings import MAX_PAGE_SIZE, load_settings
 from context_harness.agents.skills import Skill, load_skills, skill_files
 from context_harness.agents.sources import markdown_files, markdown_spec, python_spec, toml_spec
+from context_harness.common.validation import decode_json, plain_int
 from context_harness.config import Config, Unavailable
 from context_harness.errors import BadRequest, ConfigError, NotConfigured, NotFound
-from context_harness.validation import decode_json, plain_int
 
 log = logging.getLogger(__name__)
 

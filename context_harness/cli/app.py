@@ -70,7 +70,7 @@ cli.add_command(setup)
 @click.option("--docs", default="..", help="Root of the example filesystem connector, relative to .ctx/.")
 def init(folder: str, docs: str) -> None:
     """Create a .ctx/ workspace: commented config.toml, data folder, .gitignore. Never overwrites."""
-    from context_harness.workspace import init_workspace
+    from context_harness.core.workspace import init_workspace
 
     result = init_workspace(Path(folder), docs)
     if result.created:
@@ -249,7 +249,7 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
            since: str | None, until: str | None, limit: int | None, as_json: bool, explain: bool,
            config_path: str | None, root: str | None) -> None:
     """Search the knowledge base."""
-    from context_harness.validation import parse_search
+    from context_harness.common.validation import parse_search
 
     filters = {k: v for k, v in {"source": source, "tags": list(tags) or None, "since": since,
                                  "until": until}.items() if v is not None}
@@ -302,7 +302,7 @@ def explain_line(explain: SearchExplain) -> str:
 def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, max_chars: int | None,
         as_json: bool, config_path: str | None, root: str | None) -> None:
     """Print one document by id (a window of a long one)."""
-    from context_harness.validation import parse_get
+    from context_harness.common.validation import parse_get
 
     request = parse_get({"id": doc_id, "chunk": chunk, "offset": offset, "max_chars": max_chars})
     doc = run_with_harness(ctx, lambda h: h.get(request))
@@ -401,7 +401,7 @@ def _size(size: int) -> str:
 @click.pass_context
 def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Check that SQLite, the keyword index and the vectors agree; exit 1 while a problem remains."""
-    from context_harness.recovery import check_installed
+    from context_harness.core.recovery import check_installed
 
     config = required_config(ctx)
     result = anyio.run(check_installed, config, repair)
@@ -427,7 +427,7 @@ def demo(query: str, as_json: bool) -> None:
         config = demo_config()
     except HarnessError as error:  # a broken install without its sample
         fail(error)
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
     from context_harness.models import SearchRequest
 
     async def main() -> tuple[SyncReport, SearchResponse]:
@@ -468,7 +468,7 @@ def demo(query: str, as_json: bool) -> None:
 def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, config_path: str | None,
           root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
-    from context_harness.memory import limit_malloc_arenas
+    from context_harness.common.memory import limit_malloc_arenas
     from context_harness.server import run_server
 
     limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
@@ -494,7 +494,7 @@ def db_migrate(ctx: click.Context, target: str, url: str | None, as_json: bool, 
     if not url:
         fail(BadRequest('`ctx db migrate --to postgres` needs the database: pass --url "postgresql://..." '
                         "or set CTX_DATABASE_URL"))
-    from context_harness import redaction
+    from context_harness.common import redaction
 
     redaction.REDACTOR.add([url])  # a password in it must never be echoed
     report = run_with_harness(ctx, lambda h: h.migrate_to_postgres(url))
@@ -514,7 +514,7 @@ def watch(ctx: click.Context, config_path: str | None, root: str | None) -> None
     Logs to stderr; Ctrl-C (or SIGTERM) stops."""
     import signal
 
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     if not log.isEnabledFor(logging.INFO):
         log.setLevel(logging.INFO)

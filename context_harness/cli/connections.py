@@ -19,7 +19,7 @@ from context_harness.models import RecentResponse, RelatedResponse
 def recent(ctx: click.Context, since: str | None, source: str | None, limit: int, as_json: bool,
            config_path: str | None, root: str | None) -> None:
     """List the documents added, updated or deleted most recently, newest first."""
-    from context_harness.validation import parse_recent
+    from context_harness.common.validation import parse_recent
 
     request = parse_recent({"since": since, "source": source, "limit": limit})
     response = run_with_harness(ctx, lambda h: h.recent(request))
@@ -38,7 +38,7 @@ def recent(ctx: click.Context, since: str | None, source: str | None, limit: int
 def related(ctx: click.Context, doc_id: str, limit: int, as_json: bool, config_path: str | None,
             root: str | None) -> None:
     """Print what a document links to, what links to it, and its nearest documents by meaning."""
-    from context_harness.validation import parse_related
+    from context_harness.common.validation import parse_related
 
     request = parse_related({"id": doc_id, "limit": limit})
     response = run_with_harness(ctx, lambda h: h.related(request))

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from context_harness.cli.support import Group, config_option, print_json, run_with_harness
+from context_harness.common.validation import parse
 from context_harness.errors import BadRequest
 from context_harness.models import (
     NoteDeleteRequest,
@@ -17,7 +18,6 @@ from context_harness.models import (
     NoteResult,
     NoteWriteRequest,
 )
-from context_harness.validation import parse
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 VERSION_OPTION = click.option("--version", "expected_version", default=None,

@@ -1,7 +1,7 @@
 """``ctx tool ...`` and ``ctx connector ...``: list, try out and scaffold Lua tools and connectors.
 
 Part of the CLI rim: it parses options, makes one core call (the Harness's, or for a bare ``.lua``
-path without a config, ``context_harness.scripts``) and renders the result. ``ctx tool list --json``
+path without a config, ``context_harness.core.scripts``) and renders the result. ``ctx tool list --json``
 prints exactly the REST ``GET /tools/list`` body; ``ctx tool test`` prints exactly the payload MCP ``tools/call``
 (structured content) and REST ``POST /tools/{name}`` return. Errors print one
 line on stderr and exit 1.
@@ -21,7 +21,7 @@ from context_harness.config import Config
 from context_harness.errors import BadRequest
 
 if TYPE_CHECKING:
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
     from context_harness.tools.base import Tool
 
 SHOW_ITEMS = 5
@@ -95,7 +95,7 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
     NAME is a [tools.script.NAME] entry; PATH a .lua file (run with no config keys). With a config,
     context.search/get/sources reach its knowledge base.
     """
-    from context_harness.scripts import script_entry, try_tool
+    from context_harness.core.scripts import script_entry, try_tool
 
     config = load_config(ctx, required=not Path(target).is_file())
     if config is None:
@@ -117,7 +117,7 @@ def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
 
 def _init_script(ctx: click.Context, kind: str, name: str, path: str | None, next_step: str) -> None:
     """Write a starter script (never over an existing file) and print the config snippet to add."""
-    from context_harness.scripts import starter
+    from context_harness.core.scripts import starter
 
     target = Path(path or os.path.join(kind, f"{name}.lua"))
     config = load_config(ctx, required=False)
@@ -150,7 +150,7 @@ def connector_test(ctx: click.Context, target: str, show: int, as_json: bool, co
 
     NAME is a [connectors.script.NAME] entry (or script:NAME); PATH a .lua file.
     """
-    from context_harness.scripts import scan_connector
+    from context_harness.core.scripts import scan_connector
 
     scan = scan_connector(target, load_config(ctx, required=not Path(target).is_file()), show)
     if as_json:

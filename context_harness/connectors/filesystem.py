@@ -22,7 +22,7 @@ from urllib.parse import quote_from_bytes
 
 import pathspec
 
-from context_harness import timestamps
+from context_harness.common import timestamps
 from context_harness.config import FilesystemConnectorConfig
 from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem
 from context_harness.connectors.names import escape_name

@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
-from context_harness import timestamps
+from context_harness.common import timestamps
+from context_harness.common.redaction import redact
 from context_harness.config import FilesystemConnectorConfig, GitConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import FilesystemConnector
 from context_harness.connectors.names import escape_name
 from context_harness.errors import ConfigError
-from context_harness.redaction import redact
 
 log = logging.getLogger(__name__)
 GIT_TIMEOUT = 600  # seconds for one git call of a git source (clone, fetch, ...); then it is killed

@@ -35,13 +35,13 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from context_harness import redaction
+from context_harness.common import redaction
+from context_harness.common.deadline import Deadline
 from context_harness.config import S3ConnectorConfig
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import DOCUMENT_COST, Globs, decode_text, text_item
 from context_harness.connectors.read_ahead import ReadAhead
 from context_harness.connectors.reading import Skip
-from context_harness.deadline import Deadline
 from context_harness.errors import NotConfigured, Timeout
 from context_harness.formats import documents
 from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format

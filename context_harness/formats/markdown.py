@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from context_harness import timestamps
+from context_harness.common import timestamps
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)

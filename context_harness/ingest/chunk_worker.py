@@ -23,10 +23,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any
 
-from context_harness import pipes
+from context_harness.common import pipes
+from context_harness.common.passages import chunk_starts
 from context_harness.formats.documents import ConversionFailed, Converted, convert
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
-from context_harness.passages import chunk_starts
 from context_harness.store.documents import StoredChunk, chunk_id
 
 log = logging.getLogger(__name__)

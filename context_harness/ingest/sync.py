@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from context_harness.common.timestamps import to_iso
 from context_harness.config import ChunkingConfig
 from context_harness.connectors.base import Candidate, Connector, PathScanning, Prefetching, ScanReport, SourceItem
 from context_harness.formats import documents
@@ -36,7 +37,6 @@ from context_harness.store.documents import (
     DocumentWrite,
     document_id,
 )
-from context_harness.timestamps import to_iso
 
 log = logging.getLogger(__name__)
 

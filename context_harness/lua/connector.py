@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from context_harness import timestamps
+from context_harness.common import timestamps
 from context_harness.config import LuaConfig, ScriptConfig, Unavailable
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.errors import ConfigError, HarnessError, NotConfigured, ToolError

@@ -23,10 +23,10 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from context_harness import __version__
-from context_harness.deadline import Deadline
+from context_harness.common.deadline import Deadline
+from context_harness.common.validation import plain_int
 from context_harness.lua.netpolicy import Policy
 from context_harness.lua.runtime import HostError, HostTimeout
-from context_harness.validation import plain_int
 
 MAX_REDIRECTS = 5
 CONNECT_SECONDS = 10.0  # to connect (never past the request's deadline)

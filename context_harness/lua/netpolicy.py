@@ -27,9 +27,9 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from context_harness.common.validation import plain_int
 from context_harness.errors import ConfigError
 from context_harness.lua.runtime import HostError
-from context_harness.validation import plain_int
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 NAT64 = ipaddress.ip_network("64:ff9b::/96")

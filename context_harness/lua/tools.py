@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from context_harness.common.validation import Declared, check_declared, decode_json
 from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.errors import BadRequest, ConfigError
 from context_harness.lua.bridge import ScriptContext
 from context_harness.lua.script import CONTEXT, LuaScript
-from context_harness.validation import Declared, check_declared, decode_json
 
 log = logging.getLogger(__name__)
 

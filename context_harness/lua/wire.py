@@ -15,8 +15,8 @@ import select
 import time
 from typing import IO, Any
 
-from context_harness import pipes
-from context_harness.pipes import HEADER, frame, send
+from context_harness.common import pipes
+from context_harness.common.pipes import HEADER, frame, send
 
 MAX_MESSAGE = 1 << 31
 

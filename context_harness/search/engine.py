@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from context_harness import timestamps
+from context_harness.common import timestamps
+from context_harness.common.passages import chunk_at
 from context_harness.config import Config
 from context_harness.embedding.base import BaseEmbedder
 from context_harness.errors import BadRequest, embeddings_disabled
@@ -28,7 +29,6 @@ from context_harness.models import (
     SearchResponse,
     SearchResult,
 )
-from context_harness.passages import chunk_at
 from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, min_score
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.rerank import make_reranker, rerank

@@ -26,8 +26,8 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from context_harness.common.deadline import Deadline
 from context_harness.config import Config, RetrievalConfig
-from context_harness.deadline import Deadline
 from context_harness.errors import NotConfigured
 from context_harness.models import SearchExplain, SearchResponse, SearchResult
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from context_harness import passages
+from context_harness.common import passages
 from context_harness.errors import BadRequest, NotFound
 from context_harness.models import MAX_GET_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
 from context_harness.store.backend import DocumentStorage

@@ -12,6 +12,7 @@ import logging
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from context_harness.common.validation import plain_int
 from context_harness.config import ServerConfig
 from context_harness.errors import (
     BadRequest,
@@ -23,7 +24,6 @@ from context_harness.errors import (
     UnsupportedMediaType,
     outcome,
 )
-from context_harness.validation import plain_int
 
 log = logging.getLogger(__name__)
 

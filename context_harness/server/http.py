@@ -37,7 +37,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_harness import __version__
+from context_harness.common.validation import decode_json, plain_int
 from context_harness.config import Config, ServerConfig
+from context_harness.core.harness import Harness
 from context_harness.errors import (
     BadRequest,
     ConfigError,
@@ -47,7 +49,6 @@ from context_harness.errors import (
     as_harness_error,
     error_for_status,
 )
-from context_harness.harness import Harness
 from context_harness.server.guards import (
     BodyLimitAndAuth,
     BodyLimitExceeded,
@@ -60,7 +61,6 @@ from context_harness.server.guards import (
 from context_harness.server.mcp import HarnessServer, build_server
 from context_harness.server.rpc import JsonRpcGuard
 from context_harness.server.ui import SecurityHeaders, console_routes, ui_enabled
-from context_harness.validation import decode_json, plain_int
 
 log = logging.getLogger(__name__)
 

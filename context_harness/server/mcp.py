@@ -49,6 +49,9 @@ from context_harness import __version__
 from context_harness.agents.models import AgentPrompt
 from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.render import fold_system
+from context_harness.common.validation import parse_get, plain_int
+from context_harness.core.harness import DocumentChanges, Harness
+from context_harness.core.writeback import CLIENT
 from context_harness.errors import (
     BadRequest,
     HarnessError,
@@ -59,12 +62,9 @@ from context_harness.errors import (
     as_harness_error,
     outcome,
 )
-from context_harness.harness import DocumentChanges, Harness
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
 from context_harness.server.schemas import portable_input, portable_output
 from context_harness.tools.base import hints
-from context_harness.validation import parse_get, plain_int
-from context_harness.writeback import CLIENT
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from context_harness.common.validation import decode_json
 from context_harness.errors import HarnessError, InvalidRequest, ParseError, TooManySessions, outcome
-from context_harness.validation import decode_json
 
 log = logging.getLogger(__name__)
 

@@ -41,8 +41,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from context_harness.core.harness import Harness
 from context_harness.errors import HarnessError, InvalidRequest, ParseError, outcome
-from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 
 log = logging.getLogger(__name__)

@@ -25,11 +25,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from context_harness.common.timestamps import from_iso
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary
 from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters
 from context_harness.store.queries import PendingChunk
-from context_harness.timestamps import from_iso
 
 if TYPE_CHECKING:  # numpy loads with the vectors, not with the server
     import numpy as np

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_harness.links import document_names, extract_links, link_key
+from context_harness.common.links import document_names, extract_links, link_key
 
 KEEP_CHANGES = 10_000
 FILL_BATCH = 500

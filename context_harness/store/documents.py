@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.faults import check_db_path
 from context_harness.store.schema import migrate, use_wal
-from context_harness.timestamps import now_iso, since_text, until_text
 
 log = logging.getLogger(__name__)
 _LINKS = LinkSql()

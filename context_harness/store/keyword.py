@@ -29,8 +29,8 @@ from pathlib import Path
 import tantivy
 from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 
+from context_harness.common.memory import release_free_memory
 from context_harness.errors import StoreBusy
-from context_harness.memory import release_free_memory
 from context_harness.store.faults import fault_of, is_panic
 
 log = logging.getLogger(__name__)

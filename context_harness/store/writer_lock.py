@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from context_harness.common.timestamps import now_iso
 from context_harness.errors import StoreBusy
-from context_harness.timestamps import now_iso
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from context_harness.agents.registry import FORMATS, AgentRegistry
+from context_harness.common.validation import parse
 from context_harness.errors import BadRequest
 from context_harness.models import NoArguments
 from context_harness.tools.base import FunctionTool, Tool, ToolChanges
 from context_harness.tools.builtin import schema_of
-from context_harness.validation import parse
 
 AGENT_TOOL_NAMES = ("agent_list", "agent_get", "agent_inject")
 

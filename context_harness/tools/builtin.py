@@ -1,7 +1,7 @@
 """The built-in tools over a ``Harness``: ``search``, ``get``, ``sources``, ``recent`` and ``related``.
 
 They register in the ``ToolRegistry`` exactly as Lua tools do; each parses its arguments with
-``context_harness.validation`` (the same functions every adapter uses) and calls one Harness method.
+``context_harness.common.validation`` (the same functions every adapter uses) and calls one Harness method.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from context_harness.common.validation import parse, parse_get, parse_recent, parse_related, parse_search
 from context_harness.models import (
     DocumentOut,
     GetRequest,
@@ -24,7 +25,6 @@ from context_harness.models import (
 )
 from context_harness.tools.base import FunctionTool
 from context_harness.tools.render import render_document, render_recent, render_related, render_search, render_sources
-from context_harness.validation import parse, parse_get, parse_recent, parse_related, parse_search
 
 
 def schema_of(model: type[BaseModel], mode: str = "validation") -> dict[str, Any]:

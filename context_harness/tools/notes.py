@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from context_harness.common.validation import parse
 from context_harness.config import Config
 from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteMoveRequest, NoteResult, NoteWriteRequest
 from context_harness.tools.base import FunctionTool
 from context_harness.tools.builtin import schema_of
-from context_harness.validation import parse
 
 WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 CHANGE = {**WRITE, "destructiveHint": True}

@@ -11,8 +11,8 @@ import pytest
 
 from context_harness import config as config_mod
 from context_harness.agents import build_agent_registry
-from context_harness.context import HarnessContext
-from context_harness.harness import Harness
+from context_harness.core.context import HarnessContext
+from context_harness.core.harness import Harness
 from context_harness.sample import DOCS
 from support.paths import REPO
 

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError
 from context_harness.extensions import (
     Agent,
@@ -23,7 +24,6 @@ from context_harness.extensions import (
     load_entry_points,
     prepare_server,
 )
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.paths import REPO
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from context_harness import config as config_mod
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import GetRequest, SearchRequest
 from support.workspace import long_markdown, marker, write_long_document
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from context_harness import timestamps
+from context_harness.common import timestamps
 from context_harness.connectors.git import file_dates
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.formats import documents
-from context_harness.harness import Harness
 from context_harness.ingest import chunk_worker
 from context_harness.models import GetRequest, SearchRequest, SyncSummary
 from support.documents import docx_bytes, pdf_bytes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from context_harness.connectors.filesystem import LEFT_OUT, FilesystemConnector, Globs, spellings
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from support.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.errors import NotConfigured
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 from support.trees import LATIN1_NAME
 

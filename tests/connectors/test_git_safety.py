@@ -19,8 +19,8 @@ import pytest
 from context_harness import config as config_mod
 from context_harness.connectors import git as git_mod
 from context_harness.connectors.git import GitError, run_git, url_problem
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, HarnessError
-from context_harness.harness import Harness
 from context_harness.registries import service
 from context_harness.registries import store as store_mod
 from support.registries import config_text

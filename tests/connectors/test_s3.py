@@ -20,8 +20,8 @@ from mcp.client.stdio import stdio_client
 from context_harness import config as config_mod
 from context_harness.connectors.base import ScanReport
 from context_harness.connectors.s3 import S3Connector
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, NotConfigured
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.cli import run_ctx
 from support.s3 import S3Server, s3_server

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import NotConfigured, Timeout
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.unruly import UnrulyServer, unruly_server
 

@@ -26,7 +26,7 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 
 pytestmark = pytest.mark.slow

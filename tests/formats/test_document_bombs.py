@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.formats.documents import DOCX_MAX_UNPACKED, FORMATS, ConversionFailed, convert
-from context_harness.harness import Harness
 from support.documents import docx_bytes
 from support.workspace import Workspace
 

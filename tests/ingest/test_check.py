@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 from support.cli import run_ctx
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.ingest.chunk_worker import Chunker, chunk_rows
 from context_harness.models import SearchRequest
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Candidate, ScanReport, SourceItem
+from context_harness.core.harness import Harness
 from context_harness.extensions import Extensions
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.workspace import Workspace
 

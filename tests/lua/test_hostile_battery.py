@@ -21,9 +21,9 @@ import pytest
 
 from context_harness import config as config_mod
 from context_harness.config import LuaConfig, ScriptConfig
-from context_harness.context import HarnessContext
+from context_harness.core.context import HarnessContext
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, HarnessError, Timeout
-from context_harness.harness import Harness
 from context_harness.lua import pool as pool_mod
 from context_harness.lua.tools import LuaTool
 from context_harness.models import SearchRequest

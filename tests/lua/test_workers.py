@@ -16,8 +16,8 @@ import pytest
 
 from context_harness import config as config_mod
 from context_harness.config import LuaConfig, ScriptConfig
+from context_harness.core.harness import Harness
 from context_harness.errors import HarnessError, Timeout, ToolError
-from context_harness.harness import Harness
 from context_harness.lua.pool import shared_pool
 from context_harness.lua.tools import LuaTool
 from context_harness.models import SearchRequest

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, Conflict, NotConfigured
-from context_harness.harness import Harness
 from context_harness.models import (
     NoteDeleteRequest,
     NoteEditRequest,

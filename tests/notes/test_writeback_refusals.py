@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, Forbidden
-from context_harness.harness import Harness
 from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteMoveRequest, NoteWriteRequest
 
 pytestmark = pytest.mark.anyio

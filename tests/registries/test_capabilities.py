@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import ToolError, UnknownTool
-from context_harness.harness import Harness
 from context_harness.registries import service
 from support.registries import commit
 

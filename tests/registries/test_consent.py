@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, NotConfigured, UnknownTool
-from context_harness.harness import Harness
 from context_harness.lua.grant import Grant
 from context_harness.lua.script import LuaScript
 from context_harness.registries import service

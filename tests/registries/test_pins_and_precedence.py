@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, NotFound
-from context_harness.harness import Harness
 from context_harness.registries import service
 from support.registries import commit, config_text, git, make_registry
 

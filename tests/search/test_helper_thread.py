@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.search import helper_thread
 from context_harness.search.helper_thread import HelperThreadJob

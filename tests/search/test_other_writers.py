@@ -9,8 +9,8 @@ import time
 import anyio
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 
 pytestmark = pytest.mark.anyio

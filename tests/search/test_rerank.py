@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from context_harness import redaction
+from context_harness.common import redaction
+from context_harness.core.harness import Harness
 from context_harness.errors import NotConfigured
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.search.rerank import RerankFailed, parse_scores
 from context_harness.server.mcp import build_server

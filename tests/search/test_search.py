@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from context_harness.common.validation import parse_search
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, EmbeddingsDisabled
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
-from context_harness.validation import parse_search
 
 pytestmark = pytest.mark.anyio
 

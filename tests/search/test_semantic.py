@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import EmbeddingsDisabled, EmbeddingsUnavailable
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.vectors import VectorStore
 

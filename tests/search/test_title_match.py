@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.search.fusion import Fused, FusionDetails
 from context_harness.search.title_match import lift_titled

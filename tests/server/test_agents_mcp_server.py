@@ -18,7 +18,7 @@ from mcp import Client, MCPError
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from context_harness import config as config_mod
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.mcp import build_server
 from support.paths import REPO
 from support.results import payload_of

@@ -28,7 +28,7 @@ HEAVY = (
     "psycopg", "pgvector",  # the PostgreSQL backend
 )
 # Loaded by every serving start: their presence shows the snapshot is of a real one.
-SERVED = ("context_harness.harness", "context_harness.server.stdio", "context_harness.store.vectors",
+SERVED = ("context_harness.core.harness", "context_harness.server.stdio", "context_harness.store.vectors",
           "mcp.server.runner", "mcp.server.lowlevel.server", "tantivy")
 
 CHILD = """

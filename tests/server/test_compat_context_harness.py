@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 
 from context_harness import config as config_mod
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.http import build_app, startup_lines
 from context_harness.server.mcp import build_server
 from support.cli import run_ctx

@@ -14,7 +14,7 @@ from mcp import Client, MCPError
 
 from context_harness import config as config_mod
 from context_harness.agents.registry import DEFINITION_CACHE, AgentRegistry
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.mcp import build_server
 from support.workspace import write_served
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.mcp import PAGE_SIZE, build_server
 from context_harness.store.documents import document_id
 

@@ -13,6 +13,7 @@ import mcp.types as t
 import pytest
 from mcp import Client, MCPError
 
+from context_harness.core.harness import Harness
 from context_harness.errors import (
     AgentError,
     BadRequest,
@@ -25,7 +26,6 @@ from context_harness.errors import (
     outcome,
 )
 from context_harness.extensions import collect_extensions
-from context_harness.harness import Harness
 from context_harness.server.http import build_app
 from context_harness.server.mcp import build_server
 from context_harness.tools.base import FunctionTool

@@ -28,7 +28,7 @@ from mcp import Client, MCPError
 from pydantic import TypeAdapter
 
 from context_harness import config as config_mod
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.mcp import build_server
 from support.hostile import (
     BATTERY,

@@ -10,9 +10,9 @@ import mcp.types as t
 import pytest
 from mcp import Client, MCPError
 
+from context_harness.core.harness import Harness
 from context_harness.errors import NotFound
 from context_harness.extensions import collect_extensions
-from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 from context_harness.tools.base import FunctionTool
 from support.results import error_of

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
-from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 from support.workspace import write_knowledge_base
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from starter_registry.fakes import Confluence, Jira, documents, extension, serving
 
+from context_harness.core.harness import Harness
 from context_harness.errors import ToolError
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from starter_registry.fakes import Files, GitHub, extension, serving
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.mcp import build_server
 from support.results import error_of
 

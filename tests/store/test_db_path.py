@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import StorageFault
-from context_harness.harness import Harness
 from support.cli import run_ctx
 from support.workspace import Workspace
 

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.documents import safe_source_url
 

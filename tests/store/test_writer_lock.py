@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.errors import StoreBusy
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.documents import DocumentStore
 from context_harness.store.writer_lock import WriterLock

@@ -194,7 +194,7 @@ class AppServer:
     def _run(self) -> None:
         import uvicorn
 
-        from context_harness.harness import Harness
+        from context_harness.core.harness import Harness
         from context_harness.server.http import build_app
 
         async def main() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 
 LIMIT = 10.0  # seconds any one change may take to show

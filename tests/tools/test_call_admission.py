@@ -16,8 +16,8 @@ import pytest
 from mcp import Client
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import Busy, HarnessError, Timeout
-from context_harness.harness import Harness
 from context_harness.lua.pool import shared_pool
 from context_harness.server.mcp import build_server
 

@@ -16,8 +16,8 @@ from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError
-from context_harness.harness import Harness
 from context_harness.server.mcp import build_server
 from context_harness.tools.base import ToolChanges
 from context_harness.tools.registry import ToolRegistry

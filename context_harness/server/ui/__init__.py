@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from context_harness.config import Config
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.server.ui.agents import AgentPages
 from context_harness.server.ui.pages import Pages
 from context_harness.server.ui.session import Sessions

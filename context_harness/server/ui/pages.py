@@ -14,12 +14,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from context_harness import timestamps
+from context_harness.common import timestamps
+from context_harness.common.validation import plain_int
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, HarnessError
-from context_harness.harness import Harness
 from context_harness.models import DocumentOut, GetRequest, SearchFilters, SearchMode, SearchRequest
 from context_harness.server.ui.session import Sessions, new_session_id, set_cookie
-from context_harness.validation import plain_int
 
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
 EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects

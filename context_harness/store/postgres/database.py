@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from context_harness.common.redaction import redact
 from context_harness.errors import Busy, ConfigError, StorageFault
-from context_harness.redaction import redact
 from context_harness.store.postgres.standby import Standby
 from context_harness.store.schema import (
     POSTGRES_FILLS,

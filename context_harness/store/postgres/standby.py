@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from context_harness.common.redaction import redact
 from context_harness.errors import Busy
-from context_harness.redaction import redact
 
 log = logging.getLogger(__name__)
 

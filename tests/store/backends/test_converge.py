@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.harness import Harness
+from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.keyword import replaced_entries
 from context_harness.store.postgres.follower import ReplicaKeywordIndex
@@ -36,7 +36,7 @@ WRITER = textwrap.dedent("""\
     from pathlib import Path
     import anyio
     from context_harness import config
-    from context_harness.harness import Harness
+    from context_harness.core.harness import Harness
 
     WORDS = sys.argv[3].split()
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, NotFound
-from context_harness.harness import Harness
 from context_harness.models import GetRequest
 from context_harness.search import windows
 from support.workspace import Workspace, long_markdown

@@ -26,9 +26,9 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import NotFound
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.postgres import standby as standby_mod
 from support.workspace import Workspace

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.keyword import replaced_entries
 from context_harness.store.postgres import follower

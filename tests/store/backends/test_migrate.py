@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import BadRequest
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.workspace import Workspace, write_sample_docs
 

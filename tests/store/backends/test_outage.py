@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import StorageFault
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.postgres import PostgresCluster
 from support.workspace import Workspace, write_sample_docs

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import Busy
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from support.workspace import Workspace, write_sample_docs
 

@@ -9,9 +9,9 @@ import time
 import anyio
 import pytest
 
+from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import StoreBusy
-from context_harness.harness import Harness
 from context_harness.models import SearchRequest
 from context_harness.store.postgres.lock import AdvisoryLock
 from support.workspace import Workspace, write_sample_docs

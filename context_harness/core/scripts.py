@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from context_harness import timestamps
+from context_harness.common import timestamps
 from context_harness.config import Config, LuaConfig, ScriptConfig
-from context_harness.context import BlockingKnowledgeBase, HarnessContext
+from context_harness.core.context import BlockingKnowledgeBase, HarnessContext
 from context_harness.errors import NotConfigured, NotFound
 from context_harness.registries.apply import apply as apply_registries
 

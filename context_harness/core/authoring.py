@@ -26,8 +26,8 @@ from context_harness.tools.agentzoo import zoo_tools
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from context_harness.catalog import Catalog
     from context_harness.config import Config
+    from context_harness.core.catalog import Catalog
 
 _WRITE_LOCK = threading.Lock()  # a version check and its write happen together
 

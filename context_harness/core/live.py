@@ -42,14 +42,14 @@ import anyio
 import anyio.abc
 
 from context_harness import config as config_mod
-from context_harness.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
 from context_harness.config import Config
 from context_harness.connectors.base import Connector, sync_seconds
 from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, FilesystemConnector
 from context_harness.connectors.names import escape_name
+from context_harness.core.activity import INTERVAL, OFF, POLLED, WATCHED, Activity
+from context_harness.core.polling import ListingPoller
 from context_harness.errors import HarnessError
 from context_harness.models import EmbedSummary, SyncReport, SyncSummary
-from context_harness.polling import ListingPoller
 
 log = logging.getLogger(__name__)
 

@@ -25,12 +25,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 
 from context_harness import __version__
-from context_harness.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
-from context_harness.authoring import Authoring
-from context_harness.catalog import Catalog, Listener
 from context_harness.config import Config
-from context_harness.connections import Connections
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
+from context_harness.core.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
+from context_harness.core.authoring import Authoring
+from context_harness.core.catalog import Catalog, Listener
+from context_harness.core.connections import Connections
+from context_harness.core.offering import Offering
+from context_harness.core.services import RELOAD_INTERVAL, Services
+from context_harness.core.writeback import WriteBack
 from context_harness.embedding import priority as embedding_priority
 from context_harness.embedding.base import Warming
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, embeddings_disabled
@@ -55,16 +58,13 @@ from context_harness.models import (
     SyncReport,
     SyncSummary,
 )
-from context_harness.offering import Offering
 from context_harness.registries.apply import apply as apply_registries
 from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
-from context_harness.services import RELOAD_INTERVAL, Services
 from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage, flush_index
 from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
-from context_harness.writeback import WriteBack
 
 if TYPE_CHECKING:
     from context_harness.store.vectors import VectorStore  # what ``embed_pending`` is typed for

@@ -20,9 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from context_harness import redaction
-from context_harness.config_vars import AGENT_RESERVED as AGENT_RESERVED  # re-exported: agents and registries read it
-from context_harness.config_vars import Unavailable, expand_vars, set_aside
+from context_harness.common import redaction
+from context_harness.config.variables import (
+    AGENT_RESERVED as AGENT_RESERVED,  # re-exported: agents and registries read it
+)
+from context_harness.config.variables import Unavailable, expand_vars, set_aside
 from context_harness.errors import ConfigError
 
 CONFIG_ENV = "CTX_CONFIG"

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from context_harness import timestamps
+from context_harness.common import timestamps
+from context_harness.common.links import document_names, markdown_paths
 from context_harness.errors import BadRequest, NotFound
-from context_harness.links import document_names, markdown_paths
 from context_harness.models import (
     RecentChange,
     RecentRequest,

@@ -8,9 +8,9 @@ read again into a new one, so every document still on disk comes back; vectors a
 from __future__ import annotations
 
 from context_harness.config import Config
+from context_harness.core.harness import Harness
 from context_harness.errors import StorageFault
 from context_harness.extensions import Extensions, collect_extensions
-from context_harness.harness import Harness
 from context_harness.models import CheckProblem, CheckReport
 from context_harness.store.faults import set_aside
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from context_harness.common.validation import parse_search
 from context_harness.models import DocumentOut, SearchRequest, SearchResponse, SourcesResponse
-from context_harness.validation import parse_search
 
 
 class BlockingKnowledgeBase(Protocol):

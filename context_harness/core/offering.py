@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from context_harness.agents.models import AgentInfo
-from context_harness.catalog import AgentResolution, Catalog, ToolResult
 from context_harness.config import Config, Unavailable
-from context_harness.context import BlockingKnowledgeBase
+from context_harness.core.catalog import AgentResolution, Catalog, ToolResult
+from context_harness.core.context import BlockingKnowledgeBase
+from context_harness.core.scripts import try_tool
 from context_harness.models import DocumentOut, GetRequest
-from context_harness.scripts import try_tool
 from context_harness.tools.base import Tool
 from context_harness.tools.render import render_document
 

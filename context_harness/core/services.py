@@ -14,11 +14,11 @@ from typing import Protocol
 import anyio
 import anyio.abc
 
-from context_harness.catalog import Catalog
+from context_harness.common.memory import limit_malloc_arenas
 from context_harness.config import Config
+from context_harness.core.catalog import Catalog
+from context_harness.core.live import LiveHost, LiveIndex
 from context_harness.errors import HarnessError, NotConfigured
-from context_harness.live import LiveHost, LiveIndex
-from context_harness.memory import limit_malloc_arenas
 from context_harness.models import SyncReport
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,173 @@
+"""The map of the code: the layers of ``context_harness`` and which unit may import which. One table,
+enforced by ``tests/test_architecture.py`` and drawn into ``docs/explanation/architecture.md``
+(``python -m devtools.architecture --write`` redraws it; a test fails when the page is stale).
+
+A unit is a subpackage of ``context_harness`` (``store``, ``cli``), a loose module (``errors``), or,
+inside the two layer packages ``common`` and ``core``, one module of them (``core.harness``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+LAYER_PACKAGES = {"common", "core"}
+
+# Lowest first. Each unit belongs to one layer; a unit imports only units its row in ALLOWED names.
+LAYERS: dict[str, dict[str, str]] = {
+    "base": {
+        "common.redaction": "secrets scrubbed from every text that leaves the process",
+        "common.timestamps": "the one stored form of a timestamp",
+        "common.passages": "where chunks lie in a body; the windows get returns",
+        "common.links": "links a document makes (Markdown, wikilinks)",
+        "common.deadline": "a total time limit on a network exchange",
+        "common.pipes": "framed messages to helper processes",
+        "common.memory": "keeping a long-running process's memory flat",
+        "common.validation": "untrusted arguments turned into validated ones",
+        "errors": "the error hierarchy and the one table mapping it to every rim",
+        "config": "the config file as one validated object; ${VAR} expansion",
+        "models": "the Pydantic models at the edges (MCP, REST, --json)",
+        "__init__": "the version",
+    },
+    "domain": {
+        "formats": "reading file formats (Markdown, PDF, DOCX, HTML)",
+        "embedding": "embedders: the bundled model, fastembed, OpenAI-compatible",
+        "store": "the storage seam: SQLite + Tantivy, or PostgreSQL",
+        "connectors": "where documents come from: folders, git, S3, scripts",
+        "ingest": "sync: scan, chunk, hash, store, embed",
+        "search": "keyword, semantic and hybrid search, reranking, snippets",
+        "lua": "the Lua sandbox, its workers and host calls",
+        "agents": "agents: TOML, Markdown, Lua, Python; skills",
+        "registries": "git extension registries: pins, consent, apply",
+        "tools": "the one tool registry: built-ins, Lua, agents' tools",
+        "notes": "the file work of write-back: safe paths, atomic writes, trash",
+        "sample": "the bundled sample knowledge base",
+    },
+    "extension API": {
+        "extensions": "the Python extension API (agents, tools, connectors in your own package)",
+    },
+    "core": {
+        "core.context": "the context Lua tools and agents call back into",
+        "core.catalog": "the tools and agents a knowledge base offers",
+        "core.scripts": "trying and starting Lua scripts",
+        "core.writeback": "the note calls",
+        "core.activity": "what each source is doing in this process",
+        "core.polling": "watching folders by listing them",
+        "core.live": "the live index",
+        "core.services": "what runs while serving",
+        "core.connections": "recent, related, links and backlinks",
+        "core.offering": "agents, prompts and tools offered",
+        "core.authoring": "agents and skills written as files",
+        "core.harness": "Harness: the one core service",
+        "core.recovery": "ctx check on a workspace that may not open",
+        "core.workspace": "ctx init",
+    },
+    "rims": {
+        "server": "MCP (stdio, HTTP), the REST shim and the web console",
+        "cli": "the ctx command line",
+        "__main__": "python -m context_harness",
+    },
+}
+
+RIMS = {"cli", "server", "__main__"}
+LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
+         "common.memory", "common.redaction", "common.links", "common.deadline"}
+ALLOWED: dict[str, set[str]] = {
+    "common.redaction": set(),
+    "errors": {"common.redaction"},
+    "common.timestamps": set(),
+    "common.passages": set(),
+    "common.links": set(),
+    "common.deadline": set(),
+    "common.pipes": set(),
+    "common.memory": set(),
+    "config": {"errors", "common.redaction"},
+    "models": {"errors", "common.timestamps"},
+    "common.validation": {"errors", "models"},
+    "formats": LOWER,
+    "store": LOWER | {"embedding"},
+    "embedding": LOWER,
+    "ingest": LOWER | {"store", "connectors", "embedding", "formats"},
+    "search": LOWER | {"store", "embedding"},
+    "lua": LOWER | {"connectors"},
+    "registries": LOWER | {"lua", "agents", "connectors"},
+    "connectors": LOWER | {"formats"},
+    "agents": LOWER | {"lua", "formats"},
+    "tools": LOWER | {"lua", "agents", "registries"},
+    "notes": LOWER,
+    "core.context": LOWER,
+    "core.writeback": LOWER | {"connectors", "ingest", "notes", "store"},
+    "core.scripts": LOWER | {"lua", "tools", "connectors", "core.context", "agents", "registries"},
+    "core.catalog": LOWER | {"agents", "tools", "core.context"},
+    "core.activity": LOWER,
+    "core.polling": set(),
+    "core.live": LOWER | {"core.activity", "connectors", "core.polling"},
+    "core.services": LOWER | {"core.catalog", "core.live"},
+    "extensions": LOWER | {"agents", "tools", "connectors", "lua"},
+    "core.connections": LOWER | {"store"},
+    "core.offering": LOWER | {"agents", "core.catalog", "core.context", "core.scripts", "tools"},
+    "core.authoring": LOWER | {"agents", "core.catalog", "formats", "notes", "tools"},
+    "core.harness": LOWER | {"store", "ingest", "search", "embedding", "connectors", "core.catalog", "core.services",
+                             "extensions", "tools", "agents", "core.activity", "core.offering", "core.writeback",
+                             "core.connections", "registries", "core.authoring"},
+    "core.recovery": LOWER | {"core.harness", "extensions", "store"},
+    "core.workspace": set(),
+    "sample": LOWER,
+    "server": LOWER | {"core.harness", "extensions", "tools", "agents", "core.catalog", "core.writeback"},
+    "cli": LOWER | {"core.harness", "tools", "agents", "core.catalog", "server", "sample", "core.workspace",
+                    "core.recovery", "core.scripts", "registries"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+
+
+def layer_of(unit: str) -> str:
+    return next(name for name, units in LAYERS.items() if unit in units)
+
+
+def unit(module: str) -> str:
+    """The unit of a dotted module name under ``context_harness``."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__"
+    if parts[1] in LAYER_PACKAGES:  # a layer package's own __init__ holds only its docstring
+        return f"{parts[1]}.{parts[2]}" if len(parts) > 2 else "__init__"
+    return parts[1]
+
+
+BEGIN, END = "<!-- map:begin (generated by devtools/architecture.py) -->", "<!-- map:end -->"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "explanation" / "architecture.md"
+
+
+def drawing() -> str:
+    """The map as Markdown: the layers top down, each unit with what it is and what it may import."""
+    lines = [BEGIN, "", "| layer | unit | what it is | may import |", "|---|---|---|---|"]
+    for layer in reversed(LAYERS):
+        for name, what in LAYERS[layer].items():
+            allowed = ALLOWED[name]
+            named = ["the base layer"] if LOWER <= allowed else []
+            named += [f"`{u}`" for u in sorted(allowed - LOWER if named else allowed)]
+            lines.append(f"| {layer} | `{_path(name)}` | {what} | {', '.join(named) or 'nothing of ours'} |")
+    return "\n".join([*lines, "", END])
+
+
+def _path(name: str) -> str:
+    if name.startswith("__"):
+        return f"context_harness/{name}.py"
+    if "." in name:
+        return "context_harness/" + name.replace(".", "/") + ".py"
+    folder = Path(__file__).resolve().parents[1] / "context_harness" / name
+    return f"context_harness/{name}/" if folder.is_dir() else f"context_harness/{name}.py"
+
+
+def page_with_map(text: str) -> str:
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    return head + drawing() + tail
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        PAGE.write_text(page_with_map(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
+    else:
+        print(drawing())
