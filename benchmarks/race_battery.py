@@ -65,6 +65,35 @@ print(flips, flush=True)
 """
 
 
+OPERATIONS = ("write", "move", "delete", "restore")
+
+
+class Flipper:
+    """The second process that swaps ``race`` and its notes for symlinks into ``outside``."""
+
+    def __init__(self, race: Path, outside: Path, seconds: float) -> None:
+        self.race = race
+        self.process = subprocess.Popen([sys.executable, "-c", FLIPPER, str(race), str(outside), str(seconds)],
+                                        stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None and self.process.stdout.readline() == "ready\n"
+
+    def stop(self) -> int:
+        """Stop it; how many swaps it made."""
+        Path(str(self.race) + "-stop").touch()
+        return int(self.process.communicate(timeout=60)[0].strip() or 0)
+
+
+def count(outcomes: dict[str, Counter[str]], operation: str, exc: Exception | None) -> None:
+    """An outcome: ``ok``, a code the issue allows, or ``other`` (with the exception's type)."""
+    code = "ok" if exc is None else getattr(exc, "code", None)
+    if code not in ("ok", "bad_request", "conflict", "not_found"):
+        outcomes[operation]["other:" + type(exc).__name__] += 1
+        code = "other"
+    outcomes[operation][str(code)] += 1
+    if exc is not None and os.environ.get("RACE_DEBUG"):
+        print(operation, code, exc, file=sys.stderr)
+
+
 def tree_hash(folder: Path) -> dict[str, str]:
     """Every entry under ``folder``: relative path -> kind, mode and content hash (symlinks by target)."""
     out = {}
@@ -103,14 +132,9 @@ async def attempt(harness: Any, models: Any, index: int, outcomes: dict[str, Cou
         try:
             result = await coro
         except Exception as exc:
-            code = getattr(exc, "code", None)
-            if os.environ.get("RACE_DEBUG"):
-                print(operation, code, exc, file=sys.stderr)
-            outcomes[operation][code if code in ("bad_request", "conflict", "not_found") else "other"] += 1
-            if code not in ("bad_request", "conflict", "not_found"):
-                outcomes[operation]["other:" + type(exc).__name__] += 1
+            count(outcomes, operation, exc)
             return None
-        outcomes[operation]["ok"] += 1
+        count(outcomes, operation, None)
         return result
 
     written = await call("write", harness.note_write(models.NoteWriteRequest(
@@ -132,11 +156,8 @@ async def battery(work: Path, attempts: int, seconds: float) -> dict[str, Any]:
 
     config_path, outside = make_workspace(work)
     before = tree_hash(outside)
-    race = work / "notes" / "race"
-    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(race), str(outside), str(seconds)],
-                               stdout=subprocess.PIPE, text=True)
-    assert flipper.stdout is not None and flipper.stdout.readline() == "ready\n"
-    outcomes: dict[str, Counter[str]] = {op: Counter() for op in ("write", "move", "delete", "restore")}
+    flipper = Flipper(work / "notes" / "race", outside, seconds)
+    outcomes: dict[str, Counter[str]] = {op: Counter() for op in OPERATIONS}
     started = time.monotonic()
     done = 0
     try:
@@ -145,8 +166,7 @@ async def battery(work: Path, attempts: int, seconds: float) -> dict[str, Any]:
                 await attempt(harness, models, done, outcomes)
                 done += 1
     finally:
-        Path(str(race) + "-stop").touch()
-        flips = int(flipper.communicate(timeout=60)[0].strip() or 0)
+        flips = flipper.stop()
     return report(work, outside, before, done, outcomes, flips, started)
 
 
@@ -159,13 +179,9 @@ def files_round(root: Path, data: Path, index: int, pending: list[Any], outcomes
         try:
             result = fn()
         except Exception as exc:
-            code = getattr(exc, "code", None)
-            if code not in ("bad_request", "conflict", "not_found"):
-                outcomes[operation]["other:" + type(exc).__name__] += 1
-                code = "other"
-            outcomes[operation][code] += 1
+            count(outcomes, operation, exc)
             return None
-        outcomes[operation]["ok"] += 1
+        count(outcomes, operation, None)
         return result
 
     x, y = f"race/x{index % CANARIES}.md", f"race/y{index % CANARIES}.md"
@@ -183,11 +199,8 @@ def files_round(root: Path, data: Path, index: int, pending: list[Any], outcomes
 def files_battery(work: Path, attempts: int, seconds: float) -> dict[str, Any]:
     _, outside = make_workspace(work)
     before = tree_hash(outside)
-    race = work / "notes" / "race"
-    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(race), str(outside), str(seconds)],
-                               stdout=subprocess.PIPE, text=True)
-    assert flipper.stdout is not None and flipper.stdout.readline() == "ready\n"
-    outcomes: dict[str, Counter[str]] = {op: Counter() for op in ("write", "move", "delete", "restore")}
+    flipper = Flipper(work / "notes" / "race", outside, seconds)
+    outcomes: dict[str, Counter[str]] = {op: Counter() for op in OPERATIONS}
     pending: list[Any] = []
     started = time.monotonic()
     done = 0
@@ -197,8 +210,7 @@ def files_battery(work: Path, attempts: int, seconds: float) -> dict[str, Any]:
             done += 1
             time.sleep(random.uniform(0, 0.001))  # rounds sample the swaps instead of one window
     finally:
-        Path(str(race) + "-stop").touch()
-        flips = int(flipper.communicate(timeout=60)[0].strip() or 0)
+        flips = flipper.stop()
     return report(work, outside, before, done, outcomes, flips, started)
 
 

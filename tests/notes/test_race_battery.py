@@ -26,13 +26,14 @@ def _battery() -> Any:
     return module
 
 
-def _assert_held(figures: dict[str, Any]) -> None:
+def _assert_held(figures: dict[str, Any], acting: tuple[str, ...]) -> None:
     assert figures["outside_changed"] == [], figures
     assert figures["canary_in_trash"] == [], figures
     assert figures["flips"] > 10, figures
     for operation, outcomes in figures["outcomes"].items():
         assert not any(code.startswith("other") for code in outcomes), (operation, figures)
-        assert outcomes.get("ok", 0) > 0, (operation, figures)  # the battery did act, not only refuse
+    for operation in acting:  # the battery did act, not only refuse
+        assert figures["outcomes"][operation].get("ok", 0) > 0, (operation, figures)
     refused = sum(n for o in figures["outcomes"].values() for code, n in o.items() if code != "ok")
     assert refused > 0, figures  # and the swaps did reach the operations
 
@@ -41,10 +42,10 @@ def _assert_held(figures: dict[str, Any]) -> None:
 def test_file_operations_never_act_outside_the_source_under_symlink_swaps() -> None:
     figures = _battery().run(ATTEMPTS, 120.0, "files")
     assert min(figures["attempts"].values()) >= ATTEMPTS, figures
-    _assert_held(figures)
+    _assert_held(figures, ("write", "move", "delete", "restore"))
 
 
 @pytest.mark.slow
 def test_the_note_tools_never_act_outside_the_source_under_symlink_swaps() -> None:
     figures = _battery().run(max(ATTEMPTS // 3, 50), 120.0, "harness")
-    _assert_held(figures)
+    _assert_held(figures, ("write", "move"))  # a refused write ends a round: later steps run less
