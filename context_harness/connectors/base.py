@@ -10,6 +10,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 MAX_NAMED = 100  # skipped items a report keeps by name (all are counted)
@@ -154,6 +155,34 @@ class Prefetching(Protocol):
     starts, the sync tells it which candidates it will load, in the order it loads them."""
 
     def prefetch(self, source_ids: list[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class WriteSettings:
+    """Where the note tools may write into a source: its folder, the globs writes must match (None:
+    anywhere), and whether a new note with a title or tags gets YAML front matter."""
+
+    root: Path
+    write_globs: list[str] | None
+    front_matter: bool
+
+
+@runtime_checkable
+class Writable(Connector, Protocol):
+    """A connector the note tools can write through (the filesystem connector): ``write_settings`` is
+    None while its source is read-only. It scans single paths (``PathScanning``) and says why a file
+    it holds is not indexed."""
+
+    def write_settings(self) -> WriteSettings | None: ...
+
+    def scan_paths(self, rel_paths: Iterable[str], report: ScanReport) -> PathScan: ...
+
+    def unindexed_reason(self, rel_path: str) -> str: ...
+
+
+def write_settings(connector: Connector) -> WriteSettings | None:
+    """The connector's write settings: None when it cannot be written or is read-only."""
+    return connector.write_settings() if isinstance(connector, Writable) else None
 
 
 def sync_seconds(connector: Connector) -> float | None:

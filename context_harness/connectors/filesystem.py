@@ -24,7 +24,7 @@ import pathspec
 
 from context_harness.common import timestamps
 from context_harness.config import FilesystemConnectorConfig
-from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem
+from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem, WriteSettings
 from context_harness.connectors.names import escape_name
 from context_harness.connectors.reading import (
     DIR_FLAGS,
@@ -249,6 +249,12 @@ class FilesystemConnector:
             if not self._path_candidates(rel_path, report, out):
                 return out
         return out
+
+    def write_settings(self) -> WriteSettings | None:
+        """Where the note tools may write (``Writable``): None unless ``writable = true``."""
+        if not self.config.writable:
+            return None
+        return WriteSettings(self.root, self.config.write_globs, self.config.front_matter)
 
     def unindexed_reason(self, rel_path: str) -> str:
         """Why a file at ``rel_path`` (``/``-separated, relative to the root) is not indexed, in words

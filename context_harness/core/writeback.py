@@ -11,8 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from context_harness.config import Config, FilesystemConnectorConfig
-from context_harness.connectors.base import ScanReport
+from context_harness.config import Config
+from context_harness.connectors.base import ScanReport, Writable, WriteSettings, write_settings
 from context_harness.connectors.names import escape_name, unescape_name
 from context_harness.errors import BadRequest, Conflict, NotConfigured, NotFound
 from context_harness.ingest.sync import item_hash
@@ -56,17 +56,18 @@ class WriteBack:
         async def get(self, request: Any) -> DocumentOut: ...
 
     def writable_sources(self) -> list[str]:
-        return [c.label for c in self.connectors if _settings(c) is not None and _settings(c).writable]  # type: ignore[union-attr]
+        return [c.label for c in self.connectors if write_settings(c) is not None]
 
-    def _writable(self, source: str) -> tuple[Connector, FilesystemConnectorConfig]:
+    def _writable(self, source: str) -> tuple[Writable, WriteSettings]:
         connector = next((c for c in self.connectors if c.label == source or c.label == f"filesystem:{source}"), None)
         if connector is None:
             known = ", ".join(self.writable_sources()) or "none"
             raise BadRequest(f"unknown source {source!r}; writable sources: {known}")
-        settings = _settings(connector)
-        if settings is None or not settings.writable:
+        settings = write_settings(connector)
+        if settings is None or not isinstance(connector, Writable):
             raise NotConfigured(f"source {connector.label!r} is read-only; set writable = true in its "
-                                "[connectors.filesystem.NAME] section to let the note tools write there")
+                                "[connectors.filesystem.NAME] section to let the note tools write there (only "
+                                "folder sources can be written)")
         if not settings.root.is_dir():
             where = ("this replica does not hold it: send note tools to the replica that watches the folder"
                      if self.config.db.backend == "postgres" else "create it, or fix root in the config")
@@ -139,15 +140,15 @@ class WriteBack:
     def _trash_dir(self) -> Path:
         return self.config.db.path.parent
 
-    async def _document(self, doc_id: str) -> tuple[Connector, FilesystemConnectorConfig, str]:
+    async def _document(self, doc_id: str) -> tuple[Writable, WriteSettings, str]:
         doc = await self.get(doc_id)
         connector, settings = self._writable(doc.source)
         return connector, settings, unescape_name(doc.source_id)
 
-    def _check_version(self, connector: Connector, rel: str, expected: str | None) -> str | None:
+    def _check_version(self, connector: Writable, rel: str, expected: str | None) -> str | None:
         """The version of the file on disk now (hashed as a sync hashes it); ``Conflict`` when it is
         not ``expected``."""
-        scan = connector.scan_paths([rel], ScanReport())  # type: ignore[attr-defined]
+        scan = connector.scan_paths([rel], ScanReport())
         items = [c.load() for c in scan.candidates]
         current = item_hash(items[0]) if items and items[0] is not None else None
         if expected is not None and current != expected:
@@ -155,7 +156,7 @@ class WriteBack:
                            "read it again with get and redo the change")
         return current
 
-    async def _done(self, tool: str, connector: Connector, rel: str, action: str) -> NoteResult:
+    async def _done(self, tool: str, connector: Writable, rel: str, action: str) -> NoteResult:
         await self.sync_paths(connector.label, [rel])
         log.info("%s source=%s path=%s client=%s", tool, connector.label, rel, CLIENT.get())
         doc_id = document_id(connector.label, escape_name(rel))
@@ -164,15 +165,10 @@ class WriteBack:
         try:
             version = (await self.get(doc_id)).version
         except NotFound:  # written, but not indexed: the globs, a .gitignore, or what the file holds
-            reason = await self.run_blocking(connector.unindexed_reason, rel)  # type: ignore[attr-defined]
+            reason = await self.run_blocking(connector.unindexed_reason, rel)
             return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action=action,  # type: ignore[arg-type]
                               note=f"{rel} is saved but not indexed: {reason}")
         return NoteResult(id=doc_id, source=connector.label, path=rel, version=version, action=action)  # type: ignore[arg-type]
-
-
-def _settings(connector: Connector) -> FilesystemConnectorConfig | None:
-    settings = getattr(connector, "config", None)
-    return settings if isinstance(settings, FilesystemConnectorConfig) else None
 
 
 def _new_note(content: str, title: str | None, tags: list[str] | None, front_matter: bool) -> str:
@@ -199,7 +195,7 @@ def _apply(text: str, request: NoteEditRequest) -> str:
     return edits.find_replace(text, request.find, request.replace, request.count)
 
 
-def _rel(settings: FilesystemConnectorConfig, target: Path) -> str:
+def _rel(settings: WriteSettings, target: Path) -> str:
     """``target``'s path in the source, as the connector names it."""
     return target.relative_to(settings.root).as_posix()
 

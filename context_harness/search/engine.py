@@ -34,7 +34,7 @@ from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.rerank import make_reranker, rerank
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.title_match import lift_titled
-from context_harness.store.backend import DocumentStorage, KeywordRanking
+from context_harness.store.backend import DocumentStorage, GraphKeeping, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
 from context_harness.store.documents import ChunkPlace, StoredChunk, Summary, chunk_place
 from context_harness.store.keyword import DocumentHit, KeywordFilters
@@ -317,6 +317,7 @@ class SemanticBackend:
     def __init__(self, vectors, embedder) -> None:
         self.vectors = vectors
         self.embedder = embedder
+        self.keeps_graph = isinstance(vectors, GraphKeeping)  # the embedded store's; asked once
         self._index = None
         self._lock = threading.Lock()
         self._refreshing = threading.Lock()  # held by the one search that refreshes the index
@@ -365,8 +366,7 @@ class SemanticBackend:
         Progress events name the source ``vector graph``."""
         from context_harness.store import vector_index
 
-        # Only the embedded store keeps a graph (PostgreSQL's HNSW index lives in the database).
-        if not hasattr(self.vectors, "graph_folder") or self.vectors.count() < vector_index.ANN_FROM:
+        if not self.keeps_graph or self.vectors.count() < vector_index.ANN_FROM:
             return
         emit = progress or (lambda event: None)
         emit({"event": "start", "source": "vector graph", "total": 1})

@@ -293,7 +293,7 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
     is taken before anything starts, so a busy one is a one-line ``ConfigError``."""
     import uvicorn
 
-    from context_harness.server.connections import protocol_class
+    from context_harness.server.limits import protocol_class
 
     settings = harness.config.server
     host, port = parse_bind(bind or settings.bind)

@@ -23,7 +23,8 @@ import datetime as dt
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from context_harness.common.timestamps import from_iso
 from context_harness.embedding.base import EmbedderIdentity
@@ -34,8 +35,8 @@ from context_harness.store.queries import PendingChunk
 if TYPE_CHECKING:  # numpy loads with the vectors, not with the server
     import numpy as np
 
-__all__ = ["Backend", "DocumentStorage", "KeywordRanking", "KeywordSession", "StoredVectors", "VectorSearch",
-           "VectorStorage", "flush_index", "indexed_document"]
+__all__ = ["Backend", "DocumentStorage", "GraphKeeping", "KeywordRanking", "KeywordSession", "StoredVectors",
+           "VectorSearch", "VectorStorage", "flush_index", "indexed_document"]
 
 INDEX_BATCH = 5000  # queued documents indexed per keyword commit
 
@@ -120,6 +121,14 @@ class StoredVectors(Protocol):
     embedded_chunks: int
     pending_chunks: int
     identity: EmbedderIdentity | None
+
+
+@runtime_checkable
+class GraphKeeping(Protocol):
+    """Vectors whose approximate-search graph is built in this process and saved beside the data
+    (the embedded store); PostgreSQL's HNSW index lives in the database and needs no preparing."""
+
+    def graph_folder(self) -> Path | None: ...
 
 
 class VectorStorage(Protocol):
