@@ -200,6 +200,19 @@ def test_the_rim_check_finds_an_offense(tmp_path: Path) -> None:
         "context_harness.cli.planted:4 reaches into .catalog"]
 
 
+MCP_ADAPTER = ("context_harness.server.mcp", "context_harness.server.stdio", "context_harness.server.sdk",
+               "context_harness.server.rpc", "context_harness.server.compat", "mcp")
+
+
+def test_the_console_reaches_the_core_not_the_mcp_adapter() -> None:
+    """The web console (``server/ui``) shares the HTTP app with MCP but calls the Harness itself: it
+    imports nothing of the MCP adapter (nor the MCP SDK), so what it shows is the core's, and the
+    adapter can change without it."""
+    offenders = [f"{m} imports {t}" for m, targets in graph().items() if m.startswith(ROOT + ".server.ui")
+                 for t in targets if any(t == a or t.startswith(a + ".") for a in MCP_ADAPTER)]
+    assert offenders == []
+
+
 def test_storage_imports_nothing_from_ingest_search_or_the_rims() -> None:
     """``store/`` (opening and migrating included) stands on the lowest layer and the embedder
     identity alone: nothing from ingest, search, connectors, the core services or the rims."""

@@ -56,6 +56,22 @@ def fold_system(system: str, messages: Sequence[AgentMessage]) -> tuple[str, lis
     return "\n\n".join([system.rstrip(), *extra] if system.strip() else extra), others
 
 
+FOLLOW = "Follow these instructions for the rest of this conversation."
+
+
+def instructions_message(name: str, system: str) -> str:
+    """The first user message of ``prompts/get``: the system prompt wrapped as instructions."""
+    return f'<instructions agent="{name}">\n{system.strip()}\n</instructions>\n\n{FOLLOW}'
+
+
+def prompt_get_messages(name: str, system: str, messages: Sequence[AgentMessage]) -> list[tuple[str, str]]:
+    """An agent's ``prompts/get`` messages as ``(role, text)``: instructions first (the system prompt,
+    then the contents of any ``system`` messages: MCP prompts have no system role), then the others.
+    The MCP adapter sends them; the console shows them."""
+    system, others = fold_system(system, messages)
+    return [("user", instructions_message(name, system)), *((m.role, m.content) for m in others)]
+
+
 def compiled_text(name: str, system: str, skills: Sequence[SkillOut], messages: Sequence[AgentMessage]) -> str:
     """The ``compiled`` layout above; system-role messages join the system prompt (``fold_system``)."""
     system, messages = fold_system(system, messages)
@@ -71,4 +87,5 @@ def compiled_text(name: str, system: str, skills: Sequence[SkillOut], messages: 
     return "\n\n".join(parts) + "\n"
 
 
-__all__ = ["HEADER", "compiled_text", "fold_system", "skills_section", "with_skills"]
+__all__ = ["FOLLOW", "HEADER", "compiled_text", "fold_system", "instructions_message", "prompt_get_messages",
+           "skills_section", "with_skills"]

@@ -48,7 +48,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from context_harness import __version__
 from context_harness.agents.models import AgentPrompt
 from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
-from context_harness.agents.render import fold_system
+from context_harness.agents.render import prompt_get_messages
 from context_harness.common.validation import parse_get, plain_int
 from context_harness.core.harness import DocumentChanges, Harness
 from context_harness.core.writeback import CLIENT
@@ -74,7 +74,6 @@ DOCUMENT_TEMPLATE = "ctx://documents/{id}"
 DOCUMENT_PREFIX = "ctx://documents/"
 MAX_SUBSCRIPTIONS = 10_000  # resources/subscribe URIs per connection
 DOCUMENTS_CURSOR = "documents:"  # resources/list cursors past the agent catalog: the last document id listed
-FOLLOW = "Follow these instructions for the rest of this conversation."
 EVENTS: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
     "tools": ToolsListChanged, "prompts": PromptsListChanged, "resources": ResourcesListChanged}
 
@@ -102,19 +101,10 @@ def tool_error_result(error: HarnessError) -> t.CallToolResult:
                             is_error=True)
 
 
-def instructions_message(name: str, system: str) -> str:
-    """The first user message of ``prompts/get``: the system prompt wrapped as instructions."""
-    return f'<instructions agent="{name}">\n{system.strip()}\n</instructions>\n\n{FOLLOW}'
-
-
 def prompt_messages(name: str, prompt: AgentPrompt) -> list[t.PromptMessage]:
-    """``prompts/get`` messages for a resolved agent: instructions first (the system prompt, then the
-    contents of any ``system`` messages: MCP prompts have no system role), then its other messages."""
-    system, others = fold_system(prompt.system, prompt.messages)
-    pairs = [("user", instructions_message(name, system))]
-    pairs.extend((m.role, m.content) for m in others)
+    """``prompts/get`` messages for a resolved agent (``agents.render.prompt_get_messages``)."""
     return [t.PromptMessage(role=role, content=t.TextContent(type="text", text=text))  # type: ignore[arg-type]
-            for role, text in pairs]
+            for role, text in prompt_get_messages(name, prompt.system, prompt.messages)]
 
 
 def document_arguments(uri: str) -> dict[str, str] | None:
@@ -501,5 +491,5 @@ def build_server(harness: Harness, agent: str | None = None) -> HarnessServer:
     return HarnessServer(harness, agent)
 
 
-__all__ = ["DOCUMENT_TEMPLATE", "FOLLOW", "HarnessServer", "build_server", "instructions_message",
+__all__ = ["DOCUMENT_TEMPLATE", "HarnessServer", "build_server",
            "prompt_messages", "tool_error_result"]

@@ -1,7 +1,8 @@
 """The console's agents pages: every agent (all formats); the editor of Markdown agents (new and
 existing, with skills grouped by category and a new skill written on the spot); and "Try it", which
 shows an agent's prompt as ``prompts/get`` and ``agent_zoo_inject`` return it, through the same
-Harness calls (``resolve_agent`` + ``prompt_messages``, ``zoo_inject``)."""
+Harness calls (``resolve_agent``, shown as ``prompts/get`` sends it: ``agents.render.prompt_get_messages``;
+``zoo_inject``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from context_harness.agents.editing import AgentDraft, check_draft, checked_text, draft_from_file
+from context_harness.agents.render import prompt_get_messages
 from context_harness.agents.skills import SKILL_FILE, Skill, parse_skill, skill_text
 from context_harness.errors import ConfigError, HarnessError, NotFound
-from context_harness.server.mcp import prompt_messages
 from context_harness.server.ui.agent_form import draft_from_form, skill_errors
 from context_harness.server.ui.pages import Pages, error_message
 from context_harness.tools.base import render_json
@@ -202,10 +203,9 @@ class AgentPages:
 
     async def _resolved(self, name: str, given: dict[str, str]) -> dict[str, Any]:
         prompt = (await self.harness.resolve_agent(name, given)).prompt
-        messages = prompt_messages(name, prompt)
-        texts = [m.content.text for m in messages if hasattr(m.content, "text")]
-        prompt_get = texts[0] if len(texts) == 1 else "\n\n".join(
-            f"[{m.role}]\n{text}" for m, text in zip(messages, texts, strict=True))
+        messages = prompt_get_messages(name, prompt.system, prompt.messages)
+        prompt_get = messages[0][1] if len(messages) == 1 else "\n\n".join(
+            f"[{role}]\n{text}" for role, text in messages)
         compiled = await self.harness.zoo_inject(name, given, "compiled")
         return {"prompt": prompt, "prompt_get": prompt_get, "compiled": render_json(compiled),
                 "compiled_prompt": compiled.get("prompt", ""),
