@@ -27,7 +27,7 @@ from context_harness.models import (
     UnresolvedLink,
 )
 from context_harness.store.backend import DocumentStorage, VectorStorage
-from context_harness.store.documents import DocumentRow
+from context_harness.store.records import DocumentRow
 
 T = TypeVar("T")
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)

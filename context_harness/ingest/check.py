@@ -14,8 +14,8 @@ from context_harness.config import ChunkingConfig
 from context_harness.ingest.chunk_worker import chunk_rows
 from context_harness.models import CheckProblem
 from context_harness.store.backend import DocumentStorage, KeywordRanking, VectorStorage, flush_index
-from context_harness.store.documents import DocumentWrite, StoredChunk
 from context_harness.store.faults import is_panic
+from context_harness.store.records import DocumentWrite, StoredChunk
 
 
 @dataclass

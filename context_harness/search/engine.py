@@ -36,8 +36,7 @@ from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, GraphKeeping, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
-from context_harness.store.documents import ChunkPlace, StoredChunk, Summary, chunk_place
-from context_harness.store.keyword import DocumentHit, KeywordFilters
+from context_harness.store.records import ChunkPlace, DocumentHit, KeywordFilters, StoredChunk, Summary, chunk_place
 
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often

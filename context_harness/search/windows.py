@@ -22,7 +22,7 @@ from context_harness.common import passages
 from context_harness.errors import BadRequest, NotFound
 from context_harness.models import MAX_GET_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
 from context_harness.store.backend import DocumentStorage
-from context_harness.store.documents import DocumentRow, StoredChunk, WindowRead
+from context_harness.store.records import DocumentRow, StoredChunk, WindowRead
 
 FAR = 1 << 53  # further than any document reaches
 

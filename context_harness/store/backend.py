@@ -12,7 +12,9 @@ A backend is three parts over one store of truth:
 
 Two backends implement it: ``store/embedded`` (SQLite + Tantivy + the in-memory vector index, the
 default for one user) and ``store/postgres`` (PostgreSQL + pgvector, for replicas on one database).
-``tests/store/backends`` holds the one conformance suite both pass. Ids are the same in both:
+``tests/store/backends`` holds the one conformance suite both pass. The records that cross the seam
+(``DocumentRow``, ``StoredChunk``, ``Summary``, ``IndexedDocument``, ...) live in ``store/records.py``,
+part of the seam: neither backend takes them from the other. Ids are the same in both:
 ``document_id``/``chunk_id`` (``store/documents.py``) derive them from the source, never from a row.
 ``store/opening.py`` opens the backend a config selects.
 """
@@ -28,9 +30,17 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from context_harness.common.timestamps import from_iso
 from context_harness.embedding.base import EmbedderIdentity
-from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary
-from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters
-from context_harness.store.queries import PendingChunk
+from context_harness.store.records import (
+    ChunkPlace,
+    DocumentHit,
+    DocumentRow,
+    DocumentWrite,
+    IndexedDocument,
+    KeywordFilters,
+    PendingChunk,
+    StoredChunk,
+    Summary,
+)
 
 if TYPE_CHECKING:  # numpy loads with the vectors, not with the server
     import numpy as np

@@ -10,7 +10,6 @@ can raise a parser error or turn into a match-all.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import math
@@ -23,7 +22,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import tantivy
@@ -32,6 +30,7 @@ from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 from context_harness.common.memory import release_free_memory
 from context_harness.errors import StoreBusy
 from context_harness.store.faults import fault_of, is_panic
+from context_harness.store.records import DocumentHit, IndexedDocument, KeywordFilters
 
 log = logging.getLogger(__name__)
 
@@ -43,30 +42,6 @@ _PHRASE = re.compile(r'"([^"]*)"')
 _HEADING = re.compile(r"^[ ]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 _DELETE_FILE = re.compile(r"([0-9a-f]{32})\.(\d+)\.del")
-
-
-@dataclass
-class IndexedDocument:
-    doc_id: str
-    title: str
-    body: str
-    source: str
-    tags: list[str]
-    updated: dt.datetime | None
-
-
-@dataclass
-class KeywordFilters:
-    source: str | None = None
-    tags: list[str] | None = None
-    since: dt.datetime | None = None
-    until: dt.datetime | None = None
-
-
-@dataclass
-class DocumentHit:
-    doc_id: str
-    score: float
 
 
 def _schema() -> tantivy.Schema:

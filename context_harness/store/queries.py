@@ -9,20 +9,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+
+from context_harness.store.records import PendingChunk
 
 FETCH = 4096  # rows per fetchmany while streaming a table
-
-
-@dataclass(frozen=True)
-class PendingChunk:
-    """A chunk text without a vector, with what leads it in the embedded text (see ``embedding_text``)."""
-
-    content_hash: str
-    title: str | None
-    heading: str
-    text: str
-    row: int = field(default=0, compare=False)  # the chunk's rowid: pass it as ``after`` for the next page
 
 
 def pending_chunks(conn: sqlite3.Connection, limit: int | None = None, after: int = 0) -> list[PendingChunk]:

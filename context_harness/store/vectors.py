@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from context_harness.embedding.base import EmbedderIdentity, EmbedderMismatch
 from context_harness.store import queries, schema
-from context_harness.store.queries import PendingChunk
+from context_harness.store.records import PendingChunk
 
 if TYPE_CHECKING:  # numpy and the index load with the first search or embedding, not with the server
     import numpy as np

@@ -69,7 +69,7 @@ class WriterLock:
         try:
             handle.seek(0)
             handle.truncate()
-            handle.write(json.dumps({"pid": os.getpid(), "operation": operation, "command": _command(),
+            handle.write(json.dumps({"pid": os.getpid(), "operation": operation, "command": command_line(),
                                      "since": now_iso()}).encode())
         except OSError as exc:  # the lock holds without the note; waiters then say less
             log.debug("cannot note the writer in %s: %s", self.path, exc)
@@ -135,7 +135,7 @@ class WriterLock:
             self.release()
 
 
-def _command() -> str:
+def command_line() -> str:
     """This process's command line, short: ``ctx sync``, ``context-harness --config ...``."""
     argv = [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]]
     if argv[0] == "__main__.py":  # python -m context_harness
@@ -146,4 +146,4 @@ def _command() -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-__all__ = ["POLL_SECONDS", "WAIT_SECONDS", "WriterLock"]
+__all__ = ["POLL_SECONDS", "WAIT_SECONDS", "WriterLock", "command_line"]

@@ -118,7 +118,8 @@ def test_delete_file_left_by_a_killed_commit_does_not_block_the_next_writer(tmp_
     ``FileAlreadyExists``."""
     import shutil
 
-    from context_harness.store.keyword import IndexedDocument, KeywordIndex
+    from context_harness.store.keyword import KeywordIndex
+    from context_harness.store.records import IndexedDocument
 
     def doc(i: int, body: str) -> IndexedDocument:
         return IndexedDocument(f"d{i}", f"title {i}", body, "files:notes", [], None)
@@ -146,7 +147,8 @@ def test_delete_file_left_by_a_killed_commit_does_not_block_the_next_writer(tmp_
 OPEN_AT_ONCE = """
 import sys, time
 from pathlib import Path
-from context_harness.store.keyword import IndexedDocument, KeywordIndex
+from context_harness.store.keyword import KeywordIndex
+from context_harness.store.records import IndexedDocument
 
 start = float(sys.argv[2])
 time.sleep(max(0.0, start - time.time()))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from context_harness.store.keyword import IndexedDocument, KeywordIndex, headings
+from context_harness.store.keyword import KeywordIndex, headings
+from context_harness.store.records import IndexedDocument
 
 MANUAL = """# Streams
 

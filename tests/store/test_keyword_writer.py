@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from context_harness.store.keyword import IndexedDocument, KeywordIndex
+from context_harness.store.keyword import KeywordIndex
+from context_harness.store.records import IndexedDocument
 
 
 def note(i: int, word: str) -> IndexedDocument:

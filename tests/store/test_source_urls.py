@@ -12,7 +12,7 @@ import pytest
 
 from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
-from context_harness.store.documents import safe_source_url
+from context_harness.store.records import safe_source_url
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from context_harness.errors import BadRequest
 from context_harness.store.backend import Backend
-from context_harness.store.documents import DocumentWrite
+from context_harness.store.records import DocumentWrite
 
 BATCH = 500
 

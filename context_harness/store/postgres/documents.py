@@ -15,8 +15,8 @@ from typing import Any
 
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
-from context_harness.store.documents import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary, WindowRead
 from context_harness.store.postgres.database import Database
+from context_harness.store.records import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary, WindowRead
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")

@@ -41,16 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from context_harness.store.backend import indexed_document
-from context_harness.store.keyword import (
-    DocumentHit,
-    IndexedDocument,
-    KeywordFilters,
-    KeywordIndex,
-    replaced_entries,
-)
+from context_harness.store.keyword import KeywordIndex, replaced_entries
 from context_harness.store.postgres.database import Database
 from context_harness.store.postgres.documents import PgDocumentStore
 from context_harness.store.postgres.keyword import PgKeywordIndex
+from context_harness.store.records import DocumentHit, IndexedDocument, KeywordFilters
 
 log = logging.getLogger(__name__)
 

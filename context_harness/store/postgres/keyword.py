@@ -17,9 +17,10 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from context_harness.store.keyword import DocumentHit, IndexedDocument, KeywordFilters, Stemmer
+from context_harness.store.keyword import Stemmer
 from context_harness.store.postgres.database import Database
 from context_harness.store.postgres.documents import filter_sql
+from context_harness.store.records import DocumentHit, IndexedDocument, KeywordFilters
 
 K1, B = 1.2, 0.75
 MAX_QUERY_CHARS = 4000

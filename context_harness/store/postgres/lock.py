@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from context_harness.store.postgres.database import Database
-from context_harness.store.writer_lock import WriterLock, _command
+from context_harness.store.writer_lock import WriterLock, command_line
 
 INDEX_LOCK = 0x637478_0002  # syncs: documents and keyword data
 EMBED_LOCK = 0x637478_0003  # embedding runs
@@ -91,7 +91,7 @@ def holder_note(operation: str) -> str:
     def ascii_(text: str) -> str:
         return text.encode("ascii", "replace").decode()
 
-    pid, command = f"(pid {os.getpid()}", ascii_(_command())
+    pid, command = f"(pid {os.getpid()}", ascii_(command_line())
     operation = ascii_(operation)
     longest = NAME_BYTES - len(f"ctx  {pid}: ...)")  # the room for the operation with 3 characters of command
     if len(operation) > longest:

@@ -18,7 +18,7 @@ import numpy as np
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.chunk_scores import document_score
 from context_harness.store.postgres.database import Database
-from context_harness.store.queries import PendingChunk
+from context_harness.store.records import PendingChunk
 from context_harness.store.schema import POSTGRES_VECTOR_INDEX
 from context_harness.store.vectors import EmbedderMismatch, IdentityRules, VectorStats
 

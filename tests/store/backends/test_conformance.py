@@ -21,7 +21,7 @@ from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import NotFound
 from context_harness.models import SearchFilters, SearchRequest
-from context_harness.store.documents import DocumentRow, DocumentWrite, StoredChunk
+from context_harness.store.records import DocumentRow, DocumentWrite, StoredChunk
 from support.workspace import Workspace, write_sample_docs
 
 pytestmark = pytest.mark.anyio
