@@ -32,7 +32,7 @@ from context_harness import config as config_mod  # noqa: E402
 from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.embedding import fake  # noqa: E402
 from context_harness.models import RecentRequest, RelatedRequest  # noqa: E402
-from context_harness.store.documents import document_id  # noqa: E402
+from context_harness.store.records import document_id  # noqa: E402
 
 
 def texts(count: int) -> tuple[list[tuple[str, str]], str]:

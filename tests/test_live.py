@@ -17,7 +17,7 @@ from context_harness.core.live import LiveIndex
 from context_harness.errors import NotConfigured
 from context_harness.ingest.sync import DocumentChanges
 from context_harness.models import SearchRequest, SourceOut
-from context_harness.store.documents import document_id
+from context_harness.store.records import document_id
 from support.waiting import source_ids, wait_for
 
 pytestmark = pytest.mark.anyio

@@ -26,7 +26,7 @@ from context_harness.models import (
 )
 from context_harness.notes import edits, files, trash
 from context_harness.notes.paths import resolve
-from context_harness.store.documents import document_id
+from context_harness.store.records import document_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -27,8 +27,7 @@ from context_harness.common import pipes
 from context_harness.common.passages import chunk_starts
 from context_harness.formats.documents import ConversionFailed, Converted, convert
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
-from context_harness.store.documents import chunk_id
-from context_harness.store.records import StoredChunk
+from context_harness.store.records import StoredChunk, chunk_id
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,7 @@ from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
 from context_harness.store.backend import DocumentStorage, KeywordRanking, KeywordSession, flush_index, indexed_document
-from context_harness.store.documents import document_id
-from context_harness.store.records import DocumentRow, DocumentWrite
+from context_harness.store.records import DocumentRow, DocumentWrite, document_id
 
 log = logging.getLogger(__name__)
 

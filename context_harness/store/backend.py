@@ -15,7 +15,7 @@ default for one user) and ``store/postgres`` (PostgreSQL + pgvector, for replica
 ``tests/store/backends`` holds the one conformance suite both pass. The records that cross the seam
 (``DocumentRow``, ``StoredChunk``, ``Summary``, ``IndexedDocument``, ...) live in ``store/records.py``,
 part of the seam: neither backend takes them from the other. Ids are the same in both:
-``document_id``/``chunk_id`` (``store/documents.py``) derive them from the source, never from a row.
+``document_id``/``chunk_id`` (``store/records.py``) derive them from the source, never from a row.
 ``store/opening.py`` opens the backend a config selects.
 """
 

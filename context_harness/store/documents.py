@@ -10,7 +10,6 @@ never silently.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import logging
 import sqlite3
@@ -28,16 +27,6 @@ from context_harness.store.schema import migrate, use_wal
 
 log = logging.getLogger(__name__)
 _LINKS = LinkSql()
-
-
-def document_id(source: str, source_id: str) -> str:
-    """Stable id for the same (source, source_id) across syncs: lowercase hex."""
-    return hashlib.sha256(f"{source}\x00{source_id}".encode()).hexdigest()[:24]
-
-
-def chunk_id(doc_id: str, text: str, occurrence: int = 0) -> str:
-    """Content-addressed chunk id: the same text in the same document keeps its id."""
-    return hashlib.sha256(f"{doc_id}\x00{occurrence}\x00{text}".encode()).hexdigest()[:32]
 
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "

@@ -5,12 +5,23 @@ from another backend."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
+
+
+def document_id(source: str, source_id: str) -> str:
+    """Stable id for the same (source, source_id) across syncs: lowercase hex."""
+    return hashlib.sha256(f"{source}\x00{source_id}".encode()).hexdigest()[:24]
+
+
+def chunk_id(doc_id: str, text: str, occurrence: int = 0) -> str:
+    """Content-addressed chunk id: the same text in the same document keeps its id."""
+    return hashlib.sha256(f"{doc_id}\x00{occurrence}\x00{text}".encode()).hexdigest()[:32]
 
 
 URL_SCHEMES = frozenset({"http", "https", "file", "ftp", "sftp", "ssh", "git", "git+ssh", "git+https", "s3"})
@@ -157,5 +168,5 @@ class PendingChunk:
 
 
 __all__ = ["ChunkPlace", "DocumentHit", "DocumentRow", "DocumentWrite", "IndexedDocument", "KeywordFilters",
-           "PendingChunk", "StoredChunk", "Summary", "URL_SCHEMES", "WindowRead", "chunk_place",
-           "safe_source_url"]
+           "PendingChunk", "StoredChunk", "Summary", "URL_SCHEMES", "WindowRead", "chunk_id",
+           "chunk_place", "document_id", "safe_source_url"]

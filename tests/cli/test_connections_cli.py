@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from context_harness.store.documents import document_id
+from context_harness.store.records import document_id
 from support.workspace import write_knowledge_base
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from context_harness.connectors.names import escape_name, unescape_name
 from context_harness.core.harness import Harness
 from context_harness.models import SearchRequest
-from context_harness.store.documents import document_id
+from context_harness.store.records import document_id
 from support.trees import LATIN1_NAME
 from support.workspace import Workspace
 

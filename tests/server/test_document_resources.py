@@ -14,7 +14,7 @@ from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from context_harness.core.harness import Harness
 from context_harness.server.mcp import PAGE_SIZE, build_server
-from context_harness.store.documents import document_id
+from context_harness.store.records import document_id
 
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "auto"]

@@ -10,8 +10,8 @@ import pytest
 
 from context_harness.embedding.fake import FakeEmbedder
 from context_harness.ingest.chunking import embedding_text
-from context_harness.store.documents import DocumentStore, chunk_id
-from context_harness.store.records import DocumentRow, DocumentWrite, StoredChunk
+from context_harness.store.documents import DocumentStore
+from context_harness.store.records import DocumentRow, DocumentWrite, StoredChunk, chunk_id
 from context_harness.store.schema import SCHEMA_VERSION
 from context_harness.store.vectors import VectorStore
 from support.vectors import content_hash

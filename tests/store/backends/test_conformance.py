@@ -100,7 +100,7 @@ async def test_incremental_update_and_deletion(harness: Harness, workspace: Work
 
 
 async def deleted_ids(harness: Harness) -> set[str]:
-    from context_harness.store.documents import document_id
+    from context_harness.store.records import document_id
 
     assert harness.store is not None
     doc_id = document_id("filesystem:docs", "lua.md")
@@ -252,7 +252,7 @@ LINKER = ("# Linker\n\nSee [search](search.md#top), [lua](../lua.md), [[Lua Sand
 
 
 def doc_id_of(source_id: str) -> str:
-    from context_harness.store.documents import document_id
+    from context_harness.store.records import document_id
 
     return document_id("filesystem:docs", source_id)
 

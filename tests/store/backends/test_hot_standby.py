@@ -224,6 +224,6 @@ async def _replayed(pair: StreamingPair) -> bool:
 
 
 def _doc_id(harness: Harness, source_id: str) -> str:
-    from context_harness.store.documents import document_id
+    from context_harness.store.records import document_id
 
     return document_id("filesystem:docs", source_id)
