@@ -111,6 +111,8 @@ def move_new_at(source: Folder, name: str, target: Folder, new_name: str) -> Non
     fd, info = source.open_file(name)
     try:
         target.link_open_file(fd, info, new_name, source, name)
+    except FileExistsError:
+        raise BadRequest(f"{target.path_of(new_name)} exists already; choose another path") from None
     finally:
         os.close(fd)
     try:

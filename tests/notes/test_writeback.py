@@ -61,7 +61,7 @@ async def test_a_moved_note_keeps_its_text_under_a_new_id_and_never_replaces_a_f
     async with Harness.open(_config(tmp_path)) as harness:
         first = await harness.note_write(NoteWriteRequest(source="notes", path="a.md", content="Pelicans fly."))
         await harness.note_write(NoteWriteRequest(source="filesystem:notes", path="taken.md", content="Mine."))
-        with pytest.raises(BadRequest, match="exists already"):
+        with pytest.raises(BadRequest, match="^taken.md exists already"):  # the target is named, not the note
             await harness.note_move(NoteMoveRequest(id=first.id, to="taken.md"))
         with pytest.raises(Conflict):
             await harness.note_move(NoteMoveRequest(id=first.id, to="b.md", expected_version="0" * 16))
