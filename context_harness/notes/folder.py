@@ -27,6 +27,7 @@ CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 PROC_FD = Path("/proc/self/fd")
+LINK_BY_FD = PROC_FD.is_dir()  # Linux: an open file can be linked by its descriptor
 
 
 class Folder:
@@ -64,7 +65,7 @@ class Folder:
                        source_name: str = "") -> None:
         """Give the open file ``fd`` the new name ``name`` here (``FileExistsError`` if taken): by its
         descriptor where ``/proc`` allows, else by ``source``/``source_name`` checked against ``info``."""
-        if PROC_FD.is_dir():
+        if LINK_BY_FD:
             os.link(PROC_FD / str(fd), name, dst_dir_fd=self.fd, follow_symlinks=True)
             return
         if source is None:

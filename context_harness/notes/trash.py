@@ -42,7 +42,7 @@ def move_to_trash(data_dir: Path, folder: Folder, name: str, source: str, rel: s
     kept = data_dir / "trash" / entry.id
     try:
         with open_path(kept, create=True) as held:
-            _place(fd, held, name, folder, name)
+            _place(fd, info, held, name, folder, name)
             write_atomic_at(held, MANIFEST, json.dumps(asdict(entry), ensure_ascii=False).encode("utf-8"))
         folder.unlink_if(name, info, "deleted")
     except BaseException:
@@ -54,11 +54,12 @@ def move_to_trash(data_dir: Path, folder: Folder, name: str, source: str, rel: s
     return entry
 
 
-def _place(fd: int, target: Folder, name: str, source: Folder | None = None, source_name: str = "") -> None:
+def _place(fd: int, info: os.stat_result, target: Folder, name: str, source: Folder | None = None,
+           source_name: str = "") -> None:
     """Give the open file ``fd`` the name ``name`` in ``target``: a link, or a copy across filesystems
     (a source on another disk than the data folder). ``FileExistsError`` when the name is taken."""
     try:
-        target.link_open_file(fd, os.fstat(fd), name, source, source_name)
+        target.link_open_file(fd, info, name, source, source_name)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
@@ -93,12 +94,12 @@ def restore(data_dir: Path, entry: TrashEntry, target: Folder, name: str) -> Non
     with open_path(folder) as held:
         kept = Path(entry.path).name
         try:
-            fd, _ = held.open_file(kept)
+            fd, info = held.open_file(kept)
         except BadRequest:
             raise BadRequest(f"trash entry {entry.id} holds a folder, not a note (an older version could delete "
                              f"folders); its files are in {folder / kept}: move them back by hand") from None
         try:
-            _place(fd, target, name)
+            _place(fd, info, target, name)
         except FileExistsError:
             raise BadRequest(f"{entry.path} exists again; move or delete it first, then restore") from None
         finally:
