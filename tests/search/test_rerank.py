@@ -281,6 +281,6 @@ async def test_a_dripping_reranker_costs_the_budget_and_leaves_no_thread_or_sock
                 assert time.monotonic() - started < 0.3 + 1.2  # the budget plus slack for a loaded machine
                 assert order == fused
                 assert "no answer within rerank_budget_ms (300 ms)" in response.notice
-            assert settled(threads, threading.active_count) == threads
-            assert settled(descriptors, open_descriptors) == descriptors
+            assert settled(threads, threading.active_count) <= threads  # fewer: something else closed meanwhile
+            assert settled(descriptors, open_descriptors) <= descriptors
         assert len(server.requests()) == 21
