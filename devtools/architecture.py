@@ -63,13 +63,14 @@ LAYERS: dict[str, dict[str, str]] = {
         "core.workspace": "ctx init",
     },
     "rims": {
-        "server": "MCP (stdio, HTTP), the REST shim and the web console",
+        "server": "MCP (stdio, HTTP) and the REST shim; serves the console",
+        "console": "the web console: pages over the core",
         "cli": "the ctx command line",
         "__main__": "python -m context_harness",
     },
 }
 
-RIMS = {"cli", "server", "__main__"}
+RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline"}
 ALLOWED: dict[str, set[str]] = {
@@ -113,7 +114,8 @@ ALLOWED: dict[str, set[str]] = {
     "core.recovery": LOWER | {"core.harness", "extensions", "store"},
     "core.workspace": set(),
     "sample": LOWER,
-    "server": LOWER | {"core.harness", "extensions", "tools", "agents", "core.catalog", "core.writeback"},
+    "console": LOWER | {"core.harness", "tools", "agents"},
+    "server": LOWER | {"core.harness", "extensions", "tools", "agents", "core.catalog", "core.writeback", "console"},
     "cli": LOWER | {"core.harness", "tools", "agents", "core.catalog", "server", "sample", "core.workspace",
                     "core.recovery", "core.scripts", "registries"},
     "__main__": {"cli"},

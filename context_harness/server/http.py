@@ -9,7 +9,7 @@ Routes (DESIGN §4):
 - ``GET  /agents/list``           ``{"agents": [{name, description, tools, source, arguments}]}``
 - ``POST /agents/{name}/prompt``  flat arguments (or ``{"arguments": {...}}``) -> ``{system, tools, messages}``
 - ``GET  /health``                ``{"status": "ok", "version": ...}`` (never needs the token)
-- ``/ui/...``                     the web console (``server.ui``), when ``[ui] enabled`` (default: loopback binds)
+- ``/ui/...``                     the web console (``console``), when ``[ui] enabled`` (default: loopback binds)
 
 Each route parses the request, calls one ``Harness`` method and renders its result. Errors are
 mapped once, by the exception handlers registered on the app (the error table decides the
@@ -39,6 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from context_harness import __version__
 from context_harness.common.validation import decode_json, plain_int
 from context_harness.config import Config, ServerConfig
+from context_harness.console import SecurityHeaders, console_routes, ui_enabled
 from context_harness.core.harness import Harness
 from context_harness.errors import (
     BadRequest,
@@ -60,7 +61,6 @@ from context_harness.server.guards import (
 )
 from context_harness.server.mcp import HarnessServer, build_server
 from context_harness.server.rpc import JsonRpcGuard
-from context_harness.server.ui import SecurityHeaders, console_routes, ui_enabled
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class UnknownErrors:
 
 
 class ConsoleHeaders:
-    """The console's security headers (``server.ui.SECURITY_HEADERS``) on every answer under ``/ui``:
+    """The console's security headers (``console.SECURITY_HEADERS``) on every answer under ``/ui``:
     its pages', and the ones given outside its router too (an unknown route's 404, a 405, a guard's
     refusal, an error). The outermost middleware, so nothing answers past it."""
 

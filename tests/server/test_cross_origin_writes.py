@@ -16,7 +16,7 @@ import httpx2
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.server.ui import SECURITY_HEADERS
+from context_harness.console import SECURITY_HEADERS
 from support.http import AppServer, free_port
 from support.workspace import config_toml, write_files
 

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from context_harness.config import Config, UiConfig
-from context_harness.server.ui import CSP, ui_enabled
+from context_harness.console import CSP, ui_enabled
 from support.console import client, csrf_of
 
 TOKEN = "tok-9f3e51-never-shown"

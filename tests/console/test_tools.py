@@ -17,7 +17,7 @@ import pytest
 
 from context_harness import config as config_mod
 from context_harness.config import UiConfig
-from context_harness.server.ui.tools import controls
+from context_harness.console.tools import controls
 from support.console import client, csrf_of
 from support.http import BIN, free_port
 

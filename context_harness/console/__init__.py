@@ -20,11 +20,11 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from context_harness.config import Config
+from context_harness.console.agents import AgentPages
+from context_harness.console.pages import Pages
+from context_harness.console.session import Sessions
+from context_harness.console.tools import ToolPages
 from context_harness.core.harness import Harness
-from context_harness.server.ui.agents import AgentPages
-from context_harness.server.ui.pages import Pages
-from context_harness.server.ui.session import Sessions
-from context_harness.server.ui.tools import ToolPages
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
