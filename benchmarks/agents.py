@@ -4,7 +4,7 @@ read through the real MCP client in memory.
 
     python benchmarks/agents.py [--agents 200] [--reads 5000] [--resolves 200] [--mcp-rounds 200]
 
-Prints one JSON line (ms): ``list_p50`` (``AgentRegistry.list()`` with 200 agents: what
+Prints one JSON line (ms): ``list_p50`` (``AgentLibrary.list()`` with 200 agents: what
 ``prompts/list`` and ``/agents/list`` render), ``read_p50`` (cached ``read_resource("agent://NAME")``:
 what ``resources/read`` returns), ``resolve_p50``/``resolve_p95`` (the shipped incident-responder
 Lua agent: two searches and one fetch through ``HarnessContext``), ``build_ms`` (building the
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 import anyio  # noqa: E402
 
 from context_harness import config as config_mod  # noqa: E402
-from context_harness.agents import build_agent_registry  # noqa: E402
+from context_harness.agents import build_agent_library  # noqa: E402
 from context_harness.core.context import HarnessContext  # noqa: E402
 from context_harness.core.harness import Harness  # noqa: E402
 from context_harness.sample import DOCS  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
                "connectors": {"filesystem": {"sample": {"root": str(DOCS)}}}, "agents": agents}
         config = config_mod.from_dict(raw, REPO / "ctx.toml")
         start = time.perf_counter()
-        registry = build_agent_registry(config)
+        registry = build_agent_library(config)
         build_ms = (time.perf_counter() - start) * 1000
         count = len(registry.list())
 

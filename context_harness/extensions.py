@@ -25,8 +25,8 @@ Or register them in code and build a server with them (the ``python -m my_harnes
 
 or open the core directly: ``async with Harness.open(config, setup.extensions) as harness``.
 
-Built-in agents (TOML, Markdown, Lua) go through the same registry as Python ones, and built-in
-connector types through the same ``ConnectorRegistry`` as extension types. This module is core: it
+Built-in agents (TOML, Markdown, Lua) go through the same agent library as Python ones, and built-in
+connector types through the same ``ConnectorKinds`` as extension types. This module is core: it
 never imports a rim; the ``ctx`` commands call ``collect_extensions`` too, so entry points are
 discovered wherever a Harness is opened from the command line.
 """
@@ -43,7 +43,7 @@ from context_harness.agents.base import Agent, AgentContext
 from context_harness.agents.models import AgentArgument, AgentMessage, AgentPrompt
 from context_harness.config import Config
 from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
-from context_harness.connectors.registry import ConnectorFactory, ConnectorRegistry, default_registry
+from context_harness.connectors.kinds import ConnectorFactory, ConnectorKinds, default_kinds
 from context_harness.errors import (
     AgentError,
     BadRequest,
@@ -103,18 +103,18 @@ class Extensions:
     connector_types: dict[str, tuple[ConnectorFactory, str]] = field(default_factory=dict)
     connectors: list[tuple[Connector, str]] = field(default_factory=list)
 
-    def connector_registry(self) -> ConnectorRegistry:
+    def connector_kinds(self) -> ConnectorKinds:
         """The built-in connector types plus the extension types and instances."""
-        registry = default_registry()
-        registry.register("script", _lua_script)
+        kinds = default_kinds()
+        kinds.register("script", _lua_script)
         for connector, _ in self.connectors:
-            registry.add_instance(connector)
+            kinds.add_instance(connector)
         for type_name, (factory, origin) in self.connector_types.items():
             try:
-                registry.register(type_name, factory)
+                kinds.register(type_name, factory)
             except ConfigError:
                 raise ConfigError(f"{origin}: connector type {type_name!r} is already registered") from None
-        return registry
+        return kinds
 
     def tool_names(self) -> list[str]:
         return [t.name for t, _ in self.tools]
@@ -188,6 +188,6 @@ def prepare_server(config: Config, *, agents: Iterable[Any] = (), tools: Iterabl
 __all__ = [
     "AGENTS_GROUP", "CONNECTORS_GROUP", "GROUPS", "TOOLS_GROUP", "Agent", "AgentArgument", "AgentContext", "AgentError",
     "AgentMessage", "AgentPrompt", "BadRequest", "Candidate", "ConfigError", "Connector", "ConnectorFactory",
-    "ConnectorRegistry", "Extensions", "HarnessError", "NotConfigured", "NotFound", "ScanReport", "ServerSetup",
+    "ConnectorKinds", "Extensions", "HarnessError", "NotConfigured", "NotFound", "ScanReport", "ServerSetup",
     "SourceItem", "Timeout", "Tool", "ToolError", "collect_extensions", "load_entry_points", "prepare_server",
 ]

@@ -39,7 +39,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "lua": "the Lua sandbox, its workers and host calls",
         "agents": "agents: TOML, Markdown, Lua, Python; skills",
         "registries": "git extension registries: pins, consent, apply",
-        "tools": "the one tool registry: built-ins, Lua, agents' tools",
+        "tools": "the one tool set: built-ins, Lua, agents' tools",
         "notes": "the file work of write-back: safe paths, atomic writes, trash",
         "sample": "the bundled sample knowledge base",
     },

@@ -105,7 +105,7 @@ def test_connector_tables_of_extension_types_are_kept_and_unknown_types_named() 
     assert config.connectors.extension_tables() == {"changelog": {"notes": {"path": "CHANGELOG.md"}}}
     with pytest.raises(ConfigError, match=r"connectors.changelog: unknown connector type \(available: "
                                           r"filesystem, git, s3, script"):
-        collect_extensions(discover=False).connector_registry().build(config)
+        collect_extensions(discover=False).connector_kinds().build(config)
     with pytest.raises(ConfigError, match=r"connectors: changelog: expected tables \[connectors.changelog.NAME\]"):
         config_mod.from_dict({"connectors": {"changelog": 3}}, None)
 

@@ -75,16 +75,16 @@ class Authoring:
 
     def skills(self) -> list[Skill]:
         """Every skill loaded, sorted by name (with its category and file)."""
-        return self.catalog.agent_registry.skills()
+        return self.catalog.agent_library.skills()
 
     def agent_origins(self) -> dict[str, str]:
         """Where each agent is defined, as its messages name it (``[agents.NAME] in ctx.toml``, a script ...)."""
-        registry = self.catalog.agent_registry
-        return {name: spec.origin for name in registry.names() if (spec := registry.find_spec(name)) is not None}
+        library = self.catalog.agent_library
+        return {name: spec.origin for name in library.names() if (spec := library.find_spec(name)) is not None}
 
     def agent_file(self, name: str) -> AgentFile | None:
         """The Markdown file agent ``name`` was loaded from, or None (another format, or no such agent)."""
-        spec = self.catalog.agent_registry.find_spec(name)
+        spec = self.catalog.agent_library.find_spec(name)
         if spec is None or spec.source != "markdown" or not spec.files:
             return None
         return read_agent_file(spec.files[0])
@@ -122,7 +122,7 @@ class Authoring:
     async def zoo_inject(self, name: str, arguments: dict[str, Any], format: str) -> dict[str, Any]:
         """What ``agent_zoo_inject`` returns for agent ``name`` (its own code, offered or not)."""
         catalog = self.catalog
-        [inject] = [t for t in zoo_tools(catalog.agent_registry, catalog.compile_agent) if t.name == "agent_zoo_inject"]
+        [inject] = [t for t in zoo_tools(catalog.agent_library, catalog.compile_agent) if t.name == "agent_zoo_inject"]
         return await inject.call({"agentId": name, "format": format, "arguments": arguments})
 
 

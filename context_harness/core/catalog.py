@@ -1,11 +1,11 @@
 """``Catalog``: the tools and agents a knowledge base offers, composed in one place.
 
-This is the composition root of the server side: one ``ToolRegistry`` holds every tool (the
+This is the composition root of the server side: one ``ToolSet`` holds every tool (the
 built-ins bound to the Harness, the agent tools and AgentZoo's with ``[server] compat``, extension
-tools, then the Lua tools of ``[tools.script.NAME]``), and one ``AgentRegistry`` holds every agent
+tools, then the Lua tools of ``[tools.script.NAME]``), and one ``AgentLibrary`` holds every agent
 (config, files, extensions).
 Every rim reaches them through the Harness (``tools``, ``call_tool``, ``agents``,
-``resolve_agent``); agents resolve through one path (``AgentRegistry`` in a worker thread, with a
+``resolve_agent``); agents resolve through one path (``AgentLibrary`` in a worker thread, with a
 fresh ``HarnessContext``).
 
 ``reload()`` (run by the serving services) re-reads changed Lua tools, config and agent files and
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar, cast
 
+from context_harness.agents.library import AgentLibrary
 from context_harness.agents.lua_agent import MAX_INSTANCES as AGENT_INSTANCES
 from context_harness.agents.models import AgentInfo, AgentPrompt
-from context_harness.agents.registry import AgentRegistry
 from context_harness.config import Config
 from context_harness.core.context import BlockingKnowledgeBase, HarnessContext
 from context_harness.errors import NotConfigured, NotFound, Timeout, UnknownTool
@@ -32,8 +32,8 @@ from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
 from context_harness.tools.base import Tool, ToolChanges, describe, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
 from context_harness.tools.notes import NoteHost, note_tools
-from context_harness.tools.registry import ToolRegistry
 from context_harness.tools.script import CallGate
+from context_harness.tools.toolset import ToolSet
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +77,14 @@ class Catalog:
                  tools: Iterable[Tool] = ()) -> None:
         self.config = config
         self.host = host
-        self.agent_registry = AgentRegistry(config, agents, strict=False)  # a broken agent is set aside
-        self.tool_registry = ToolRegistry(config, HarnessContext(host))
+        self.agent_library = AgentLibrary(config, agents, strict=False)  # a broken agent is set aside
+        self.toolset = ToolSet(config, HarnessContext(host))
         offered: list[Tool] = [*builtin_tools(host), *note_tools(cast(NoteHost, host), config),
                                *(self._agent_tools() or [])]
         offered.extend(tools)
         for tool in offered:
-            self.tool_registry.add(tool)
-        self.tool_registry.load_scripts()
+            self.toolset.add(tool)
+        self.toolset.load_scripts()
         self._listeners: list[Listener] = []
         self._agent_gates: dict[str, CallGate] = {}  # Lua agents' admission, like Lua tools'
 
@@ -105,7 +105,7 @@ class Catalog:
 
     def tools(self, agent: str | None = None) -> list[Tool]:
         """Every tool, or only those agent ``agent`` may use (``NotFound`` for an unknown agent)."""
-        tools = self.tool_registry.tools()
+        tools = self.toolset.tools()
         if agent is None:
             return tools
         allowed = set(self.agent_scope(agent))
@@ -113,9 +113,9 @@ class Catalog:
 
     def tool(self, name: str, agent: str | None = None) -> Tool:
         """Tool ``name`` (in agent ``agent``'s scope): ``UnknownTool``, or ``NotConfigured`` when set aside."""
-        tool = self.tool_registry.get(name)
+        tool = self.toolset.get(name)
         if tool is None or (agent is not None and name not in self.agent_scope(agent)):
-            missing = next((u for u in self.tool_registry.unavailable() if u.name == name), None)
+            missing = next((u for u in self.toolset.unavailable() if u.name == name), None)
             if missing is not None and (agent is None or name in self.agent_scope(agent)):
                 raise NotConfigured(f"tool {name!r} is unavailable: {missing.message}")
             raise UnknownTool(f"unknown tool {name!r}; list the tools to see the available ones")
@@ -127,7 +127,7 @@ class Catalog:
         Lua tools are set aside (unset environment variables, or a script that did not load)."""
         body: dict[str, Any] = {"tools": [describe(tool) for tool in self.tools(agent)]}
         scope = set(self.agent_scope(agent)) if agent is not None else None
-        missing = [u for u in self.tool_registry.unavailable() if scope is None or u.name in scope]
+        missing = [u for u in self.toolset.unavailable() if scope is None or u.name in scope]
         if missing:
             body["unavailable"] = [{"name": u.name, "key_path": u.key_path, "variables": u.variables,
                                     "message": u.message} for u in missing]
@@ -138,20 +138,20 @@ class Catalog:
         return ToolResult(tool, await tool.call(arguments if arguments is not None else {}))
 
     def agent_scope(self, agent: str) -> list[str]:
-        if not self.agent_registry.names():
+        if not self.agent_library.names():
             raise NotFound(f"unknown agent {agent!r}: no agents are configured")
-        return self.agent_registry.tools(agent)
+        return self.agent_library.tools(agent)
 
     # -- agents -------------------------------------------------------------------------------
 
     def agents(self) -> list[AgentInfo]:
-        return self.agent_registry.list()
+        return self.agent_library.list()
 
     def find_agent(self, name: str) -> AgentInfo:
         """The agent's info, or ``NotFound`` with a suggestion."""
-        info = self.agent_registry.find(name)
+        info = self.agent_library.find(name)
         if info is None:
-            self.agent_registry.spec(name)  # raises NotFound, naming close matches
+            self.agent_library.spec(name)  # raises NotFound, naming close matches
             raise NotFound(f"unknown agent {name!r}")
         return info
 
@@ -161,7 +161,7 @@ class Catalog:
 
         def timed() -> AgentResolution:
             start = time.perf_counter()
-            prompt = self.agent_registry.resolve(name, arguments or {}, context)
+            prompt = self.agent_library.resolve(name, arguments or {}, context)
             return AgentResolution(prompt, (time.perf_counter() - start) * 1000, context.searches, context.fetches)
 
         resolution: AgentResolution = await self._run_agent(name, timed)
@@ -170,13 +170,13 @@ class Catalog:
     async def compile_agent(self, name: str, arguments: dict[str, Any], format: str) -> str | dict[str, Any]:
         """``agent_inject``: the agent resolved and compiled (``compiled`` text or ``structured``)."""
         result: str | dict[str, Any] = await self._run_agent(name, partial(
-            self.agent_registry.compile, name, arguments, format, HarnessContext(self.host)))
+            self.agent_library.compile, name, arguments, format, HarnessContext(self.host)))
         return result
 
     async def _run_agent(self, name: str, fn: Callable[[], T]) -> T:
         """A Lua agent runs like a Lua tool (its own gate, then the shared Lua admission), never on
         the threads searches use; the other agents build their prompts on the host's threads."""
-        spec = self.agent_registry.find_spec(name)
+        spec = self.agent_library.find_spec(name)
         if spec is None or spec.source != "lua":
             result: T = await self.host.run_blocking(fn)
             return result
@@ -192,23 +192,23 @@ class Catalog:
                            "running; set `timeout` in its config to allow longer)")
 
         async with gate.slot(deadline, what, waited_out):
-            return await self.tool_registry.calls.run(fn, deadline, waited_out)
+            return await self.toolset.calls.run(fn, deadline, waited_out)
 
     def complete_agent_argument(self, agent: str, argument: str, prefix: str) -> list[str]:
-        return self.agent_registry.complete(agent, argument, prefix)
+        return self.agent_library.complete(agent, argument, prefix)
 
     def agent_resources(self, cursor: str | None = None, numeric: bool = False) -> dict[str, Any]:
         """One page of ``agent://`` and ``skill://`` resources (``BadRequest`` for a bad cursor);
         ``numeric``: the next cursor is an offset (orchestr8's cursors)."""
-        return self.agent_registry.list_resources(cursor, numeric=numeric)
+        return self.agent_library.list_resources(cursor, numeric=numeric)
 
     def read_agent_resource(self, uri: str) -> str:
-        return self.agent_registry.read_resource(uri)
+        return self.agent_library.read_resource(uri)
 
     def _agent_tools(self) -> list[AgentTool] | None:
         """The agent tools (``[server] agent_tools``) and AgentZoo's (``compat = ["agentzoo"]``), or
         None when none are wanted (no agents, or both off)."""
-        agents, server = self.agent_registry, self.config.server
+        agents, server = self.agent_library, self.config.server
         offered = agent_tools(agents, self.compile_agent) if wanted(agents, server.agent_tools) else []
         if wanted(agents, "agentzoo" in server.compat):
             offered.extend(zoo_tools(agents, self.compile_agent))
@@ -221,11 +221,11 @@ class Catalog:
         for a bad file: the previous version keeps serving and the problem is logged."""
         changes = ToolChanges()
         try:
-            changes = await self.host.run_blocking(self.tool_registry.reload)
+            changes = await self.host.run_blocking(self.toolset.reload)
         except Exception:
             log.exception("reloading tools failed")
         try:
-            if await self.host.run_blocking(self.agent_registry.refresh):
+            if await self.host.run_blocking(self.agent_library.refresh):
                 self._agents_reloaded(changes)
         except Exception:
             log.exception("reloading agents failed")
@@ -233,17 +233,17 @@ class Catalog:
             self.changed("tools")
 
     def _agents_reloaded(self, changes: ToolChanges) -> None:
-        agents = self.agent_registry
+        agents = self.agent_library
         log.info("agents reloaded: %d agents, %d skills", len(agents.names()), len(agents.skills()))
         self.changed("prompts")
         self.changed("resources")
-        present = {name: self.tool_registry.get(name) for name in (*AGENT_TOOL_NAMES, *ZOO_TOOL_NAMES)}
+        present = {name: self.toolset.get(name) for name in (*AGENT_TOOL_NAMES, *ZOO_TOOL_NAMES)}
         fresh = self._agent_tools()
         found = agent_tool_changes(present, fresh)
         for name in found.removed:
-            self.tool_registry.remove(name)
+            self.toolset.remove(name)
         for tool in [*found.added, *found.replaced]:
-            self.tool_registry.add(tool, replace=True)
+            self.toolset.add(tool, replace=True)
         changes.added.extend(found.added)
         changes.replaced.extend(found.replaced)
         changes.removed.extend(found.removed)

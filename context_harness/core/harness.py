@@ -82,7 +82,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = apply_registries(config)  # registry tools and agents, and every registry script's grant
         self.extensions = extensions or Extensions()
-        self.connectors: list[Connector] = self.extensions.connector_registry().build(config)
+        self.connectors: list[Connector] = self.extensions.connector_kinds().build(config)
         self.backend: Backend | None = None
         self.store: DocumentStorage | None = None
         self.index: KeywordRanking | None = None
@@ -418,7 +418,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         """Take the settings of ``config`` (a changed config file) for the configured connectors
         whose settings differ; returns those connectors, made anew. Connectors added to or removed
         from the file are left as they are (a restart takes them), and logged."""
-        fresh = {c.label: c for c in self.extensions.connector_registry().build(apply_registries(config))}
+        fresh = {c.label: c for c in self.extensions.connector_kinds().build(apply_registries(config))}
         current = {c.label: c for c in self.connectors}
         if set(fresh) != set(current):
             log.warning("the config adds or removes sources (%s); restart to serve them",

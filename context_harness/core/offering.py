@@ -58,7 +58,7 @@ class Offering:
 
     def unavailable_agents(self) -> list[Unavailable]:
         """The agents set aside: unset environment variables, or files that did not load."""
-        return self.catalog.agent_registry.unavailable()
+        return self.catalog.agent_library.unavailable()
 
     def agent(self, name: str) -> AgentInfo:
         """Agent ``name``: ``NotFound`` naming close matches, ``NotConfigured`` when it is set aside."""

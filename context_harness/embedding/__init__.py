@@ -4,10 +4,10 @@ Importing this package is cheap: fastembed and the provider modules load on firs
 """
 
 from context_harness.embedding.base import BaseEmbedder, Embedder, EmbedderIdentity, normalize_rows
-from context_harness.embedding.registry import (
-    EmbedderRegistry,
+from context_harness.embedding.providers import (
+    EmbedderProviders,
     build_embedder,
-    default_registry,
+    default_providers,
     register_provider,
 )
 
@@ -15,9 +15,9 @@ __all__ = [
     "BaseEmbedder",
     "Embedder",
     "EmbedderIdentity",
-    "EmbedderRegistry",
+    "EmbedderProviders",
     "build_embedder",
     "normalize_rows",
     "register_provider",
-    "default_registry",
+    "default_providers",
 ]

@@ -1,6 +1,6 @@
 """A deterministic embedder for tests: hashed bag of words in 64 dims, no model, no network.
 
-It is not registered by default. ``register()`` adds provider ``"fake"`` to a registry exactly
+It is not registered by default. ``register()`` adds provider ``"fake"`` to a provider table exactly
 as the built-ins are registered, so code under test builds it through ``build_embedder``:
 
     from context_harness.embedding import fake
@@ -23,7 +23,7 @@ from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
 
 if TYPE_CHECKING:
     from context_harness.config import EmbeddingConfig
-    from context_harness.embedding.registry import EmbedderRegistry
+    from context_harness.embedding.providers import EmbedderProviders
 
 PROVIDER = "fake"
 DIMS = 64
@@ -55,11 +55,11 @@ def _factory(config: EmbeddingConfig) -> FakeEmbedder:
     return FakeEmbedder(config.dims or DIMS)
 
 
-def register(registry: EmbedderRegistry | None = None) -> None:
-    """Register provider ``"fake"`` (idempotent) on ``registry`` or the process-wide one."""
-    from context_harness.embedding.registry import default_registry
+def register(providers: EmbedderProviders | None = None) -> None:
+    """Register provider ``"fake"`` (idempotent) on ``providers`` or the process-wide table."""
+    from context_harness.embedding.providers import default_providers
 
-    target = registry or default_registry
+    target = providers or default_providers
     target.register(PROVIDER, _factory, replace=True)
 
 

@@ -46,8 +46,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from context_harness import __version__
+from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.models import AgentPrompt
-from context_harness.agents.registry import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.render import prompt_get_messages
 from context_harness.common.validation import parse_get, plain_int
 from context_harness.core.harness import DocumentChanges, Harness

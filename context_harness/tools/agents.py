@@ -1,6 +1,6 @@
-"""The agent tools: ``agent_list``, ``agent_get`` and ``agent_inject``, over an ``AgentRegistry``.
+"""The agent tools: ``agent_list``, ``agent_get`` and ``agent_inject``, over an ``AgentLibrary``.
 
-They register in the one ``ToolRegistry`` like the other built-ins (the composition root in
+They register in the one ``ToolSet`` like the other built-ins (the composition root in
 ``catalog`` adds them) when ``[server] agent_tools`` is true and at least one agent is defined;
 ``agent_tool_changes`` keeps them in step when agents are added, removed or reloaded while serving.
 
@@ -26,7 +26,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from context_harness.agents.registry import FORMATS, AgentRegistry
+from context_harness.agents.library import FORMATS, AgentLibrary
 from context_harness.common.validation import parse
 from context_harness.errors import BadRequest
 from context_harness.models import NoArguments
@@ -79,7 +79,7 @@ class AgentInjectRequest(AgentGetRequest):
     arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
 
 
-def may_reach_network(agents: AgentRegistry) -> bool:
+def may_reach_network(agents: AgentLibrary) -> bool:
     """True when resolving some agent may do more than read the knowledge base (see module docstring)."""
     sources = {info.source for info in agents.list()}
     if "python" in sources:
@@ -89,7 +89,7 @@ def may_reach_network(agents: AgentRegistry) -> bool:
     return False
 
 
-def inject_annotations(agents: AgentRegistry) -> dict[str, Any]:
+def inject_annotations(agents: AgentLibrary) -> dict[str, Any]:
     if may_reach_network(agents):
         return {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}
     return {"readOnlyHint": True, "openWorldHint": False}
@@ -100,7 +100,7 @@ def render_inject(payload: dict[str, Any]) -> str:
     return compiled if isinstance(compiled, str) else json.dumps(payload, ensure_ascii=False, indent=2)
 
 
-def agent_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
+def agent_tools(agents: AgentLibrary, compile_agent: Compile) -> list[AgentTool]:
     """The three agent tools over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
 
     async def agent_list(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -143,13 +143,13 @@ def agent_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool
     ]
 
 
-def wanted(agents: AgentRegistry | None, enabled: bool) -> bool:
+def wanted(agents: AgentLibrary | None, enabled: bool) -> bool:
     """The agent tools are offered when enabled and there is at least one agent."""
     return agents is not None and enabled and bool(agents.names())
 
 
 def agent_tool_changes(present: dict[str, Tool | None], fresh: list[AgentTool] | None) -> ToolChanges:
-    """What to change in the tool registry after agents reloaded: ``present`` maps each agent tool
+    """What to change in the tool set after agents reloaded: ``present`` maps each agent tool
     name to the registered tool (None when absent); ``fresh`` is the new agent tools, or None when
     they are no longer wanted. Tools of those names that are not agent tools are left alone."""
     changes = ToolChanges()

@@ -1,6 +1,6 @@
 """AgentZoo's tools (``[server] compat = ["agentzoo"]``): ``agent_zoo_list_agents``,
 ``agent_zoo_get_agent`` and ``agent_zoo_inject``, with AgentZoo's names, arguments and shapes, over
-the same ``AgentRegistry`` as the agent tools (so IDE rules and prompts written for AgentZoo keep
+the same ``AgentLibrary`` as the agent tools (so IDE rules and prompts written for AgentZoo keep
 working).
 
 Mapping: an agent's ``id`` and ``name`` are its name here; AgentZoo's skill ``description`` (the
@@ -40,8 +40,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from context_harness.agents.library import FORMATS, AgentLibrary
 from context_harness.agents.models import AgentMessage
-from context_harness.agents.registry import FORMATS, AgentRegistry
 from context_harness.agents.render import fold_system
 from context_harness.errors import AgentError, BadRequest, HarnessError, NotFound, Timeout
 from context_harness.tools.agents import AgentTool, Compile, inject_annotations
@@ -128,7 +128,7 @@ def compiled_prompt(name: str, system: str, skills: list[dict[str, str]], messag
 class _Zoo:
     """The three tools' bodies over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
 
-    def __init__(self, agents: AgentRegistry, compile_agent: Compile) -> None:
+    def __init__(self, agents: AgentLibrary, compile_agent: Compile) -> None:
         self.agents = agents
         self.compile_agent = compile_agent
 
@@ -190,7 +190,7 @@ def _zoo_errors(run: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]) -> C
     return call
 
 
-def zoo_tools(agents: AgentRegistry, compile_agent: Compile) -> list[AgentTool]:
+def zoo_tools(agents: AgentLibrary, compile_agent: Compile) -> list[AgentTool]:
     """The three AgentZoo tools over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
     zoo = _Zoo(agents, compile_agent)
     return [

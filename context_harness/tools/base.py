@@ -1,7 +1,7 @@
 """What a tool is: a name, a JSON Schema for its arguments, truthful annotations, ``call`` and ``render``.
 
 Built-in tools (``search``, ``get``, ``sources``), the agent tools, extension tools and Lua tools
-(``[tools.script.NAME]``) all implement ``Tool`` and live in one ``ToolRegistry``; MCP, REST and
+(``[tools.script.NAME]``) all implement ``Tool`` and live in one ``ToolSet``; MCP, REST and
 the CLI render what ``call`` returns and never special-case where a tool came from.
 """
 

@@ -1,6 +1,6 @@
 """The built-in tools over a ``Harness``: ``search``, ``get``, ``sources``, ``recent`` and ``related``.
 
-They register in the ``ToolRegistry`` exactly as Lua tools do; each parses its arguments with
+They register in the ``ToolSet`` exactly as Lua tools do; each parses its arguments with
 ``context_harness.common.validation`` (the same functions every adapter uses) and calls one Harness method.
 """
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.agents import build_agent_registry
+from context_harness.agents import build_agent_library
 from context_harness.core.context import HarnessContext
 from context_harness.core.harness import Harness
 from context_harness.sample import DOCS
@@ -33,16 +33,16 @@ def shipped_config(tmp_path: Path) -> config_mod.Config:
 
 async def test_agents_shipped_examples_resolve_over_the_sample(tmp_path: Path) -> None:
     config = shipped_config(tmp_path)
-    registry = build_agent_registry(config)
-    assert {(i.name, i.source) for i in registry.list()} == {
+    library = build_agent_library(config)
+    assert {(i.name, i.source) for i in library.list()} == {
         ("architect", "toml"), ("code-reviewer", "toml"), ("incident-responder", "lua"),
         ("onboarding", "markdown"), ("writer", "markdown")}
-    assert [s.name for s in registry.skills()] == ["incident-triage", "review-checklist"]
+    assert [s.name for s in library.skills()] == ["incident-triage", "review-checklist"]
 
     async with Harness.open(config) as harness:
         await harness.sync()
         context = HarnessContext(harness)
-        resolve = partial(registry.resolve, context=context)
+        resolve = partial(library.resolve, context=context)
 
         prompt = await anyio.to_thread.run_sync(resolve, "incident-responder", {"service": "search"})
         assert context.searches == 2 and context.fetches == 1
@@ -62,13 +62,13 @@ async def test_agents_shipped_examples_resolve_over_the_sample(tmp_path: Path) -
             assert prompt.system and prompt.tools
 
         structured = await anyio.to_thread.run_sync(
-            partial(registry.compile, "incident-responder", {"service": "index", "severity": "sev1"},
+            partial(library.compile, "incident-responder", {"service": "index", "severity": "sev1"},
                     "structured", context))
         assert structured["skills"][0]["name"] == "incident-triage"
         assert "sev1 incident affecting 'index'" in structured["system"]
         assert "Active Skills" not in structured["system"]
 
-    onboarding = registry.definition("onboarding")
+    onboarding = library.definition("onboarding")
     assert onboarding["metadata"] == {"model": "sonnet", "color": "green"}
     assert onboarding["tools"] == ["search", "get", "sources"]
-    assert registry.complete("incident-responder", "severity", "sev") == ["sev1", "sev2", "sev3"]
+    assert library.complete("incident-responder", "severity", "sev") == ["sev1", "sev2", "sev3"]

@@ -61,7 +61,7 @@ async def test_agents_extension_registered_in_code(tmp_path: Path, example: Any,
     async with Harness.open(config, setup.extensions) as harness:
         assert [(i.name, i.source) for i in harness.agents()] == [("release-notes", "python")]
         assert "word_count" in [t.name for t in harness.tools()]
-        prompt = harness.catalog.agent_registry.resolve("release-notes", {"version": "1.2.0"}, agent_context)
+        prompt = harness.catalog.agent_library.resolve("release-notes", {"version": "1.2.0"}, agent_context)
         assert prompt.system.startswith("You write release notes for version 1.2.0, for users.")
         assert agent_context.requests == [{"query": "1.2.0 changes", "limit": 3}]
         report = await harness.sync()
@@ -79,7 +79,7 @@ async def test_agents_extension_clashes_name_both_origins(tmp_path: Path, exampl
     setup = prepare_server(config_mod.load_file(toml), agents=[example.ReleaseNotesAgent()], discover=False)
     async with Harness.open(setup.config, setup.extensions) as harness:  # the second is set aside
         assert [a.name for a in harness.agents()] == ["release-notes"]
-        missing = harness.catalog.agent_registry.unavailable()
+        missing = harness.catalog.agent_library.unavailable()
         assert [u.name for u in missing] == ["release-notes"]
         assert re.search(r"'release-notes' is defined twice: \[agents.release-notes\] .* and code", missing[0].message)
 
@@ -104,7 +104,7 @@ def test_agents_extension_installed_and_discovered(tmp_path: Path, monkeypatch: 
         ("ReleaseNotesAgent", "entry point 'release-notes' in context_harness.agents (ctxh-example-extension)")]
     ext = collect_extensions()
     assert ext.tool_names() == ["word_count"] and list(ext.connector_types) == ["changelog"]
-    assert "changelog" in ext.connector_registry().types()
+    assert "changelog" in ext.connector_kinds().types()
 
     # A connector type from an entry point is configured like a built-in one: [connectors.changelog.NAME]
     (tmp_path / "CHANGELOG.md").write_text(CHANGELOG, encoding="utf-8")

@@ -32,7 +32,7 @@ return agent
 
 def lua_registry(ws: Any, source: str, extra: str = "") -> Any:
     ws.write("agents/responder.lua", source)
-    return ws.registry(f"""
+    return ws.library(f"""
         [agents.script.responder]
         path = "agents/responder.lua"
         prefix = "runbook"
@@ -115,7 +115,7 @@ def test_agents_lua_load_errors_are_config_errors(ws: Any) -> None:
             function agent.resolve() return {system = "x"} end
         """)
     with pytest.raises(ConfigError, match="script not found"):
-        ws.registry('[agents.script.x]\npath = "missing.lua"\n')
+        ws.library('[agents.script.x]\npath = "missing.lua"\n')
 
 
 def test_agents_lua_script_change_is_noticed(ws: Any, agent_context: Any) -> None:

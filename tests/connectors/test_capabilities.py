@@ -40,7 +40,7 @@ def test_the_built_in_connectors_offer_their_capabilities(tmp_path: Path, monkey
                        "gone": {"root": "${CTX_TEST_UNSET_ROOT}"}},
         "git": {"up": {"url": "https://example.invalid/x.git"}}}}, None)
     extensions = collect_extensions(connectors=[CodeConnector()], discover=False)
-    by_label = {c.label: c for c in extensions.connector_registry().build(config)}
+    by_label = {c.label: c for c in extensions.connector_kinds().build(config)}
     notes, gone, git, code = (by_label[k] for k in ("filesystem:notes", "filesystem:gone", "git:up", "code:one"))
 
     assert isinstance(notes, PathScanning) and not isinstance(git, PathScanning)

@@ -149,12 +149,12 @@ async def test_an_object_gone_after_listing_is_a_named_skip(server, bucket, cred
 
 def test_sync_interval_defaults_to_ten_minutes_like_git() -> None:
     from context_harness.connectors.base import sync_seconds
-    from context_harness.connectors.registry import default_registry
+    from context_harness.connectors.kinds import default_providers
 
     cfg = config_mod.from_dict({"connectors": {"s3": {"a": {"bucket": "one"},
                                                       "b": {"bucket": "two", "sync_interval": "30s"},
                                                       "c": {"bucket": "three", "sync_interval": "off"}}}}, None)
-    connectors = default_registry().build(cfg)
+    connectors = default_providers().build(cfg)
     assert [(c.label, sync_seconds(c)) for c in connectors] == [("s3:a", 600.0), ("s3:b", 30.0), ("s3:c", None)]
 
 

@@ -205,7 +205,7 @@ async def test_searches_keep_working_while_chunks_embed(sample_docs) -> None:
     import anyio
 
     from context_harness.embedding.fake import FakeEmbedder
-    from context_harness.embedding.registry import default_registry
+    from context_harness.embedding.providers import default_providers
 
     started, release = threading.Event(), threading.Event()
 
@@ -215,7 +215,7 @@ async def test_searches_keep_working_while_chunks_embed(sample_docs) -> None:
             release.wait(10)
             return super().embed_documents(texts)
 
-    default_registry.register("gated", lambda config: GatedEmbedder(), replace=True)
+    default_providers.register("gated", lambda config: GatedEmbedder(), replace=True)
     use_provider(sample_docs, "gated")
     async with Harness.open(sample_docs.config()) as h:
         async with anyio.create_task_group() as tg:

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, MCPError
 
 from context_harness import config as config_mod
-from context_harness.agents.registry import DEFINITION_CACHE, AgentRegistry
+from context_harness.agents.library import DEFINITION_CACHE, AgentLibrary
 from context_harness.core.harness import Harness
 from context_harness.server.mcp import build_server
 from support.workspace import write_served
@@ -125,17 +125,17 @@ async def test_orchestr8_and_agentzoo_together(tmp_path) -> None:
 def test_orchestr8_definition_cache_is_bounded(tmp_path) -> None:
     """10,000 agents: every definition can be read, and at most DEFINITION_CACHE stay cached."""
     config = catalog(tmp_path, 10_000)
-    registry = AgentRegistry(config)
-    assert len(registry.names()) == 10_001
-    state = registry._state
+    library = AgentLibrary(config)
+    assert len(library.names()) == 10_001
+    state = library._state
     assert len(state.definitions) <= DEFINITION_CACHE
     for i in range(0, 10_000, 7):
-        assert json.loads(registry.read_resource(f"agent://a{i:05d}"))["system_prompt"] == f"You are agent {i}."
+        assert json.loads(library.read_resource(f"agent://a{i:05d}"))["system_prompt"] == f"You are agent {i}."
     assert len(state.definitions) == DEFINITION_CACHE
     recent = "agent://a09996"
-    registry.read_resource(recent)
+    library.read_resource(recent)
     assert list(state.definitions)[-1] == recent  # least recently read go first
-    registry.read_resource("agent://a00000")
+    library.read_resource("agent://a00000")
     assert recent in state.definitions and len(state.definitions) == DEFINITION_CACHE
 
 

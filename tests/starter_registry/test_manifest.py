@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from starter_registry.fakes import REGISTRY
 
-from context_harness.agents.registry import build_agent_registry
+from context_harness.agents.library import build_agent_library
 from context_harness.agents.sources import markdown_spec
 from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.connectors.base import Connector
@@ -94,7 +94,7 @@ def test_agents_load_with_the_agent_loader(ext_id: str) -> None:
 def test_the_agents_folder_serves_both_agents(workspace) -> None:
     """Pointed at the registry's agents folder, the agent registry lists both and compiles their prompts."""
     workspace.write_config(f'\n[agents]\npaths = ["{(REGISTRY / "agents").as_posix()}"]\nskill_paths = []\n')
-    agents = build_agent_registry(workspace.config())
+    agents = build_agent_library(workspace.config())
     assert agents.names() == ["incident-responder", "researcher"] and agents.unavailable() == []
     assert agents.tools("researcher") == ["search", "get", "sources", "web-fetch"]
     compiled = agents.compile("incident-responder")

@@ -183,11 +183,11 @@ class AgentWorkspace:
         return self.write(f"{folder}/{name}/SKILL.md",
                           f"---\nname: {name}\ndescription: {description}\n---\n{instructions}\n")
 
-    def registry(self, toml: str = "", **kwargs: Any) -> Any:
-        from context_harness.agents import build_agent_registry
+    def library(self, toml: str = "", **kwargs: Any) -> Any:
+        from context_harness.agents import build_agent_library
 
         self.config_path.write_text(textwrap.dedent(toml), encoding="utf-8")
-        return build_agent_registry(config_mod.load_file(self.config_path), **kwargs)
+        return build_agent_library(config_mod.load_file(self.config_path), **kwargs)
 
 
 # A served workspace: docs, a skill, TOML/Markdown/Lua agents beside ctx.toml (MCP, REST, CLI tests).

@@ -85,10 +85,10 @@ async def test_broken_files_are_set_aside_and_the_rest_serves(broken_config: Pat
             assert "broken.lua" in missing["broken"] and "fix the file" in missing["broken"]
             assert "top level fails" in missing["throws"]
             assert "is a built-in tool" in missing["search"]
-            assert {"echo", "modes", "search", "get", "sources"} <= set(catalog.tool_registry.names())
+            assert {"echo", "modes", "search", "get", "sources"} <= set(catalog.toolset.names())
             assert catalog.tool("search").builtin  # the built-in keeps its name
 
-            agents = {u.name: u.message for u in catalog.agent_registry.unavailable()}
+            agents = {u.name: u.message for u in catalog.agent_library.unavailable()}
             assert set(agents) == {"lua_agent", "bad", "inline_bad"}
             assert "description must be a string" in agents["bad"]
             assert "unknown skill 'nowhere'" in agents["inline_bad"]
@@ -128,7 +128,7 @@ async def test_fixing_the_files_brings_them_back_without_a_restart(broken_config
                 while len((await client.list_prompts()).prompts) < 3:
                     await anyio.sleep(0.05)
             assert [p.name for p in (await client.list_prompts()).prompts] == ["bad", "good", "lua_agent"]
-            assert {u.name for u in harness.catalog.agent_registry.unavailable()} == {"inline_bad"}
+            assert {u.name for u in harness.catalog.agent_library.unavailable()} == {"inline_bad"}
             assert set(unavailable_names(harness.catalog.tool_listing())) == {"throws", "nometa", "search"}
 
             sources = {s.name: s for s in (await harness.sources()).sources}

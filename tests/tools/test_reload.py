@@ -1,4 +1,4 @@
-"""The tool registry: built-ins and Lua tools side by side, name clashes, and reloads while serving
+"""The tool set: built-ins and Lua tools side by side, name clashes, and reloads while serving
 (changed script, changed config) announced to clients as tools/list_changed in both eras."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError
 from context_harness.server.mcp import build_server
 from context_harness.tools.base import ToolChanges
-from context_harness.tools.registry import ToolRegistry
+from context_harness.tools.toolset import ToolSet
 
 V1 = 'tool = {description = "v1"} function tool.execute() return "v1" end'
 V2 = 'tool = {description = "v2", annotations = {readOnlyHint = true}} function tool.execute() return "v2" end'
@@ -37,17 +37,17 @@ def touch(path: Path, text: str) -> None:
 @pytest.mark.anyio
 async def test_builtins_and_lua_tools_register_the_same_way(tools_config_path: Path) -> None:
     async with Harness.open(config_mod.load(tools_config_path)) as harness:
-        registry = harness.catalog.tool_registry
-        assert registry.names() == ["search", "get", "sources", "recent", "related", "echo", "modes", "search_summary"]
-        assert [t.builtin for t in registry] == [True] * 5 + [False] * 3
-        assert registry.get("echo").annotations == {"readOnlyHint": True, "idempotentHint": True,
+        toolset = harness.catalog.toolset
+        assert toolset.names() == ["search", "get", "sources", "recent", "related", "echo", "modes", "search_summary"]
+        assert [t.builtin for t in toolset] == [True] * 5 + [False] * 3
+        assert toolset.get("echo").annotations == {"readOnlyHint": True, "idempotentHint": True,
                                                     "openWorldHint": False}
-        assert registry.get("search").annotations == {"readOnlyHint": True, "openWorldHint": False,
+        assert toolset.get("search").annotations == {"readOnlyHint": True, "openWorldHint": False,
                                                       "idempotentHint": True}
         with pytest.raises(ConfigError, match="already registered"):
-            registry.add(registry.get("modes"))
+            toolset.add(toolset.get("modes"))
     # no Harness attached: context.search is a clear script error, the rest works
-    bare = ToolRegistry(config_mod.load(tools_config_path))
+    bare = ToolSet(config_mod.load(tools_config_path))
     bare.load_scripts()
     assert bare.get("echo").call_sync({"text": "a"}) == {"result": {"echo": "> a", "length": 1}}
 
@@ -67,40 +67,40 @@ async def test_reload_picks_up_scripts_and_config(tmp_path: Path, make_tools_wor
     config_path = make_tools_workspace(tmp_path, '\n[tools.script.live]\npath = "tools/live.lua"\n')
     script.write_text(V1)
     async with Harness.open(config_mod.load(config_path)) as harness:
-        registry = harness.catalog.tool_registry
-        check_reloads(registry, script, config_path, caplog)
+        toolset = harness.catalog.toolset
+        check_reloads(toolset, script, config_path, caplog)
 
 
-def check_reloads(registry: ToolRegistry, script: Path, config_path: Path, caplog) -> None:
-    assert not registry.reload()
-    assert registry.get("live").call_sync({}) == {"result": "v1"}
+def check_reloads(toolset: ToolSet, script: Path, config_path: Path, caplog) -> None:
+    assert not toolset.reload()
+    assert toolset.get("live").call_sync({}) == {"result": "v1"}
 
     touch(script, V2)
-    changes = registry.reload()
+    changes = toolset.reload()
     assert [t.name for t in changes.replaced] == ["live"] and not changes.added and not changes.removed
-    assert registry.get("live").call_sync({}) == {"result": "v2"}
-    assert registry.get("live").annotations == {"readOnlyHint": True}
+    assert toolset.get("live").call_sync({}) == {"result": "v2"}
+    assert toolset.get("live").annotations == {"readOnlyHint": True}
 
-    with caplog.at_level(logging.WARNING, logger="context_harness.tools.registry"):
+    with caplog.at_level(logging.WARNING, logger="context_harness.tools.toolset"):
         touch(script, BROKEN)
-        assert not registry.reload()
-        assert not registry.reload()  # logged once, not every poll
+        assert not toolset.reload()
+        assert not toolset.reload()  # logged once, not every poll
     assert len([r for r in caplog.records if "live not reloaded" in r.getMessage()]) == 1
-    assert registry.get("live").call_sync({}) == {"result": "v2"}  # the previous version keeps serving
+    assert toolset.get("live").call_sync({}) == {"result": "v2"}  # the previous version keeps serving
     touch(script, V1)
-    assert [t.name for t in registry.reload().replaced] == ["live"]
+    assert [t.name for t in toolset.reload().replaced] == ["live"]
 
     text = config_path.read_text()
     touch(config_path, text + '\n[tools.script.live2]\npath = "tools/live.lua"\n')
-    assert [t.name for t in registry.reload().added] == ["live2"]
+    assert [t.name for t in toolset.reload().added] == ["live2"]
     touch(config_path, text.replace("[tools.script.live]", "[tools.script.renamed]"))
-    changes = registry.reload()
+    changes = toolset.reload()
     assert sorted(changes.removed) == ["live", "live2"] and [t.name for t in changes.added] == ["renamed"]
-    assert "live" not in registry and "search" in registry
+    assert "live" not in toolset and "search" in toolset
 
     touch(config_path, "this is [not toml")
-    assert not registry.reload()
-    assert "renamed" in registry
+    assert not toolset.reload()
+    assert "renamed" in toolset
 
 
 
@@ -150,12 +150,12 @@ async def test_changed_config_notifies_modern_clients(tools_harness) -> None:
 
 def test_overlapping_reloads_announce_a_change_once(tmp_path: Path, make_tools_workspace) -> None:
     """The watcher and the console may reload at the same moment: the change is applied and announced
-    once, and the registry ends up with the new version."""
+    once, and the toolset ends up with the new version."""
     script = tmp_path / "tools" / "live.lua"
     config_path = make_tools_workspace(tmp_path, '\n[tools.script.live]\npath = "tools/live.lua"\n')
     script.write_text(V1)
-    registry = ToolRegistry(config_mod.load(config_path))
-    registry.load_scripts()
+    toolset = ToolSet(config_mod.load(config_path))
+    toolset.load_scripts()
     for round_ in range(5):
         touch(script, V1 if round_ % 2 else V2)
         start: threading.Barrier = threading.Barrier(4)
@@ -163,7 +163,7 @@ def test_overlapping_reloads_announce_a_change_once(tmp_path: Path, make_tools_w
 
         def reload(start: threading.Barrier = start, results: list[ToolChanges] = results) -> None:
             start.wait()
-            results.append(registry.reload())
+            results.append(toolset.reload())
 
         threads = [threading.Thread(target=reload) for _ in range(4)]
         for thread in threads:
@@ -171,4 +171,4 @@ def test_overlapping_reloads_announce_a_change_once(tmp_path: Path, make_tools_w
         for thread in threads:
             thread.join(timeout=60)
         assert sorted(len(changes.replaced) for changes in results) == [0, 0, 0, 1]
-        assert registry.get("live").call_sync({}) == {"result": "v1" if round_ % 2 else "v2"}
+        assert toolset.get("live").call_sync({}) == {"result": "v1" if round_ % 2 else "v2"}

@@ -1,7 +1,7 @@
 """Embedding providers by name: built-ins and extensions register the same way.
 
 A provider is a factory ``(EmbeddingConfig) -> Embedder``. The built-ins (``local``, ``openai``,
-``disabled``) are registered on every ``EmbedderRegistry.with_builtins()``; tests and extensions
+``disabled``) are registered on every ``EmbedderProviders.with_builtins()``; tests and extensions
 add theirs with ``register`` (see ``context_harness.embedding.fake`` for the test embedder).
 Factories import their provider module lazily, so importing this module stays cheap.
 """
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 EmbedderFactory = Callable[["EmbeddingConfig"], Embedder]
 
 
-class EmbedderRegistry:
+class EmbedderProviders:
     """Maps a provider name to its factory."""
 
     def __init__(self) -> None:
@@ -29,12 +29,12 @@ class EmbedderRegistry:
         self._lock = threading.Lock()
 
     @classmethod
-    def with_builtins(cls) -> EmbedderRegistry:
-        registry = cls()
-        registry.register("local", _local)
-        registry.register("openai", _openai)
-        registry.register("disabled", _disabled)
-        return registry
+    def with_builtins(cls) -> EmbedderProviders:
+        providers = cls()
+        providers.register("local", _local)
+        providers.register("openai", _openai)
+        providers.register("disabled", _disabled)
+        return providers
 
     def register(self, name: str, factory: EmbedderFactory, *, replace: bool = False) -> None:
         if not name or not name.isidentifier():
@@ -84,13 +84,13 @@ def _disabled(config: EmbeddingConfig) -> Embedder:
     raise embeddings_disabled()
 
 
-#: The process-wide registry that ``build_embedder`` uses; extensions register here.
-default_registry = EmbedderRegistry.with_builtins()
+#: The process-wide providers that ``build_embedder`` uses; extensions register here.
+default_providers = EmbedderProviders.with_builtins()
 
 
 def register_provider(name: str, factory: EmbedderFactory, *, replace: bool = False) -> None:
-    default_registry.register(name, factory, replace=replace)
+    default_providers.register(name, factory, replace=replace)
 
 
-def build_embedder(config: EmbeddingConfig, *, using: EmbedderRegistry | None = None) -> Embedder:
-    return (using or default_registry).create(config)
+def build_embedder(config: EmbeddingConfig, *, using: EmbedderProviders | None = None) -> Embedder:
+    return (using or default_providers).create(config)

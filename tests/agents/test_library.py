@@ -1,4 +1,4 @@
-"""The agent registry over TOML, Markdown and Python sources: listing, clashes, arguments, skills,
+"""The agent library over TOML, Markdown and Python sources: listing, clashes, arguments, skills,
 compiled/structured output, resources with paging, completion and reload."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ When invoked:
 
 
 def test_agents_toml_top_level_and_inline(ws: Any) -> None:
-    reg = ws.registry(REVIEWER + """
+    reg = ws.library(REVIEWER + """
         [agents.inline.planner]
         description = "Plans work"
         system_prompt = "Plan it."
@@ -56,7 +56,7 @@ def test_agents_markdown_claude_code_subagent_loads_unchanged(ws: Any) -> None:
     ws.write(".claude/agents/code-reviewer.md", SUBAGENT)
     ws.write("agents/README.md", "# My agents\n\nNot an agent: no front matter.\n")
     ws.write("agents/docs/writer.md", "---\ndescription: Writes\ntools:\n  - search\n---\nWrite well.\n")
-    reg = ws.registry()
+    reg = ws.library()
     assert [i.name for i in reg.list()] == ["code-reviewer", "writer"]
     info = reg.find("code-reviewer")
     assert info.source == "markdown" and info.tools == ["Read", "Grep", "Glob", "Bash"]
@@ -85,7 +85,7 @@ def test_agents_python_agents_registered_in_code(ws: Any, agent_context: Any) ->
         def resolve(self, arguments: dict[str, Any], context: Any) -> Any:
             raise RuntimeError("secret internals")
 
-    reg = ws.registry(extra_agents=[Summariser(), Broken()])
+    reg = ws.library(extra_agents=[Summariser(), Broken()])
     assert reg.find("summariser").source == "python"
     prompt = reg.resolve("summariser", {"topic": "lua"}, agent_context)
     assert prompt.system == "Summarise lua using r1." and prompt.tools == ["search"]
@@ -97,30 +97,30 @@ def test_agents_python_agents_registered_in_code(ws: Any, agent_context: Any) ->
 def test_agents_name_clashes_name_both_definitions(ws: Any) -> None:
     ws.write("agents/reviewer.md", "---\ndescription: x\n---\nBody\n")
     with pytest.raises(ConfigError) as err:
-        ws.registry(REVIEWER)
+        ws.library(REVIEWER)
     message = err.value.message
     assert "agent 'reviewer' is defined twice" in message
     assert "[agents.reviewer] in" in message and "reviewer.md" in message
     (ws.root / "agents/reviewer.md").unlink()
     with pytest.raises(ConfigError, match=r"\[agents.a\] .* and \[agents.inline.a\]"):
-        ws.registry('[agents.a]\nsystem_prompt="x"\n[agents.inline.a]\nsystem_prompt="y"\n')
+        ws.library('[agents.a]\nsystem_prompt="x"\n[agents.inline.a]\nsystem_prompt="y"\n')
 
 
 def test_agents_config_errors_name_key_paths(ws: Any) -> None:
     with pytest.raises(ConfigError, match=r"ctx.toml: .*agents.reviewer.system_promt: unknown key"):
-        ws.registry('[agents.reviewer]\nsystem_promt = "x"\n')
+        ws.library('[agents.reviewer]\nsystem_promt = "x"\n')
     with pytest.raises(ConfigError, match=r"agents.inline.x.tools"):
-        ws.registry('[agents.inline.x]\nsystem_prompt = "x"\ntools = 3\n')
+        ws.library('[agents.inline.x]\nsystem_prompt = "x"\ntools = 3\n')
     with pytest.raises(ConfigError, match=r"agents.page_size"):
-        ws.registry("[agents]\npage_size = 101\n")
+        ws.library("[agents]\npage_size = 101\n")
     with pytest.raises(ConfigError, match=r"agents.oops: expected a table"):
-        ws.registry("[agents]\noops = 1\n")
+        ws.library("[agents]\noops = 1\n")
     with pytest.raises(ConfigError, match="agent names must match"):
-        ws.registry('[agents."bad name"]\nsystem_prompt = "x"\n')
+        ws.library('[agents."bad name"]\nsystem_prompt = "x"\n')
 
 
 def test_agents_arguments_required_unknown_and_enum(ws: Any) -> None:
-    reg = ws.registry(REVIEWER)
+    reg = ws.library(REVIEWER)
     with pytest.raises(BadRequest, match="missing required argument 'language'"):
         reg.resolve("reviewer", {})
     with pytest.raises(BadRequest, match="missing required argument 'language'"):
@@ -140,7 +140,7 @@ def _skilled(ws: Any, disabled: str = "[]") -> Any:
     ws.skill("checklist", "Review checklist", "1. Check tests.\n2. Check docs.")
     ws.skill("tone", "Tone of voice", "Be kind.")
     ws.skill("unused", "Not used", "Nothing.", folder="agents/skills")
-    return ws.registry(f"""
+    return ws.library(f"""
         [agents.reviewer]
         description = "Reviews"
         tools = ["search"]
@@ -202,17 +202,17 @@ def test_agents_no_enabled_skill_omits_section(ws: Any) -> None:
 def test_agents_unknown_skills_are_config_errors(ws: Any) -> None:
     ws.skill("checklist", "c", "x")
     with pytest.raises(ConfigError, match="unknown skill 'missing' .known: checklist"):
-        ws.registry('[agents.a]\nsystem_prompt = "x"\nskills = ["missing"]\n')
+        ws.library('[agents.a]\nsystem_prompt = "x"\nskills = ["missing"]\n')
     with pytest.raises(ConfigError, match="disables skill 'checklist', which it does not list"):
-        ws.registry('[agents.a]\nsystem_prompt = "x"\ndisabled_skills = ["checklist"]\n')
+        ws.library('[agents.a]\nsystem_prompt = "x"\ndisabled_skills = ["checklist"]\n')
     ws.skill("checklist", "c", "x", folder="agents/skills")
     with pytest.raises(ConfigError, match="skill 'checklist' is defined twice"):
-        ws.registry()
+        ws.library()
 
 
 def test_agents_resources_paging_over_45_agents(ws: Any) -> None:
     toml = "".join(f'[agents.agent-{i:02d}]\ndescription = "Agent {i}"\nsystem_prompt = "P{i}"\n' for i in range(45))
-    reg = ws.registry(toml)
+    reg = ws.library(toml)
     pages, cursor = [], None
     while True:
         page = reg.list_resources(cursor)
@@ -250,7 +250,7 @@ def test_agents_resources_include_skills_and_read_json(ws: Any) -> None:
 
 def test_agents_files_changing_invalidate_the_cache(ws: Any) -> None:
     path = ws.write("agents/helper.md", "---\ndescription: Helps\n---\nHelp.\n")
-    reg = ws.registry()
+    reg = ws.library()
     assert not reg.changed() and not reg.refresh()
     old = reg.read_resource("agent://helper")
     path.write_text("---\ndescription: Helps more\n---\nHelp more.\n", encoding="utf-8")
@@ -267,15 +267,15 @@ def test_agents_files_changing_invalidate_the_cache(ws: Any) -> None:
 
 def test_agents_default_paths_only_beside_a_config_file() -> None:
     from context_harness import config as config_mod
-    from context_harness.agents import build_agent_registry
+    from context_harness.agents import build_agent_library
 
     config = config_mod.from_dict({}, None)  # built in code: no "beside the config" folders
-    assert build_agent_registry(config).list() == []
+    assert build_agent_library(config).list() == []
 
 
 def test_agents_refresh_keeps_old_definitions_when_a_file_breaks(ws: Any, caplog: Any) -> None:
     path = ws.write("agents/helper.md", "---\ndescription: Helps\n---\nHelp.\n")
-    reg = ws.registry()
+    reg = ws.library()
     path.write_text("---\nname: bad name\n---\nx\n", encoding="utf-8")
     os.utime(path, ns=(7, 7))
     with caplog.at_level("ERROR"):

@@ -1,6 +1,6 @@
-"""``AgentRegistry``: every agent from every source, cached, with resolve/compile/resources.
+"""``AgentLibrary``: every agent from every source, cached, with resolve/compile/resources.
 
-Built once from the config (``build_agent_registry``). Definitions are cached; the server polls
+Built once from the config (``build_agent_library``). Definitions are cached; the server polls
 ``refresh()`` (or ``changed()`` + ``reload()``) and announces ``prompts/list_changed`` and
 ``resources/list_changed`` when it returns True. All methods are blocking-safe and cheap except
 ``resolve``/``compile`` (they run the agent: call them from a worker thread) and ``reload``.
@@ -79,7 +79,7 @@ class _State:
     definitions: OrderedDict[str, str] = field(default_factory=OrderedDict)  # uri -> JSON text, LRU
 
 
-class AgentRegistry:
+class AgentLibrary:
     """See the module docstring. ``extra_agents`` are ``Agent`` objects (or ``(agent, origin)``
     pairs) from extensions (``context_harness.extensions``: code or entry points). ``strict``: an
     agent that does not load is a ``ConfigError``; otherwise (what a server uses) it is set aside
@@ -405,9 +405,9 @@ def _suggest(name: str, known: Mapping[str, Any]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def build_agent_registry(config: Config, extra_agents: Iterable[Any] = ()) -> AgentRegistry:
-    """The registry for ``config``: TOML, Lua and Markdown agents, skills and ``extra_agents``."""
-    return AgentRegistry(config, extra_agents)
+def build_agent_library(config: Config, extra_agents: Iterable[Any] = ()) -> AgentLibrary:
+    """The agent library for ``config``: TOML, Lua and Markdown agents, skills and ``extra_agents``."""
+    return AgentLibrary(config, extra_agents)
 
 
-__all__ = ["AGENT_SCHEME", "FORMATS", "SKILL_SCHEME", "AgentRegistry", "build_agent_registry"]
+__all__ = ["AGENT_SCHEME", "FORMATS", "SKILL_SCHEME", "AgentLibrary", "build_agent_library"]

@@ -1,4 +1,4 @@
-"""The one registry of tools: built-ins, agent tools, extension tools and the Lua tools of
+"""The one tool set: every tool, built-ins, agent tools, extension tools and the Lua tools of
 ``[tools.script.NAME]``, side by side.
 
 The composition root (``catalog.Catalog``) adds the built-ins, agent tools and extension tools, then
@@ -54,12 +54,12 @@ def _unavailable(config: Config | None) -> dict[str, Unavailable]:
 def load_script_tool(name: str, entry: ScriptConfig, lua: LuaConfig, context: ScriptContext | None,
                      calls: ScriptCalls | None = None) -> ScriptTool:
     """One ``[tools.script.NAME]`` entry -> a ``ScriptTool`` (``ConfigError`` if it cannot load);
-    ``calls``: the admission its calls share with the registry's other Lua tools."""
+    ``calls``: the admission its calls share with the set's other Lua tools."""
     lua_tool = LuaTool(name, entry, lua, max_instances=lua.max_calls_per_tool)
     return ScriptTool(lua_tool, context, calls=calls, lua_config=lua)
 
 
-class ToolRegistry:
+class ToolSet:
     """Tools by name. ``build`` fills it from a config; ``reload`` keeps the Lua tools current."""
 
     def __init__(self, config: Config | None = None, context: ScriptContext | None = None) -> None:
@@ -101,7 +101,7 @@ class ToolRegistry:
         self._broken[name] = missing
         log.warning("Lua tool %s is unavailable: %s", name, missing.message)
 
-    # -- the registry -----------------------------------------------------------------------
+    # -- the set ---------------------------------------------------------------------------
 
     def add(self, tool: Tool, *, replace: bool = False) -> None:
         with self._lock:
@@ -203,4 +203,4 @@ class ToolRegistry:
         return changes
 
 
-__all__ = ["ToolRegistry", "load_script_tool"]
+__all__ = ["ToolSet", "load_script_tool"]

@@ -1,8 +1,8 @@
-"""One registry of connector types. Built-ins register here exactly as extensions do.
+"""The connector types (kinds) by name. Built-ins register here exactly as extensions do.
 
 ``build(config)`` makes a connector for every ``[connectors.<type>.NAME]`` table of the config,
 built-in types and extension types alike, plus the connector instances registered in code.
-``default_registry()`` holds the types of this package (filesystem, git, s3); the Lua ``script`` type
+``default_kinds()`` holds the types of this package (filesystem, git, s3); the Lua ``script`` type
 is registered by ``extensions.py``, as an extension's type is, so connectors never import ``lua/``.
 """
 
@@ -22,7 +22,7 @@ ConnectorFactory = Callable[[str, Any, Config], Connector]
 BUILTIN_TYPES = ("filesystem", "git", "s3", "script")
 
 
-class ConnectorRegistry:
+class ConnectorKinds:
     def __init__(self) -> None:
         self._factories: dict[str, ConnectorFactory] = {}
         self._instances: list[Connector] = []
@@ -89,9 +89,9 @@ def _s3(name: str, entry: Any, config: Config) -> Connector:
     return S3Connector(name, entry)
 
 
-def default_registry() -> ConnectorRegistry:
-    registry = ConnectorRegistry()
-    registry.register("filesystem", _filesystem)
-    registry.register("git", _git)
-    registry.register("s3", _s3)
-    return registry
+def default_kinds() -> ConnectorKinds:
+    kinds = ConnectorKinds()
+    kinds.register("filesystem", _filesystem)
+    kinds.register("git", _git)
+    kinds.register("s3", _s3)
+    return kinds

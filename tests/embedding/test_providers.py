@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from context_harness.config import EmbeddingConfig
-from context_harness.embedding import EmbedderRegistry, build_embedder, fake
+from context_harness.embedding import EmbedderProviders, build_embedder, fake
 from context_harness.embedding.base import Embedder, EmbedderIdentity
 from context_harness.embedding.local import LocalEmbedder
 from context_harness.embedding.openai import OpenAIEmbedder
@@ -14,33 +14,33 @@ from context_harness.errors import ConfigError, EmbeddingsDisabled
 
 
 @pytest.fixture
-def registry() -> EmbedderRegistry:
-    return EmbedderRegistry.with_builtins()
+def providers() -> EmbedderProviders:
+    return EmbedderProviders.with_builtins()
 
 
-def test_builtins_are_registered(registry: EmbedderRegistry) -> None:
-    assert registry.names() == ["disabled", "local", "openai"]
-    assert isinstance(build_embedder(EmbeddingConfig(), using=registry), LocalEmbedder)
-    openai = build_embedder(EmbeddingConfig(provider="openai", model="m", dims=3), using=registry)
+def test_builtins_are_registered(providers: EmbedderProviders) -> None:
+    assert providers.names() == ["disabled", "local", "openai"]
+    assert isinstance(build_embedder(EmbeddingConfig(), using=providers), LocalEmbedder)
+    openai = build_embedder(EmbeddingConfig(provider="openai", model="m", dims=3), using=providers)
     assert isinstance(openai, OpenAIEmbedder) and openai.identity == EmbedderIdentity("openai", "m", 3)
 
 
-def test_disabled_provider_explains_how_to_enable(registry: EmbedderRegistry) -> None:
+def test_disabled_provider_explains_how_to_enable(providers: EmbedderProviders) -> None:
     with pytest.raises(EmbeddingsDisabled) as info:
-        build_embedder(EmbeddingConfig(provider="disabled"), using=registry)
+        build_embedder(EmbeddingConfig(provider="disabled"), using=providers)
     assert info.value.code == "embeddings_disabled"
     assert '[embedding] provider = "local"' in info.value.message
 
 
-def test_unknown_provider_lists_the_known_ones(registry: EmbedderRegistry) -> None:
+def test_unknown_provider_lists_the_known_ones(providers: EmbedderProviders) -> None:
     with pytest.raises(ConfigError, match="'local'"):
-        registry.create(EmbeddingConfig(), provider="nope")
+        providers.create(EmbeddingConfig(), provider="nope")
 
 
-def test_fake_registers_like_a_builtin(registry: EmbedderRegistry) -> None:
-    fake.register(registry)
-    fake.register(registry)  # idempotent
-    embedder = build_embedder(fake.fake_config(), using=registry)
+def test_fake_registers_like_a_builtin(providers: EmbedderProviders) -> None:
+    fake.register(providers)
+    fake.register(providers)  # idempotent
+    embedder = build_embedder(fake.fake_config(), using=providers)
     assert isinstance(embedder, Embedder)
     assert embedder.identity == EmbedderIdentity("fake", "hashing-bow-64", 64)
     vectors = embedder.embed_documents(["red apple pie", "apple pie recipe", "tax law"])
@@ -48,20 +48,20 @@ def test_fake_registers_like_a_builtin(registry: EmbedderRegistry) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
     query = embedder.embed_query("apple pie")
     assert float(vectors[1] @ query) > float(vectors[2] @ query)
-    again = build_embedder(fake.fake_config(), using=registry).embed_documents(["red apple pie"])
+    again = build_embedder(fake.fake_config(), using=providers).embed_documents(["red apple pie"])
     np.testing.assert_array_equal(again[0], vectors[0])  # deterministic across instances
 
 
-def test_extension_provider_and_duplicates(registry: EmbedderRegistry) -> None:
-    registry.register("mine", lambda config: fake.FakeEmbedder(dims=config.dims or 8))
-    embedder = registry.create(EmbeddingConfig(dims=16), provider="mine")
+def test_extension_provider_and_duplicates(providers: EmbedderProviders) -> None:
+    providers.register("mine", lambda config: fake.FakeEmbedder(dims=config.dims or 8))
+    embedder = providers.create(EmbeddingConfig(dims=16), provider="mine")
     assert embedder.identity.dims == 16
     with pytest.raises(ValueError, match="already registered"):
-        registry.register("mine", lambda config: fake.FakeEmbedder())
+        providers.register("mine", lambda config: fake.FakeEmbedder())
     with pytest.raises(ValueError):
-        registry.register("bad name", lambda config: fake.FakeEmbedder())
-    registry.unregister("mine")
-    assert "mine" not in registry
+        providers.register("bad name", lambda config: fake.FakeEmbedder())
+    providers.unregister("mine")
+    assert "mine" not in providers
 
 
 def test_embed_documents_checks_its_input() -> None:
