@@ -19,7 +19,7 @@ from context_harness.errors import BadRequest
 
 if TYPE_CHECKING:
     from context_harness.agents.models import AgentInfo
-    from context_harness.config import Unavailable
+    from context_harness.config import Config, Unavailable
     from context_harness.core.catalog import AgentResolution
     from context_harness.core.harness import Harness
 
@@ -87,7 +87,7 @@ def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root:
         print_json({"agents": [info.model_dump(mode="json") for info in infos]})
         return
     if not infos and not unavailable:
-        click.echo("no agents defined (see `ctx agent init NAME`)")
+        click.echo(f"no agents defined: none in {_looked_in(config)} (`ctx agent init NAME` writes one)")
     for missing in unavailable:
         click.echo(f"{missing.name}  [UNAVAILABLE]  {missing.message}")
     for info in infos:
@@ -96,6 +96,22 @@ def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root:
             click.echo(f"    {info.description}")
         if info.arguments:
             click.echo("    arguments: " + ", ".join(f"{a.name}{'*' if a.required else ''}" for a in info.arguments))
+
+
+def _looked_in(config: Config) -> str:
+    """Where agents come from for ``config``: its [agents] tables and the Markdown folders, as paths
+    relative to the working folder where they can be."""
+    from context_harness.agents.settings import load_settings
+
+    def shown(path: Path) -> str:
+        try:
+            return f"{path.relative_to(Path.cwd()).as_posix()}/"
+        except ValueError:
+            return f"{path.as_posix()}/"
+
+    settings = load_settings(config)
+    where = f"[agents] of {shown(config.source_path)[:-1]}" if config.source_path else "the [agents] tables"
+    return ", ".join([where, *(shown(p) for p in settings.agent_paths)])
 
 
 def _parse_args(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -265,7 +265,7 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
         click.echo("no results")
     for i, r in enumerate(response.results, 1):
         click.echo(f"{i}. {r.title or r.source_id}  [{r.source} · {r.source_id}]  score {r.score:.3f}")
-        click.echo(f"   id {r.id}")
+        click.echo(f"   id {r.id}" + (f" · chunk {r.chunk}" if r.chunk is not None else ""))  # `ctx get ID --chunk N`
         if r.snippet:
             click.echo(f"   {r.snippet}")
         if r.explain:
