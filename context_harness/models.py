@@ -299,6 +299,10 @@ def live_state(source: dict[str, Any]) -> str:
 class SourcesResponse(BaseModel):
     sources: list[SourceOut]
     embedding: dict[str, Any] = Field(default_factory=dict)
+    set_aside: list[dict[str, Any]] = Field(
+        default_factory=list, description="Parts of the config set aside because an environment variable they "
+        "use is not set, other than sources (listed above as failing): Lua tools, agents, HTTP serving; each "
+        "{kind, name, key_path, variables, message}.")
 
 
 class SkippedItem(BaseModel):

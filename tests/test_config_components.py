@@ -92,7 +92,7 @@ def test_set_variables_and_defaults_make_components_available(tmp_path: Path, un
     assert config.connectors.script["jira"].extra["token"] == "Bearer t0ken"
 
 
-@pytest.mark.parametrize(("section", "key"), [("db", "path"), ("server", "bind"), ("embedding", "api_key"),
+@pytest.mark.parametrize(("section", "key"), [("db", "path"), ("retrieval", "rerank_api_key"), ("embedding", "api_key"),
                                               ("lua", "http_allow")])
 def test_keys_outside_components_still_fail_with_the_key_path(tmp_path: Path, unset: None, section: str,
                                                               key: str) -> None:

@@ -345,6 +345,9 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
         click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
                    f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else "")
                    + (f" [from {s.origin}]" if s.origin else "") + live_state(s.model_dump()))
+    for part in response.set_aside:
+        what = "HTTP serving" if part["kind"] == "http" else f"{part['kind']} {part['name']}"
+        click.echo(f"set aside: {what} — {part['message']}")
     click.echo(_embedder_line(embedding))
 
 
@@ -469,10 +472,13 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, c
           root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
     from context_harness.common.memory import limit_malloc_arenas
-    from context_harness.server import run_server
+    from context_harness.server import run_server, run_stdio
 
     limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
-    run_server(required_config(ctx), http=http, bind=bind, agent=agent)
+    if http:
+        run_server(required_config(ctx), http=http, bind=bind, agent=agent)
+    elif run_stdio(lambda: required_config(ctx), agent) is not None:  # explained to the client, then closed
+        sys.exit(ERROR_EXIT)
 
 
 @cli.group()

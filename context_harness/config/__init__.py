@@ -3,8 +3,9 @@
 Discovery order: ``--config``, ``$CTX_CONFIG``, ``./.ctx/config.toml``, ``./ctx.toml``, then the XDG
 config file. ``${VAR}`` and ``${VAR:-default}`` expand in every string; relative paths resolve
 against the config file's folder. A component (connector, Lua tool, agent) whose table uses an unset
-variable is set aside and reported unhealthy; an unset variable anywhere
-else (``[db]``, ``[server]`` ...) fails the load, naming the key path.
+variable is set aside and reported unhealthy, and so is HTTP when a key only it reads (``[server]
+auth_token``, ``bind`` ...) does (``Config.require_http``); an unset variable anywhere else (``[db]``,
+``[embedding]`` ...) fails the load, naming the key path.
 Every error names the file, the key path and what was expected.
 """
 
@@ -24,7 +25,7 @@ from context_harness.common import redaction
 from context_harness.config.variables import (
     AGENT_RESERVED as AGENT_RESERVED,  # re-exported: agents and registries read it
 )
-from context_harness.config.variables import Unavailable, expand_vars, set_aside
+from context_harness.config.variables import Unavailable, expand_vars, http_unavailable, set_aside
 from context_harness.errors import ConfigError
 
 CONFIG_ENV = "CTX_CONFIG"
@@ -451,6 +452,13 @@ class Config(_Section):
     @property
     def data_dir(self) -> Path:
         return self.db.path.parent
+
+    def require_http(self) -> None:
+        """``ConfigError`` naming the key and the variable when a key only the HTTP transport reads
+        uses an unset variable (stdio and the CLI serve such a config; ``ctx serve --http`` does not)."""
+        problem = http_unavailable(self.unavailable)
+        if problem is not None:
+            raise ConfigError(f"{self.source_path or '<config>'}: {problem}")
 
 
 def discover(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:

@@ -1,8 +1,12 @@
-"""``${VAR}`` expansion in a parsed config, and the components set aside when theirs are unset.
+"""``${VAR}`` expansion in a parsed config, and the parts set aside when their variables are unset.
 
-One missing variable breaks one component (a connector, a Lua tool, an agent), not the whole config:
-``set_aside`` takes those tables out and reports each as ``Unavailable``; ``expand_vars`` expands
-the rest, and an unset variable anywhere else fails the load naming its key path.
+A variable is resolved where it is used: one missing variable breaks the part that needs it, not the
+whole config. ``set_aside`` takes out the component tables (a connector, a Lua tool, an agent) and
+the keys only the HTTP transport reads (``HTTP_KEYS``: ``[server] auth_token``, ``bind`` ...) whose
+variables are unset, and reports each as ``Unavailable``: stdio, the CLI and the other sources go
+on, and ``ctx serve --http`` refuses to start naming the key (``http_unavailable``). ``expand_vars``
+expands the rest; an unset variable anywhere else (``[db] url``, ``[embedding] api_key``) fails the
+load naming its key path.
 """
 
 from __future__ import annotations
@@ -19,17 +23,29 @@ from context_harness.errors import ConfigError
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 
 
+HTTP_KEYS = ("auth_token", "bind", "allowed_hosts", "allowed_origins", "cors_origins")
+"""Keys of ``[server]`` that only the HTTP transport reads: an unset variable in one of them sets HTTP
+aside (``kind="http"``) instead of failing the load, so stdio still serves the same config."""
+HTTP_NAME = "HTTP"
+
+
 class Unavailable(BaseModel):
     """A component (connector, Lua tool, agent) left out because ``${VAR}``s in its table are not set,
-    or (``error``) because its file did not load: a syntax error, an error at load, bad metadata.
-    Everything else works; this one is reported unhealthy (sources, tool list, the server log)."""
+    or (``error``) because its file did not load: a syntax error, an error at load, bad metadata; or
+    (``kind="http"``) a key only the HTTP transport reads. Everything else works; this one is reported
+    unhealthy (sources, tool list, the server log)."""
 
-    kind: Literal["connector", "tool", "agent"]
-    name: str  # the connector's label (TYPE:NAME), the tool's or the agent's name
-    key_path: str  # "tools.script.jira"
+    kind: Literal["connector", "tool", "agent", "http"]
+    name: str  # the connector's label (TYPE:NAME), the tool's or the agent's name; HTTP_NAME for http
+    key_path: str  # "tools.script.jira", "server.auth_token"
     variables: list[str]
     error: str | None = None  # why its file did not load (then ``variables`` is empty)
     fix: str | None = Field(default=None, exclude=True)  # what to do, when not "fix the file"
+
+    @property
+    def label(self) -> str:
+        """What the server log calls it: "tool jira", "connector script:jira", "HTTP serving"."""
+        return "HTTP serving" if self.kind == "http" else f"{self.kind} {self.name}"
 
     @property
     def message(self) -> str:
@@ -38,8 +54,14 @@ class Unavailable(BaseModel):
             return f"{self.error} ({fix})"
         names = ", ".join(self.variables)
         plural = "s" if len(self.variables) > 1 else ""
+        them = "them" if plural else "it"
+        if self.kind == "http":
+            section, _, key = self.key_path.partition(".")
+            return (f"environment variable{plural} {names} not set (needed by [{section}] {key}, which only "
+                    f"`ctx serve --http` reads); set {them} where the HTTP server starts; stdio and the CLI work "
+                    "without it")
         return (f"environment variable{plural} {names} not set (needed by [{self.key_path}]); set "
-                f"{'them' if plural else 'it'} and restart, or write ${{{self.variables[0]}:-default}}")
+                f"{them} and restart, or write ${{{self.variables[0]}:-default}}")
 
 
 def expand_vars(value: Any, where: str, environ: dict[str, str] | None = None) -> Any:
@@ -99,8 +121,8 @@ def components(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], ComponentKind
 
 
 def set_aside(raw: dict[str, Any], environ: dict[str, str] | None = None) -> tuple[dict[str, Any], list[Unavailable]]:
-    """``raw`` without the components whose tables use unset variables, and those components: one
-    missing variable breaks one thing, not the whole config."""
+    """``raw`` without the components whose tables use unset variables, nor the HTTP-only keys whose
+    values do, and those parts: one missing variable breaks one thing, not the whole config."""
     unavailable: list[Unavailable] = []
     paths: list[tuple[str, ...]] = []
     for path, kind, name in components(raw):
@@ -108,6 +130,12 @@ def set_aside(raw: dict[str, Any], environ: dict[str, str] | None = None) -> tup
         if missing:
             paths.append(path)
             unavailable.append(Unavailable(kind=kind, name=name, key_path=".".join(path), variables=missing))
+    server = raw.get("server")
+    for key in HTTP_KEYS:
+        missing = missing_vars(server.get(key), environ) if isinstance(server, dict) else []
+        if missing:
+            paths.append(("server", key))
+            unavailable.append(Unavailable(kind="http", name=HTTP_NAME, key_path=f"server.{key}", variables=missing))
     if not unavailable:
         return raw, []
     kept = copy.deepcopy(raw)
@@ -116,11 +144,20 @@ def set_aside(raw: dict[str, Any], environ: dict[str, str] | None = None) -> tup
     return kept, unavailable
 
 
+def http_unavailable(unavailable: list[Unavailable]) -> str | None:
+    """Why ``ctx serve --http`` cannot start with this config (a key it needs uses an unset variable),
+    or None when it can."""
+    missing = [u for u in unavailable if u.kind == "http"]
+    if not missing:
+        return None
+    return "cannot serve HTTP: " + "; ".join(u.message for u in missing)
+
+
 def _at(tree: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
     for key in path:
         tree = tree[key]
     return tree
 
 
-__all__ = ["AGENT_RESERVED", "ComponentKind", "Unavailable", "components", "expand_vars", "missing_vars",
-           "set_aside"]
+__all__ = ["AGENT_RESERVED", "HTTP_KEYS", "HTTP_NAME", "ComponentKind", "Unavailable", "components", "expand_vars",
+           "http_unavailable", "missing_vars", "set_aside"]

@@ -343,7 +343,9 @@ class Harness(Offering, WriteBack, Connections, Authoring):
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
                                  embedded_chunks=embedded, pending_chunks=pending, **live,
                                  origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
-        return SourcesResponse(sources=out, embedding=self.embedding_status())
+        set_aside = [{"kind": u.kind, "name": u.name, "key_path": u.key_path, "variables": u.variables,
+                      "message": u.message} for u in self.config.unavailable if u.kind != "connector" and u.variables]
+        return SourcesResponse(sources=out, embedding=self.embedding_status(), set_aside=set_aside)
 
     async def stats(self) -> StatsOut:
         return await self.run_blocking(self.stats_sync)

@@ -54,7 +54,7 @@ class Services:
     def start(self) -> None:
         limit_malloc_arenas()  # a long-running process: keep its memory flat (see memory.py)
         for missing in self.harness.config.unavailable:  # the rest serves; say what is left out
-            log.warning("%s %s is unavailable: %s", missing.kind, missing.name, missing.message)
+            log.warning("%s is unavailable: %s", missing.label, missing.message)
         self.task_group.start_soon(self._reload_forever)
         self.live.start()  # watchers first: what changes during the sync on start is seen too
         if self.harness.config.server.sync_on_start:

@@ -11,6 +11,13 @@ One JSON-RPC message per line (issue 39):
 - when stdin ends, the requests already read are finished and answered, for at most
   ``EOF_GRACE_SECONDS``; what is still running then is answered "Connection closed". Then the
   server exits.
+
+A server that cannot serve (the config does not load, the workspace does not open) still completes
+the handshake rather than exit before it, which a client shows only as "failed to connect":
+``serve_problem`` answers ``initialize`` with instructions that say what is wrong and how to fix it,
+lists the tools ``PROBLEM_TOOLS`` and answers every call to them with that error (an ``isError``
+result the model reads out). The same line goes to stderr at once, and the process exits 1 when the
+client closes it.
 """
 
 from __future__ import annotations
@@ -63,6 +70,39 @@ async def serve_stdio(harness: Harness, agent: str | None = None) -> None:
             async with server.lifespan(server) as state, wire.streams() as (read_stream, write_stream):
                 # init_options=None: the runner asks the server at `initialize`, so the instructions are current.
                 await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
+
+
+PROBLEM_TOOLS = ("search", "get", "sources")  # what a server that cannot serve lists: each answers the error
+
+
+async def serve_problem(error: HarnessError) -> None:
+    """Serve over stdin/stdout a server that only says ``error``: in its ``initialize`` instructions,
+    and as the ``isError`` answer of every tool call (see the module docstring)."""
+    import mcp.types as t
+    from mcp.server.lowlevel import Server
+
+    from context_harness import __version__
+    from context_harness.server.mcp import SERVER_NAME, tool_error_result
+
+    about = (f"context-harness cannot serve: {error.message}. Every tool answers this error until it is fixed and "
+             "the server restarted; `ctx doctor` checks the setup.")
+
+    async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
+        return t.ListToolsResult(tools=[t.Tool(name=name, description=about, input_schema={"type": "object"})
+                                        for name in PROBLEM_TOOLS])
+
+    async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
+        return tool_error_result(error)
+
+    server: Server[dict[str, Any]] = Server(SERVER_NAME, version=__version__, title="Context Harness",
+                                            instructions=about, on_list_tools=list_tools, on_call_tool=call_tool)
+    with _claimed_stdio() as (source, sink):
+        wire = StdioWire(source, sink, PROBLEM_BODY_BYTES)
+        async with server.lifespan(server) as state, wire.streams() as (read_stream, write_stream):
+            await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
+
+
+PROBLEM_BODY_BYTES = 1_048_576  # the default [server] max_body_bytes: the config that sets it did not load
 
 
 # -- framing ----------------------------------------------------------------------------------------
@@ -386,5 +426,5 @@ def _claimed_stdio() -> Iterator[tuple[Any, Any]]:
         # worker thread may still be blocked reading it (closed, its number could be reused under it).
 
 
-__all__ = ["EOF_GRACE_SECONDS", "LineFramer", "Oversized", "Refusal", "StdioWire", "leading_id", "parse_line",
-           "serve_stdio"]
+__all__ = ["EOF_GRACE_SECONDS", "PROBLEM_TOOLS", "LineFramer", "Oversized", "Refusal", "StdioWire", "leading_id",
+           "parse_line", "serve_problem", "serve_stdio"]
