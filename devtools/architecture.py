@@ -61,6 +61,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "core.harness": "Harness: the one core service",
         "core.recovery": "ctx check on a workspace that may not open",
         "core.workspace": "ctx init",
+        "core.face": "the core's face: all that the rims use, in named parts",
     },
     "rims": {
         "server": "MCP (stdio, HTTP) and the REST shim; serves the console",
@@ -114,10 +115,14 @@ ALLOWED: dict[str, set[str]] = {
     "core.recovery": LOWER | {"core.harness", "extensions", "store"},
     "core.workspace": set(),
     "sample": LOWER,
-    "console": LOWER | {"core.harness", "tools", "agents"},
-    "server": LOWER | {"core.harness", "extensions", "tools", "agents", "core.catalog", "core.writeback", "console"},
-    "cli": LOWER | {"core.harness", "tools", "agents", "core.catalog", "server", "sample", "core.workspace",
-                    "core.recovery", "core.scripts", "registries"},
+    "core.face": LOWER | {"core.harness", "core.catalog", "core.writeback", "core.scripts", "core.recovery",
+                          "core.workspace", "core.authoring", "agents", "tools", "registries", "extensions", "sample",
+                          "connectors", "ingest", "search"},
+    # The rims reach the core through its face alone (and each other: the CLI starts servers, the
+    # server mounts the console).
+    "console": LOWER | {"core.face"},
+    "server": LOWER | {"core.face", "console"},
+    "cli": LOWER | {"core.face", "server"},
     "__main__": {"cli"},
     "__init__": set(),
 }

@@ -163,26 +163,20 @@ def test_the_package_cycle_check_finds_a_cycle_between_packages() -> None:
     assert strongly_connected(package_edges(planted)) == [["connectors", "ingest", "lua"]]
 
 
-# The rims make core calls: they never compose the core's parts themselves.
-RIM_MAY_NOT_IMPORT = ("context_harness.extensions", "context_harness.tools.render", "context_harness.agents.base",
-                      "context_harness.lua")
-# ``run_server(setup)`` is the public way to serve what ``extensions.prepare_server`` made.
-RIM_EXCEPTIONS = {("context_harness.server", "context_harness.extensions")}
-
-
 def rim_offenses(module: str, path: Path, known: dict[str, Path]) -> list[str]:
-    """What rim module ``module`` does that only the core may: import the core's parts, or reach
-    into the Harness's ``catalog`` instead of calling the Harness."""
+    """What rim module ``module`` does that only the core may: import anything of ours but the
+    core's face, the base layer and the other rims, or reach into the Harness's ``catalog``."""
+    allowed = ALLOWED[unit(module)] | {unit(module), "__init__"}
     found = [f"{module} imports {target}" for target in sorted(imports_of(module, path, known))
-             if (module, target) not in RIM_EXCEPTIONS
-             and any(target == banned or target.startswith(banned + ".") for banned in RIM_MAY_NOT_IMPORT)]
+             if target.startswith(ROOT + ".") and unit(target) not in allowed]
     found += [f"{module}:{node.lineno} reaches into .catalog"
               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
               if isinstance(node, ast.Attribute) and node.attr == "catalog"]
     return found
 
 
-def test_the_rims_make_core_calls_and_never_reach_into_the_core() -> None:
+def test_the_rims_reach_the_core_through_its_face_alone() -> None:
+    assert all(ALLOWED[rim] - LOWER <= {"core.face"} | RIMS for rim in RIMS)
     known = modules()
     offenders = [o for m, path in known.items() if unit(m) in RIMS for o in rim_offenses(m, path, known)]
     assert offenders == []
@@ -191,13 +185,24 @@ def test_the_rims_make_core_calls_and_never_reach_into_the_core() -> None:
 def test_the_rim_check_finds_an_offense(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text("from context_harness.lua.tools import LuaTool\n"
-                       "from context_harness.tools import render\n"
+                       "from context_harness.core.harness import Harness\n"
+                       "from context_harness.core.face import Harness as Face\n"
                        "def f(harness):\n    return harness.catalog.tool('x')\n", encoding="utf-8")
-    known = {**modules(), "context_harness.tools.render": PACKAGE / "tools" / "render.py"}
-    assert rim_offenses("context_harness.cli.planted", planted, known) == [
+    assert rim_offenses("context_harness.cli.planted", planted, modules()) == [
+        "context_harness.cli.planted imports context_harness.core.harness",
         "context_harness.cli.planted imports context_harness.lua.tools",
-        "context_harness.cli.planted imports context_harness.tools.render",
-        "context_harness.cli.planted:4 reaches into .catalog"]
+        "context_harness.cli.planted:5 reaches into .catalog"]
+
+
+def test_every_public_call_of_the_harness_is_in_one_part_of_the_face() -> None:
+    """The face (``core/face.py``) names the Harness's parts; a new public call must join one of
+    them (or the lifecycle), and no name may sit in two."""
+    from context_harness.core.face import LIFECYCLE, PARTS, Harness
+
+    placed = [name for part in PARTS for name in vars(part) if not name.startswith("_")] + list(LIFECYCLE)
+    public = sorted(name for name in dir(Harness) if not name.startswith("_"))
+    assert sorted(placed) == public
+    assert all(len([n for n in vars(part) if not n.startswith("_")]) <= 12 for part in PARTS)
 
 
 MCP_ADAPTER = ("context_harness.server.mcp", "context_harness.server.stdio", "context_harness.server.sdk",

@@ -18,10 +18,8 @@ from context_harness.cli.tools import snippet_path, write_new
 from context_harness.errors import BadRequest
 
 if TYPE_CHECKING:
-    from context_harness.agents.models import AgentInfo
     from context_harness.config import Config, Unavailable
-    from context_harness.core.catalog import AgentResolution
-    from context_harness.core.harness import Harness
+    from context_harness.core.face import AgentInfo, AgentResolution, Harness
 
 LUA_TEMPLATE = '''-- {name}: a Lua agent. Register it in ctx.toml:
 --   [agents.script.{name}]
@@ -170,9 +168,9 @@ def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bo
 @click.pass_context
 def agent_init(ctx: click.Context, name: str, kind: str, path: str | None) -> None:
     """Write a starter agent that resolves as generated; print how to register and try it."""
-    from context_harness.core.scripts import check_agent_name
+    from context_harness.core.face import scripts
 
-    check_agent_name(name)
+    scripts.check_agent_name(name)
     config = load_config(ctx, required=False)
     folder = Path("agents")
     if config is not None and config.source_path is not None:

@@ -70,7 +70,7 @@ cli.add_command(setup)
 @click.option("--docs", default="..", help="Root of the example filesystem connector, relative to .ctx/.")
 def init(folder: str, docs: str) -> None:
     """Create a .ctx/ workspace: commented config.toml, data folder, .gitignore. Never overwrites."""
-    from context_harness.core.workspace import init_workspace
+    from context_harness.core.face import init_workspace
 
     result = init_workspace(Path(folder), docs)
     if result.created:
@@ -404,7 +404,7 @@ def _size(size: int) -> str:
 @click.pass_context
 def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Check that SQLite, the keyword index and the vectors agree; exit 1 while a problem remains."""
-    from context_harness.core.recovery import check_installed
+    from context_harness.core.face import check_installed
 
     config = required_config(ctx)
     result = anyio.run(check_installed, config, repair)
@@ -424,13 +424,13 @@ def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | No
 @click.option("--json", "as_json", is_flag=True, help="Print the search payload as JSON.")
 def demo(query: str, as_json: bool) -> None:
     """Index the bundled sample knowledge base and search it (a self-contained tour)."""
-    from context_harness.sample import demo_config
+    from context_harness.core.face import demo_config
 
     try:
         config = demo_config()
     except HarnessError as error:  # a broken install without its sample
         fail(error)
-    from context_harness.core.harness import Harness
+    from context_harness.core.face import Harness
     from context_harness.models import SearchRequest
 
     async def main() -> tuple[SyncReport, SearchResponse]:
@@ -520,7 +520,7 @@ def watch(ctx: click.Context, config_path: str | None, root: str | None) -> None
     Logs to stderr; Ctrl-C (or SIGTERM) stops."""
     import signal
 
-    from context_harness.core.harness import Harness
+    from context_harness.core.face import Harness
 
     if not log.isEnabledFor(logging.INFO):
         log.setLevel(logging.INFO)

@@ -142,7 +142,7 @@ def _text(given: str | None) -> str:
 
 
 def _report(result: NoteResult, as_json: bool) -> None:
-    from context_harness.tools.notes import render_note
+    from context_harness.core.face import render_note
 
     payload = result.model_dump(mode="json")
     if as_json:

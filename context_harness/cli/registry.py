@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from context_harness.cli.support import Group, config_option, print_json, required_config
-from context_harness.registries import service
+from context_harness.core.face import registries as service
 
 
 def _json_option(fn: Any) -> Any:

@@ -21,7 +21,7 @@ from context_harness.config import Config
 from context_harness.errors import ConfigError, HarnessError
 
 if TYPE_CHECKING:
-    from context_harness.core.harness import Harness
+    from context_harness.core.face import Harness
 
 T = TypeVar("T")
 ERROR_EXIT = 1
@@ -95,7 +95,7 @@ def run_with_harness(ctx: click.Context, body: Callable[[Harness], Awaitable[T]]
                      config: Config | None = None) -> T:
     """Open the Harness for the command's config (with the extensions of installed packages), run
     ``body(harness)``, and turn a ``HarnessError`` into one line on stderr and its exit code."""
-    from context_harness.core.harness import Harness
+    from context_harness.core.face import Harness
 
     async def main() -> T:
         chosen = config if config is not None else required_config(ctx)

@@ -21,8 +21,7 @@ from context_harness.config import Config
 from context_harness.errors import BadRequest
 
 if TYPE_CHECKING:
-    from context_harness.core.harness import Harness
-    from context_harness.tools.base import Tool
+    from context_harness.core.face import Harness, Tool
 
 SHOW_ITEMS = 5
 
@@ -95,13 +94,13 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
     NAME is a [tools.script.NAME] entry; PATH a .lua file (run with no config keys). With a config,
     context.search/get/sources reach its knowledge base.
     """
-    from context_harness.core.scripts import script_entry, try_tool
+    from context_harness.core.face import scripts
 
     config = load_config(ctx, required=not Path(target).is_file())
     if config is None:
-        print_json(anyio.run(try_tool, target, list(params), None))
+        print_json(anyio.run(scripts.try_tool, target, list(params), None))
         return
-    script_entry("tools", target, config)  # an unknown NAME fails before the workspace opens
+    scripts.script_entry("tools", target, config)  # an unknown NAME fails before the workspace opens
     print_json(run_with_harness(ctx, lambda harness: harness.try_tool(target, list(params)), config))
 
 
@@ -117,12 +116,12 @@ def tool_init(ctx: click.Context, name: str, path: str | None) -> None:
 
 def _init_script(ctx: click.Context, kind: str, name: str, path: str | None, next_step: str) -> None:
     """Write a starter script (never over an existing file) and print the config snippet to add."""
-    from context_harness.core.scripts import starter
+    from context_harness.core.face import scripts
 
     target = Path(path or os.path.join(kind, f"{name}.lua"))
     config = load_config(ctx, required=False)
     shown = snippet_path(target, config)
-    script, snippet = starter(kind, name, shown)
+    script, snippet = scripts.starter(kind, name, shown)
     write_new(target, script)
     click.echo(f"created {target}")
     click.echo("add to your config:\n")
@@ -150,9 +149,9 @@ def connector_test(ctx: click.Context, target: str, show: int, as_json: bool, co
 
     NAME is a [connectors.script.NAME] entry (or script:NAME); PATH a .lua file.
     """
-    from context_harness.core.scripts import scan_connector
+    from context_harness.core.face import scripts
 
-    scan = scan_connector(target, load_config(ctx, required=not Path(target).is_file()), show)
+    scan = scripts.scan_connector(target, load_config(ctx, required=not Path(target).is_file()), show)
     if as_json:
         print_json(scan)
         return

@@ -24,7 +24,7 @@ from context_harness.console.agents import AgentPages
 from context_harness.console.pages import Pages
 from context_harness.console.session import Sessions
 from context_harness.console.tools import ToolPages
-from context_harness.core.harness import Harness
+from context_harness.core.face import Harness
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "

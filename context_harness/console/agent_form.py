@@ -7,8 +7,7 @@ from pathlib import Path
 
 from starlette.datastructures import FormData
 
-from context_harness.agents.editing import NEW_SKILL, AgentDraft
-from context_harness.agents.skills import SKILL_NAME
+from context_harness.core.face import NEW_SKILL, SKILL_NAME, AgentDraft
 
 
 def draft_from_form(form: FormData) -> AgentDraft:

@@ -13,13 +13,21 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from context_harness.agents.editing import AgentDraft, check_draft, checked_text, draft_from_file
-from context_harness.agents.render import prompt_get_messages
-from context_harness.agents.skills import SKILL_FILE, Skill, parse_skill, skill_text
 from context_harness.console.agent_form import draft_from_form, skill_errors
 from context_harness.console.pages import Pages, error_message
+from context_harness.core.face import (
+    SKILL_FILE,
+    AgentDraft,
+    Skill,
+    check_draft,
+    checked_text,
+    draft_from_file,
+    parse_skill,
+    prompt_get_messages,
+    render_json,
+    skill_text,
+)
 from context_harness.errors import ConfigError, HarnessError, NotFound
-from context_harness.tools.base import render_json
 
 WHERE = {"markdown": "a Markdown agent file", "toml": "an [agents.NAME] table of ctx.toml",
          "lua": "a Lua agent script", "python": "a Python agent module"}

@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 from context_harness.common import timestamps
 from context_harness.common.validation import plain_int
 from context_harness.console.session import Sessions, new_session_id, set_cookie
-from context_harness.core.harness import Harness
+from context_harness.core.face import Harness
 from context_harness.errors import BadRequest, HarnessError
 from context_harness.models import DocumentOut, GetRequest, SearchFilters, SearchMode, SearchRequest
 

@@ -22,8 +22,8 @@ from starlette.routing import BaseRoute, Route
 
 from context_harness.common.validation import decode_json
 from context_harness.console.pages import Pages, error_message
+from context_harness.core.face import Tool
 from context_harness.errors import HarnessError
-from context_harness.tools.base import Tool
 
 
 @dataclass

@@ -19,9 +19,8 @@ from functools import partial
 import anyio
 
 from context_harness.config import Config
-from context_harness.core.harness import Harness
+from context_harness.core.face import Harness, ServerSetup, prepare_server
 from context_harness.errors import HarnessError
-from context_harness.extensions import ServerSetup, prepare_server
 from context_harness.server.sdk import defer_package_inits
 
 defer_package_inits()  # before a module of this package imports the SDK: see sdk.py

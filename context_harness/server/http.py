@@ -40,7 +40,7 @@ from context_harness import __version__
 from context_harness.common.validation import decode_json, plain_int
 from context_harness.config import Config, ServerConfig
 from context_harness.console import SecurityHeaders, console_routes, ui_enabled
-from context_harness.core.harness import Harness
+from context_harness.core.face import Harness
 from context_harness.errors import (
     BadRequest,
     ConfigError,

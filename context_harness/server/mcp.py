@@ -46,12 +46,17 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from context_harness import __version__
-from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
-from context_harness.agents.models import AgentPrompt
-from context_harness.agents.render import prompt_get_messages
 from context_harness.common.validation import parse_get, plain_int
-from context_harness.core.harness import DocumentChanges, Harness
-from context_harness.core.writeback import CLIENT
+from context_harness.core.face import (
+    AGENT_SCHEME,
+    CLIENT,
+    SKILL_SCHEME,
+    AgentPrompt,
+    DocumentChanges,
+    Harness,
+    hints,
+    prompt_get_messages,
+)
 from context_harness.errors import (
     BadRequest,
     HarnessError,
@@ -64,7 +69,6 @@ from context_harness.errors import (
 )
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
 from context_harness.server.schemas import portable_input, portable_output
-from context_harness.tools.base import hints
 
 log = logging.getLogger(__name__)
 

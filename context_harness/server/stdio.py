@@ -48,7 +48,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from context_harness.core.harness import Harness
+from context_harness.core.face import Harness
 from context_harness.errors import HarnessError, InvalidRequest, ParseError, outcome
 from context_harness.server.mcp import build_server
 

@@ -1,0 +1,190 @@
+"""The core's face: all that the rims (``cli/``, ``server/``, ``console/``) use of the layers below.
+
+A rim imports from this module and from the base layer (errors, config, models, ``common``), nothing
+else; ``tests/test_architecture.py`` checks it. What the face offers, in named parts:
+
+- **An open knowledge base**, ``Harness``: its lifecycle (``open``, ``serving``, ``subscribe`` ...) and
+  eight parts, each a small interface below (``Searching``, ``Documents``, ``Sources``, ``Indexing``,
+  ``Notes``, ``Tools``, ``Agents``, ``AgentFiles``). ``Harness`` implements every part (mypy checks it
+  in ``_parts``) and has no other public call (a test checks that each is in exactly one part). A rim
+  that needs one part takes that part, not the whole ``Harness``.
+- **Outside a workspace**: ``registries`` (the git extension registries of a config: ``ctx registry``),
+  ``scripts`` (trying and starting Lua scripts: ``ctx tool test PATH``, ``ctx connector test``,
+  ``ctx ... init``), ``init_workspace`` (``ctx init``), ``check_installed`` (``ctx check`` on a
+  workspace that may not open), ``demo_config`` (the bundled sample) and ``prepare_server`` (what
+  installed extension packages add to a server).
+- **What the rims render**: the types and renderers below, re-exported from where they live.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from context_harness.agents.editing import NEW_SKILL, AgentDraft, check_draft, checked_text, draft_from_file
+from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
+from context_harness.agents.models import AgentInfo, AgentPrompt
+from context_harness.agents.render import prompt_get_messages
+from context_harness.agents.skills import SKILL_FILE, SKILL_NAME, Skill, parse_skill, skill_text
+from context_harness.config import Config, Unavailable
+from context_harness.connectors.base import Connector
+from context_harness.core import scripts
+from context_harness.core.authoring import AgentFile
+from context_harness.core.catalog import AgentResolution, ToolResult
+from context_harness.core.harness import DocumentChanges, Harness
+from context_harness.core.recovery import check_installed
+from context_harness.core.workspace import init_workspace
+from context_harness.core.writeback import CLIENT
+from context_harness.extensions import ServerSetup, prepare_server
+from context_harness.ingest.sync import ProgressFn
+from context_harness.models import (
+    CheckReport,
+    DocumentListing,
+    DocumentOut,
+    EmbedSummary,
+    GetRequest,
+    MigrationReport,
+    NoteDeleteRequest,
+    NoteEditRequest,
+    NoteMoveRequest,
+    NoteResult,
+    NoteWriteRequest,
+    RecentRequest,
+    RecentResponse,
+    RelatedRequest,
+    RelatedResponse,
+    SearchRequest,
+    SearchResponse,
+    SourcesResponse,
+    StatsOut,
+    SyncReport,
+    SyncSummary,
+    TrashEntryOut,
+)
+from context_harness.registries import service as registries
+from context_harness.sample import demo_config
+from context_harness.search.windows import Headings
+from context_harness.tools.base import Tool, hints, render_json
+from context_harness.tools.notes import render_note
+
+# -- the parts of an open knowledge base --------------------------------------------------------
+
+
+class Searching(Protocol):
+    """Keyword, semantic and hybrid search (``search``), and loading what a first search needs."""
+
+    async def search(self, request: SearchRequest) -> SearchResponse: ...
+    def search_sync(self, request: SearchRequest) -> SearchResponse: ...
+    def warm_up(self) -> bool: ...
+    def request_warm_up(self) -> None: ...
+
+
+class Documents(Protocol):
+    """Reading documents: a window of one, the listing, headings, and how they connect."""
+
+    async def get(self, request: GetRequest | str) -> DocumentOut: ...
+    def get_sync(self, doc_id: str, request: GetRequest | None = None) -> DocumentOut: ...
+    async def document_headings(self, doc_id: str, around: int, reach: int) -> Headings: ...
+    async def document_listing(self, cursor: str | None = None, limit: int = 100) -> DocumentListing: ...
+    def document_listing_sync(self, cursor: str | None = None, limit: int = 100) -> DocumentListing: ...
+    async def document_markdown(self, request: GetRequest, read_on: str) -> str: ...
+    async def recent(self, request: RecentRequest) -> RecentResponse: ...
+    def recent_sync(self, request: RecentRequest) -> RecentResponse: ...
+    async def related(self, request: RelatedRequest) -> RelatedResponse: ...
+    def related_sync(self, request: RelatedRequest) -> RelatedResponse: ...
+
+
+class Sources(Protocol):
+    """Where documents come from and how the knowledge base stands."""
+
+    async def sources(self) -> SourcesResponse: ...
+    def sources_sync(self) -> SourcesResponse: ...
+    async def stats(self) -> StatsOut: ...
+    def stats_sync(self) -> StatsOut: ...
+    def embedding_status(self) -> dict[str, Any]: ...
+    def describe(self) -> str: ...
+
+
+class Indexing(Protocol):
+    """Writing the index: sync, embed, check, migrate."""
+
+    async def sync(self, target: str = "all", *, full: bool = False, dry_run: bool = False,
+                   limit: int | None = None, progress: ProgressFn | None = None, embed: bool = True) -> SyncReport: ...
+    async def sync_paths(self, label: str, rel_paths: list[str]) -> SyncSummary: ...
+    async def embed(self, *, limit: int | None = None, batch_size: int | None = None, rebuild: bool = False,
+                    progress: ProgressFn | None = None) -> EmbedSummary: ...
+    async def embed_new(self) -> EmbedSummary | None: ...
+    def select(self, target: str) -> list[Connector]: ...
+    async def check(self, repair: bool = False) -> CheckReport: ...
+    async def migrate_to_postgres(self, url: str) -> MigrationReport: ...
+    def reconfigured_connectors(self, config: Config) -> list[Connector]: ...
+
+
+class Notes(Protocol):
+    """Write-back on writable folders: the note calls and the trash."""
+
+    async def note_write(self, request: NoteWriteRequest) -> NoteResult: ...
+    async def note_edit(self, request: NoteEditRequest) -> NoteResult: ...
+    async def note_move(self, request: NoteMoveRequest) -> NoteResult: ...
+    async def note_delete(self, request: NoteDeleteRequest) -> NoteResult: ...
+    async def note_restore(self, entry_id: str | None = None, path: str | None = None) -> NoteResult: ...
+    def trash_entries(self) -> list[TrashEntryOut]: ...
+    def writable_sources(self) -> list[str]: ...
+
+
+class Tools(Protocol):
+    """The tools offered (built-in, write-back, Lua, agents' and extensions'), and calling one."""
+
+    def tools(self, agent: str | None = None) -> list[Tool]: ...
+    def tool_listing(self, agent: str | None = None) -> dict[str, Any]: ...
+    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult: ...
+    async def try_tool(self, target: str, params: list[str]) -> dict[str, Any]: ...
+
+
+class Agents(Protocol):
+    """The agents offered: listing, resolving (prompt, tools, context), completions, resources."""
+
+    def agents(self) -> list[AgentInfo]: ...
+    def agent(self, name: str) -> AgentInfo: ...
+    def unavailable_agents(self) -> list[Unavailable]: ...
+    async def resolve_agent(self, name: str, arguments: dict[str, Any] | None = None) -> AgentResolution: ...
+    def complete_agent_argument(self, agent: str, argument: str, prefix: str) -> list[str]: ...
+    def agent_resources(self, cursor: str | None = None, numeric: bool = False) -> dict[str, Any]: ...
+    def read_agent_resource(self, uri: str) -> str: ...
+
+
+class AgentFiles(Protocol):
+    """Agents and skills written as files (the console's agent builder)."""
+
+    def agent_file(self, name: str) -> AgentFile | None: ...
+    def agent_folder(self) -> Path | None: ...
+    def agent_origins(self) -> dict[str, str]: ...
+    def skill_folder(self) -> Path | None: ...
+    def skills(self) -> list[Skill]: ...
+    async def write_agent_file(self, path: Path, text: str, version: str | None) -> AgentFile | None: ...
+    async def write_skill(self, name: str, text: str) -> Path: ...
+    async def zoo_inject(self, name: str, arguments: dict[str, Any], format: str) -> dict[str, Any]: ...
+
+
+PARTS: tuple[type, ...] = (Searching, Documents, Sources, Indexing, Notes, Tools, Agents, AgentFiles)
+LIFECYCLE = ("open", "installed", "serving", "open_stores", "close", "semantic", "run_blocking", "writing",
+             "subscribe", "subscribe_documents", "version", "catalog")
+"""``Harness``'s own calls beside its parts: opening, serving, locks, worker threads, change listeners."""
+
+
+def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, Notes, Tools, Agents, AgentFiles]:
+    """Never called: mypy checks here that ``Harness`` implements every part."""
+    return harness, harness, harness, harness, harness, harness, harness, harness
+
+
+# -- outside a workspace: ``registries`` (``registries/service.py``), ``scripts`` (``core/scripts.py``),
+# ``init_workspace``, ``check_installed``, ``demo_config``; ``ServerSetup`` and ``prepare_server`` (imported above)
+
+__all__ = [
+    "AGENT_SCHEME", "CLIENT", "LIFECYCLE", "NEW_SKILL", "PARTS", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME",
+    "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
+    "DocumentChanges", "Documents", "Harness", "Indexing", "Notes", "Searching", "ServerSetup", "Skill", "Sources",
+    "Tool", "ToolResult", "Tools", "Unavailable", "check_draft", "checked_text", "draft_from_file", "hints",
+    "check_installed", "demo_config", "init_workspace", "parse_skill", "prepare_server", "prompt_get_messages",
+    "registries", "render_json", "render_note", "scripts", "skill_text",
+]
