@@ -99,7 +99,7 @@ def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root:
 def _looked_in(config: Config) -> str:
     """Where agents come from for ``config``: its [agents] tables and the Markdown folders, as paths
     relative to the working folder where they can be."""
-    from context_harness.agents.settings import load_settings
+    from context_harness.core.face import agent_settings
 
     def shown(path: Path) -> str:
         try:
@@ -107,7 +107,7 @@ def _looked_in(config: Config) -> str:
         except ValueError:
             return f"{path.as_posix()}/"
 
-    settings = load_settings(config)
+    settings = agent_settings(config)
     where = f"[agents] of {shown(config.source_path)[:-1]}" if config.source_path else "the [agents] tables"
     return ", ".join([where, *(shown(p) for p in settings.agent_paths)])
 

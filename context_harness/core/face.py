@@ -10,9 +10,10 @@ else; ``tests/test_architecture.py`` checks it. What the face offers, in named p
   that needs one part takes that part, not the whole ``Harness``.
 - **Outside a workspace**: ``registries`` (the git extension registries of a config: ``ctx registry``),
   ``scripts`` (trying and starting Lua scripts: ``ctx tool test PATH``, ``ctx connector test``,
-  ``ctx ... init``), ``init_workspace`` (``ctx init``), ``check_installed`` (``ctx check`` on a
-  workspace that may not open), ``demo_config`` (the bundled sample) and ``prepare_server`` (what
-  installed extension packages add to a server).
+  ``ctx ... init``), ``agent_settings`` (where a config's agents come from), ``init_workspace``
+  (``ctx init``), ``check_installed`` (``ctx check`` on a workspace that may not open),
+  ``demo_config`` (the bundled sample) and ``prepare_server`` (what installed extension packages add
+  to a server).
 - **What the rims render**: the types and renderers below, re-exported from where they live.
 """
 
@@ -25,6 +26,7 @@ from context_harness.agents.editing import NEW_SKILL, AgentDraft, check_draft, c
 from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.render import prompt_get_messages
+from context_harness.agents.settings import load_settings as agent_settings
 from context_harness.agents.skills import SKILL_FILE, SKILL_NAME, Skill, parse_skill, skill_text
 from context_harness.config import Config, Unavailable
 from context_harness.connectors.base import Connector
@@ -182,7 +184,7 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 
 __all__ = [
     "AGENT_SCHEME", "CLIENT", "LIFECYCLE", "NEW_SKILL", "PARTS", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME",
-    "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
+    "AgentDraft", "AgentFile", "agent_settings", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
     "DocumentChanges", "Documents", "Harness", "Indexing", "Notes", "Searching", "ServerSetup", "Skill", "Sources",
     "Tool", "ToolResult", "Tools", "Unavailable", "check_draft", "checked_text", "draft_from_file", "hints",
     "check_installed", "demo_config", "init_workspace", "parse_skill", "prepare_server", "prompt_get_messages",
