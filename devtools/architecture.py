@@ -98,7 +98,7 @@ ALLOWED: dict[str, set[str]] = {
     "tools": LOWER | {"lua", "agents", "registries"},
     "notes": LOWER,
     "core.context": LOWER,
-    "core.writeback": LOWER | {"connectors", "ingest", "notes", "store"},
+    "core.writeback": LOWER | {"connectors", "notes", "store"},
     "core.scripts": LOWER | {"lua", "tools", "connectors", "core.context", "agents", "registries"},
     "core.catalog": LOWER | {"agents", "tools", "core.context"},
     "core.activity": LOWER,

@@ -7,11 +7,16 @@ all implement ``Connector``; the sync pipeline treats them alike.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from context_harness.common.timestamps import to_iso
+from context_harness.formats.documents import CONVERTER_VERSION
 
 MAX_NAMED = 100  # skipped items a report keeps by name (all are counted)
 
@@ -41,6 +46,16 @@ class SourceItem:
     created_at: dt.datetime | None = None
     updated_at: dt.datetime | None = None
     raw: bytes | None = None
+
+    def version(self) -> str:
+        """The hash of everything stored about the item: the version a sync stores and write-back
+        compares with. A document still to convert is hashed by its bytes (and the converter's version)."""
+        fields: list[Any] = [self.title, self.body, self.author, self.source_url, self.content_type, self.metadata,
+                             self.tags, to_iso(self.created_at)]
+        if self.raw is not None:
+            fields += [hashlib.sha256(self.raw).hexdigest(), CONVERTER_VERSION]
+        payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 @dataclass

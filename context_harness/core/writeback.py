@@ -15,7 +15,6 @@ from context_harness.config import Config
 from context_harness.connectors.base import ScanReport, Writable, WriteSettings, write_settings
 from context_harness.connectors.names import escape_name, unescape_name
 from context_harness.errors import BadRequest, Conflict, NotConfigured, NotFound
-from context_harness.ingest.sync import item_hash
 from context_harness.models import (
     NoteDeleteRequest,
     NoteEditRequest,
@@ -150,7 +149,7 @@ class WriteBack:
         not ``expected``."""
         scan = connector.scan_paths([rel], ScanReport())
         items = [c.load() for c in scan.candidates]
-        current = item_hash(items[0]) if items and items[0] is not None else None
+        current = items[0].version() if items and items[0] is not None else None
         if expected is not None and current != expected:
             raise Conflict(f"{rel} changed since you read it: expected version {expected}, it is now {current}; "
                            "read it again with get and redo the change")
