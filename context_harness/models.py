@@ -360,6 +360,9 @@ class MigrationReport(BaseModel):
 
 class SyncReport(BaseModel):
     sources: list[SyncSummary]
+    set_aside: dict[str, str] = Field(
+        default_factory=dict, description="Sources `sync all` passed by because they cannot run (an environment "
+        "variable not set, a script that does not load), each with why; `ctx sync` exits 1 when there is any.")
     embedding: EmbedSummary | None = None
     # The documents were synced but embedding their chunks failed ({"code", "message"}); they are
     # searchable by keyword and stay pending for `ctx embed pending`.

@@ -29,7 +29,7 @@ from context_harness.cli.support import (
     required_config,
     run_with_harness,
 )
-from context_harness.errors import BadRequest, HarnessError
+from context_harness.errors import BadRequest, HarnessError, NotConfigured
 from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport, live_state
 
 log = logging.getLogger("context_harness")
@@ -165,7 +165,11 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
     elif report.embedding_error:
         click.echo(f"error: {report.embedding_error['message']} "
                    "(the documents were synced: keyword search works meanwhile)", err=True)
-    if report.embedding_error:
+    for label, why in report.set_aside.items():  # passed by: the sync did not do all it was asked
+        problem = NotConfigured(f"{label} was not synced: {why}")
+        click.echo(json.dumps(problem.to_dict(), ensure_ascii=False) if as_json else f"error: {problem.message}",
+                   err=True)
+    if report.embedding_error or report.set_aside:
         sys.exit(ERROR_EXIT)
 
 

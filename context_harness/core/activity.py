@@ -2,20 +2,37 @@
 whether a sync is running (a first one: how far it is), and how the last one ended. ``sources``
 reports it, with the ``status`` it adds up to (``source_status``: ok, degraded, failing).
 
-In memory only: a process that serves nothing (``ctx sources``) knows none of it, and says so with
-empty fields. Written from the event loop and worker threads alike; each field is one assignment.
+In memory, but for one thing: how each whole sync ends is also handed to ``remember`` (the Harness
+stores it in the workspace), so a process that serves nothing (``ctx sources``) still says that the
+last sync failed, whichever process ran it. Written from the event loop and worker threads alike;
+each field is one assignment.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from context_harness.errors import HarnessError
 from context_harness.models import IndexingProgress, SyncSummary
+
+log = logging.getLogger(__name__)
+RememberFn = Callable[[str, str, "str | None"], None]  # (label, "ok" or "error", what went wrong)
+
+
+class StoredOutcome(Protocol):
+    """How the last whole sync of a source ended, as the workspace keeps it (``store.records.SyncOutcome``)."""
+
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def at(self) -> str: ...
 
 WATCHED, POLLED, INTERVAL, OFF = "watched", "polled", "interval", "off"
 OK, DEGRADED, FAILING = "ok", "degraded", "failing"
@@ -56,8 +73,9 @@ class SourceActivity:
 
 
 class Activity:
-    def __init__(self) -> None:
+    def __init__(self, remember: RememberFn | None = None) -> None:
         self._sources: dict[str, SourceActivity] = {}
+        self._remember = remember
 
     def of(self, label: str) -> SourceActivity:
         found = self._sources.get(label)
@@ -84,10 +102,12 @@ class Activity:
         state.watch, state.watch_note = mode, note
 
     @contextmanager
-    def syncing(self, label: str, kind: str = "whole", first: bool = False) -> Iterator[SourceActivity]:
+    def syncing(self, label: str, kind: str = "whole", first: bool = False,
+                remember: bool = True) -> Iterator[SourceActivity]:
         """Mark a sync of ``label`` running (``kind``: "whole" or "paths"; ``first``: nothing of the
         source was indexed before); record how it ended (a ``HarnessError``'s message, or a generic
-        one for anything else). ``running`` drops again however the block ends."""
+        one for anything else), and for a whole sync (unless ``remember`` is False: a dry run) hand
+        it to ``remember``. ``running`` drops again however the block ends."""
         state = self.of(label)
         state.running += 1
         state.first = first
@@ -96,8 +116,12 @@ class Activity:
         except HarnessError as exc:
             state.last_outcome, state.last_error = "error", exc.message
             raise
-        except BaseException as exc:
+        except Exception as exc:
             state.last_outcome, state.last_error = "error", f"internal error ({exc.__class__.__name__}; see the log)"
+            raise
+        except BaseException:  # cancelled or interrupted: not an outcome of the source
+            state.last_outcome, state.last_error = "error", "interrupted"
+            remember = False
             raise
         else:
             state.last_outcome, state.last_error = "ok", None
@@ -107,15 +131,25 @@ class Activity:
             state.last_kind = kind
             if not state.running:
                 state.first, state.phase = False, None
+            if remember and kind == "whole" and self._remember is not None and state.last_outcome:
+                self._keep(label, state.last_outcome, state.last_error)
+
+    def _keep(self, label: str, outcome: str, error: str | None) -> None:
+        try:
+            assert self._remember is not None
+            self._remember(label, outcome, error)
+        except Exception as exc:  # a read-only or full workspace: the sync's own outcome stands
+            log.warning("%s: could not store how its sync ended (%s): %s", label, outcome, exc)
 
 
 
 
 def source_status(healthy: bool, problem: str | None, state: SourceActivity | None, stored_notes: str | None,
-                  error_reasons: frozenset[str]) -> tuple[str, str | None]:
+                  error_reasons: frozenset[str], stored: StoredOutcome | None = None) -> tuple[str, str | None]:
     """``sources``' ``status`` and ``status_reason`` of one source. ``failing``: the connector is not
     healthy (``problem``: the root is missing, a variable unset, gone from the config) or its last
-    whole sync in this process failed (or every sync did). ``degraded``: it works, but not fully: the
+    whole sync in this process failed (or every sync did), or, when this process has not synced it,
+    the last whole sync stored in the workspace (``stored``) failed. ``degraded``: it works, but not fully: the
     last live update failed after earlier syncs worked, it is polled because watching failed (or
     partly), or the last sync skipped items for errors (``error_reasons``: the connectors'
     ``ERROR_SKIP_REASONS``; from ``state`` when this process synced it, else from the stored notes of
@@ -124,6 +158,8 @@ def source_status(healthy: bool, problem: str | None, state: SourceActivity | No
         return FAILING, problem or "the source is not available"
     if state is not None and state.last_outcome == "error" and (state.last_kind != "paths" or not state.passes):
         return FAILING, f"the last sync failed: {state.last_error}"
+    if (state is None or not state.last_outcome) and stored is not None and stored.outcome == "error":
+        return FAILING, f"the last sync failed ({stored.at}): {stored.error}"
     reasons = []
     if state is not None and state.last_outcome == "error":
         reasons.append(f"the last live update failed (earlier syncs worked; it is retried): {state.last_error}")
@@ -162,4 +198,4 @@ def stored_error_skips(notes: str | None, error_reasons: frozenset[str]) -> dict
 
 
 __all__ = ["DEGRADED", "FAILING", "INTERVAL", "NEVER_SYNCED", "OFF", "OK", "POLLED", "WATCHED", "Activity",
-           "SourceActivity", "error_skips", "indexing_notice", "source_status", "stored_error_skips"]
+           "SourceActivity", "StoredOutcome", "error_skips", "indexing_notice", "source_status", "stored_error_skips"]

@@ -104,7 +104,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         self._background_embed = anyio.Lock()
         self._embed_failure: str | None = None
         self._document_listeners: list[DocumentListener] = []
-        self.activity = Activity()
+        self.activity = Activity(self._remember_outcome)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -301,6 +301,11 @@ class Harness(Offering, WriteBack, Connections, Authoring):
 
     # -- sources and stats -------------------------------------------------------------------
 
+    def _remember_outcome(self, label: str, outcome: str, error: str | None) -> None:
+        """How a whole sync of ``label`` ended, kept in the workspace for every process's ``sources``."""
+        if self.store is not None:
+            self.store.record_outcome(label, outcome, error)
+
     async def sources(self) -> SourcesResponse:
         return await self.run_blocking(self.sources_sync)
 
@@ -308,6 +313,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         assert self.store is not None
         counts = self.store.source_counts()
         synced = self.store.source_rows()
+        stored = self.store.outcomes()
         out = []
         configured = {c.label: c for c in self.connectors}
         embedding = self.vectors.embedding_by_source() if self.vectors is not None else {}
@@ -337,7 +343,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
                         "sync_passes": activity.passes}
             live["status"], live["status_reason"] = source_status(healthy, trouble, activity,
                                                                   synced.get(label, (None, None))[1],
-                                                                  ERROR_SKIP_REASONS)
+                                                                  ERROR_SKIP_REASONS, stored.get(label))
             healthy = live["status"] != FAILING
             out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
@@ -573,7 +579,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         synced = self.store.source_rows()
         for connector in connectors:
             first = synced.get(connector.label, (None, None))[0] is None
-            with self.activity.syncing(connector.label, first=first) as state:
+            with self.activity.syncing(connector.label, first=first, remember=not dry_run) as state:
                 try:
                     summary = syncer.sync(connector, options, state.follow(progress), budget, changes)
                 except FileNotFoundError as exc:
@@ -583,7 +589,12 @@ class Harness(Offering, WriteBack, Connections, Authoring):
                 summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))
-        return SyncReport(sources=summaries)
+        return SyncReport(sources=summaries, set_aside=self._set_aside() if target == "all" else {})
+
+    def _set_aside(self) -> dict[str, str]:
+        """The sources ``sync all`` passed by, and why (a variable not set, a script that does not load)."""
+        return {c.label: (c.health()[1] if isinstance(c, HealthReporting) else None) or "it cannot run now"
+                for c in self.connectors if not runnable(c)}
 
     def _prune_unconfigured(self, changes: DocumentChanges | None = None) -> list[SyncSummary]:
         assert self.store is not None and self.index is not None

@@ -9,6 +9,12 @@ Nor does any other one item: an exception loading it (``Candidate.load``) or an 
 stored (text that is not UTF-8, metadata that is not JSON) is a skip named ``error``, its stored copy
 kept until it loads again; a scan that fails part-way (``scan_error``) syncs what it listed and
 deletes nothing.
+
+An item skipped when read for what it holds (binary, not UTF-8, too large, encrypted, no text ...)
+is remembered with its fingerprint and the connector's settings (``remember_skips``): while both are
+the same, the next sync counts the same skip without reading it again (an S3 object is not
+downloaded again). ``--full`` reads everything again; skips that may pass (``ERROR_SKIP_REASONS``,
+``vanished``) are never remembered.
 """
 
 from __future__ import annotations
@@ -26,7 +32,16 @@ from typing import Any
 
 from context_harness.common.timestamps import to_iso
 from context_harness.config import ChunkingConfig
-from context_harness.connectors.base import Candidate, Connector, PathScanning, Prefetching, ScanReport, SourceItem
+from context_harness.connectors.base import (
+    ERROR_SKIP_REASONS,
+    Candidate,
+    Connector,
+    PathScanning,
+    Prefetching,
+    ScanReport,
+    SourceItem,
+    settings_of,
+)
 from context_harness.formats import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
@@ -41,6 +56,8 @@ WRITE_BATCH = 500
 CHUNK_BATCH = 128  # documents per chunking job (a document to convert counts as its cost)
 NAMES_IN_NOTES = 3  # skipped items named per reason in the `sources` notes
 MAX_JOBS = 8  # chunking jobs in flight before the sync waits for the oldest
+TRANSIENT_SKIPS = ERROR_SKIP_REASONS | {"vanished", "duplicate_id", "symlink", "not_a_regular_file"}
+"""Skips that say nothing lasting about an item's content: never remembered, the item is read again."""
 
 
 @dataclass
@@ -97,6 +114,14 @@ def document_row(source: str, item: SourceItem, fingerprint: str | None, content
         updated_at=to_iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
         metadata=item.metadata or {}, tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
     )
+
+
+def settings_signature(connector: Connector) -> str:
+    """A hash of the connector's settings: a remembered skip holds only while they stay the same (a
+    raised ``max_file_size`` reads a too-large item again)."""
+    settings = settings_of(connector)
+    dumped = settings.model_dump_json() if hasattr(settings, "model_dump_json") else repr(settings)
+    return hashlib.sha256(dumped.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
 def skip_notes(summary: SyncSummary) -> str:
@@ -286,6 +311,9 @@ class _SyncRun:
         self.changes = DocumentChanges()
         self.partial = False  # a path sync: the rest of the source was not looked at
         self.cut_short = False  # the scan failed part-way: what it did not list is not known to be gone
+        self.remembered: dict[str, tuple[str, str]] = {}  # source_id -> (fingerprint|settings, reason)
+        self.skips: dict[str, tuple[str, str]] = {}  # what this sync remembers, the same way
+        self.signature = ""
 
     def run(self) -> SyncSummary:
         started = time.perf_counter()
@@ -312,7 +340,21 @@ class _SyncRun:
         candidates = sorted(self._listed(self.connector.scan(self.report)), key=lambda c: c.source_id)
         self.stored = self.store.fingerprints(self.label)
         self.full = self.options.full or self.syncer.chunking_changed(self.label)
+        self.signature = settings_signature(self.connector)
+        if not self.full:
+            self.remembered = self.store.remembered_skips(self.label)
         return candidates
+
+    def _skip_key(self, candidate: Candidate | DocumentRow) -> str | None:
+        """What a remembered skip of this item holds: its fingerprint and the connector's settings."""
+        return f"{candidate.fingerprint}|{self.signature}" if candidate.fingerprint is not None else None
+
+    def _remembered(self, candidate: Candidate) -> str | None:
+        """The reason a sync skipped this unchanged item before, or None: read it."""
+        if self.full or candidate.source_id in self.stored:
+            return None
+        fingerprint, reason = self.remembered.get(candidate.source_id, (None, ""))
+        return reason if fingerprint is not None and fingerprint == self._skip_key(candidate) else None
 
     def _listed(self, scan: Iterable[Candidate]) -> list[Candidate]:
         """The scan's candidates. A scan that fails before listing anything fails the sync; one that
@@ -349,8 +391,9 @@ class _SyncRun:
     def _may_have_changed(self, candidate: Candidate) -> bool:
         """False when the fingerprint says the stored copy is current (the item is not even read)."""
         previous = self.stored.get(candidate.source_id)
-        return (self.full or candidate.fingerprint is None or previous is None
-                or previous[1] != candidate.fingerprint)
+        if previous is None:
+            return self._remembered(candidate) is None
+        return self.full or candidate.fingerprint is None or previous[1] != candidate.fingerprint
 
     def _visit(self, candidate: Candidate, writer: _Writer) -> bool:
         """Classify one candidate and hand a change to the writer; False for a duplicate id."""
@@ -362,6 +405,12 @@ class _SyncRun:
         previous = self.stored.get(candidate.source_id)
         if previous and not self._may_have_changed(candidate):
             summary.unchanged += 1
+            return True
+        reason = self._remembered(candidate)
+        if reason is not None:  # skipped before, and unchanged since: not read again
+            self.report.skip(reason, f"{candidate.source_id} ({reason}; unchanged since)", item=candidate.source_id)
+            self.skips[candidate.source_id] = self.remembered[candidate.source_id]
+            self.seen.discard(candidate.source_id)
             return True
         if not self.budget.left():
             summary.limited = True
@@ -390,9 +439,12 @@ class _SyncRun:
         stored copy is removed), or failed (``error``: an exception, or an item that cannot be stored;
         a stored copy is kept, and the item is tried again next sync)."""
         try:
+            before = dict(self.report.skipped)
             item = candidate.load()
             if item is None:
                 self.seen.discard(candidate.source_id)
+                grown = [r for r, n in self.report.skipped.items() if n > before.get(r, 0)]
+                self._remember(candidate, grown[0] if len(grown) == 1 else None)
                 return None
             _check_storable(item)
             return item, item_hash(item)
@@ -405,11 +457,18 @@ class _SyncRun:
     def _failed(self, row: DocumentRow, reason: str) -> None:
         """A document that could not be converted: skipped and named; a stored copy is removed."""
         self.report.skip(reason, f"{row.source_id} ({reason})", item=row.source_id)
+        self._remember(row, reason)
         self.seen.discard(row.source_id)
         if row.source_id in self.stored:
             self.summary.updated -= 1
         else:
             self.summary.added -= 1
+
+    def _remember(self, item: Candidate | DocumentRow, reason: str | None) -> None:
+        """Remember an item the connector skipped when read (or that failed to convert) for ``reason``."""
+        key = self._skip_key(item)
+        if reason is not None and reason not in TRANSIENT_SKIPS and key is not None:
+            self.skips[item.source_id] = (key, reason)
 
     def _missing(self) -> list[str]:
         """Stored documents no longer listed by the connector (within the budget), to delete."""
@@ -441,6 +500,8 @@ class _SyncRun:
                                    keep_notes=self.partial)
             if not summary.limited and not self.partial and not self.cut_short:
                 self.store.set_meta(f"chunking:{self.label}", chunking_signature(self.syncer.chunking))
+            if not self.partial and (self.skips or self.remembered):
+                self.store.remember_skips(self.label, self.skips)
         if self.options.dry_run:
             self.changes = DocumentChanges()
         summary.seconds = round(time.perf_counter() - started, 3)

@@ -22,7 +22,15 @@ from typing import Any
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.faults import check_db_path
-from context_harness.store.records import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary, WindowRead
+from context_harness.store.records import (
+    ChunkPlace,
+    DocumentRow,
+    DocumentWrite,
+    StoredChunk,
+    Summary,
+    SyncOutcome,
+    WindowRead,
+)
 from context_harness.store.schema import migrate, use_wal
 
 log = logging.getLogger(__name__)
@@ -187,6 +195,30 @@ class DocumentStore:
             else:
                 conn.execute("INSERT OR REPLACE INTO sources(name, last_sync, notes) VALUES(?,?,?)",
                              (source, now_iso(), notes))
+
+    def record_outcome(self, source: str, outcome: str, error: str | None) -> None:
+        """How the last whole sync of ``source`` ended ("ok", or "error" and what went wrong)."""
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO outcomes(source, outcome, error, at) VALUES(?,?,?,?)",
+                         (source, outcome, error, now_iso()))
+
+    def outcomes(self) -> dict[str, SyncOutcome]:
+        rows = self.connection().execute("SELECT source, outcome, error, at FROM outcomes")
+        return {r[0]: SyncOutcome(r[1], r[2], r[3]) for r in rows}
+
+    def remembered_skips(self, source: str) -> dict[str, tuple[str, str]]:
+        """``source_id -> (fingerprint, reason)`` of the items the last sync of ``source`` skipped for
+        what they hold."""
+        rows = self.connection().execute("SELECT source_id, fingerprint, reason FROM skipped WHERE source=?",
+                                         (source,))
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def remember_skips(self, source: str, skips: dict[str, tuple[str, str]]) -> None:
+        """Replace the remembered skips of ``source`` with ``skips`` (as ``remembered_skips`` returns)."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM skipped WHERE source=?", (source,))
+            conn.executemany("INSERT INTO skipped(source, source_id, fingerprint, reason) VALUES(?,?,?,?)",
+                             [(source, sid, fp, reason) for sid, (fp, reason) in skips.items()])
 
     # -- index queue -------------------------------------------------------------------------
 

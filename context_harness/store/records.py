@@ -170,3 +170,13 @@ class PendingChunk:
 __all__ = ["ChunkPlace", "DocumentHit", "DocumentRow", "DocumentWrite", "IndexedDocument", "KeywordFilters",
            "PendingChunk", "StoredChunk", "Summary", "URL_SCHEMES", "WindowRead", "chunk_id",
            "chunk_place", "document_id", "safe_source_url"]
+
+
+@dataclass(frozen=True)
+class SyncOutcome:
+    """How the last whole sync of a source ended, in whichever process ran it: ``outcome`` is "ok" or
+    "error" (then ``error`` says what went wrong); ``at`` is when it ended (ISO 8601, UTC)."""
+
+    outcome: str
+    error: str | None
+    at: str

@@ -4,7 +4,10 @@ One file holds everything (WAL mode):
 
 - ``meta(key, value)``: ``schema_version`` and per-source chunking signatures;
 - ``documents``, ``chunks``: the source of truth (``DocumentStore``);
-- ``sources``: the last sync of each source;
+- ``sources``: the last sync of each source; ``outcomes``: how the last whole sync of each ended
+  (``ok`` or ``error`` with its message), whichever process ran it;
+- ``skipped``: items a sync skipped for what they hold (binary, too large, encrypted ...), by the
+  fingerprint they had: not read again while it is unchanged;
 - ``index_queue``: documents whose keyword-index entry is not committed yet (crash replay);
 - ``embeddings(content_hash, vector)``: one little-endian float32 unit vector per distinct chunk
   text (``VectorStore``);
@@ -26,7 +29,7 @@ from contextlib import contextmanager
 from context_harness.errors import ConfigError
 from context_harness.store.connections import LinkSql
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -97,6 +100,23 @@ _MIGRATIONS: dict[int, str] = {
         kind TEXT NOT NULL,
         at TEXT NOT NULL
     )
+    """,
+    # 4: how each source's last whole sync ended (``core/activity.py`` records it; ``sources`` reads
+    # it), and the items a sync skipped for what they hold (``ingest/sync.py`` writes and reads them)
+    4: """
+    CREATE TABLE IF NOT EXISTS outcomes(
+        source TEXT PRIMARY KEY,
+        outcome TEXT NOT NULL,
+        error TEXT,
+        at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS skipped(
+        source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        PRIMARY KEY(source, source_id)
+    ) WITHOUT ROWID
     """,
 }
 _FILLS = {3: lambda conn: LinkSql().fill(conn)}
@@ -195,7 +215,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
 # when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 3
+POSTGRES_SCHEMA_VERSION = 4
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -286,6 +306,17 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     # 3: postings without a foreign key (its check per row was a third of a write's cost there; the
     # documents' deletion deletes them)
     3: "ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_doc_id_fkey",
+    # 4: outcomes and skipped, as in the SQLite schema's 4
+    4: """
+    CREATE TABLE IF NOT EXISTS outcomes(source TEXT PRIMARY KEY, outcome TEXT NOT NULL, error TEXT, at TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS skipped(
+        source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        PRIMARY KEY(source, source_id)
+    )
+    """,
 }
 POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn)}
 

@@ -16,7 +16,15 @@ from typing import Any
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.postgres.database import Database
-from context_harness.store.records import ChunkPlace, DocumentRow, DocumentWrite, StoredChunk, Summary, WindowRead
+from context_harness.store.records import (
+    ChunkPlace,
+    DocumentRow,
+    DocumentWrite,
+    StoredChunk,
+    Summary,
+    SyncOutcome,
+    WindowRead,
+)
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")
@@ -183,6 +191,30 @@ class PgDocumentStore:
                 conn.execute("INSERT INTO sources(name, last_sync, notes) VALUES(%s, %s, %s) ON CONFLICT(name) "
                              "DO UPDATE SET last_sync = excluded.last_sync, notes = excluded.notes",
                              (source, now_iso(), notes))
+
+    def record_outcome(self, source: str, outcome: str, error: str | None) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO outcomes(source, outcome, error, at) VALUES(%s, %s, %s, %s) ON CONFLICT(source) "
+                         "DO UPDATE SET outcome = excluded.outcome, error = excluded.error, at = excluded.at",
+                         (source, outcome, error, now_iso()))
+
+    def outcomes(self) -> dict[str, SyncOutcome]:
+        rows = self._all("SELECT source, outcome, error, at FROM outcomes")
+        return {r[0]: SyncOutcome(r[1], r[2], r[3]) for r in rows}
+
+    def remembered_skips(self, source: str) -> dict[str, tuple[str, str]]:
+        rows = self._all("SELECT source_id, fingerprint, reason FROM skipped WHERE source = %s", (source,))
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def remember_skips(self, source: str, skips: dict[str, tuple[str, str]]) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM skipped WHERE source = %s", (source,))
+            if skips:
+                with conn.cursor() as cursor:
+                    cursor.executemany("INSERT INTO skipped(source, source_id, fingerprint, reason) "
+                                       "VALUES(%s, %s, %s, %s)",
+                                       [(source, _strip_nul(sid), fp, reason)
+                                        for sid, (fp, reason) in skips.items()])
 
     # -- the keyword queue: none (the keyword data commits with the documents) ------------------
 
