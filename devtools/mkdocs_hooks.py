@@ -1,6 +1,6 @@
-"""MkDocs hook (``hooks:`` in ``mkdocs.yml``): the reference pages are generated from the code on every
-build, as virtual files, so they cannot drift from it and are never committed. Something a user meets
-without a description fails the build (``devtools.markdown.Undocumented``)."""
+"""MkDocs hook (``hooks:`` in ``mkdocs.yml``): the reference pages are generated from the code and kept
+in ``docs/reference/`` (``devtools/reference.py``); the build fails when one is stale, and when something
+a user meets has no description (``devtools.markdown.Undocumented``)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,21 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import Files
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # devtools/ is not installed; mkdocs runs from the repository root
     sys.path.insert(0, str(ROOT))
 
 from devtools.markdown import Undocumented  # noqa: E402
-from devtools.pages import PAGES  # noqa: E402
+from devtools.reference import WRITE_COMMAND, stale  # noqa: E402
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    for uri, make in PAGES.items():
-        existing = files.get_file_from_path(uri)
-        if existing is not None:
-            raise PluginError(f"docs/{uri} is generated on every build; delete the file (edit the code instead)")
-        try:
-            content = make()
-        except Undocumented as exc:
-            raise PluginError(str(exc)) from None
-        files.append(File.generated(config, uri, content=content))
+    try:
+        behind = stale()
+    except Undocumented as exc:
+        raise PluginError(str(exc)) from None
+    if behind:
+        raise PluginError(f"{', '.join(behind)} no longer match the code; run `{WRITE_COMMAND}` and commit them")
     return files

@@ -1,4 +1,4 @@
-"""The generated pages of the docs site, by their path under ``docs/``."""
+"""The generated pages of the docs site, by their path under ``docs/`` (written by ``devtools/reference.py``)."""
 
 from __future__ import annotations
 

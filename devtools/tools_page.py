@@ -1,8 +1,9 @@
-"""``reference/mcp-tools.md``: every MCP tool the server can publish, from the one tool registry.
+"""``reference/mcp-tools.md``: every MCP tool the server can publish, from the one tool set.
 
-The registry is built three times, as the server builds it: for a config without agents (the
-built-in tools), with one agent (plus the agent tools) and with ``[server] compat = ["agentzoo"]`` (plus
-AgentZoo's). The schemas are the ones ``tools/list`` publishes (``server/schemas.py``).
+The tool set is built four times, as the server builds it: for a config without agents (the
+built-in tools), with one agent (plus the agent tools), with ``[server] compat = ["agentzoo"]``
+(plus AgentZoo's) and with a writable folder (plus the note tools). The schemas are the ones
+``tools/list`` publishes (``server/schemas.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ LAYERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("Compatibility tools", 'Published with `[server] compat = ["agentzoo"]` when at least one agent is defined: '
      "AgentZoo's names and shapes, for clients written for it.",
      {"agents": {"example": {"system_prompt": "An example agent."}}, "server": {"compat": ["agentzoo"]}}),
+    ("Note tools", "Published while at least one `[connectors.filesystem.NAME]` has `writable = true` (see the "
+     "how-to *Let the assistant write notes*).",
+     {"agents": {"example": {"system_prompt": "An example agent."}}, "server": {"compat": ["agentzoo"]},
+      "connectors": {"filesystem": {"notes": {"root": "notes", "writable": True}}}}),
 )
 
 

@@ -124,10 +124,12 @@ def test_every_mcp_tool_is_described_and_in_the_reference() -> None:
     by_name = sections(page)
     with tempfile.TemporaryDirectory() as folder:
         raw = {"db": {"path": str(Path(folder) / "ctx.sqlite")}, "server": {"compat": ["agentzoo"]},
-               "agents": {"paths": [], "skill_paths": [], "reviewer": {"system_prompt": "Review."}}}
+               "agents": {"paths": [], "skill_paths": [], "reviewer": {"system_prompt": "Review."}},
+               "connectors": {"filesystem": {"notes": {"root": folder, "writable": True}}}}
         tools = Harness(from_dict(raw, None), Extensions()).tools()
     names = [tool.name for tool in tools]
-    assert {"search", "get", "sources", "agent_list", "agent_inject", "agent_zoo_list_agents"} <= set(names)
+    assert {"search", "get", "sources", "agent_list", "agent_inject", "agent_zoo_list_agents", "note_write",
+            "note_edit", "note_move", "note_delete"} <= set(names)
     for tool in tools:
         assert tool.description.strip(), tool.name
         assert tool.description in by_name[tool.name]
@@ -208,7 +210,63 @@ def test_the_wheel_carries_every_docs_entry_but_the_screenshots() -> None:
 
     root = Path(__file__).resolve().parents[1]
     build = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]["build"]
-    included = build["targets"]["wheel"]["force-include"]
+    included = {source: target for source, target in build["targets"]["wheel"]["force-include"].items()
+                if source.startswith("docs/")}
     assert all(target == f"context_harness/sample/{source}" for source, target in included.items())
     entries = {f"docs/{entry.name}" for entry in (root / "docs").iterdir() if not entry.name.startswith(".")}
     assert set(included) == entries - {"docs/img"}
+
+
+def test_the_reference_pages_in_the_repository_are_current() -> None:
+    """docs/reference/{config,cli,mcp-tools,errors}.md are generated from the code and committed, so a
+    checkout and a wheel hold them; a change to a key, an option, a tool or an error must regenerate them."""
+    from devtools.reference import WRITE_COMMAND, stale
+
+    assert stale() == [], f"stale reference pages: run `{WRITE_COMMAND}` and commit them"
+
+
+def test_the_reference_check_notices_a_stale_page() -> None:
+    from devtools import reference
+
+    path = REPO / "docs" / "reference" / "errors.md"
+    committed = path.read_text(encoding="utf-8")
+    assert reference.stale({path: committed}) == []
+    assert reference.stale({path: committed + "\nA line the code does not make.\n"}) == ["docs/reference/errors.md"]
+    assert reference.stale({REPO / "docs" / "reference" / "not-there.md": "text"}) == ["docs/reference/not-there.md"]
+
+
+def test_every_docs_page_the_code_names_exists() -> None:
+    """Messages, comments and the config `ctx init` writes name docs pages; each is in a checkout (and, as
+    docs/ is the wheel's sample knowledge base, in the installed package, where `ctx help` prints it)."""
+    named: dict[str, str] = {}
+    for source in sorted((REPO / "context_harness").rglob("*.py")):
+        for found in re.findall(r"docs/((?:reference|how-to|explanation)/[\w.-]+\.md|[\w-]+\.md)",
+                                source.read_text(encoding="utf-8")):
+            named.setdefault(found, source.relative_to(REPO).as_posix())
+    assert "reference/config.md" in named
+    assert [f"docs/{page} (named in {where})" for page, where in named.items()
+            if not (REPO / "docs" / page).is_file()] == []
+
+
+def test_ctx_help_prints_a_page_of_the_bundled_docs_offline(tmp_path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "context_harness", "help"]
+    config = subprocess.run([*command, "config"], capture_output=True, text=True, env=env, timeout=60)
+    assert config.returncode == 0, config.stderr
+    assert config.stdout == (REPO / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
+    listing = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert re.search(r"^reference/mcp-tools +MCP tools reference$", listing.stdout, re.MULTILINE), listing.stdout
+    assert "how-to/agents" in listing.stdout and "reference/agents" in listing.stdout
+    agents = subprocess.run([*command, "how-to/agents"], capture_output=True, text=True, env=env, timeout=60)
+    assert agents.stdout.startswith("# Define and use agents")
+    missing = subprocess.run([*command, "nowhere"], capture_output=True, text=True, env=env, timeout=60)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr == "error: no page 'nowhere' in the bundled documentation; `ctx help` lists them\n"
+
+
+def test_the_demo_leaves_the_generated_reference_pages_out() -> None:
+    from context_harness.sample import GENERATED, demo_config
+    from devtools.pages import PAGES
+
+    assert sorted(GENERATED) == sorted(PAGES)
+    assert demo_config(Path("demo")).connectors.filesystem["sample"].exclude_globs == list(GENERATED)

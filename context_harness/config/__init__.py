@@ -511,8 +511,8 @@ def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     label = str(path) if path else "<config>"
     for reserved in ("source_path", "unavailable", "registries_applied", "extension_origins"):
         if reserved in raw:
-            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; see the config reference, "
-                              "docs/reference/config.md)")
+            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; the config reference: "
+                              "`ctx help config`)")
     raw, unavailable = set_aside(raw)
     try:
         expanded = expand_vars(raw, "")
@@ -534,7 +534,7 @@ def describe_validation_error(exc: ValidationError) -> str:
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
         kind = err["type"]
         if kind == "extra_forbidden":
-            parts.append(f"{key}: unknown key (check the spelling; see the config reference, docs/reference/config.md)")
+            parts.append(f"{key}: unknown key (check the spelling; the config reference: `ctx help config`)")
         elif kind == "missing":
             parts.append(f"{key}: required key is missing")
         else:

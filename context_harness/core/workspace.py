@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-CONFIG_TEMPLATE = '''# context-harness configuration. Every key is documented in docs/reference/config.md.
+CONFIG_TEMPLATE = '''# context-harness configuration. Every key is documented in the config reference: `ctx help config`
+# prints it (docs/reference/config.md in a checkout).
 # Relative paths resolve against this file's folder. ${VAR} and ${VAR:-default} expand everywhere.
 
 [db]
@@ -29,7 +30,7 @@ sync_on_start = true    # sync stale connectors in the background when the MCP s
 [connectors.filesystem.docs]
 root = "{root}"
 # include_globs = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
-#   (and "**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm" with `pip install 'context-harness[documents]'`)
+#   (and "**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm" with the documents extra: `ctx help documents`)
 # exclude_globs = ["drafts/**"]
 # respect_gitignore = true
 # max_file_size = 2000000

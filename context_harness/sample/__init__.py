@@ -25,6 +25,9 @@ def _locate() -> Path:
 
 
 DOCS = _locate()
+# The generated reference pages (devtools/pages.py) ship for `ctx help` but stay out of the demo's index:
+# tables and JSON schemas, 40 % more chunks to embed on the first run and no better answers.
+GENERATED = ("reference/config.md", "reference/cli.md", "reference/mcp-tools.md", "reference/errors.md")
 
 
 def demo_config(workspace: Path | None = None) -> Config:
@@ -36,7 +39,7 @@ def demo_config(workspace: Path | None = None) -> Config:
     return config_mod.from_dict(
         {
             "db": {"path": str(folder / "ctx.sqlite")},
-            "connectors": {"filesystem": {"sample": {"root": str(DOCS)}}},
+            "connectors": {"filesystem": {"sample": {"root": str(DOCS), "exclude_globs": list(GENERATED)}}},
         },
         None,
     )

@@ -46,7 +46,7 @@ def test_a_broken_config_is_answered_over_the_wire_then_exits_1(tmp_path: Path, 
     assert call["isError"] is True and error["code"] == "config_error" and "final_limt" in error["message"]
     assert done.returncode == 1
     assert done.stderr.splitlines()[0] == f"error: {config}: retrieval.final_limt: unknown key (check the " \
-        "spelling; see the config reference, docs/reference/config.md)"
+        "spelling; the config reference: `ctx help config`)"
 
 
 @pytest.mark.anyio
