@@ -13,6 +13,7 @@ import sys
 from context_harness.cli.agents import agent
 from context_harness.cli.app import alias_serve_mcp, cli
 from context_harness.cli.connections import recent, related
+from context_harness.cli.doctor import doctor
 from context_harness.cli.help import help_command
 from context_harness.cli.notes import note
 from context_harness.cli.registry import registry
@@ -25,6 +26,7 @@ cli.add_command(recent)
 cli.add_command(related)
 cli.add_command(note)
 cli.add_command(registry)
+cli.add_command(doctor)
 cli.add_command(help_command)
 
 
