@@ -153,6 +153,13 @@ def http_unavailable(unavailable: list[Unavailable]) -> str | None:
     return "cannot serve HTTP: " + "; ".join(u.message for u in missing)
 
 
+def set_aside_listing(unavailable: list[Unavailable]) -> list[dict[str, Any]]:
+    """What ``sources`` lists as set aside for unset variables beside the sources themselves (Lua
+    tools, agents, HTTP serving): ``{kind, name, key_path, variables, message}`` each."""
+    return [{"kind": u.kind, "name": u.name, "key_path": u.key_path, "variables": u.variables, "message": u.message}
+            for u in unavailable if u.kind != "connector" and u.variables]
+
+
 def _at(tree: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
     for key in path:
         tree = tree[key]
@@ -160,4 +167,4 @@ def _at(tree: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
 
 
 __all__ = ["AGENT_RESERVED", "HTTP_KEYS", "HTTP_NAME", "ComponentKind", "Unavailable", "components", "expand_vars",
-           "http_unavailable", "missing_vars", "set_aside"]
+           "http_unavailable", "missing_vars", "set_aside", "set_aside_listing"]

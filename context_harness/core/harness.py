@@ -26,6 +26,7 @@ import anyio
 
 from context_harness import __version__
 from context_harness.config import Config
+from context_harness.config.variables import set_aside_listing
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
 from context_harness.core.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
 from context_harness.core.authoring import Authoring
@@ -40,7 +41,7 @@ from context_harness.errors import BadRequest, HarnessError, NotConfigured, embe
 from context_harness.extensions import Extensions, collect_extensions
 from context_harness.ingest.check import check as check_store
 from context_harness.ingest.embed import embedding_status
-from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions
+from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, passed_by
 from context_harness.models import (
     MAX_GET_CHARS,
     CheckReport,
@@ -104,7 +105,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         self._background_embed = anyio.Lock()
         self._embed_failure: str | None = None
         self._document_listeners: list[DocumentListener] = []
-        self.activity = Activity(self._remember_outcome)
+        self.activity = Activity(lambda *ended: self.store.record_outcome(*ended) if self.store else None)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -301,19 +302,13 @@ class Harness(Offering, WriteBack, Connections, Authoring):
 
     # -- sources and stats -------------------------------------------------------------------
 
-    def _remember_outcome(self, label: str, outcome: str, error: str | None) -> None:
-        """How a whole sync of ``label`` ended, kept in the workspace for every process's ``sources``."""
-        if self.store is not None:
-            self.store.record_outcome(label, outcome, error)
-
     async def sources(self) -> SourcesResponse:
         return await self.run_blocking(self.sources_sync)
 
     def sources_sync(self) -> SourcesResponse:
         assert self.store is not None
         counts = self.store.source_counts()
-        synced = self.store.source_rows()
-        stored = self.store.outcomes()
+        synced, stored = self.store.source_rows(), self.store.outcomes()  # stored: how the last syncs ended
         out = []
         configured = {c.label: c for c in self.connectors}
         embedding = self.vectors.embedding_by_source() if self.vectors is not None else {}
@@ -349,9 +344,8 @@ class Harness(Offering, WriteBack, Connections, Authoring):
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
                                  embedded_chunks=embedded, pending_chunks=pending, **live,
                                  origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
-        set_aside = [{"kind": u.kind, "name": u.name, "key_path": u.key_path, "variables": u.variables,
-                      "message": u.message} for u in self.config.unavailable if u.kind != "connector" and u.variables]
-        return SourcesResponse(sources=out, embedding=self.embedding_status(), set_aside=set_aside)
+        return SourcesResponse(sources=out, embedding=self.embedding_status(),
+                               set_aside=set_aside_listing(self.config.unavailable))
 
     async def stats(self) -> StatsOut:
         return await self.run_blocking(self.stats_sync)
@@ -589,12 +583,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
                 summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))
-        return SyncReport(sources=summaries, set_aside=self._set_aside() if target == "all" else {})
-
-    def _set_aside(self) -> dict[str, str]:
-        """The sources ``sync all`` passed by, and why (a variable not set, a script that does not load)."""
-        return {c.label: (c.health()[1] if isinstance(c, HealthReporting) else None) or "it cannot run now"
-                for c in self.connectors if not runnable(c)}
+        return SyncReport(sources=summaries, set_aside=passed_by(self.connectors) if target == "all" else {})
 
     def _prune_unconfigured(self, changes: DocumentChanges | None = None) -> list[SyncSummary]:
         assert self.store is not None and self.index is not None

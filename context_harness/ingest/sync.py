@@ -36,10 +36,12 @@ from context_harness.connectors.base import (
     ERROR_SKIP_REASONS,
     Candidate,
     Connector,
+    HealthReporting,
     PathScanning,
     Prefetching,
     ScanReport,
     SourceItem,
+    runnable,
     settings_of,
 )
 from context_harness.formats import documents
@@ -122,6 +124,13 @@ def settings_signature(connector: Connector) -> str:
     settings = settings_of(connector)
     dumped = settings.model_dump_json() if hasattr(settings, "model_dump_json") else repr(settings)
     return hashlib.sha256(dumped.encode("utf-8", "backslashreplace")).hexdigest()[:16]
+
+
+def passed_by(connectors: Iterable[Connector]) -> dict[str, str]:
+    """The sources ``sync all`` passes by (``runnable`` is false: a variable not set, a script that
+    does not load), each with why."""
+    return {c.label: (c.health()[1] if isinstance(c, HealthReporting) else None) or "it cannot run now"
+            for c in connectors if not runnable(c)}
 
 
 def skip_notes(summary: SyncSummary) -> str:
