@@ -38,6 +38,7 @@ from typing import Any
 from context_harness.common import redaction
 from context_harness.common.deadline import Deadline
 from context_harness.config import S3ConnectorConfig
+from context_harness.config.install import InstallHint
 from context_harness.connectors.base import Candidate, ScanReport, SourceItem
 from context_harness.connectors.filesystem import DOCUMENT_COST, Globs, decode_text, text_item
 from context_harness.connectors.read_ahead import ReadAhead
@@ -47,7 +48,7 @@ from context_harness.formats import documents
 from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format
 
 log = logging.getLogger(__name__)
-INSTALL_HINT = "pip install 'context-harness[s3]'"
+INSTALL_HINT = InstallHint("s3")  # the command for this install (a checkout, a git URL, uv, pipx)
 PAGE_SIZE = 1000  # keys per listing request (the most S3 returns)
 ATTEMPTS = 4  # tries of one request, within its timeout
 CONNECT_SECONDS = 10.0  # to connect, per attempt (never past the request's timeout)

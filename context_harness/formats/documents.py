@@ -20,8 +20,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from context_harness.config.install import InstallHint
+
 CONVERTER_VERSION = 1  # part of a converted document's content hash: a better converter re-converts
-EXTRA_HINT = "pip install 'context-harness[documents]'"
+EXTRA_HINT = InstallHint("documents")  # the command for this install (a checkout, a git URL, uv, pipx)
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,46 @@ from context_harness.registries.store import Store
 STARTER_NAME = "community"
 
 
+CHECKOUT_STARTER = Path(__file__).resolve().parents[2] / "registry"  # a checkout's (or an editable install's)
+PACKAGED_STARTER = Path(__file__).resolve().parents[1] / "starter_registry"  # a wheel's (pyproject force-include)
+
+
 def starter_registry() -> Path | None:
-    """The starter registry shipped with a checkout: the repository's top-level ``registry/``."""
-    folder = Path(__file__).resolve().parents[2] / "registry"
-    return folder if (folder / MANIFEST).is_file() else None
+    """The starter registry that ships with context-harness, as a folder inside a git repository (a
+    registry is pinned to commits): a checkout's top-level ``registry/``; for an installed wheel, a git
+    copy of the packaged one in the user data folder, committed again when an upgrade changed it. None
+    when neither is there."""
+    if (CHECKOUT_STARTER / MANIFEST).is_file():
+        return CHECKOUT_STARTER
+    if (PACKAGED_STARTER / MANIFEST).is_file():
+        from context_harness.config import user_data_dir
+
+        return _git_copy(PACKAGED_STARTER, user_data_dir() / "starter-registry")
+    return None
+
+
+def _git_copy(source: Path, dest: Path) -> Path:
+    """``dest`` holding exactly the files of ``source``, committed in a git repository of its own."""
+    from context_harness import __version__
+    from context_harness.registries.store import git
+
+    dest.mkdir(parents=True, exist_ok=True)
+    if not (dest / ".git").is_dir():
+        git(["init", "--quiet"], cwd=dest)
+    for entry in dest.iterdir():
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    shutil.copytree(source, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    git(["add", "--all"], cwd=dest)
+    if git(["status", "--porcelain"], cwd=dest).strip():
+        git(["-c", "user.name=context-harness", "-c", "user.email=context-harness@localhost", "-c",
+             "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m",
+             f"The starter registry of context-harness {__version__}"], cwd=dest)
+    return dest
 
 
 def _config_file(config: Config) -> Path:
@@ -64,15 +100,15 @@ def ensure(config: Config) -> Registries:
 
 
 def init(config: Config) -> dict[str, Any]:
-    """Add ``[registries.community]`` pointing at the starter registry of this checkout."""
+    """Add ``[registries.community]`` pointing at the starter registry of this install."""
     path = _config_file(config)
     if STARTER_NAME in config.registries.named():
         raise BadRequest(f"[registries.{STARTER_NAME}] is already in {path}; `ctx registry list` shows it")
     starter = starter_registry()
     if starter is None:
-        raise NotFound("no starter registry here: it ships with a checkout of context-harness (its registry/ "
-                       f"folder); add one by URL instead: [registries.{STARTER_NAME}] url = \"<git URL or path>\" "
-                       f"in {path}")
+        raise NotFound("no starter registry in this install of context-harness (a checkout's registry/ folder, or "
+                       "context_harness/starter_registry in the package; reinstall it); add one by URL instead: "
+                       f"[registries.{STARTER_NAME}] url = \"<git URL or path>\" in {path}")
     configfile.append_table(path, f"registries.{STARTER_NAME}", (
         "# Extensions (connectors, tools, agents) from the starter registry; `ctx registry list` shows them.\n"
         f"[registries.{STARTER_NAME}]\nurl = \"{starter.as_posix()}\"\n"))

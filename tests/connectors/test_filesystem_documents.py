@@ -147,7 +147,7 @@ async def test_without_the_extra_an_explicit_pdf_glob_says_what_to_install(
     assert summary.skipped_reasons == {"needs_documents_extra": 2}
     assert {i.source_id for i in summary.skipped_items} == {"report.pdf", "second.pdf"}
     hints = [r.getMessage() for r in caplog.records if "documents extra" in r.getMessage()]
-    assert len(hints) == 1 and "pip install 'context-harness[documents]'" in hints[0]
+    assert len(hints) == 1 and f"{sys.executable} -m pip install -e '" in hints[0] and "[documents]'" in hints[0]
 
 
 async def test_a_large_sync_converts_in_the_helper_processes(workspace: Workspace,

@@ -68,7 +68,7 @@ def test_init_adds_the_starter_registry_or_says_how_to_add_one(tmp_path) -> None
     done = run_ctx("registry", "init", cwd=tmp_path)
     if starter_registry() is None:
         assert done.returncode != 0
-        assert "no starter registry here" in done.stderr and "[registries.community]" in done.stderr
+        assert "no starter registry" in done.stderr and "[registries.community]" in done.stderr
         return
     assert done.returncode == 0, done.stderr
     assert "added [registries.community]" in done.stdout

@@ -8,7 +8,9 @@ sdist breaks the wheel too); ``twine check --strict``; the metadata (name, the v
 ``context_harness/__init__.py``, licence, the README as a Markdown description, Python floor, the
 ``ctx`` and ``context-harness`` entry points, the bundled tokenizer files, nothing but the package in
 the wheel); a fresh venv with only the wheel installed (pip, from the configured index or cache);
-there ``ctx --version``, ``ctx demo``, and an MCP handshake with the venv's ``context-harness`` over
+there ``ctx --version``, ``ctx demo``, ``ctx help config`` (the reference pages ship in the wheel),
+``ctx registry init`` in a new workspace (so does the starter registry), the install hint's command for
+the documents extra (it must install it), and an MCP handshake with the venv's ``context-harness`` over
 stdio (initialize, tools/list, one search), every stdout line JSON-RPC. Nothing from the checkout
 is on the installed commands' path: they run from a temporary folder with a clean environment.
 """
@@ -22,6 +24,7 @@ import email
 import json
 import os
 import queue
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +41,9 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "context_harness"
 ENTRY_POINTS = {"ctx": "context_harness.cli:main", "context-harness": "context_harness.cli:main_server"}
 TOKENIZER_DIR = "context_harness/embedding/model/all-MiniLM-L6-v2"
+PACKAGED_DOCS = ("context_harness/sample/docs/reference/config.md", "context_harness/sample/docs/tutorial.md",
+                 "context_harness/starter_registry/registry.toml",
+                 "context_harness/starter_registry/connectors/rss/connector.lua")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json",
                    "LICENSE", "NOTICE")
 NOTE = "# Release notes\n\nThe lighthouse keeper logs every passing tanker in the harbour ledger.\n"
@@ -98,6 +104,13 @@ def run_checks(work: Path) -> None:
         payload = json.loads(run([str(venv / "bin" / "ctx"), "demo", "--json"], cwd=work, env=env))
         results = payload.get("results") or []
         expect(len(results) > 0, f"`ctx demo --json` found nothing: {payload}")
+    with step("`ctx help config` (the config reference, offline)"):
+        shown = run([str(venv / "bin" / "ctx"), "help", "config"], cwd=work, env=env)
+        expect(shown.startswith("# Configuration reference"), f"`ctx help config` printed {shown[:200]!r}")
+    with step("`ctx registry init` in a new workspace (the starter registry from the wheel)"):
+        check_starter_registry(venv, work, env)
+    with step("the install hint names a command that installs the documents extra here"):
+        check_install_hint(venv, work, env)
     config = write_knowledge_base(work)
     with step("`ctx sync` of a notes folder"):
         run([str(venv / "bin" / "ctx"), "--config", str(config), "sync"], cwd=work, env=env)
@@ -165,6 +178,8 @@ def check_wheel(wheel: Path, version: str) -> None:
     expect(str(meta.get_payload()).strip() == readme.strip(), "the long description is not README.md")
     for name, target in ENTRY_POINTS.items():
         expect(f"{name} = {target}" in entry_points, f"entry point {name} = {target} missing:\n{entry_points}")
+    lacking = [f for f in PACKAGED_DOCS if f not in names]
+    expect(not lacking, f"the wheel lacks {lacking} (pyproject.toml [tool.hatch.build.targets.wheel.force-include])")
     missing = [f for f in TOKENIZER_FILES if f"{TOKENIZER_DIR}/{f}" not in names]
     expect(not missing, f"the wheel lacks the bundled tokenizer files {missing} (in {TOKENIZER_DIR}/)")
     stray = sorted(n for n in names if not n.startswith((f"{PACKAGE}/", f"{info}/")) or "__pycache__" in n)
@@ -194,6 +209,31 @@ def user_env(work: Path) -> dict[str, str]:
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
                XDG_CACHE_HOME=str(home / ".cache"))
     return env
+
+
+def check_starter_registry(venv: Path, work: Path, env: dict[str, str]) -> None:
+    """``ctx init`` then ``ctx registry init``: the registry is the wheel's, pinned; its extensions list."""
+    ctx = str(venv / "bin" / "ctx")
+    folder = work / "workspace"
+    folder.mkdir()
+    run([ctx, "init"], cwd=folder, env=env)
+    added = run([ctx, "registry", "init"], cwd=folder, env=env)
+    expect("added [registries.community]" in added, f"`ctx registry init` printed {added!r}")
+    listing = run([ctx, "registry", "list"], cwd=folder, env=env)
+    for extension in ("connectors/rss", "tools/web-fetch", "agents/researcher"):
+        expect(extension in listing, f"`ctx registry list` lacks {extension}:\n{listing}")
+    expect(str(REPO) not in listing, f"the registry came from the checkout, not the wheel:\n{listing}")
+
+
+def check_install_hint(venv: Path, work: Path, env: dict[str, str]) -> None:
+    """The hint an installed wheel gives for a missing extra is a command that works: run it."""
+    python = str(venv / "bin" / "python")
+    hint = run([python, "-c", "from context_harness.config.install import install_hint; "
+                "print(install_hint('documents'))"], cwd=work, env=env).strip()
+    expect(hint.startswith(f"{python} -m pip install ") and "context-harness[documents]'" not in hint,
+           f"the hint is {hint!r}: not the venv's pip with the installed wheel (the package is not on PyPI)")
+    run(shlex.split(hint) + ["--quiet", "--no-compile"], cwd=work, env={**pip_env(), "HOME": env["HOME"]})
+    run([python, "-c", "import pypdfium2, docx, lxml"], cwd=work, env=env)
 
 
 def write_knowledge_base(work: Path) -> Path:

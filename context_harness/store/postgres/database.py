@@ -69,8 +69,10 @@ class Database:
             import psycopg
             from psycopg_pool import ConnectionPool
         except ImportError:
+            from context_harness.config.install import install_hint
+
             raise ConfigError('[db] backend = "postgres" needs the postgres extra: '
-                              "pip install 'context-harness[postgres]'") from None
+                              f"{install_hint('postgres')}") from None
         self.where = describe_url(url)
         try:  # the schema first, on a connection of its own: the pool's connections need the vector type
             with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_SECONDS)) as conn:
