@@ -13,10 +13,11 @@ the output the page shows. The conventions (CONTRIBUTING.md, "Docs that run"):
 - A block without a language, or ``text``, right after a command block (blank lines between at most)
   is the output the command block must print (stdout and stderr together). Matched loosely: runs of
   spaces count as one; a number with a decimal point (a time, a score) matches any such number; a hex
-  string of 12 or more digits (an id, a version, a commit) any such string; ``…`` inside a line any
-  text; a line that is only ``...`` or ``…`` any number of lines. ``/home/me`` and ``/home/you`` stand
-  for the scratch HOME, and ``/home/me/.local/share/uv/tools/context-harness/bin`` for the folder of
-  the installed commands.
+  string of 7 or more digits, letters and digits both (an id, a version, a commit) any such string;
+  ``…`` inside a line any text; a line that is only ``...`` or ``…`` any number of lines.
+  ``/home/me`` and ``/home/you`` stand for the scratch HOME, ``/home/me/.local/share/uv/tools/
+  context-harness/bin`` for the folder of the installed commands and ``/home/me/context-harness`` for
+  the checkout.
 - Placeholders in capitals (``ID``, ``CHUNK``, ``VERSION``, ``TRASH_ID``) in a command take the value
   the page's latest output showed for them (``id …``, ``chunk N``, ``version …``, ``in the trash as
   …``); a placeholder with no value yet stays as written, and the command fails on it.
@@ -38,6 +39,7 @@ FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)\s*
 DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<name>not-run|append-to)\s*:\s*(?P<value>.*?)\s*-->\s*$")
 STRAY_DIRECTIVE = re.compile(r"<!--\s*(not-run|append-to)\b")
 UV_TOOL_BIN = "/home/me/.local/share/uv/tools/context-harness/bin"
+CHECKOUT = "/home/me/context-harness"
 CAPTURES = {
     "TRASH_ID": re.compile(r"in the trash as (\S+?) \("),
     "ID": re.compile(r"\bid:? ([0-9a-f]{16,})\b"),
@@ -129,14 +131,16 @@ def parse(page: str, text: str) -> list[Block]:
 
 # -- matching output -------------------------------------------------------------------------------
 
-LOOSE = re.compile(r"(?P<ellipsis>…)|(?P<hex>\b[0-9a-f]{12,}\b)|(?P<decimal>\d+\.\d+)")
+# A hex token of 7 or more digits with a digit and a letter in it (a commit, an id, a version: "added" is no hex).
+LOOSE = re.compile(r"(?P<ellipsis>…)|(?P<hex>\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b)"
+                   r"|(?P<decimal>\d+\.\d+)")
 
 
 def _line_pattern(line: str) -> str:
     out, pos = [], 0
     for m in LOOSE.finditer(line):
         out.append(re.escape(line[pos:m.start()]))
-        out.append(".*?" if m["ellipsis"] else "[0-9a-f]{12,}" if m["hex"] else r"\d+\.\d+")
+        out.append(".*?" if m["ellipsis"] else "[0-9a-f]{7,}" if m["hex"] else r"\d+\.\d+")
         pos = m.end()
     out.append(re.escape(line[pos:]))
     return "".join(out)
@@ -173,6 +177,7 @@ class Session:
     home: Path
     bin_dir: Path
     cwd: Path
+    checkout: Path | None = None
     values: dict[str, str] = field(default_factory=dict)
     ran: int = 0
 
@@ -216,7 +221,10 @@ class Session:
 
     def shown(self, output: str) -> str:
         """``output`` with this machine's paths written as the docs write them."""
-        return output.replace(str(self.bin_dir), UV_TOOL_BIN).replace(str(self.home), "/home/me")
+        output = output.replace(str(self.bin_dir), UV_TOOL_BIN)
+        if self.checkout is not None:
+            output = output.replace(str(self.checkout), CHECKOUT)
+        return output.replace(str(self.home), "/home/me")
 
     def run(self, block: Block) -> None:
         if block.append_to is not None:

@@ -32,7 +32,7 @@ def session(tmp_path: Path, start: str) -> Session:
     if start in {"notes", "workspace"}:
         cwd = home / "notes"
         shutil.copytree(HERE / "notes", cwd)
-    shell = Session(home=home, bin_dir=BIN, cwd=cwd)
+    shell = Session(home=home, bin_dir=BIN, cwd=cwd, checkout=REPO)
     if start == "workspace":
         shell.shell("ctx init > /dev/null", "the page's workspace (ctx init)")
     return shell
@@ -88,5 +88,7 @@ def test_the_runner_fails_a_page_that_drifted(tmp_path: Path) -> None:
     assert matches("1. Release  score 0.367\n   id 89ae8b20b04ea11a4672a8f0 · chunk 0\n   # Release …\n",
                    "1. Release score 0.512\n   id 0123456789abcdef01234567 · chunk 0\n   # Release checklist Before")
     assert not matches("filesystem:docs: 2 added", "filesystem:docs: 3 added")
+    assert matches("pinned at 1a2b3c4; added", "pinned at 9f8e7d6; added")
+    assert not matches("pinned at 1a2b3c4; added", "pinned at 1a2b3c4; faded")
     assert matches("first\n...\nlast\n", "first\nsecond\nthird\nlast\n")
     assert not matches("first\nlast\n", "first\nsecond\nlast\n")
