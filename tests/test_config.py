@@ -52,10 +52,10 @@ def test_env_expansion_with_default_and_missing(tmp_path: Path, monkeypatch: pyt
     cfg = config_mod.load_file(cfg_file)
     assert cfg.db.path.name == "from-env.sqlite"
     assert cfg.server.auth_token == "fallback"
-    write(cfg_file, '[server]\nauth_token = "${CTX_TEST_MISSING}"\n')
+    write(cfg_file, '[db]\npath = "${CTX_TEST_MISSING}"\n')  # [server] auth_token: only HTTP is set aside
     with pytest.raises(ConfigError) as err:
         config_mod.load_file(cfg_file)
-    assert "server.auth_token" in err.value.message and "CTX_TEST_MISSING" in err.value.message
+    assert "db.path" in err.value.message and "CTX_TEST_MISSING" in err.value.message
 
 
 def test_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,7 +156,9 @@ async def test_everything_else_works_and_the_broken_ones_say_why(tmp_path: Path,
 
 def test_ctx_sources_and_tool_list_report_them(tmp_path: Path, unset: None) -> None:
     config = broken_config(tmp_path)
-    assert run_ctx("sync", "--config", str(config), cwd=tmp_path).returncode == 0
+    synced = run_ctx("sync", "--config", str(config), cwd=tmp_path)  # the others sync; the one set aside: exit 1
+    assert synced.returncode == 1 and "filesystem:docs: 1 added" in synced.stdout
+    assert synced.stderr.startswith(f"error: script:jira was not synced: environment variable {VAR} not set")
     sources = run_ctx("sources", "--config", str(config), cwd=tmp_path)
     assert sources.returncode == 0, sources.stderr
     assert "filesystem:docs: 1 documents" in sources.stdout
