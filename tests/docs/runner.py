@@ -15,6 +15,7 @@ the output the page shows. The conventions (CONTRIBUTING.md, "Docs that run"):
   spaces count as one; a number with a decimal point (a time, a score) matches any such number; a hex
   string of 7 or more digits, letters and digits both (an id, a version, a commit) any such string;
   ``…`` inside a line any text; a line that is only ``...`` or ``…`` any number of lines.
+  Progress lines (``embed: 240/853 (28%), …``, ``…: done in 4.2 s``) are left out first.
   ``/home/me`` and ``/home/you`` stand for the scratch HOME, ``/home/me/.local/share/uv/tools/
   context-harness/bin`` for the folder of the installed commands and ``/home/me/context-harness`` for
   the checkout.
@@ -40,6 +41,9 @@ DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<name>not-run|append-to)\s*:\s*(?P<value>
 STRAY_DIRECTIVE = re.compile(r"<!--\s*(not-run|append-to)\b")
 UV_TOOL_BIN = "/home/me/.local/share/uv/tools/context-harness/bin"
 CHECKOUT = "/home/me/context-harness"
+# The lines a long step prints every few seconds when stderr is not a terminal (cli/progress.py): how many
+# appear depends on the machine's speed, so they are left out of the output a page is compared with.
+PROGRESS = re.compile(r"^\S.*?: (?:[\d,]+/[\d,]+ \(\d+%\).*|done in [\d,.]+ s|[\d,]+ to do)$")
 CAPTURES = {
     "TRASH_ID": re.compile(r"in the trash as (\S+?) \("),
     "ID": re.compile(r"\bid:? ([0-9a-f]{16,})\b"),
@@ -224,7 +228,8 @@ class Session:
         output = output.replace(str(self.bin_dir), UV_TOOL_BIN)
         if self.checkout is not None:
             output = output.replace(str(self.checkout), CHECKOUT)
-        return output.replace(str(self.home), "/home/me")
+        output = output.replace(str(self.home), "/home/me")
+        return "".join(line for line in output.splitlines(keepends=True) if not PROGRESS.match(line.rstrip("\n")))
 
     def run(self, block: Block) -> None:
         if block.append_to is not None:
