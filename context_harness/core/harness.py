@@ -583,7 +583,7 @@ class Harness(Offering, WriteBack, Connections, Authoring):
                 summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))
-        return SyncReport(sources=summaries, set_aside=passed_by(self.connectors) if target == "all" else {})
+        return SyncReport(sources=summaries, set_aside=passed_by(target, self.connectors, self.config.unavailable))
 
     def _prune_unconfigured(self, changes: DocumentChanges | None = None) -> list[SyncSummary]:
         assert self.store is not None and self.index is not None

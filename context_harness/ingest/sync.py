@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_harness.common.timestamps import to_iso
-from context_harness.config import ChunkingConfig
+from context_harness.config import ChunkingConfig, Unavailable
 from context_harness.connectors.base import (
     ERROR_SKIP_REASONS,
     Candidate,
@@ -126,11 +126,15 @@ def settings_signature(connector: Connector) -> str:
     return hashlib.sha256(dumped.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
-def passed_by(connectors: Iterable[Connector]) -> dict[str, str]:
-    """The sources ``sync all`` passes by (``runnable`` is false: a variable not set, a script that
-    does not load), each with why."""
+def passed_by(target: str, connectors: Iterable[Connector], unavailable: Iterable[Unavailable]) -> dict[str, str]:
+    """The sources a sync of ``target`` "all" passes by (``runnable`` is false: a variable not set, a
+    script that does not load), each with why; not a registry's connector that is off (in
+    ``unavailable`` with an error "off: ...": ``ctx registry list`` says why). Any other target: none."""
+    if target != "all":
+        return {}
+    off = {u.name for u in unavailable if u.kind == "connector" and (u.error or "").startswith("off:")}
     return {c.label: (c.health()[1] if isinstance(c, HealthReporting) else None) or "it cannot run now"
-            for c in connectors if not runnable(c)}
+            for c in connectors if not runnable(c) and c.label not in off}
 
 
 def skip_notes(summary: SyncSummary) -> str:

@@ -153,3 +153,16 @@ async def test_objects_skipped_when_read_are_not_fetched_again_while_unchanged(t
         server.log.clear()
         changed = (await h.sync()).sources[0]  # other settings: the skipped object is read again, once
         assert (changed.skipped_reasons, server.log.object_gets(bucket)) == ({"binary": 1}, 1)
+
+
+def test_sync_all_names_what_it_passed_by_but_not_a_registry_connector_switched_off() -> None:
+    from context_harness.config import Unavailable
+    from context_harness.connectors.unavailable import UnavailableConnector
+    from context_harness.ingest.sync import passed_by
+
+    missing = Unavailable(kind="connector", name="s3:kb", key_path="connectors.s3.kb", variables=[UNSET])
+    off = Unavailable(kind="connector", name="script:feed", key_path="connectors.script.feed", variables=[],
+                      error="off: asks for http hosts example.org")
+    connectors = [UnavailableConnector("s3", "kb", missing.message), UnavailableConnector("script", "feed", off.message)]
+    assert passed_by("all", connectors, [missing, off]) == {"s3:kb": missing.message}
+    assert passed_by("s3:kb", connectors, [missing, off]) == {}  # a named target fails on its own
