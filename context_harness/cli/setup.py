@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from context_harness import config as config_mod
 from context_harness.cli.support import config_option
 from context_harness.errors import BadRequest
 
@@ -25,6 +24,8 @@ def server_args(ctx: click.Context, config_path: str | None, root: str | None) -
         if not folder.is_dir():
             raise BadRequest(f"--root {root}: no such folder")
         return ["--root", str(folder)]
+    from context_harness import config as config_mod
+
     path = config_mod.discover(explicit)
     config_mod.load_file(path)
     return ["--config", str(path)]
@@ -87,3 +88,4 @@ def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bo
     if backup is not None:
         click.echo(f"backup of the previous file: {backup}")
     click.echo(f"wrote {path}; restart {chosen.title} (or reload its MCP servers) to start it")
+    click.echo(f"check it as {chosen.title} will start it: ctx doctor {client}")

@@ -106,3 +106,15 @@ def test_a_command_that_is_gone_and_a_client_without_the_server(tmp_path: Path, 
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.startswith("error: no server 'context-harness' in ")
     assert missing.stderr.strip().endswith("run `ctx setup cursor` first")
+
+
+def test_what_ctx_setup_writes_passes_and_setup_says_how_to_check_it(tmp_path: Path, kb: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("CTX_CONFIG", "CLAUDE_CONFIG_DIR")}
+    env.update(HOME=str(tmp_path / "home"), CTX_SETUP_PLATFORM="linux", NO_COLOR="1")
+    setup = subprocess.run([sys.executable, "-m", "context_harness", "setup", "claude-code", "--config", str(kb)],
+                           cwd=tmp_path / "work", env=env, capture_output=True, text=True, timeout=60)
+    assert setup.returncode == 0, setup.stderr
+    assert setup.stdout.splitlines()[-1] == "check it as Claude Code will start it: ctx doctor claude-code"
+    done = doctor(tmp_path, "claude-code")
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith(f"Claude Code (user) {tmp_path / 'home' / '.claude.json'}\n")
