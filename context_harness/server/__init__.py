@@ -45,7 +45,7 @@ def run_stdio(load: Callable[[], Config], agent: str | None = None) -> HarnessEr
     """Serve MCP over stdio the config ``load()`` returns, with the installed extensions. One that
     cannot be served (it does not load, an extension or the workspace does not open, ``agent`` is
     unknown) is explained to the client instead (``stdio.serve_problem``) and its error returned,
-    once the client has closed; None after a normal serve. Blocks."""
+    once the client has closed (at once when stdin is a terminal); None after a normal serve. Blocks."""
     from context_harness.server.stdio import serve_problem, serve_stdio
 
     async def main() -> HarnessError | None:
@@ -59,7 +59,8 @@ def run_stdio(load: Callable[[], Config], agent: str | None = None) -> HarnessEr
                 await stack.aclose()
                 sys.stderr.write(f"error: {error.message}\n")
                 sys.stderr.flush()
-                await serve_problem(error)
+                if not sys.stdin.isatty():  # a person at a terminal has read it: no client to tell
+                    await serve_problem(error)
                 return error
             await serve_stdio(harness, agent)
         return None

@@ -59,3 +59,20 @@ async def test_a_real_client_connects_and_reads_the_problem(tmp_path: Path, chil
             assert f"config file {missing} does not exist" in (client.instructions or "")
             found = await client.call_tool("search", {"query": "anything"})
     assert found.is_error and f"config file {missing} does not exist" in found.content[0].text
+
+
+def test_at_a_terminal_it_says_so_and_exits_at_once(tmp_path: Path, child_env: dict[str, str]) -> None:
+    import os
+    import pty
+
+    config = broken_config(tmp_path)
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "context_harness", "serve", "--config", str(config)],
+                              env=child_env, stdin=follower, capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: {config}: retrieval.final_limt: unknown key (check the spelling; "
+                                        "the config reference: `ctx help config`)"]
