@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from context_harness.cli.support import Group, config_option, load_config, print_json, run_with_harness
+from context_harness.cli.support import Group, config_option, load_config, print_json, required_config, run_with_harness
 from context_harness.cli.tools import snippet_path, write_new
 from context_harness.errors import BadRequest
 
@@ -79,7 +79,7 @@ def agent_list(ctx: click.Context, as_json: bool, config_path: str | None, root:
     async def agents(harness: Harness) -> tuple[list[AgentInfo], list[Unavailable]]:
         return harness.agents(), harness.unavailable_agents()
 
-    config = load_config(ctx)
+    config = required_config(ctx)
     infos, unavailable = run_with_harness(ctx, agents, config)  # unset ${VAR}s and files that did not load
     if as_json:
         print_json({"agents": [info.model_dump(mode="json") for info in infos]})

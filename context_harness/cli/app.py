@@ -11,14 +11,13 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import click
 
 from context_harness import __version__
+from context_harness.cli.progress import printer, progress_option
 from context_harness.cli.setup import setup
 from context_harness.cli.support import (
     ERROR_EXIT,
@@ -30,7 +29,9 @@ from context_harness.cli.support import (
     run_with_harness,
 )
 from context_harness.errors import BadRequest, HarnessError, NotConfigured
-from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport, live_state
+
+if TYPE_CHECKING:  # imported where a command needs them: `ctx --version` and `--help` start in a blink
+    from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport
 
 log = logging.getLogger("context_harness")
 SKIPPED_SHOWN = 10  # skipped items `ctx sync` names per source
@@ -81,76 +82,20 @@ def init(folder: str, docs: str) -> None:
     click.echo(f"next: edit {result.config}, then run `ctx sync`")
 
 
-def _progress_printer(mode: str) -> tuple[Callable[[dict[str, Any]], None] | None, Callable[[], None]]:
-    if mode == "auto":
-        mode = "bar" if sys.stderr.isatty() else "lines"
-    if mode == "json":
-        def emit(event: dict[str, Any]) -> None:
-            sys.stderr.write(json.dumps(event) + "\n")
-            sys.stderr.flush()
-        return emit, lambda: None
-    if mode == "bar":
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
-                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-        tasks: dict[str, Any] = {}
-        progress.start()
-
-        def emit(event: dict[str, Any]) -> None:
-            source = event.get("source", "")
-            if event["event"] == "keyword_ready":
-                progress.console.print(keyword_ready_line(event))
-            elif event["event"] == "start":
-                label = {"embeddings": "embed chunks", "vector graph": "build the vector graph"}.get(
-                    source, f"sync {source}")
-                tasks[source] = progress.add_task(label, total=event["total"] or 1, rate="")
-            elif event["event"] == "progress" and source in tasks:
-                progress.update(tasks[source], completed=event["done"])
-                speed = progress.tasks[tasks[source]].speed
-                if speed and source == "embeddings":
-                    progress.update(tasks[source], rate=f"{speed:,.0f} chunks/s")
-            elif event["event"] == "done" and source in tasks:
-                progress.update(tasks[source], completed=progress.tasks[tasks[source]].total)
-        return emit, progress.stop
-    if mode == "none":
-        return None, lambda: None
-
-    def say_ready(event: dict[str, Any]) -> None:  # no bar (not a terminal): still say it, on stderr
-        if event["event"] == "keyword_ready":
-            click.echo(keyword_ready_line(event), err=True)
-    return say_ready, lambda: None
-
-
-def keyword_ready_line(event: dict[str, Any]) -> str:
-    return (f"keyword search is ready ({event['documents']:,} documents); embedding {event['pending_chunks']:,} "
-            "chunks for semantic search (Ctrl-C stops; `ctx embed pending` goes on where it stopped)")
-
-
 @cli.command()
 @click.argument("target", default="all")
 @click.option("--full", is_flag=True, help="Re-read and re-index every item, changed or not.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Apply at most N changes; the rest wait.")
-@click.option("--progress", "progress_mode", type=click.Choice(["auto", "bar", "json", "none"]), default="auto",
-              help="Progress on stderr: a bar on a terminal (auto), JSON lines, or nothing.")
+@progress_option
 @click.option("--no-embed", is_flag=True, help="Skip embedding new chunks (run `ctx embed pending` later).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @config_option
 @click.pass_context
 def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int | None, progress_mode: str,
-         no_embed: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
+         quiet: bool, no_embed: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Sync connectors: TARGET is all (default), a type (filesystem) or TYPE:NAME."""
-    emit, stop = _progress_printer(progress_mode)
+    emit, stop = printer(progress_mode, quiet)
     try:
         report = run_with_harness(ctx, lambda h: h.sync(target, full=full, dry_run=dry_run, limit=limit, progress=emit,
                                             embed=not no_embed))
@@ -205,9 +150,9 @@ def embed() -> None:
 
 
 def _embed_command(rebuild: bool):
-    def command(ctx: click.Context, limit: int | None, batch_size: int | None, progress_mode: str, as_json: bool,
-                config_path: str | None, root: str | None) -> None:
-        emit, stop = _progress_printer(progress_mode)
+    def command(ctx: click.Context, limit: int | None, batch_size: int | None, progress_mode: str, quiet: bool,
+                as_json: bool, config_path: str | None, root: str | None) -> None:
+        emit, stop = printer(progress_mode, quiet)
         try:
             summary = run_with_harness(ctx, lambda h: h.embed(limit=limit, batch_size=batch_size, rebuild=rebuild,
                                                   progress=emit))
@@ -220,8 +165,7 @@ def _embed_command(rebuild: bool):
 
     command = config_option(command)
     command = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")(command)
-    command = click.option("--progress", "progress_mode", type=click.Choice(["auto", "bar", "json", "none"]),
-                           default="auto", help="Progress on stderr.")(command)
+    command = progress_option(command)
     command = click.option("--batch-size", type=click.IntRange(min=1), default=None,
                            help="Texts per model call (default [embedding] batch_size).")(command)
     command = click.option("--limit", type=click.IntRange(min=1), default=None,
@@ -334,6 +278,8 @@ def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, 
 @click.pass_context
 def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List sources with document counts and health."""
+    from context_harness.models import live_state
+
     response = run_with_harness(ctx, lambda h: h.sources())
     if as_json:
         print_json(response.model_dump(mode="json"))
@@ -408,6 +354,8 @@ def _size(size: int) -> str:
 @click.pass_context
 def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Check that SQLite, the keyword index and the vectors agree; exit 1 while a problem remains."""
+    import anyio
+
     from context_harness.core.face import check_installed
 
     config = required_config(ctx)
@@ -425,23 +373,29 @@ def check(ctx: click.Context, repair: bool, as_json: bool, config_path: str | No
 
 @cli.command()
 @click.argument("query", default="how do I connect Claude Desktop")
+@progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print the search payload as JSON.")
-def demo(query: str, as_json: bool) -> None:
+def demo(query: str, progress_mode: str, quiet: bool, as_json: bool) -> None:
     """Index the bundled sample knowledge base and search it (a self-contained tour)."""
-    from context_harness.core.face import demo_config
+    import anyio
+
+    from context_harness.core.face import Harness, demo_config
+    from context_harness.models import SearchRequest
 
     try:
         config = demo_config()
     except HarnessError as error:  # a broken install without its sample
         fail(error)
-    from context_harness.core.face import Harness
-    from context_harness.models import SearchRequest
+    emit, stop = printer(progress_mode, quiet)
+    if emit is not None and not config.db.path.exists():  # the first run: say what takes a while, at once
+        click.echo(f"indexing the sample knowledge base into {config.db.path.parent}: the first run embeds "
+                   "about 850 chunks offline, a minute or two on a laptop; later runs take seconds", err=True)
 
     async def main() -> tuple[SyncReport, SearchResponse]:
         async with Harness.open(config) as harness:
-            report = await harness.sync()
+            report = await harness.sync(progress=emit)
             if report.embedding_error is not None:  # the demo's own workspace, e.g. embedded by an older version
-                report.embedding = await harness.embed(rebuild=True)
+                report.embedding = await harness.embed(rebuild=True, progress=emit)
                 report.embedding_error = None
             response = await harness.search(SearchRequest(query=query))
             return report, response
@@ -450,6 +404,8 @@ def demo(query: str, as_json: bool) -> None:
         report, response = anyio.run(main)
     except HarnessError as error:
         fail(error)
+    finally:
+        stop()
     if as_json:
         print_json(response.model_dump(mode="json"))
         return
@@ -523,6 +479,8 @@ def watch(ctx: click.Context, config_path: str | None, root: str | None) -> None
     """Keep the index fresh without serving: watch folders, run interval syncs, embed new chunks.
     Logs to stderr; Ctrl-C (or SIGTERM) stops."""
     import signal
+
+    import anyio
 
     from context_harness.core.face import Harness
 

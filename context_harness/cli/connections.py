@@ -3,10 +3,14 @@ payloads the MCP tools return)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from context_harness.cli.support import config_option, print_json, run_with_harness
-from context_harness.models import RecentResponse, RelatedResponse
+
+if TYPE_CHECKING:
+    from context_harness.models import RecentResponse, RelatedResponse
 
 
 @click.command()

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from context_harness import config as config_mod
 from context_harness.cli.setup import CLIENT_NAMES, SERVER_NAME
 from context_harness.cli.support import ERROR_EXIT, config_option
 from context_harness.errors import NotConfigured
@@ -83,6 +82,7 @@ def targets(client: str | None, scope: str | None, name: str, explicit: str | No
 
 def setup_entry(explicit: str | None, root: str | None) -> dict[str, Any]:
     """What ``ctx setup`` would write here, without loading the config (the server is to say what is wrong)."""
+    from context_harness import config as config_mod
     from context_harness.cli.clients import server_executable
 
     command, _ = server_executable()

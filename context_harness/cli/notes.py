@@ -4,20 +4,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from context_harness.cli.support import Group, config_option, print_json, run_with_harness
-from context_harness.common.validation import parse
 from context_harness.errors import BadRequest
-from context_harness.models import (
-    NoteDeleteRequest,
-    NoteEditRequest,
-    NoteMoveRequest,
-    NoteResult,
-    NoteWriteRequest,
-)
+
+if TYPE_CHECKING:
+    from context_harness.models import NoteResult
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 VERSION_OPTION = click.option("--version", "expected_version", default=None,
@@ -43,6 +38,9 @@ def note_write(ctx: click.Context, source: str, path: str, text: str | None, tit
                tags: tuple[str, ...], overwrite: bool, as_json: bool, config_path: str | None,
                root: str | None) -> None:
     """Create the note PATH (ending .md) in SOURCE."""
+    from context_harness.common.validation import parse
+    from context_harness.models import NoteWriteRequest
+
     request = parse(NoteWriteRequest, {"source": source, "path": path, "content": _text(text), "title": title,
                                        "tags": list(tags) or None, "overwrite": overwrite})
     _report(run_with_harness(ctx, lambda h: h.note_write(request)), as_json)
@@ -67,6 +65,9 @@ def note_edit(ctx: click.Context, doc_id: str, op: str, expected_version: str, t
     """Change the note DOC_ID by OP."""
     if op != "find_replace":
         text = _text(text)
+    from context_harness.common.validation import parse
+    from context_harness.models import NoteEditRequest
+
     request = parse(NoteEditRequest, {"id": doc_id, "op": op, "expected_version": expected_version, "text": text,
                                       "heading": heading, "find": find, "replace": replace, "count": count})
     _report(run_with_harness(ctx, lambda h: h.note_edit(request)), as_json)
@@ -82,6 +83,9 @@ def note_edit(ctx: click.Context, doc_id: str, op: str, expected_version: str, t
 def note_move(ctx: click.Context, doc_id: str, to: str, expected_version: str | None, as_json: bool,
               config_path: str | None, root: str | None) -> None:
     """Move the note DOC_ID to the path TO in the same source."""
+    from context_harness.common.validation import parse
+    from context_harness.models import NoteMoveRequest
+
     request = parse(NoteMoveRequest, {"id": doc_id, "to": to, "expected_version": expected_version})
     _report(run_with_harness(ctx, lambda h: h.note_move(request)), as_json)
 
@@ -95,6 +99,9 @@ def note_move(ctx: click.Context, doc_id: str, to: str, expected_version: str | 
 def note_delete(ctx: click.Context, doc_id: str, expected_version: str | None, as_json: bool,
                 config_path: str | None, root: str | None) -> None:
     """Move the note DOC_ID to the workspace's trash."""
+    from context_harness.common.validation import parse
+    from context_harness.models import NoteDeleteRequest
+
     request = parse(NoteDeleteRequest, {"id": doc_id, "expected_version": expected_version})
     _report(run_with_harness(ctx, lambda h: h.note_delete(request)), as_json)
 

@@ -1,7 +1,7 @@
 """``ctx registry ...``: extension registries (list, search, add, update, enable ...).
 
 Part of the CLI rim: each command parses its options, makes one call into
-``context_harness.registries.service`` and renders what comes back (``--json``: that data as is).
+the core face's ``registries`` and renders what comes back (``--json``: that data as is).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 import click
 
 from context_harness.cli.support import Group, config_option, print_json, required_config
-from context_harness.core.face import registries as service
 
 
 def _json_option(fn: Any) -> Any:
@@ -28,7 +27,9 @@ def registry() -> None:
 @click.pass_context
 def registry_init(ctx: click.Context, config_path: str | None, root: str | None) -> None:
     """Add [registries.community]: the starter registry shipped with a checkout of context-harness."""
-    done = service.init(required_config(ctx))
+    from context_harness.core.face import registries
+
+    done = registries.init(required_config(ctx))
     click.echo(f"added [registries.{done['name']}] (url {done['url']}) to {done['config']}; pinned at "
                f"{(done['commit'] or '?')[:7]}")
     click.echo("next: `ctx registry list`, then `ctx registry add connectors/NAME` or `ctx registry enable tools/NAME`")
@@ -40,7 +41,9 @@ def registry_init(ctx: click.Context, config_path: str | None, root: str | None)
 @click.pass_context
 def registry_list(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List the registries (with their pinned commits) and every extension, with where it comes from."""
-    body = service.listing(required_config(ctx))
+    from context_harness.core.face import registries
+
+    body = registries.listing(required_config(ctx))
     if as_json:
         print_json(body)
         return
@@ -69,7 +72,9 @@ def _extensions(items: list[dict[str, Any]]) -> None:
 @click.pass_context
 def registry_search(ctx: click.Context, text: str, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Extensions whose id, description or tags hold every word of TEXT."""
-    found = service.search(required_config(ctx), text)
+    from context_harness.core.face import registries
+
+    found = registries.search(required_config(ctx), text)
     if as_json:
         print_json(found)
         return
@@ -85,7 +90,9 @@ def registry_search(ctx: click.Context, text: str, as_json: bool, config_path: s
 @click.pass_context
 def registry_info(ctx: click.Context, ext_id: str, as_json: bool, config_path: str | None, root: str | None) -> None:
     """An extension's manifest entry, which copy wins and why, its pinned commit, and whether it is on."""
-    body = service.info(required_config(ctx), ext_id)
+    from context_harness.core.face import registries
+
+    body = registries.info(required_config(ctx), ext_id)
     if as_json:
         print_json(body)
         return
@@ -107,7 +114,9 @@ def registry_info(ctx: click.Context, ext_id: str, as_json: bool, config_path: s
 @click.pass_context
 def registry_add(ctx: click.Context, ext_id: str, config_path: str | None, root: str | None) -> None:
     """Use a registry's connector (or tool): write its table into the config, its settings as placeholders."""
-    done = service.add(required_config(ctx), ext_id)
+    from context_harness.core.face import registries
+
+    done = registries.add(required_config(ctx), ext_id)
     click.echo(f"added [{done['table']}] to {done['config']}")
     if done["set"]:
         then = "`ctx sync`" if done["table"].startswith("connectors.") else f"`ctx tool test {done['name']}`"
@@ -123,7 +132,9 @@ def registry_add(ctx: click.Context, ext_id: str, config_path: str | None, root:
 def registry_update(ctx: click.Context, name: str | None, accept: bool, as_json: bool, config_path: str | None,
                     root: str | None) -> None:
     """Fetch the registries (or NAME): show changed files and new capabilities or hosts; apply with --accept."""
-    plans = service.update(required_config(ctx), name, accept)
+    from context_harness.core.face import registries
+
+    plans = registries.update(required_config(ctx), name, accept)
     if as_json:
         print_json(plans)
         return
@@ -147,7 +158,9 @@ def registry_update(ctx: click.Context, name: str | None, accept: bool, as_json:
 @click.pass_context
 def registry_override(ctx: click.Context, ext_id: str, config_path: str | None, root: str | None) -> None:
     """Copy a registry extension into the project's .ctx/ to edit it there (that copy then wins)."""
-    done = service.override(required_config(ctx), ext_id)
+    from context_harness.core.face import registries
+
+    done = registries.override(required_config(ctx), ext_id)
     click.echo(f"copied {done['id']} to {done['copied_to']}; edit {done['script']}")
 
 
@@ -157,7 +170,9 @@ def registry_override(ctx: click.Context, ext_id: str, config_path: str | None, 
 @click.pass_context
 def registry_remove(ctx: click.Context, name: str, config_path: str | None, root: str | None) -> None:
     """Remove [registries.NAME] from the config, with its copy and pin."""
-    done = service.remove(required_config(ctx), name)
+    from context_harness.core.face import registries
+
+    done = registries.remove(required_config(ctx), name)
     click.echo(f"removed [registries.{done['name']}] from {done['config']}")
 
 
@@ -168,7 +183,9 @@ def registry_remove(ctx: click.Context, name: str, config_path: str | None, root
 def registry_enable(ctx: click.Context, ext_id: str, config_path: str | None, root: str | None) -> None:
     """Turn on a tool (or project connector) that asks for network or environment access, or a copy edited
     since its pin: this copy, as it is now (a different or changed copy is off until enabled again)."""
-    done = service.set_enabled(required_config(ctx), ext_id, True)
+    from context_harness.core.face import registries
+
+    done = registries.set_enabled(required_config(ctx), ext_id, True)
     hosts = f" to {', '.join(done['hosts'])}" if done["hosts"] else ""
     env = f", variables {', '.join(done['env'])}" if done["env"] else ""
     if done["was"]:
@@ -184,5 +201,7 @@ def registry_enable(ctx: click.Context, ext_id: str, config_path: str | None, ro
 @click.pass_context
 def registry_disable(ctx: click.Context, ext_id: str, config_path: str | None, root: str | None) -> None:
     """Turn a tool off again (forget its consent)."""
-    done = service.set_enabled(required_config(ctx), ext_id, False)
+    from context_harness.core.face import registries
+
+    done = registries.set_enabled(required_config(ctx), ext_id, False)
     click.echo(f"disabled {done['id']}; restart a running server to drop it")

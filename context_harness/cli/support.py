@@ -13,14 +13,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import anyio
 import click
 
-from context_harness import config as config_mod
-from context_harness.config import Config
 from context_harness.errors import ConfigError, HarnessError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where a command needs them: `ctx --version` and `--help` start in a blink
+    from context_harness.config import Config
     from context_harness.core.face import Harness
 
 T = TypeVar("T")
@@ -59,6 +57,8 @@ def config_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 def load_config(ctx: click.Context, required: bool = True) -> Config | None:
     """The config named by the command's or the group's options, else the discovered one.
     With ``required=False`` a missing config (and no explicit option) gives None."""
+    from context_harness import config as config_mod
+
     obj = ctx.find_root().obj or {}
     explicit = ctx.params.get("config_path") or obj.get("config_path")
     root = ctx.params.get("root") or obj.get("root")
@@ -95,6 +95,8 @@ def run_with_harness(ctx: click.Context, body: Callable[[Harness], Awaitable[T]]
                      config: Config | None = None) -> T:
     """Open the Harness for the command's config (with the extensions of installed packages), run
     ``body(harness)``, and turn a ``HarnessError`` into one line on stderr and its exit code."""
+    import anyio
+
     from context_harness.core.face import Harness
 
     async def main() -> T:

@@ -13,14 +13,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import click
 
 from context_harness.cli.support import Group, config_option, load_config, print_json, run_with_harness
-from context_harness.config import Config
 from context_harness.errors import BadRequest
 
 if TYPE_CHECKING:
+    from context_harness.config import Config
     from context_harness.core.face import Harness, Tool
 
 SHOW_ITEMS = 5
@@ -98,6 +97,8 @@ def tool_test(ctx: click.Context, target: str, params: tuple[str, ...], config_p
 
     config = load_config(ctx, required=not Path(target).is_file())
     if config is None:
+        import anyio
+
         print_json(anyio.run(scripts.try_tool, target, list(params), None))
         return
     scripts.script_entry("tools", target, config)  # an unknown NAME fails before the workspace opens

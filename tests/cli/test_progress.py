@@ -1,0 +1,73 @@
+"""Progress where no terminal is (a pipe, a log, CI): plain lines with count, rate and time left, at
+most every few seconds; short steps say nothing. And the CLI's --progress/--quiet switches."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from context_harness.cli.progress import LINE_SECONDS, Lines
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_long_step_says_what_it_does_every_few_seconds_with_rate_and_time_left() -> None:
+    out, clock = io.StringIO(), Clock()
+    lines = Lines(out, clock=clock)
+    lines.emit({"event": "start", "source": "embeddings", "total": 1000})
+    for done in range(50, 1001, 50):  # 50 chunks a second
+        clock.now += 1.0
+        lines.emit({"event": "progress", "source": "embeddings", "done": done, "total": 1000})
+    lines.emit({"event": "done", "source": "embeddings"})
+    said = out.getvalue().splitlines()
+    assert said[0] == "embed chunks: 1,000 to do"
+    assert said[1] == "embed chunks: 250/1,000 (25%), 50.0/s, about 15 s left"
+    assert said[-1] == "embed chunks: done in 20.0 s"
+    # the start, a line every LINE_SECONDS (never one a batch; none at 100%: "done" says it), the end
+    assert len(said) == 1 + (20 // int(LINE_SECONDS) - 1) + 1
+
+
+def test_a_short_step_says_nothing() -> None:
+    out, clock = io.StringIO(), Clock()
+    lines = Lines(out, clock=clock)
+    lines.emit({"event": "scan", "source": "filesystem:docs"})
+    lines.emit({"event": "start", "source": "filesystem:docs", "total": 3})
+    clock.now += 0.2
+    lines.emit({"event": "progress", "source": "filesystem:docs", "done": 3, "total": 3})
+    lines.emit({"event": "done", "source": "filesystem:docs", "added": 3})
+    assert out.getvalue() == ""
+
+
+def test_a_small_step_that_runs_long_still_speaks() -> None:
+    out, clock = io.StringIO(), Clock()
+    lines = Lines(out, clock=clock)
+    lines.emit({"event": "start", "source": "s3:bucket", "total": 10})
+    clock.now += 6
+    lines.emit({"event": "progress", "source": "s3:bucket", "done": 3, "total": 10})
+    lines.emit({"event": "done", "source": "s3:bucket"})
+    assert out.getvalue().splitlines() == ["sync s3:bucket: 3/10 (30%), 0.5/s, about 14 s left",
+                                           "sync s3:bucket: done in 6.0 s"]
+
+
+def ctx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "context_harness", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def test_quiet_and_json_switches(sample_docs) -> None:
+    config = str(sample_docs.config_path)
+    events = ctx("sync", "--config", config, "--progress", "json")
+    assert [json.loads(line)["event"] for line in events.stderr.splitlines()][-1] == "done"
+    quiet = ctx("sync", "--config", config, "--full", "--quiet", "--progress", "json")  # --quiet wins
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    lines = ctx("sync", "--config", config, "--progress", "lines")  # 3 documents: nothing to report
+    assert lines.returncode == 0 and lines.stderr == ""
