@@ -9,6 +9,7 @@ that module too. A cycle hidden inside a function is still a cycle.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 from devtools.architecture import ALLOWED, LAYERS, LOWER, PAGE, RIMS, layer_of, page_with_map, unit
@@ -20,6 +21,7 @@ THIRD_PARTY_RIMS = {"mcp.server": {"server"}, "starlette": {"server", "console"}
                     "click": {"cli"}, "rich": {"cli"}, "jinja2": {"console"}}
 
 
+@cache  # the tree does not change during a run: parse it once for every test here
 def modules() -> dict[str, Path]:
     out = {}
     for path in PACKAGE.rglob("*.py"):
@@ -46,6 +48,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return found
 
 
+@cache
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imports_of(name, path, known) for name, path in known.items()}

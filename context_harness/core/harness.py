@@ -26,13 +26,13 @@ import anyio
 
 from context_harness import __version__
 from context_harness.config import Config
-from context_harness.config.variables import set_aside_listing
-from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, HealthReporting, runnable, settings_of
-from context_harness.core.activity import FAILING, NEVER_SYNCED, Activity, error_skips, indexing_notice, source_status
+from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, runnable, settings_of
+from context_harness.core.activity import NEVER_SYNCED, Activity, error_skips, indexing_notice
 from context_harness.core.authoring import Authoring
 from context_harness.core.catalog import Catalog, Listener
 from context_harness.core.connections import Connections
 from context_harness.core.offering import Offering
+from context_harness.core.reports import Reports
 from context_harness.core.services import RELOAD_INTERVAL, Services
 from context_harness.core.writeback import WriteBack
 from context_harness.embedding import priority as embedding_priority
@@ -53,9 +53,6 @@ from context_harness.models import (
     MigrationReport,
     SearchRequest,
     SearchResponse,
-    SourceOut,
-    SourcesResponse,
-    StatsOut,
     SyncReport,
     SyncSummary,
 )
@@ -79,7 +76,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
-class Harness(Offering, WriteBack, Connections, Authoring):
+class Harness(Reports, Offering, WriteBack, Connections, Authoring):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = apply_registries(config)  # registry tools and agents, and every registry script's grant
         self.extensions = extensions or Extensions()
@@ -300,70 +297,6 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         entries = [DocumentEntry(id=r[0], title=r[1], source=r[2], updated_at=r[3]) for r in rows[:limit]]
         return DocumentListing(documents=entries, next_cursor=entries[-1].id if len(rows) > limit else None)
 
-    # -- sources and stats -------------------------------------------------------------------
-
-    async def sources(self) -> SourcesResponse:
-        return await self.run_blocking(self.sources_sync)
-
-    def sources_sync(self) -> SourcesResponse:
-        assert self.store is not None
-        counts = self.store.source_counts()
-        synced, stored = self.store.source_rows(), self.store.outcomes()  # stored: how the last syncs ended
-        out = []
-        configured = {c.label: c for c in self.connectors}
-        embedding = self.vectors.embedding_by_source() if self.vectors is not None else {}
-        for label in sorted(set(configured) | set(counts)):
-            connector = configured.get(label)
-            docs, chunks = counts.get(label, (0, 0))
-            last_sync, notes = synced.get(label, (None, None))
-            healthy = connector is not None
-            if connector is None:
-                notes = "no longer in the config; `ctx sync all` removes its documents"
-            else:
-                if isinstance(connector, HealthReporting):
-                    healthy, problem = connector.health()
-                    notes = problem or notes
-                if last_sync is None and healthy:
-                    notes = notes or "never synced; run `ctx sync`"
-            trouble = None if healthy else notes
-            embedded, pending = embedding.get(label, (0, 0))
-            if pending:
-                waiting = f"{pending} chunk{'s' if pending != 1 else ''} awaiting embeddings (`ctx embed pending`)"
-                notes = f"{notes}; {waiting}" if notes else waiting
-            activity = self.activity.known(label)
-            live: dict[str, Any] = {}
-            if activity is not None:
-                live = {"watch": activity.watch, "watch_note": activity.watch_note, "syncing": activity.running > 0,
-                        "last_outcome": activity.last_outcome, "last_error": activity.last_error,
-                        "sync_passes": activity.passes}
-            live["status"], live["status_reason"] = source_status(healthy, trouble, activity,
-                                                                  synced.get(label, (None, None))[1],
-                                                                  ERROR_SKIP_REASONS, stored.get(label))
-            healthy = live["status"] != FAILING
-            out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
-                                 document_count=docs, chunk_count=chunks, last_sync=last_sync,
-                                 embedded_chunks=embedded, pending_chunks=pending, **live,
-                                 origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
-        return SourcesResponse(sources=out, embedding=self.embedding_status(),
-                               set_aside=set_aside_listing(self.config.unavailable))
-
-    async def stats(self) -> StatsOut:
-        return await self.run_blocking(self.stats_sync)
-
-    def stats_sync(self) -> StatsOut:
-        assert self.store is not None and self.index is not None
-        assert self.backend is not None
-        documents, chunks = self.store.counts()
-        db_bytes, index_bytes = self.backend.byte_sizes()
-        last = [t for t, _ in self.store.source_rows().values() if t]
-        return StatsOut(
-            documents=documents, chunks=chunks, sources=len(self.store.source_counts()),
-            db_path=self.backend.location,
-            db_bytes=db_bytes, index_bytes=index_bytes, schema_version=self.store.schema_version,
-            last_sync=max(last) if last else None,
-            embedding=self.embedding_status(),
-        )
-
     async def check(self, repair: bool = False) -> CheckReport:
         """``ctx check``: whether SQLite, the keyword index and the vectors agree (``ingest/check.py``);
         ``repair`` fixes what it can, holding the workspace's writer locks."""
@@ -393,26 +326,6 @@ class Harness(Offering, WriteBack, Connections, Authoring):
         were made by, and whether they differ (``ingest/embed.py``)."""
         return embedding_status(self.config.embedding.provider, cast("VectorStore | None", self.vectors),
                                 lambda: self.semantic().identity_key())
-
-    def describe(self) -> str:
-        """A short, truthful description of the knowledge base, for MCP server instructions."""
-        assert self.store is not None
-        # Counts only: no connector health checks and no embedder (a fastembed model's identity
-        # imports fastembed, ~0.6 s), as this runs when the MCP server starts.
-        # No join over the chunks either: at a million chunks that held the first answer 15 s.
-        counts = self.store.document_counts()
-        labels = sorted({c.label for c in self.connectors} | set(counts))
-        parts = [f"A local knowledge base of {sum(counts.values())} documents"]
-        if labels:
-            parts.append(" from " + ", ".join(f"{label} ({counts.get(label, 0)})" for label in labels))
-        if self.vectors is None:
-            modes = "keyword search; semantic search is disabled in the config"
-        else:
-            modes = f"keyword, semantic and hybrid search; {self.vectors.count()} chunk texts embedded"
-        parts.append(f". Use `search` to find documents ({modes}), then `get` with a result's id and chunk to "
-                     "read that section; long documents come a window at a time (page on with `next_offset`). "
-                     "`sources` lists where documents come from.")
-        return "".join(parts)
 
     # -- sync --------------------------------------------------------------------------------
 

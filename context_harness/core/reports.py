@@ -1,0 +1,118 @@
+"""``Reports``: what the knowledge base holds and how each source stands (``sources``, ``stats``,
+and ``describe`` for the MCP server's instructions). Mixed into ``Harness``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from context_harness.config.variables import set_aside_listing
+from context_harness.connectors.base import ERROR_SKIP_REASONS, HealthReporting
+from context_harness.core.activity import FAILING, source_status
+from context_harness.models import SourceOut, SourcesResponse, StatsOut
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from context_harness.config import Config
+    from context_harness.connectors.base import Connector
+    from context_harness.core.activity import Activity
+    from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
+
+
+class Reports:
+    """Mixed into ``Harness`` (which provides what the ``TYPE_CHECKING`` block declares)."""
+
+    if TYPE_CHECKING:
+        config: Config
+        connectors: list[Connector]
+        activity: Activity
+        backend: Backend | None
+        store: DocumentStorage | None
+        index: KeywordRanking | None
+        vectors: VectorStorage | None
+
+        async def run_blocking(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
+
+        def embedding_status(self) -> dict[str, Any]: ...
+
+    async def sources(self) -> SourcesResponse:
+        return await self.run_blocking(self.sources_sync)
+
+    def sources_sync(self) -> SourcesResponse:
+        assert self.store is not None
+        counts = self.store.source_counts()
+        synced, stored = self.store.source_rows(), self.store.outcomes()  # stored: how the last syncs ended
+        out = []
+        configured = {c.label: c for c in self.connectors}
+        embedding = self.vectors.embedding_by_source() if self.vectors is not None else {}
+        for label in sorted(set(configured) | set(counts)):
+            connector = configured.get(label)
+            docs, chunks = counts.get(label, (0, 0))
+            last_sync, notes = synced.get(label, (None, None))
+            healthy = connector is not None
+            if connector is None:
+                notes = "no longer in the config; `ctx sync all` removes its documents"
+            else:
+                if isinstance(connector, HealthReporting):
+                    healthy, problem = connector.health()
+                    notes = problem or notes
+                if last_sync is None and healthy:
+                    notes = notes or "never synced; run `ctx sync`"
+            trouble = None if healthy else notes
+            embedded, pending = embedding.get(label, (0, 0))
+            if pending:
+                waiting = f"{pending} chunk{'s' if pending != 1 else ''} awaiting embeddings (`ctx embed pending`)"
+                notes = f"{notes}; {waiting}" if notes else waiting
+            activity = self.activity.known(label)
+            live: dict[str, Any] = {}
+            if activity is not None:
+                live = {"watch": activity.watch, "watch_note": activity.watch_note, "syncing": activity.running > 0,
+                        "last_outcome": activity.last_outcome, "last_error": activity.last_error,
+                        "sync_passes": activity.passes}
+            live["status"], live["status_reason"] = source_status(healthy, trouble, activity,
+                                                                  synced.get(label, (None, None))[1],
+                                                                  ERROR_SKIP_REASONS, stored.get(label))
+            healthy = live["status"] != FAILING
+            out.append(SourceOut(name=label, configured=connector is not None, healthy=healthy, notes=notes,
+                                 document_count=docs, chunk_count=chunks, last_sync=last_sync,
+                                 embedded_chunks=embedded, pending_chunks=pending, **live,
+                                 origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
+        return SourcesResponse(sources=out, embedding=self.embedding_status(),
+                               set_aside=set_aside_listing(self.config.unavailable))
+
+    async def stats(self) -> StatsOut:
+        return await self.run_blocking(self.stats_sync)
+
+    def stats_sync(self) -> StatsOut:
+        assert self.store is not None and self.index is not None
+        assert self.backend is not None
+        documents, chunks = self.store.counts()
+        db_bytes, index_bytes = self.backend.byte_sizes()
+        last = [t for t, _ in self.store.source_rows().values() if t]
+        return StatsOut(
+            documents=documents, chunks=chunks, sources=len(self.store.source_counts()),
+            db_path=self.backend.location,
+            db_bytes=db_bytes, index_bytes=index_bytes, schema_version=self.store.schema_version,
+            last_sync=max(last) if last else None,
+            embedding=self.embedding_status(),
+        )
+
+    def describe(self) -> str:
+        """A short, truthful description of the knowledge base, for MCP server instructions."""
+        assert self.store is not None
+        # Counts only: no connector health checks and no embedder (a fastembed model's identity
+        # imports fastembed, ~0.6 s), as this runs when the MCP server starts.
+        # No join over the chunks either: at a million chunks that held the first answer 15 s.
+        counts = self.store.document_counts()
+        labels = sorted({c.label for c in self.connectors} | set(counts))
+        parts = [f"A local knowledge base of {sum(counts.values())} documents"]
+        if labels:
+            parts.append(" from " + ", ".join(f"{label} ({counts.get(label, 0)})" for label in labels))
+        if self.vectors is None:
+            modes = "keyword search; semantic search is disabled in the config"
+        else:
+            modes = f"keyword, semantic and hybrid search; {self.vectors.count()} chunk texts embedded"
+        parts.append(f". Use `search` to find documents ({modes}), then `get` with a result's id and chunk to "
+                     "read that section; long documents come a window at a time (page on with `next_offset`). "
+                     "`sources` lists where documents come from.")
+        return "".join(parts)
