@@ -110,6 +110,9 @@ async def test_other_tools_and_searches_answer_while_a_script_is_stuck_in_c(
     (tmp_path / "tools").mkdir(exist_ok=True)
     (tmp_path / "tools" / "hostile.lua").write_text(HOSTILE)
     cfg = make_tools_workspace(tmp_path, '\n[tools.script.hostile]\npath = "tools/hostile.lua"\ntimeout = 2\n')
+    # `modes` gets 5 s here, not the workspace's 0.5 s: on a loaded CI machine starting a second worker
+    # alone has taken longer (what is asserted is that it answers while another worker is stuck).
+    cfg.write_text(cfg.read_text().replace("timeout = 0.5\n", "timeout = 5\n"))
     async with Harness.open(config_mod.load(cfg)) as harness:
         await harness.sync()
         outcome: list[BaseException] = []
@@ -133,7 +136,7 @@ async def test_other_tools_and_searches_answer_while_a_script_is_stuck_in_c(
             assert not outcome  # still stuck in string.find while the others answered
         elapsed = time.monotonic() - started
     assert len(outcome) == 1 and type(outcome[0]) is Timeout
-    assert elapsed < 3.0
+    assert elapsed < 2.0 * 5  # its timeout, with 5x headroom
 
 
 BACKTRACK = 'string.find(string.rep("a", 5000), ".-.-.-.-.-.-b")'
