@@ -142,6 +142,9 @@ class EmbeddingConfig(_Section):
     model: str | None = Field(default=None, description="a fastembed model name, or the remote model for openai; "
                               "unset: the bundled offline model (all-MiniLM-L6-v2)")
     model_path: Path | None = Field(default=None, description="a local model folder")
+    model_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", description="model_path: the "
+                                     "SHA-256 of the folder's ONNX weights, checked when the model loads (a "
+                                     "mismatch is an error, never other vectors); unset: not checked")
     base_url: str | None = Field(default=None, description='openai: the OpenAI-compatible endpoint, e.g. '
                                  '"http://127.0.0.1:11434/v1"')
     api_key: str | None = Field(default=None, description='openai: the API key, usually "${OPENAI_API_KEY}"')

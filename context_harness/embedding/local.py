@@ -5,8 +5,14 @@ use, then shared by every ``LocalEmbedder`` that asks for it. Which model:
 
 - no ``model`` / ``model_path`` (default): the bundled all-MiniLM-L6-v2 int8 — never downloads;
 - ``model_path = "DIR"``: a local folder with ``model.onnx`` and tokenizer files, loaded as the
-  fastembed model named by ``model`` (default all-MiniLM-L6-v2 pooling); never downloads;
+  fastembed model named by ``model`` (default all-MiniLM-L6-v2 pooling); never downloads; with
+  ``model_sha256`` its weights are checked against that digest when they load;
 - ``model = "<fastembed model>"``: downloaded into the cache on first use (progress on stderr).
+
+Models whose cards require a query or document prefix (e5: ``query: ``/``passage: ``; BGE,
+mxbai and Arctic Embed: an instruction before queries; nomic: ``search_query: ``/``search_document: ``)
+get it here (``MODEL_PREFIXES``): fastembed adds none. A model with a document prefix carries
+``+prefixed`` in its identity, so vectors made without it are never mixed with those made with it.
 
 A model that fails to load is remembered for ``LOAD_RETRY_AFTER`` seconds: requests meanwhile fail
 at once with the same error instead of trying (and, offline, waiting on the hub) again.
@@ -21,6 +27,7 @@ its vectors then carry the identity ``all-MiniLM-L6-v2-int8-dynamic``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import socket
@@ -48,6 +55,22 @@ PROVIDER = "local"
 LOAD_RETRY_AFTER = 60.0  # seconds a failed model load is remembered before the next attempt
 HUB_CONNECT_TIMEOUT = 5.0  # seconds to reach the model hub before a download is given up
 
+_RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+#: (query prefix, document prefix) by model name (lower case), as each model's card asks for retrieval.
+MODEL_PREFIXES: dict[str, tuple[str, str]] = {
+    **{name: ("query: ", "passage: ") for name in (
+        "intfloat/multilingual-e5-small", "intfloat/multilingual-e5-base", "intfloat/multilingual-e5-large",
+        "intfloat/e5-small-v2", "intfloat/e5-base-v2", "intfloat/e5-large-v2")},
+    **{name: (_RETRIEVAL_INSTRUCTION, "") for name in (
+        "baai/bge-small-en", "baai/bge-base-en", "baai/bge-small-en-v1.5", "baai/bge-base-en-v1.5",
+        "baai/bge-large-en-v1.5", "mixedbread-ai/mxbai-embed-large-v1", "snowflake/snowflake-arctic-embed-xs",
+        "snowflake/snowflake-arctic-embed-s", "snowflake/snowflake-arctic-embed-m",
+        "snowflake/snowflake-arctic-embed-m-long", "snowflake/snowflake-arctic-embed-l")},
+    "baai/bge-small-zh-v1.5": ("为这个句子生成表示以用于检索相关文章：", ""),
+    **{name: ("search_query: ", "search_document: ") for name in (
+        "nomic-ai/nomic-embed-text-v1", "nomic-ai/nomic-embed-text-v1.5", "nomic-ai/nomic-embed-text-v1.5-q")},
+}
+
 _MODELS: dict[tuple[str, str, int | None], Any] = {}
 _MODELS_LOCK = threading.Lock()
 # (model key, cache folder) -> (when the load failed, its message)
@@ -63,16 +86,25 @@ class ModelSpec:
     model_path: Path | None  # a folder to load from (no download); None: fastembed's cache
     bundled: bool
     dims: int | None  # None until the fastembed model list is consulted
+    query_prefix: str = ""
+    document_prefix: str = ""
+    weights_sha256: str | None = None  # model_path only: the digest its ONNX weights must have
 
 
 def resolve_spec(config: EmbeddingConfig) -> ModelSpec:
     model, model_path = config.model, config.model_path
+    if config.model_sha256 and model_path is None:
+        raise ConfigError("embedding.model_sha256 pins the weights of a model_path folder; set model_path too, "
+                          "or remove model_sha256 (the bundled model's weights are always checked)")
     if model_path is not None:
         name = model if model and model not in bundled.BUNDLED_ALIASES else bundled.FASTEMBED_NAME
-        return ModelSpec(name, f"{name}@{Path(model_path).name}", Path(model_path), False, config.dims)
+        query, document = MODEL_PREFIXES.get(name.lower(), ("", ""))
+        identity = f"{name}@{Path(model_path).name}" + ("+prefixed" if document else "")
+        return ModelSpec(name, identity, Path(model_path), False, config.dims, query, document, config.model_sha256)
     if model is None or model in bundled.BUNDLED_ALIASES:
         return ModelSpec(bundled.FASTEMBED_NAME, bundled.BUNDLED_MODEL, None, True, bundled.BUNDLED_DIMS)
-    return ModelSpec(model, model, None, False, config.dims)
+    query, document = MODEL_PREFIXES.get(model.lower(), ("", ""))
+    return ModelSpec(model, model + ("+prefixed" if document else ""), None, False, config.dims, query, document)
 
 
 class LocalEmbedder(BaseEmbedder):
@@ -87,6 +119,7 @@ class LocalEmbedder(BaseEmbedder):
         self.quantized_queries = config.quantized_queries and self.spec.bundled
         self.quantized_documents = config.quantized_documents and self.spec.bundled
         self._query_model_checked = False
+        self._pin_checked = False
         self._runners: dict[int, Any] = {}
         if self.spec.model_path is not None and not self.spec.model_path.is_dir():
             raise ConfigError(
@@ -106,7 +139,11 @@ class LocalEmbedder(BaseEmbedder):
         return self._identity
 
     def load(self) -> Any:
-        """Load (or fetch from the process cache) the fastembed model; blocking."""
+        """Load (or fetch from the process cache) the fastembed model; blocking. A pinned
+        ``model_path`` (``model_sha256``) is checked once per embedder, before its first use."""
+        if self.spec.weights_sha256 and not self._pin_checked:
+            _check_pinned(self.spec)
+            self._pin_checked = True
         return load_model(self.spec, self.threads, self.cache_dir)
 
     def warm(self) -> None:
@@ -164,6 +201,8 @@ class LocalEmbedder(BaseEmbedder):
         return self._embed_now(texts, None)
 
     def _embed_now(self, texts: list[str], workers: int | None) -> np.ndarray:
+        if self.spec.document_prefix:
+            texts = [self.spec.document_prefix + text for text in texts]
         runner = self.document_runner(workers)
         if runner is not None:
             return np.asarray(runner.embed(texts), dtype=np.float32)
@@ -185,6 +224,7 @@ class LocalEmbedder(BaseEmbedder):
 
     def _embed_query(self, text: str, meanwhile: Callable[[], object]) -> np.ndarray:
         model = self.load()
+        text = self.spec.query_prefix + text
         direct = _direct_query_runner(model)
         if direct is not None:
             return direct(text, self.query_session(), meanwhile)
@@ -448,6 +488,26 @@ def _load_failure(spec: ModelSpec, exc: Exception, download_dir: str | None) -> 
         "downloads; or download it elsewhere and set [embedding] model_path = \"/path/to/folder\"; "
         "or remove [embedding] model to use the bundled all-MiniLM-L6-v2, which needs no network"
     )
+
+
+def _check_pinned(spec: ModelSpec) -> None:
+    """``ConfigError`` unless the ONNX file fastembed loads from ``model_path`` has ``model_sha256``."""
+    assert spec.model_path is not None and spec.weights_sha256 is not None
+    files = {m["model"].lower(): m.get("model_file") for m in _import_fastembed().list_supported_models()}
+    weights = spec.model_path / (files.get(spec.fastembed_name.lower()) or bundled.MODEL_FILE)
+    try:
+        with weights.open("rb") as handle:
+            found = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        raise ConfigError(f"embedding.model_sha256: cannot read {weights} ({exc.strerror or exc}); model_path must "
+                          f"hold the weights {spec.fastembed_name} loads") from None
+    if found != spec.weights_sha256:
+        raise ConfigError(
+            f"embedding.model_sha256: the weights {weights} have SHA-256 {found}, not the pinned "
+            f"{spec.weights_sha256}: they are damaged or were replaced, and would make other vectors. Put the "
+            "pinned model back in model_path, or, if the new weights are meant, set model_sha256 to their digest "
+            "and run `ctx embed rebuild`"
+        )
 
 
 def _import_fastembed() -> Any:
