@@ -39,10 +39,24 @@ def starter_registry() -> Path | None:
     if (CHECKOUT_STARTER / MANIFEST).is_file():
         return CHECKOUT_STARTER
     if (PACKAGED_STARTER / MANIFEST).is_file():
-        from context_harness.config import user_data_dir
-
-        return _git_copy(PACKAGED_STARTER, user_data_dir() / "starter-registry")
+        return _git_copy(PACKAGED_STARTER, _starter_copy())
     return None
+
+
+def _starter_copy() -> Path:
+    from context_harness.config import user_data_dir
+
+    return user_data_dir() / "starter-registry"
+
+
+def _refresh_starter(config: Config) -> None:
+    """Before an update: a registry that is an installed wheel's starter copy takes in what an upgrade of
+    context-harness changed (a new commit there, which the update then offers like any other)."""
+    if (CHECKOUT_STARTER / MANIFEST).is_file() or not (PACKAGED_STARTER / MANIFEST).is_file():
+        return
+    copy = _starter_copy()
+    if any(Path(r.url).expanduser() == copy for r in config.registries.named().values()):
+        _git_copy(PACKAGED_STARTER, copy)
 
 
 def _git_copy(source: Path, dest: Path) -> Path:
@@ -247,6 +261,7 @@ class UpdatePlan:
 def update(config: Config, name: str | None, accept: bool) -> list[dict[str, Any]]:
     """Fetch each registry (or ``name``); show changed files and what extensions newly ask for;
     move the pin with ``accept``, or with ``auto_update`` when nothing new is asked."""
+    _refresh_starter(config)
     known = ensure(config)
     named = config.registries.named()
     if name is not None and name not in named:
