@@ -6,11 +6,14 @@ the core face's ``registries`` and renders what comes back (``--json``: that dat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from context_harness.cli.support import Group, config_option, print_json, required_config
+
+if TYPE_CHECKING:
+    from context_harness.core.face import ExtensionRow
 
 
 def _json_option(fn: Any) -> Any:
@@ -57,7 +60,7 @@ def registry_list(ctx: click.Context, as_json: bool, config_path: str | None, ro
         click.echo(f"error: {error}", err=True)
 
 
-def _extensions(items: list[dict[str, Any]]) -> None:
+def _extensions(items: list[ExtensionRow]) -> None:
     for item in items:
         caps = ", ".join(item["capabilities"]) or "pure"
         click.echo(f"  {item['id']}  [{item['origin']}; {caps}] {item['state']}")

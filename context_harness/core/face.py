@@ -64,6 +64,7 @@ from context_harness.models import (
     TrashEntryOut,
 )
 from context_harness.registries import service as registries
+from context_harness.registries.results import ExtensionRow
 from context_harness.sample import demo_config
 from context_harness.search.windows import Headings
 from context_harness.tools.base import Tool, hints, render_json
@@ -183,10 +184,10 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 # ``init_workspace``, ``check_installed``, ``demo_config``; ``ServerSetup`` and ``prepare_server`` (imported above)
 
 __all__ = [
-    "AGENT_SCHEME", "CLIENT", "LIFECYCLE", "NEW_SKILL", "PARTS", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME",
-    "AgentDraft", "AgentFile", "agent_settings", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
-    "DocumentChanges", "Documents", "Harness", "Indexing", "Notes", "Searching", "ServerSetup", "Skill", "Sources",
-    "Tool", "ToolResult", "Tools", "Unavailable", "check_draft", "checked_text", "draft_from_file", "hints",
-    "check_installed", "demo_config", "init_workspace", "parse_skill", "prepare_server", "prompt_get_messages",
-    "registries", "render_json", "render_note", "scripts", "skill_text",
+    "AGENT_SCHEME", "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
+    "CLIENT", "DocumentChanges", "Documents", "ExtensionRow", "Harness", "Indexing", "LIFECYCLE", "NEW_SKILL",
+    "Notes", "PARTS", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME", "Searching", "ServerSetup", "Skill", "Sources",
+    "Tool", "ToolResult", "Tools", "Unavailable", "agent_settings", "check_draft", "check_installed", "checked_text",
+    "demo_config", "draft_from_file", "hints", "init_workspace", "parse_skill", "prepare_server",
+    "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
 ]

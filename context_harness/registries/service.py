@@ -22,6 +22,18 @@ from context_harness.registries.consent import Consent
 from context_harness.registries.manifest import MANIFEST, Manifest
 from context_harness.registries.manifest import parse as parse_manifest
 from context_harness.registries.resolve import Copy, Registries, Resolution, project_folder, table_key
+from context_harness.registries.results import (
+    Added,
+    ExtensionInfo,
+    ExtensionRow,
+    Initialised,
+    Listing,
+    Overridden,
+    RegistryRow,
+    Removed,
+    Switched,
+    UpdatePlanOut,
+)
 from context_harness.registries.store import Store
 
 STARTER_NAME = "community"
@@ -113,7 +125,7 @@ def ensure(config: Config) -> Registries:
     return Registries(config)
 
 
-def init(config: Config) -> dict[str, Any]:
+def init(config: Config) -> Initialised:
     """Add ``[registries.community]`` pointing at the starter registry of this install."""
     path = _config_file(config)
     if STARTER_NAME in config.registries.named():
@@ -133,9 +145,9 @@ def init(config: Config) -> dict[str, Any]:
             "commit": pinned.commit if pinned else None}
 
 
-def listing(config: Config) -> dict[str, Any]:
+def listing(config: Config) -> Listing:
     known = ensure(config)
-    registries = []
+    registries: list[RegistryRow] = []
     for name, registry in known.ordered():
         pin = known.pin(name)
         manifest = known.manifests.get(name, Manifest())
@@ -147,7 +159,7 @@ def listing(config: Config) -> dict[str, Any]:
             "errors": known.errors}
 
 
-def _summary(known: Registries, resolution: Resolution) -> dict[str, Any]:
+def _summary(known: Registries, resolution: Resolution) -> ExtensionRow:
     ext = next((c.extension for c in resolution.copies if c.extension is not None), None)
     entry = ext.entry if ext is not None else None
     state, verdict = _state(known, resolution)
@@ -187,7 +199,7 @@ def _state(known: Registries, resolution: Resolution) -> tuple[str, Verdict | No
     return ("explicit config, " if added else "") + f"off ({verdict.reason})", verdict
 
 
-def search(config: Config, text: str) -> list[dict[str, Any]]:
+def search(config: Config, text: str) -> list[ExtensionRow]:
     words = text.lower().split()
     found = []
     for item in listing(config)["extensions"]:
@@ -205,7 +217,7 @@ def _resolution(known: Registries, ext_id: str) -> Resolution:
     return found
 
 
-def info(config: Config, ext_id: str) -> dict[str, Any]:
+def info(config: Config, ext_id: str) -> ExtensionInfo:
     known = ensure(config)
     resolution = _resolution(known, ext_id)
     ext = next((c.extension for c in resolution.copies if c.extension is not None), None)
@@ -221,7 +233,7 @@ def info(config: Config, ext_id: str) -> dict[str, Any]:
                          "asks": consent.asks} if consent is not None and consent.bound else None)}
 
 
-def add(config: Config, ext_id: str) -> dict[str, Any]:
+def add(config: Config, ext_id: str) -> Added:
     """Write ``[connectors.script.NAME]`` (or ``[tools.script.NAME]``) for a registry's extension, its
     ``config`` keys as commented placeholders."""
     path = _config_file(config)
@@ -253,12 +265,12 @@ class UpdatePlan:
     applied: bool = False
     note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> UpdatePlanOut:
         return {"registry": self.registry, "from": self.old, "to": self.new, "changed": self.changed,
                 "new_asks": self.asks, "applied": self.applied, "note": self.note}
 
 
-def update(config: Config, name: str | None, accept: bool) -> list[dict[str, Any]]:
+def update(config: Config, name: str | None, accept: bool) -> list[UpdatePlanOut]:
     """Fetch each registry (or ``name``); show changed files and what extensions newly ask for;
     move the pin with ``accept``, or with ``auto_update`` when nothing new is asked."""
     _refresh_starter(config)
@@ -348,7 +360,7 @@ def _plan(known: Registries, name: str) -> UpdatePlan:
     return plan
 
 
-def remove(config: Config, name: str) -> dict[str, Any]:
+def remove(config: Config, name: str) -> Removed:
     path = _config_file(config)
     if not configfile.remove_table(path, f"registries.{name}"):
         raise NotFound(f"no [registries.{name}] in {path}")
@@ -361,7 +373,7 @@ def remove(config: Config, name: str) -> dict[str, Any]:
     return {"name": name, "config": str(path)}
 
 
-def set_enabled(config: Config, ext_id: str, on: bool) -> dict[str, Any]:
+def set_enabled(config: Config, ext_id: str, on: bool) -> Switched:
     """Enable: record a consent bound to the copy that runs for ``ext_id`` now (its source, commit and
     fingerprint); disable: forget it."""
     known = ensure(config)
@@ -388,7 +400,7 @@ def set_enabled(config: Config, ext_id: str, on: bool) -> dict[str, Any]:
             "was": verdict.reason if not verdict.on else None}
 
 
-def override(config: Config, ext_id: str) -> dict[str, Any]:
+def override(config: Config, ext_id: str) -> Overridden:
     """Copy a registry extension into the project's ``.ctx/`` (its folder, and its manifest entry
     into ``.ctx/registry.toml``) to edit it there; the project copy then wins."""
     known = ensure(config)
