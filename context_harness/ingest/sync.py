@@ -44,7 +44,6 @@ from context_harness.connectors.base import (
     runnable,
     settings_of,
 )
-from context_harness.formats import documents
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
@@ -89,16 +88,6 @@ class SyncOptions:
 def chunking_signature(config: ChunkingConfig) -> str:
     return json.dumps({"version": CHUNKER_VERSION, "max_tokens": config.max_tokens,
                        "overlap_tokens": config.overlap_tokens}, sort_keys=True)
-
-
-def item_hash(item: SourceItem) -> str:
-    """The hash of everything stored about an item; a document still to convert is hashed by its bytes."""
-    fields: list[Any] = [item.title, item.body, item.author, item.source_url, item.content_type, item.metadata,
-                         item.tags, to_iso(item.created_at)]
-    if item.raw is not None:
-        fields += [hashlib.sha256(item.raw).hexdigest(), documents.CONVERTER_VERSION]
-    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def _check_storable(item: SourceItem) -> None:
@@ -460,7 +449,7 @@ class _SyncRun:
                 self._remember(candidate, grown[0] if len(grown) == 1 else None)
                 return None
             _check_storable(item)
-            return item, item_hash(item)
+            return item, item.version()
         except Exception as exc:
             log.warning("%s: skipped %r: %s: %s", self.label, candidate.source_id, type(exc).__name__, exc)
             self.report.skip("error", f"{candidate.source_id} ({type(exc).__name__}: {str(exc)[:200]})",
