@@ -182,6 +182,7 @@ class Session:
     bin_dir: Path
     cwd: Path
     checkout: Path | None = None
+    cache: Path | None = None  # XDG_CACHE_HOME shared by the pages of a run (the model's quantised copy)
     values: dict[str, str] = field(default_factory=dict)
     ran: int = 0
 
@@ -194,7 +195,7 @@ class Session:
         keep = {k: v for k, v in os.environ.items() if k in {"LANG", "LC_ALL", "TMPDIR", "TERM"}}
         home = str(self.home)
         return {**keep, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local/share",
-                "XDG_CACHE_HOME": f"{home}/.cache", "PATH": f"{self.bin_dir}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
+                "XDG_CACHE_HOME": str(self.cache or f"{home}/.cache"), "PATH": f"{self.bin_dir}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
                 "EDITOR": "true", "NO_COLOR": "1", "COLUMNS": "200", "GIT_CONFIG_NOSYSTEM": "1",
                 "GIT_AUTHOR_NAME": "Docs Test", "GIT_AUTHOR_EMAIL": "docs@example.invalid",
                 "GIT_COMMITTER_NAME": "Docs Test", "GIT_COMMITTER_EMAIL": "docs@example.invalid"}

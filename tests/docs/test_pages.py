@@ -25,25 +25,31 @@ def page_blocks(page: str) -> list[Block]:
     return parse(page, (REPO / page).read_text(encoding="utf-8"))
 
 
-def session(tmp_path: Path, start: str) -> Session:
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for every page: the embedding model's quantised copy is built once (about 2 s a page)."""
+    return tmp_path_factory.mktemp("docs-cache")
+
+
+def session(tmp_path: Path, start: str, cache: Path | None = None) -> Session:
     home = tmp_path / "home"
     home.mkdir()
     cwd = home
     if start in {"notes", "workspace"}:
         cwd = home / "notes"
         shutil.copytree(HERE / "notes", cwd)
-    shell = Session(home=home, bin_dir=BIN, cwd=cwd, checkout=REPO)
+    shell = Session(home=home, bin_dir=BIN, cwd=cwd, checkout=REPO, cache=cache)
     if start == "workspace":
         shell.shell("ctx init > /dev/null", "the page's workspace (ctx init)")
     return shell
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_the_page_runs_as_written(page: str, tmp_path: Path) -> None:
+def test_the_page_runs_as_written(page: str, tmp_path: Path, cache: Path) -> None:
     blocks = page_blocks(page)
     if not any((b.is_command and b.not_run is None) or b.append_to for b in blocks):
         pytest.skip(f"{page}: no block to run")
-    shell = session(tmp_path, START.get(page, "workspace"))
+    shell = session(tmp_path, START.get(page, "workspace"), cache)
     for block in blocks:
         shell.run(block)
 
