@@ -5,6 +5,9 @@ the store extracts them at sync time, the core resolves them).
 what the store indexes: for a Markdown link the target's path from the source's root (resolved
 against the linking document's folder), for a wikilink its lowercased name. ``document_names`` are
 the names a wikilink may use for a document: its file stem, its path without ``.md``, its title.
+As in Obsidian, a wikilink may also give a partial path, the end of the document's path
+(``[[garden-shed/permit]]`` for ``projects/garden-shed/permit.md``): ``wikilink_names`` adds every
+such tail, and ``partial_path`` tells whether a wiki key is one of a document's.
 """
 
 from __future__ import annotations
@@ -70,3 +73,19 @@ def document_names(source_id: str, title: str | None) -> set[str]:
     if title and title.strip():
         names.add(title.strip().lower())
     return names
+
+
+def wikilink_names(source_id: str, title: str | None) -> set[str]:
+    """``document_names`` and every tail of the path (``b/c`` of ``a/b/c.md``): each name a wikilink
+    written in an Obsidian-style vault may call the document at ``source_id`` by."""
+    stem = posixpath.splitext(source_id.lower())[0]
+    parts = stem.split("/")
+    return document_names(source_id, title) | {"/".join(parts[i:]) for i in range(len(parts))}
+
+
+def partial_path(key: str, source_id: str) -> bool:
+    """Whether the wiki key ``key`` (with a ``/``) names the document at ``source_id`` by the end of its
+    path, whole folder names only (``shed/permit`` is not the end of ``garden-shed/permit.md``)."""
+    stem = posixpath.splitext(source_id.lower())[0]
+    key = key.strip("/")
+    return "/" in key and (stem == key or stem.endswith("/" + key))

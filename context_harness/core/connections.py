@@ -3,8 +3,9 @@
 
 Links are stored at sync time (``store/connections.py``); here they are resolved: a Markdown link
 names a path from the source's root (``target`` or ``target.md``) in the linking document's source;
-a wikilink names a document by file stem, path or title (case-insensitive), in the same source
-first, then in any (the first by source and path). ``Harness`` inherits these calls.
+a wikilink names a document by file stem, path, the end of its path (``[[garden-shed/permit]]``,
+as Obsidian resolves it) or title (case-insensitive), in the same source first, then in any (the first
+by source and path). ``Harness`` inherits these calls.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from context_harness.common import timestamps
-from context_harness.common.links import document_names, markdown_paths
+from context_harness.common.links import markdown_paths, partial_path, wikilink_names
 from context_harness.errors import BadRequest, NotFound
 from context_harness.models import (
     RecentChange,
@@ -61,6 +62,20 @@ def _by_name(rows: list[tuple[str, str, str, str]]) -> Named:
     for name, doc_id, source, source_id in rows:
         out.setdefault(name, []).append((doc_id, source, source_id))
     return out
+
+
+def _lookups(keys: list[str]) -> list[str]:
+    """The names to look up for wiki ``keys``: each, and for a partial path its last part (the file
+    stem every document is stored under; ``_named`` keeps those whose path ends so)."""
+    return sorted({*keys, *(k.rstrip("/").rsplit("/", 1)[-1] for k in keys if "/" in k)})
+
+
+def _named(key: str, named: Named) -> list[tuple[str, str, str]]:
+    """The documents the wiki ``key`` may mean: by a stored name, else by the end of their path."""
+    if key in named:
+        return named[key]
+    stem = key.rstrip("/").rsplit("/", 1)[-1]
+    return [c for c in named.get(stem, []) if partial_path(key, c[2])] if "/" in key else []
 
 
 def _markdown_keys(source_id: str) -> set[str]:
@@ -112,14 +127,14 @@ class Connections:
         links = self.store.links_from(row.id)
         at = self.store.at_paths(row.source, [p for kind, _, key in links if kind == "markdown"
                                               for p in markdown_paths(key)])
-        named = _by_name(self.store.named([key for kind, _, key in links if kind == "wiki"]))
+        named = _by_name(self.store.named(_lookups([key for kind, _, key in links if kind == "wiki"])))
         found: dict[str, tuple[str, str | None, float | None]] = {}
         unresolved = []
         for kind, target, key in links:
             if kind == "markdown":
                 doc = next((at[p] for p in markdown_paths(key) if p in at), None)
             else:
-                doc = _pick(named.get(key, []), row.source)
+                doc = _pick(_named(key, named), row.source)
             if doc is None:
                 unresolved.append(UnresolvedLink(kind=kind, target=target))  # type: ignore[arg-type]
             elif doc != row.id and doc not in found:
@@ -128,15 +143,15 @@ class Connections:
 
     def _linked_from(self, row: DocumentRow) -> list[tuple[str, str | None, float | None]]:
         assert self.store is not None
-        names, paths = document_names(row.source_id, row.title), _markdown_keys(row.source_id)
+        names, paths = wikilink_names(row.source_id, row.title), _markdown_keys(row.source_id)
         hits = self.store.links_to(sorted(names | paths))
-        named = _by_name(self.store.named(sorted({h[4] for h in hits if h[2] == "wiki"})))
+        named = _by_name(self.store.named(_lookups(sorted({h[4] for h in hits if h[2] == "wiki"}))))
         found: dict[str, tuple[str, str | None, float | None]] = {}
         for doc_id, source, kind, target, key in hits:
             if kind == "markdown":
                 linked = source == row.source and key in paths
             else:
-                linked = key in names and _pick(named.get(key, []), source) == row.id
+                linked = key in names and _pick(_named(key, named), source) == row.id
             if linked and doc_id != row.id and doc_id not in found:
                 found[doc_id] = (doc_id, target, None)
         return sorted(found.values())
