@@ -2,15 +2,17 @@
 
 ``--progress auto`` (the default) draws a live bar on a terminal (rich: count, rate, elapsed, ETA)
 and, elsewhere (a pipe, a log, CI), writes plain lines: when a large step starts (``LARGE`` items or
-more), at most every ``LINE_SECONDS`` while a step runs, and when a step it spoke of ends; a short
-sync says nothing. ``json`` writes the core's events as they come, one
-JSON object a line; ``none`` (or ``--quiet``) writes nothing. stdout keeps only the command's result.
+more), at most every ``LINE_SECONDS`` while a step runs (also while it is silent: a clone, a
+listing, the model loading), and when a step it spoke of ends; a short sync says nothing.
+``json`` writes the core's events as they come, one JSON object a line; ``none`` (or ``--quiet``)
+writes nothing. stdout keeps only the command's result.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +45,7 @@ def printer(mode: str, quiet: bool = False) -> tuple[Emit | None, Callable[[], N
     if mode == "bar":
         return _bar()
     lines = Lines(sys.stderr)
-    return lines.emit, lambda: None
+    return lines.emit, lines.keep_time()
 
 
 def step_label(source: str) -> str:
@@ -77,25 +79,65 @@ class Lines:
     out: TextIO
     every: float = LINE_SECONDS
     clock: Callable[[], float] = time.monotonic
-    steps: dict[str, _Step] = field(default_factory=dict)
+    steps: dict[str, _Step] = field(default_factory=dict)  # by label, in the order they started
+    lock: threading.Lock = field(default_factory=threading.Lock)  # events come from worker threads
 
     def emit(self, event: dict[str, Any]) -> None:
-        kind, source, now = event.get("event"), event.get("source", ""), self.clock()
+        with self.lock:
+            self._take(event.get("event"), event.get("source", ""), event, self.clock())
+
+    def _take(self, kind: Any, source: str, event: dict[str, Any], now: float) -> None:
+        label = step_label(source)
         if kind == "keyword_ready":
             self._say(keyword_ready_line(event))
+        elif kind == "scan":  # listing a folder, cloning a repository, an S3 listing: no count yet
+            self.steps[f"scan {source}"] = _Step(total=0, started=now, said=now)
         elif kind == "start":
-            step = self.steps[source] = _Step(total=int(event.get("total") or 0), started=now, said=now)
+            self._end(f"scan {source}", now)
+            step = self.steps[label] = _Step(total=int(event.get("total") or 0), started=now, said=now)
             if step.total >= LARGE:
-                self._say(f"{step_label(source)}: {step.total:,} to do", step)
-        elif kind == "progress" and source in self.steps:
-            step = self.steps[source]
+                self._say(f"{label}: {step.total:,} to do", step)
+        elif kind == "progress" and label in self.steps:
+            step = self.steps[label]
             step.done = int(event.get("done") or 0)
             if now - step.said >= self.every and step.done < step.total:  # at the end, "done" speaks
-                self._say(f"{step_label(source)}: {self._figures(step, now)}", step)
-        elif kind == "done" and source in self.steps:
-            step = self.steps.pop(source)
-            if step.spoke:
-                self._say(f"{step_label(source)}: done in {now - step.started:,.1f} s")
+                self._say(f"{label}: {self._figures(step, now)}", step)
+        elif kind == "done":
+            self._end(f"scan {source}", now)
+            self._end(label, now)
+
+    def _end(self, label: str, now: float) -> None:
+        step = self.steps.pop(label, None)
+        if step is not None and step.spoke:
+            self._say(f"{label}: done in {now - step.started:,.1f} s")
+
+    def beat(self) -> None:
+        """Say how long the latest step has run when it has been silent ``every`` seconds (a clone, a
+        listing, the model loading before the first batch)."""
+        with self.lock:
+            now = self.clock()
+            if not self.steps:
+                return
+            label, step = list(self.steps.items())[-1]
+            if now - step.said >= self.every:
+                figures = f"{self._figures(step, now)}, " if step.total else ""
+                self._say(f"{label}: {figures}still working, {now - step.started:,.0f} s so far", step)
+
+    def keep_time(self, tick: float = 1.0) -> Callable[[], None]:
+        """Beat every ``tick`` seconds in a daemon thread; returns the function that stops it."""
+        stopped = threading.Event()
+
+        def run() -> None:
+            while not stopped.wait(tick):
+                self.beat()
+
+        thread = threading.Thread(target=run, name="progress lines", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            stopped.set()
+            thread.join(timeout=5)
+        return stop
 
     @staticmethod
     def _figures(step: _Step, now: float) -> str:
@@ -135,17 +177,24 @@ def _bar() -> tuple[Emit, Callable[[], None]]:
     tasks: dict[str, Any] = {}
     progress.start()
 
+    def task(task_id: Any) -> Any:  # by id: positions in progress.tasks move when a task is removed
+        return next(t for t in progress.tasks if t.id == task_id)
+
     def emit(event: dict[str, Any]) -> None:
         source = event.get("source", "")
+        if event["event"] in ("start", "done") and f"scan {source}" in tasks:
+            progress.remove_task(tasks.pop(f"scan {source}"))
         if event["event"] == "keyword_ready":
             progress.console.print(keyword_ready_line(event))
+        elif event["event"] == "scan":  # no count yet: a pulsing bar, with the time it has taken
+            tasks[f"scan {source}"] = progress.add_task(f"scan {source}", total=None, rate="")
         elif event["event"] == "start":
             tasks[source] = progress.add_task(step_label(source), total=event["total"] or 1, rate="")
         elif event["event"] == "progress" and source in tasks:
             progress.update(tasks[source], completed=event["done"])
-            speed = progress.tasks[tasks[source]].speed
+            speed = task(tasks[source]).speed
             if speed:
                 progress.update(tasks[source], rate=f"{speed:,.0f}/s")
         elif event["event"] == "done" and source in tasks:
-            progress.update(tasks[source], completed=progress.tasks[tasks[source]].total)
+            progress.update(tasks[source], completed=task(tasks[source]).total)
     return emit, progress.stop

@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from context_harness.cli.progress import LINE_SECONDS, Lines
@@ -71,3 +72,63 @@ def test_quiet_and_json_switches(sample_docs) -> None:
     assert quiet.returncode == 0 and quiet.stderr == ""
     lines = ctx("sync", "--config", config, "--progress", "lines")  # 3 documents: nothing to report
     assert lines.returncode == 0 and lines.stderr == ""
+
+
+def test_a_silent_step_still_says_how_long_it_has_run() -> None:
+    """A clone, an S3 listing or the model loading sends no event for a while: the heartbeat speaks."""
+    out, clock = io.StringIO(), Clock()
+    lines = Lines(out, clock=clock)
+    lines.emit({"event": "scan", "source": "git:handbook"})
+    clock.now += 3
+    lines.beat()
+    assert out.getvalue() == ""  # not yet: short silences say nothing
+    clock.now += 3
+    lines.beat()
+    lines.beat()  # once per LINE_SECONDS, not per beat
+    lines.emit({"event": "start", "source": "git:handbook", "total": 4})
+    lines.emit({"event": "start", "source": "embeddings", "total": 900})
+    clock.now += 6
+    lines.beat()  # the model loads: no batch done yet
+    assert out.getvalue().splitlines() == [
+        "scan git:handbook: still working, 6 s so far",
+        "scan git:handbook: done in 6.0 s",
+        "embed chunks: 900 to do",
+        "embed chunks: 0/900 (0%), still working, 6 s so far"]
+
+
+def test_the_heartbeat_thread_beats_and_stops() -> None:
+    out, clock = io.StringIO(), Clock()
+    lines = Lines(out, clock=clock)
+    lines.emit({"event": "scan", "source": "s3:bucket"})
+    clock.now += LINE_SECONDS
+    stop = lines.keep_time(tick=0.01)
+    deadline = time.monotonic() + 10
+    while not out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert out.getvalue() == "scan s3:bucket: still working, 5 s so far\n"
+
+
+def test_on_a_terminal_a_bar_is_drawn(sample_docs) -> None:
+    """On a terminal (a pty here) `auto` draws rich's bar: the scan pulses, then the sync counts."""
+    import os
+    import pty
+
+    main, tty = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "context_harness", "sync", "--full", "--no-embed", "--config",
+                           str(sample_docs.config_path)], stdin=tty, stdout=tty, stderr=tty, timeout=120)
+    os.close(tty)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the other end is closed and drained
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main)
+    text = seen.decode("utf-8", "replace")
+    assert done.returncode == 0, text
+    assert "sync filesystem:docs" in text and "3/3" in text and "Traceback" not in text
+    assert "filesystem:docs: 3 added" in text  # the summary on stdout, after the bar went
