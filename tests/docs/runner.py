@@ -43,7 +43,8 @@ UV_TOOL_BIN = "/home/me/.local/share/uv/tools/context-harness/bin"
 CHECKOUT = "/home/me/context-harness"
 # The lines a long step prints every few seconds when stderr is not a terminal (cli/progress.py): how many
 # appear depends on the machine's speed, so they are left out of the output a page is compared with.
-PROGRESS = re.compile(r"^\S.*?: (?:[\d,]+/[\d,]+ \(\d+%\).*|done in [\d,.]+ s|[\d,]+ to do)$")
+PROGRESS = re.compile(r"^\S.*?: (?:[\d,]+/[\d,]+ \(\d+%\).*|still working, [\d,]+ s so far|done in [\d,.]+ s"
+                      r"|[\d,]+ to do)$")
 CAPTURES = {
     "TRASH_ID": re.compile(r"in the trash as (\S+?) \("),
     "ID": re.compile(r"\bid:? ([0-9a-f]{16,})\b"),
