@@ -515,6 +515,22 @@ class NoteDeleteRequest(BaseModel):
                                              "refused with a conflict.")
 
 
+class NoteRestoreRequest(BaseModel):
+    """Arguments of ``note_restore``: a deleted note back from the trash, where it was."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trash_id: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        default=None, description="The 'trash_id' that note_delete returned.")
+    path: RelPath | None = Field(default=None, description="Or the note's path: its latest deletion is restored.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> NoteRestoreRequest:
+        if (self.trash_id is None) == (self.path is None):
+            raise ValueError("give trash_id (from note_delete) or path, not both")
+        return self
+
+
 class NoteResult(BaseModel):
     """What a note tool did."""
 

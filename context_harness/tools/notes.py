@@ -1,6 +1,6 @@
 """The note tools over a ``Harness`` with writable sources: ``note_write``, ``note_edit``,
-``note_move`` and ``note_delete``. Offered only when some source has ``writable = true``; each
-validates its arguments and calls one Harness method (``writeback.py``)."""
+``note_move``, ``note_delete`` and ``note_restore`` (a deletion undone). Offered only when some source
+has ``writable = true``; each validates its arguments and calls one Harness method (``writeback.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from typing import Any, Protocol
 
 from context_harness.common.validation import parse
 from context_harness.config import Config
-from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteMoveRequest, NoteResult, NoteWriteRequest
+from context_harness.models import (
+    NoteDeleteRequest,
+    NoteEditRequest,
+    NoteMoveRequest,
+    NoteRestoreRequest,
+    NoteResult,
+    NoteWriteRequest,
+)
 from context_harness.tools.base import FunctionTool
 from context_harness.tools.builtin import schema_of
 
@@ -24,6 +31,8 @@ class NoteHost(Protocol):
     async def note_move(self, request: NoteMoveRequest) -> NoteResult: ...
 
     async def note_delete(self, request: NoteDeleteRequest) -> NoteResult: ...
+
+    async def note_restore(self, entry_id: str | None = None, path: str | None = None) -> NoteResult: ...
 
 
 def render_note(payload: dict[str, Any]) -> str:
@@ -54,6 +63,10 @@ def note_tools(host: NoteHost, config: Config) -> list[FunctionTool]:
     async def delete(arguments: dict[str, Any]) -> dict[str, Any]:
         return (await host.note_delete(parse(NoteDeleteRequest, arguments))).model_dump(mode="json")
 
+    async def restore(arguments: dict[str, Any]) -> dict[str, Any]:
+        request = parse(NoteRestoreRequest, arguments)
+        return (await host.note_restore(request.trash_id, request.path)).model_dump(mode="json")
+
     out = schema_of(NoteResult, "serialization")
     return [
         FunctionTool(name="note_write", title="Write a note", input_schema=schema_of(NoteWriteRequest),
@@ -74,6 +87,11 @@ def note_tools(host: NoteHost, config: Config) -> list[FunctionTool]:
                      output_schema=out, run=delete, annotations=dict(CHANGE), render=render_note,
                      description="Move a note by `id` to the workspace's trash (`ctx note restore` puts it "
                      "back); with `expected_version`, refused if it changed since."),
+        FunctionTool(name="note_restore", title="Restore a deleted note", input_schema=schema_of(NoteRestoreRequest),
+                     output_schema=out, run=restore, annotations=dict(WRITE), render=render_note,
+                     description="Undo a note_delete: put the note back where it was, from the `trash_id` that "
+                     "note_delete returned (or the latest deletion of `path`); refused when a file is there "
+                     "again. The note is searchable at once."),
     ]
 
 

@@ -63,7 +63,7 @@ def test_the_note_tools_through_the_rest_shim(config, start_server):
     server = start_server(config)
     with httpx2.Client(base_url=server.url, timeout=30) as rest:
         names = [t["name"] for t in rest.get("/tools/list").json()["tools"]]
-        assert names[-4:] == ["note_write", "note_edit", "note_move", "note_delete"]
+        assert names[-5:] == ["note_write", "note_edit", "note_move", "note_delete", "note_restore"]
         written = rest.post("/tools/note_write", json={"source": "docs", "path": "inbox/rest.md",
                                                         "content": "Written over REST by a curl user."})
         assert written.status_code == 200 and written.json()["action"] == "written"
