@@ -4,14 +4,10 @@ credentials that never show, the missing extra, and `ctx sync` + an MCP stdio se
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -24,60 +20,9 @@ from context_harness.core.harness import Harness
 from context_harness.errors import ConfigError, NotConfigured
 from context_harness.models import SearchRequest
 from support.cli import run_ctx
-from support.s3 import S3Server, s3_server
+from support.s3 import KEY_ID, SECRET, found, put, write_config
 
 pytestmark = pytest.mark.anyio
-KEY_ID = "AKIAS3TESTKEY9X7Q"
-SECRET = "s3-secret-Zq81wP4mVt6"
-_buckets = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[S3Server]:
-    with s3_server() as running:
-        yield running
-
-
-@pytest.fixture
-def bucket(server: S3Server) -> str:
-    name = f"kb-{os.getpid()}-{next(_buckets)}"
-    server.client().create_bucket(Bucket=name)
-    server.log.clear()
-    return name
-
-
-@pytest.fixture
-def creds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("S3T_KEY_ID", KEY_ID)
-    monkeypatch.setenv("S3T_SECRET", SECRET)
-
-
-def s3_table(server: S3Server, bucket: str, extra: str = "") -> str:
-    return textwrap.dedent(f"""
-        [connectors.s3.kb]
-        bucket = "{bucket}"
-        endpoint_url = "{server.url}"
-        region = "us-east-1"
-        access_key_id = "${{S3T_KEY_ID}}"
-        secret_access_key = "${{S3T_SECRET}}"
-        """) + extra
-
-
-def write_config(root: Path, server: S3Server, bucket: str, extra: str = "") -> Path:
-    path = root / "ctx.toml"
-    path.write_text('[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n'
-                    + s3_table(server, bucket, extra), encoding="utf-8")
-    return path
-
-
-def put(server: S3Server, bucket: str, objects: dict[str, str | bytes]) -> None:
-    client = server.client()
-    for key, body in objects.items():
-        client.put_object(Bucket=bucket, Key=key, Body=body.encode() if isinstance(body, str) else body)
-
-
-async def found(h: Harness, query: str) -> list[str]:
-    return [r.source_id for r in (await h.search(SearchRequest(query=query, mode="keyword"))).results]
 
 
 async def test_sync_follows_edits_and_deletions_and_a_no_op_fetches_nothing(tmp_path, server, bucket, creds) -> None:
@@ -149,12 +94,12 @@ async def test_an_object_gone_after_listing_is_a_named_skip(server, bucket, cred
 
 def test_sync_interval_defaults_to_ten_minutes_like_git() -> None:
     from context_harness.connectors.base import sync_seconds
-    from context_harness.connectors.kinds import default_providers
+    from context_harness.connectors.kinds import default_kinds
 
     cfg = config_mod.from_dict({"connectors": {"s3": {"a": {"bucket": "one"},
                                                       "b": {"bucket": "two", "sync_interval": "30s"},
                                                       "c": {"bucket": "three", "sync_interval": "off"}}}}, None)
-    connectors = default_providers().build(cfg)
+    connectors = default_kinds().build(cfg)
     assert [(c.label, sync_seconds(c)) for c in connectors] == [("s3:a", 600.0), ("s3:b", 30.0), ("s3:c", None)]
 
 

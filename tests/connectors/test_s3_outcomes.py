@@ -6,72 +6,18 @@ downloaded again while unchanged."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from context_harness import config as config_mod
 from context_harness.core.harness import Harness
-from context_harness.models import SearchRequest
 from support.cli import run_ctx
-from support.s3 import S3Server, s3_server
+from support.s3 import found, put, s3_table, write_config
 
 pytestmark = pytest.mark.anyio
 UNSET = "CTX_TEST_S3_NEVER_SET"
-_buckets = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[S3Server]:
-    with s3_server() as running:
-        yield running
-
-
-@pytest.fixture
-def bucket(server: S3Server) -> str:
-    name = f"outcomes-{os.getpid()}-{next(_buckets)}"
-    server.client().create_bucket(Bucket=name)
-    server.log.clear()
-    return name
-
-
-@pytest.fixture
-def creds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("S3T_KEY_ID", "AKIAS3TESTKEY9X7Q")
-    monkeypatch.setenv("S3T_SECRET", "s3-secret-Zq81wP4mVt6")
-
-
-def s3_table(server: S3Server, bucket: str) -> str:
-    return textwrap.dedent(f"""
-        [connectors.s3.kb]
-        bucket = "{bucket}"
-        endpoint_url = "{server.url}"
-        region = "us-east-1"
-        access_key_id = "${{S3T_KEY_ID}}"
-        secret_access_key = "${{S3T_SECRET}}"
-        """)
-
-
-def write_config(root: Path, server: S3Server, bucket: str) -> Path:
-    path = root / "ctx.toml"
-    path.write_text('[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n'
-                    + s3_table(server, bucket), encoding="utf-8")
-    return path
-
-
-def put(server: S3Server, bucket: str, objects: dict[str, str | bytes]) -> None:
-    client = server.client()
-    for key, body in objects.items():
-        client.put_object(Bucket=bucket, Key=key, Body=body.encode() if isinstance(body, str) else body)
-
-
-async def found(h: Harness, query: str) -> list[str]:
-    return [r.source_id for r in (await h.search(SearchRequest(query=query, mode="keyword"))).results]
 
 
 def sources_line(cwd: Path) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 import re
+import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 ACCESS_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/')
@@ -79,3 +81,39 @@ def s3_server() -> Iterator[S3Server]:
         werkzeug.removeHandler(log)
         werkzeug.setLevel(level)
         server.stop()
+
+
+KEY_ID = "AKIAS3TESTKEY9X7Q"
+SECRET = "s3-secret-Zq81wP4mVt6"
+
+
+def s3_table(server: S3Server, bucket: str, extra: str = "") -> str:
+    """``[connectors.s3.kb]`` for ``bucket``, its keys read from ``S3T_KEY_ID``/``S3T_SECRET``."""
+    return textwrap.dedent(f"""
+        [connectors.s3.kb]
+        bucket = "{bucket}"
+        endpoint_url = "{server.url}"
+        region = "us-east-1"
+        access_key_id = "${{S3T_KEY_ID}}"
+        secret_access_key = "${{S3T_SECRET}}"
+        """) + extra
+
+
+def write_config(root: Path, server: S3Server, bucket: str, extra: str = "") -> Path:
+    path = root / "ctx.toml"
+    path.write_text('[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n'
+                    + s3_table(server, bucket, extra), encoding="utf-8")
+    return path
+
+
+def put(server: S3Server, bucket: str, objects: dict[str, str | bytes]) -> None:
+    client = server.client()
+    for key, body in objects.items():
+        client.put_object(Bucket=bucket, Key=key, Body=body.encode() if isinstance(body, str) else body)
+
+
+async def found(harness: Any, query: str) -> list[str]:
+    """The source ids a keyword search for ``query`` finds."""
+    from context_harness.models import SearchRequest
+
+    return [r.source_id for r in (await harness.search(SearchRequest(query=query, mode="keyword"))).results]
