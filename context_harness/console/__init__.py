@@ -21,6 +21,8 @@ from starlette.staticfiles import StaticFiles
 
 from context_harness.config import Config
 from context_harness.console.agents import AgentPages
+from context_harness.console.markdown import snippet
+from context_harness.console.notes import NotePages
 from context_harness.console.pages import Pages
 from context_harness.console.session import Sessions
 from context_harness.console.tools import ToolPages
@@ -49,6 +51,7 @@ def templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["q"] = lambda value: quote(str(value), safe="")
+    env.globals["snippet"] = snippet
     return env
 
 
@@ -82,6 +85,7 @@ def console_routes(harness: Harness, token: str | None, agent: str | None = None
         Route("/", home, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static")),
         *pages.routes(),
+        *NotePages(pages).routes(),
         *AgentPages(pages).routes(),
         *ToolPages(pages, agent).routes(),
     ]

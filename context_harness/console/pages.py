@@ -1,5 +1,6 @@
-"""The console's pages: login, search (with the explain chart), a document at a hit's section,
-and sources with their sync and embed buttons. Each handler checks the session, calls the
+"""The console's pages: login, search (with the explain chart), a document at a hit's section
+(rendered Markdown, with its links, backlinks, nearest neighbours and history), and sources with
+their sync and embed buttons. Each handler checks the session, calls the
 ``Harness`` and renders a template; writes also check the CSRF token and read-only mode."""
 
 from __future__ import annotations
@@ -16,28 +17,37 @@ from starlette.routing import BaseRoute, Route
 
 from context_harness.common import timestamps
 from context_harness.common.validation import plain_int
+from context_harness.console.markdown import Section, render, render_plain
 from context_harness.console.session import Sessions, new_session_id, set_cookie
 from context_harness.core.face import Harness
 from context_harness.errors import BadRequest, HarnessError
-from context_harness.models import DocumentOut, GetRequest, SearchFilters, SearchMode, SearchRequest
+from context_harness.models import (
+    DocumentOut,
+    GetRequest,
+    RecentChange,
+    RecentRequest,
+    RelatedRequest,
+    RelatedResponse,
+    SearchFilters,
+    SearchMode,
+    SearchRequest,
+)
 
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
 EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
 PAGE_CHARS = 8000  # characters of a document a page shows
 TOC_REACH = 200  # the table of contents lists the headings of the chunks this far before and after the page
+RELATED = 20  # links, backlinks and neighbours listed beside a document
+HISTORY_SCAN = 200  # the newest changes of a document's source looked through for its history
 
 
-def sections_of(doc: DocumentOut) -> list[tuple[int | None, str]]:
-    """The window's text cut where each of its chunks begins: ``(chunk index, text)`` pairs, so the
-    page can anchor every section (``#chunk-N``) and a hit's link scrolls to it. Chunks overlap;
-    each piece runs to the next chunk's start. One piece (index None) when starts are unknown."""
+def sections_of(doc: DocumentOut) -> list[Section]:
+    """Where each chunk of the window begins in its text, so the page can anchor every section
+    (``#chunk-N``) and a hit's link scrolls to it; none when the starts are unknown."""
     base = doc.range.start if doc.range else 0
-    starts = [(c.index, c.start - base) for c in doc.chunks if c.start is not None]
-    if not starts or len(starts) != len(doc.chunks):
-        return [(None, doc.body)]
-    cuts = [0, *[max(0, min(start, len(doc.body))) for _, start in starts[1:]], len(doc.body)]
-    return [(index, doc.body[cuts[i]:cuts[i + 1]]) for i, (index, _) in enumerate(starts)]
+    starts = [Section(c.index, max(0, c.start - base)) for c in doc.chunks if c.start is not None]
+    return starts if len(starts) == len(doc.chunks) else []
 
 
 def contents_of(first: int, headings: list[str], here: int | None) -> list[tuple[int, str, bool]]:
@@ -82,7 +92,7 @@ class Pages:
         sid = sid or new_session_id()
         page = self.env.get_template(name).render(
             csrf=self.sessions.csrf(sid), read_only=self.read_only, needs_login=self.sessions.needs_login,
-            page=name.removesuffix(".html"), **values)
+            page=name.removesuffix(".html"), can_write=self.writable(), **values)
         response = HTMLResponse(page, status_code=status)
         if fresh:
             set_cookie(response, sid, request)
@@ -174,10 +184,33 @@ class Pages:
         around = here if here is not None else doc.chunks[0].index if doc.chunks else 0
         near = await self.harness.document_headings(doc.id, around, TOC_REACH)
         last = near.first + len(near.headings) - 1
-        return self.render(request, "document.html", doc=doc, here=here, sections=sections_of(doc),
+        targets = await self.harness.link_targets(doc.id)
+        if doc.content_type == "text/markdown":
+            body = render(doc.body, lambda kind, target: targets.get((kind, target)), sections_of(doc), here)
+        else:
+            body = render_plain(doc.body, sections_of(doc), here)
+        return self.render(request, "document.html", doc=doc, here=here, body=body,
                            toc=contents_of(near.first, near.headings, here),
                            earlier=near.first - 1 if near.first > 0 else None,
-                           later=last + 1 if last + 1 < near.count else None)
+                           later=last + 1 if last + 1 < near.count else None,
+                           related=await self._related(doc.id), history=await self._history(doc),
+                           writable=self.writable(doc.source))
+
+    async def _related(self, doc_id: str) -> RelatedResponse | None:
+        try:
+            return await self.harness.related(RelatedRequest(id=doc_id, limit=RELATED))
+        except HarnessError:
+            return None
+
+    async def _history(self, doc: DocumentOut) -> list[RecentChange]:
+        """The document's changes among the newest ``HISTORY_SCAN`` of its source, newest first."""
+        changes = (await self.harness.recent(RecentRequest(source=doc.source, limit=HISTORY_SCAN))).changes
+        return [change for change in changes if change.id == doc.id]
+
+    def writable(self, source: str | None = None) -> bool:
+        """Whether the console may write notes (in ``source``, when given)."""
+        labels = self.harness.writable_sources()
+        return not self.read_only and bool(labels) and (source is None or source in labels)
 
     async def sources(self, request: Request) -> Response:
         if not self.sessions.logged_in(request):

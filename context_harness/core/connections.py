@@ -122,19 +122,31 @@ class Connections:
             linked_from=self._items(sources[:request.limit], "linked_from"),
             similar=self._items(similar, "similar"), unresolved=unresolved, note=note)
 
-    def _links_to(self, row: DocumentRow) -> tuple[list[tuple[str, str | None, float | None]], list[UnresolvedLink]]:
+    async def link_targets(self, doc_id: str) -> dict[tuple[str, str], str]:
+        """Where the links of ``doc_id`` lead: ``(kind, target as written)`` -> the document's id, for each
+        link that resolves (as ``related`` resolves them; the console points links at those pages)."""
+
+        def resolve() -> dict[tuple[str, str], str]:
+            assert self.store is not None
+            row = self.store.document(doc_id)
+            return {} if row is None else {(kind, target): doc for kind, target, doc in self._resolved(row) if doc}
+
+        return await self.run_blocking(resolve)
+
+    def _resolved(self, row: DocumentRow) -> list[tuple[str, str, str | None]]:
+        """``(kind, target as written, document id or None)`` of each link ``row`` makes."""
         assert self.store is not None
         links = self.store.links_from(row.id)
         at = self.store.at_paths(row.source, [p for kind, _, key in links if kind == "markdown"
                                               for p in markdown_paths(key)])
         named = _by_name(self.store.named(_lookups([key for kind, _, key in links if kind == "wiki"])))
+        return [(kind, target, next((at[p] for p in markdown_paths(key) if p in at), None) if kind == "markdown"
+                 else _pick(_named(key, named), row.source)) for kind, target, key in links]
+
+    def _links_to(self, row: DocumentRow) -> tuple[list[tuple[str, str | None, float | None]], list[UnresolvedLink]]:
         found: dict[str, tuple[str, str | None, float | None]] = {}
         unresolved = []
-        for kind, target, key in links:
-            if kind == "markdown":
-                doc = next((at[p] for p in markdown_paths(key) if p in at), None)
-            else:
-                doc = _pick(_named(key, named), row.source)
+        for kind, target, doc in self._resolved(row):
             if doc is None:
                 unresolved.append(UnresolvedLink(kind=kind, target=target))  # type: ignore[arg-type]
             elif doc != row.id and doc not in found:

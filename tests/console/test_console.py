@@ -186,8 +186,8 @@ def test_the_document_page_lists_every_section_of_a_long_document(config, config
     toc = re.search(r'<nav class="toc".*?</nav>', doc, re.S).group(0)
     assert all(f">Long manual &gt; Part {i}<" in toc for i in range(30)), "every section is listed"
     assert toc.count('aria-current="location"') == 1
-    assert f'<span id="{link.split("#")[1]}" class="here">' in doc
-    assert len(re.search(r'<pre class="body">(.*?)</pre>', doc, re.S).group(1)) < 30 * 3000  # a window
+    assert f'<span id="{link.split("#")[1]}"></span><div class="here">' in doc
+    assert len(re.search(r'<article class="markdown">(.*?)</article>', doc, re.S).group(1)) < 30 * 3000  # a window
 
 
 def test_the_table_of_contents_of_a_huge_document_lists_the_sections_near_the_page(config, config_path: Path,
@@ -215,6 +215,6 @@ def test_the_table_of_contents_of_a_huge_document_lists_the_sections_near_the_pa
     assert len(listed) <= 401 and toc.count('aria-current="location"') == 1
     assert f'chunk={here - 201}#chunk-{here - 201}">Earlier sections<' in toc
     assert f'chunk={here + 201}#chunk-{here + 201}">Later sections<' in toc
-    assert f'id="chunk-{here}" class="here"' in middle
+    assert f'<span id="chunk-{here}"></span><div class="here">' in middle
     toc, listed = toc_of(start)
     assert "Earlier sections" not in toc and 'chunk=401#chunk-401">Later sections<' in toc and listed[0] == 0

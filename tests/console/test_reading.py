@@ -1,0 +1,126 @@
+"""Reading in the console, through the real HTTP app under uvicorn: documents rendered as Markdown,
+hostile Markdown inert, links and wikilinks (partial paths included) to the linked document's page,
+the document's links, backlinks and history beside it, and clean snippets with the match marked."""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from context_harness.console.markdown import plain, snippet
+from context_harness.store.records import document_id
+from support.console import client
+
+HOSTILE = """# Hostile note
+
+<script>alert("script")</script>
+
+[click](javascript:alert('link')) and [spaced](  javascript:alert('spaced')) and [data](data:text/html;base64,PHNjcmlwdD4=)
+
+<a href="javascript:alert('raw')" onclick="alert('click')">raw anchor</a>
+
+<img src=x onerror="alert('img')"> ![pic](javascript:alert('image'))
+
+<iframe src="https://example.org/"></iframe> <style>body { display: none }</style>
+
+[[x" onmouseover="alert('wiki')]] and <javascript:alert('autolink')> and <svg onload="alert('svg')">
+
+*emphasis* with `<b>code</b>` and [web](https://example.org/page) and ![a map](map.png)
+"""
+ALLOWED_TAGS = {"a", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
+                "li", "ol", "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul"}
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, as a browser's parser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, dict(attrs)))
+
+
+def article_of(page: str) -> str:
+    return re.search(r'<article class="markdown">(.*?)</article>', page, re.S).group(1)
+
+
+@pytest.fixture
+def vault(config, config_path: Path):
+    docs = config_path.parent / "docs"
+    (docs / "projects" / "garden-shed").mkdir(parents=True)
+    (docs / "projects" / "garden-shed" / "permit.md").write_text(
+        "# Shed permit\n\nThe council's planning permit for the shed.\n", encoding="utf-8")
+    (docs / "garden.md").write_text(
+        "# Garden plan\n\nSee [[garden-shed/permit]], the [permit file](projects/garden-shed/permit.md) and "
+        "[[nowhere yet]].\n\n| Bed | Crop |\n|-----|------|\n| A | beans |\n\n```python\nprint('grow')\n```\n\n"
+        "Water the `beans` daily, says the **permit** [note](projects/garden-shed/permit.md).\n", encoding="utf-8")
+    (docs / "hostile.md").write_text(HOSTILE, encoding="utf-8")
+    return config
+
+
+def test_hostile_markdown_comes_out_inert(vault, start_server):
+    server = start_server(vault)
+    with client(server) as ui:
+        page = ui.get("/ui/doc", params={"id": document_id("filesystem:docs", "hostile.md")})
+    assert page.status_code == 200
+    body = article_of(page.text)
+    parser = Elements()
+    parser.feed(body)
+    assert parser.found, "the document is rendered"
+    for tag, attrs in parser.found:
+        assert tag in ALLOWED_TAGS, tag
+        for name, value in attrs.items():
+            assert not name.startswith("on") and name not in {"style", "src", "srcdoc"}, (tag, name)
+            if name == "href":
+                assert value and value.startswith(("/ui/", "https://", "http://", "mailto:", "#")), value
+    assert "<h1>Hostile note</h1>" in body and "<em>emphasis</em>" in body
+    assert "<code>&lt;b&gt;code&lt;/b&gt;</code>" in body  # code shows the text, escaped
+    assert "&lt;script&gt;alert" in body  # raw HTML shows as text
+    assert '<a href="https://example.org/page" rel="noopener noreferrer">web</a>' in body
+    assert "[image: a map]" in body  # images as their alt text (the CSP would block them)
+
+
+def test_documents_render_with_their_links_to_console_pages(vault, start_server):
+    garden = document_id("filesystem:docs", "garden.md")
+    permit = document_id("filesystem:docs", "projects/garden-shed/permit.md")
+    server = start_server(vault)
+    with client(server) as ui:
+        page = ui.get("/ui/doc", params={"id": garden}).text
+        permit_page = ui.get("/ui/doc", params={"id": permit}).text
+    body = article_of(page)
+    assert "<h1>Garden plan</h1>" in body and "<td>beans</td>" in body and "```" not in body
+    assert '<pre><code class="language-python">print(' in body
+    assert '<a href="/ui/doc?id=' + permit.replace(":", "%3A") + '" class="wikilink"' in body  # [[garden-shed/permit]]
+    assert f'<a href="/ui/doc?id={permit.replace(":", "%3A")}" rel="noopener noreferrer">permit file</a>' in body
+    assert re.search(r'<a href="/ui/search\?q=nowhere%20yet" class="wikilink unresolved"[^>]*>nowhere yet</a>', body)
+    aside = re.search(r'<aside class="connections".*?</aside>', page, re.S).group(0)
+    assert "Shed permit" in aside.split("<h2>Backlinks</h2>")[0] and "nowhere yet" in aside
+    assert "<h2>History</h2>" in aside and "added 20" in aside
+    back = re.search(r"<h2>Backlinks</h2>(.*?)<h2>", permit_page, re.S).group(1)
+    assert f'href="/ui/doc?id={garden.replace(":", "%3A")}">Garden plan</a>' in back
+    assert "version <code" in page
+
+
+def test_snippets_are_plain_words_with_the_match_marked(vault, start_server):
+    server = start_server(vault)
+    with client(server) as ui:
+        page = ui.get("/ui/search", params={"q": "beans daily", "mode": "keyword"}).text
+    shown = [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in re.findall(r'<p class="snippet">(.*?)</p>', page, re.S)]
+    garden = next(s for s in shown if "Water" in s)
+    assert "`" not in garden and "](" not in garden and "**" not in garden and "[[" not in garden
+    assert "Water the beans daily, says the permit note." in garden
+    assert "<mark>beans</mark>" in page and "<mark>daily</mark>" in page
+
+
+def test_plain_and_snippet_by_themselves() -> None:
+    assert plain("… use `ctx sync` with [the docs](x.md), [[a/b|B]] and **bold** | a | b |") == (
+        "… use ctx sync with the docs, B and bold · a · b")
+    marked = snippet('<script>x</script> searching "search" researched', "Search")
+    assert str(marked) == ('&lt;script&gt;x&lt;/script&gt; <mark>searching</mark> &quot;<mark>search</mark>&quot; '
+                           "researched")
