@@ -125,7 +125,7 @@ def render(text: str, resolve: Resolve, sections: Sequence[Section] = (), here: 
     tokens = _MD.parse(text)
     _rewrite_links(tokens, resolve)
     lines = sorted((text.count("\n", 0, max(0, s.start)), s.index) for s in sections)
-    here_lines = _span_of(lines, here)
+    here_lines = _span_of(text, sections, here)
     out: list[Token] = []
     placed = 0
     inside = False
@@ -167,11 +167,18 @@ def render_plain(text: str, sections: Sequence[Section] = (), here: int | None =
     return Markup('<pre class="body">' + "".join(pieces) + "</pre>")
 
 
-def _span_of(lines: list[tuple[int, int]], here: int | None) -> tuple[int, int] | None:
-    """The lines chunk ``here`` covers: from its start to the next chunk's (or the end)."""
-    for i, (line, index) in enumerate(lines):
-        if index == here:
-            return line, lines[i + 1][0] if i + 1 < len(lines) else 1 << 30
+def _span_of(text: str, sections: Sequence[Section], here: int | None) -> tuple[int, int] | None:
+    """The lines chunk ``here`` covers, end exclusive: from the line it starts on to the next chunk's
+    start (that line too when the next starts mid-line, as a long paragraph's second chunk does)."""
+    ordered = sorted(sections, key=lambda s: s.start)
+    for i, section in enumerate(ordered):
+        if section.index == here:
+            first = text.count("\n", 0, max(0, section.start))
+            if i + 1 == len(ordered):
+                return first, 1 << 30
+            end = min(max(0, ordered[i + 1].start), len(text))
+            mid_line = end > 0 and text[end - 1] != "\n"
+            return first, max(first + 1, text.count("\n", 0, end) + (1 if mid_line else 0))
     return None
 
 

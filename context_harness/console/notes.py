@@ -116,8 +116,8 @@ class NotePages:
             return self.edit_page(request, doc, text, version=version, preview=True)
         try:
             result = await self.harness.note_edit(_replacement(doc, version, text))
-        except Conflict as exc:
-            return await self.conflict(request, doc, text, str(exc))
+        except Conflict:
+            return await self.conflict(request, doc, text, version)
         except (HarnessError, ValidationError) as exc:
             return self.edit_page(request, doc, text, version=version, status=400, error=error_message(exc))
         return self.done(request, result)
@@ -131,7 +131,7 @@ class NotePages:
         return self.pages.render(request, "note_edit.html", status, doc=doc, text=text,
                                  version=version or doc.version or "", preview=shown, **values)
 
-    async def conflict(self, request: Request, doc: DocumentOut, text: str, why: str) -> Response:
+    async def conflict(self, request: Request, doc: DocumentOut, text: str, started: str) -> Response:
         """The note changed on disk: index the source again to read the version there now, and show it
         beside the user's text. Saving again replaces *that* version (the user chose to); else the
         user keeps the disk's by leaving."""
@@ -142,7 +142,7 @@ class NotePages:
             return self.message(request, 409, "Deleted meanwhile", f"{doc.source_id} was deleted on disk while you "
                                 "edited it; your text is not saved. Make a new note with it.")
         return self.pages.render(request, "note_edit.html", 409, doc=now, text=text, version=now.version or "",
-                                 conflict=why, theirs=render(now.body, lambda kind, target: None))
+                                 conflict=True, started=started, theirs=render(now.body, lambda kind, target: None))
 
     # -- move, delete, restore -------------------------------------------------------------------
 

@@ -59,24 +59,26 @@ def test_a_hit_opens_the_document_at_its_section(page: Any, shoot) -> None:
     shoot(page, "search")
     hit.locator("a").first.click()
     page.wait_for_url(re.compile(r"/ui/doc\?id=.+&chunk=\d+#chunk-\d+$"))
-    anchor = page.locator("pre.body span.here")  # the hit's section, which the URL's fragment scrolls to
+    anchor = page.locator("article.markdown div.here")  # the hit's section, which the URL's fragment scrolls to
     assert anchor.count() == 1 and "quokkaflare sighting" in anchor.inner_text()
-    assert page.url.endswith("#" + (anchor.get_attribute("id") or "?"))
+    fragment = page.url.rsplit("#", 1)[1]
+    assert page.locator(f"article.markdown span#{fragment} + div.here").count() == 1
     expect(anchor).to_be_in_viewport()
+    assert anchor.locator("h2").inner_text() == "Lighthouse"  # rendered, not raw Markdown
     here = page.locator("nav.toc li[aria-current=location]")
     assert here.count() == 1 and "Lighthouse" in here.inner_text()
     assert page.locator("h1").inner_text() == "Harbour manual"
-    body = page.locator("pre.body")
+    body = page.locator("article.markdown")
     assert body.is_visible() and "quokkaflare sighting" in body.inner_text()
     assert "spring tide" not in body.inner_text(), "the page shows the document's start, not the hit's section"
     assert page.locator("main a", has_text="From the start").count() == 1
     shoot(page, "document")
     page.locator("main a", has_text="From the start").click()
     page.wait_for_url(re.compile(r"&offset=0$"))
-    assert page.locator("pre.body").inner_text().startswith("# Harbour manual")
+    assert page.locator("article.markdown h1").first.inner_text() == "Harbour manual"
     page.locator("nav.toc a", has_text="Tides").click()
     page.wait_for_url(re.compile(r"&chunk=\d+#chunk-\d+$"))
-    assert "spring tide" in page.locator("pre.body").inner_text()
+    assert "spring tide" in page.locator("article.markdown div.here").inner_text()
     assert page.locator("nav.toc li[aria-current=location]").inner_text().endswith("Tides")
 
 
@@ -149,7 +151,7 @@ def test_payload_notes_render_as_text_and_nothing_runs(browser: Any, console: Co
     assert "<img src=x" in hit.inner_text() or "<img src=x" in page.locator("#results").inner_text()
     hit.locator("a").first.click()
     page.wait_for_url(re.compile(r"/ui/doc\?"))
-    body = page.locator("pre.body").inner_text()
+    body = page.locator("article.markdown").inner_text()
     assert "<script>alert('script')</script>" in body and "<img src=x onerror=" in body
     assert "javascript:alert('link')" in body
     assert page.locator("main img, main script, main a[href^='javascript:']").count() == 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from context_harness.store.records import document_id
 from support.console import client, csrf_of
 
 
@@ -72,7 +73,7 @@ def test_new_edit_preview_move_delete_restore(writable, config_path: Path, start
         trash = ui.get(deleted.headers["location"]).text
         assert "projects/shed.md" in trash and "Done: deleted projects/shed.md." in trash
         restored = ui.post("/ui/trash/restore", data={"csrf": csrf, "trash_id": hidden(trash, "trash_id")})
-        assert restored.status_code == 303 and restored.headers["location"] == f"/ui/doc?id={new_id.replace(':', '%3A')}"
+        assert restored.status_code == 303 and restored.headers["location"] == f"/ui/doc?id={new_id}"
         assert (docs / "projects" / "shed.md").read_text(encoding="utf-8") == "# Shed\n\nPaint it **blue**.\n"
         assert "The trash is empty." in ui.get("/ui/trash").text
 
@@ -122,5 +123,6 @@ def test_writes_need_csrf_and_a_writable_console(writable, config, config_path: 
     with client(server) as ui:
         page = ui.get("/ui/search").text
         assert "/ui/notes/new" not in page and ui.get("/ui/notes/new").status_code == 403
-        deleted = ui.post("/ui/notes/delete", data={"csrf": csrf_of(page), "id": "filesystem:docs:fronted.md"})
+        doc_id = document_id("filesystem:docs", "fronted.md")
+        deleted = ui.post("/ui/notes/delete", data={"csrf": csrf_of(page), "id": doc_id})
         assert deleted.status_code == 403 and note.exists()
