@@ -87,3 +87,32 @@ def test_document_prefixes_change_the_identity() -> None:
     bundled_spec = resolve_spec(EmbeddingConfig())
     assert (bundled_spec.query_prefix, bundled_spec.document_prefix) == ("", "")
     assert all(name == name.lower() for name in MODEL_PREFIXES)
+
+
+@pytest.mark.anyio
+async def test_a_sync_with_replaced_weights_says_so_and_keyword_search_works(model_cache: Path, tmp_path: Path) -> None:
+    from context_harness import config as config_mod
+    from context_harness.core.harness import Harness
+    from context_harness.models import SearchRequest
+
+    folder = _folder(model_cache, tmp_path / "model")
+    other = bundled.query_model(bundled.prepare_model_dir(model_cache))
+    assert other is not None
+    shutil.copyfile(other, folder / bundled.MODEL_FILE)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tea.md").write_text("# Tea\n\nGreen tea is brewed at 80 degrees.\n", encoding="utf-8")
+    config = config_mod.from_dict({
+        "db": {"path": str(tmp_path / "data" / "ctx.sqlite")},
+        "connectors": {"filesystem": {"docs": {"root": str(tmp_path / "docs")}}},
+        "embedding": {"model_path": str(folder), "model_sha256": bundled.WEIGHTS_SHA256, "threads": 1},
+    }, None)
+    async with Harness.open(config) as harness:
+        report = await harness.sync()
+        assert report.embedding_error is not None and report.embedding_error["code"] == "config_error"
+        assert "model_sha256" in report.embedding_error["message"]
+        found = await harness.search(SearchRequest(query="green tea temperature", mode="keyword"))
+        assert [r.title for r in found.results] == ["Tea"]
+        with pytest.raises(ConfigError, match="not the pinned"):
+            await harness.search(SearchRequest(query="green tea temperature", mode="semantic"))
+        explained = await harness.search(SearchRequest(query="green tea", mode="keyword", explain=True))
+        assert explained.explain is not None and explained.explain.embedded_chunks == 0  # no other vectors
