@@ -10,8 +10,8 @@ use, then shared by every ``LocalEmbedder`` that asks for it. Which model:
 - ``model = "<fastembed model>"``: downloaded into the cache on first use (progress on stderr).
 
 Models whose cards require a query or document prefix (e5: ``query: ``/``passage: ``; BGE,
-mxbai and Arctic Embed: an instruction before queries; nomic: ``search_query: ``/``search_document: ``)
-get it here (``MODEL_PREFIXES``): fastembed adds none. A model with a document prefix carries
+mxbai, Arctic Embed, stella and Qwen3: an instruction before queries; nomic and EmbeddingGemma: one
+on each side) get it here (``MODEL_PREFIXES``): fastembed adds none. A model with a document prefix carries
 ``+prefixed`` in its identity, so vectors made without it are never mixed with those made with it.
 
 A model that fails to load is remembered for ``LOAD_RETRY_AFTER`` seconds: requests meanwhile fail
@@ -69,6 +69,11 @@ MODEL_PREFIXES: dict[str, tuple[str, str]] = {
     "baai/bge-small-zh-v1.5": ("为这个句子生成表示以用于检索相关文章：", ""),
     **{name: ("search_query: ", "search_document: ") for name in (
         "nomic-ai/nomic-embed-text-v1", "nomic-ai/nomic-embed-text-v1.5", "nomic-ai/nomic-embed-text-v1.5-q")},
+    "google/embeddinggemma-300m": ("task: search result | query: ", "title: none | text: "),
+    **{name: ("Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:", "")
+       for name in ("qwen/qwen3-embedding-0.6b", "qwen/qwen3-embedding-0.6b-q")},
+    "qdrant/stella-en-400m-v5-doc-onnx": (
+        "Instruct: Given a web search query, retrieve relevant passages that answer the query.\nQuery: ", ""),
 }
 
 _MODELS: dict[tuple[str, str, int | None], Any] = {}

@@ -116,3 +116,14 @@ async def test_a_sync_with_replaced_weights_says_so_and_keyword_search_works(mod
             await harness.search(SearchRequest(query="green tea temperature", mode="semantic"))
         explained = await harness.search(SearchRequest(query="green tea", mode="keyword", explain=True))
         assert explained.explain is not None and explained.explain.embedded_chunks == 0  # no other vectors
+
+
+def test_every_model_fastembed_says_needs_prefixes_gets_them() -> None:
+    """fastembed's own descriptions say which models need prefixes; it adds none itself."""
+    import re
+
+    from fastembed import TextEmbedding
+
+    needs = {m["model"].lower() for m in TextEmbedding.list_supported_models()
+             if re.search(r"Prefixes for queries/documents: (necessary|`)", m.get("description") or "")}
+    assert needs and needs <= set(MODEL_PREFIXES), needs - set(MODEL_PREFIXES)
