@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from context_harness.common import timestamps
 from context_harness.common.links import markdown_paths, partial_path, wikilink_names
@@ -28,7 +28,6 @@ from context_harness.models import (
     UnresolvedLink,
 )
 from context_harness.store.backend import DocumentStorage, VectorStorage
-from context_harness.store.records import DocumentRow
 
 T = TypeVar("T")
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
@@ -78,6 +77,15 @@ def _named(key: str, named: Named) -> list[tuple[str, str, str]]:
     return [c for c in named.get(stem, []) if partial_path(key, c[2])] if "/" in key else []
 
 
+class _Doc(NamedTuple):
+    """What resolving links needs of a document: never its body (a 50 MB one took 0.4 s to read)."""
+
+    id: str
+    source: str
+    source_id: str
+    title: str | None
+
+
 def _markdown_keys(source_id: str) -> set[str]:
     """The Markdown link keys that name the document at ``source_id``."""
     return {source_id, source_id[:-3]} if source_id.lower().endswith(".md") else {source_id}
@@ -111,7 +119,7 @@ class Connections:
         """The documents ``request.id`` links to, those linking to it, and its nearest neighbours."""
         assert self.store is not None
         doc_id = request.id.strip().lower()
-        row = self.store.document(doc_id)
+        row = self._doc(doc_id)
         if row is None:
             raise NotFound(f"no document with id {doc_id!r}; use an id returned by search or recent")
         targets, unresolved = self._links_to(row)
@@ -128,12 +136,17 @@ class Connections:
 
         def resolve() -> dict[tuple[str, str], str]:
             assert self.store is not None
-            row = self.store.document(doc_id)
+            row = self._doc(doc_id)
             return {} if row is None else {(kind, target): doc for kind, target, doc in self._resolved(row) if doc}
 
         return await self.run_blocking(resolve)
 
-    def _resolved(self, row: DocumentRow) -> list[tuple[str, str, str | None]]:
+    def _doc(self, doc_id: str) -> _Doc | None:
+        assert self.store is not None
+        found = self.store.summaries([doc_id]).get(doc_id)
+        return None if found is None else _Doc(doc_id, found.source, found.source_id, found.title)
+
+    def _resolved(self, row: _Doc) -> list[tuple[str, str, str | None]]:
         """``(kind, target as written, document id or None)`` of each link ``row`` makes."""
         assert self.store is not None
         links = self.store.links_from(row.id)
@@ -143,7 +156,7 @@ class Connections:
         return [(kind, target, next((at[p] for p in markdown_paths(key) if p in at), None) if kind == "markdown"
                  else _pick(_named(key, named), row.source)) for kind, target, key in links]
 
-    def _links_to(self, row: DocumentRow) -> tuple[list[tuple[str, str | None, float | None]], list[UnresolvedLink]]:
+    def _links_to(self, row: _Doc) -> tuple[list[tuple[str, str | None, float | None]], list[UnresolvedLink]]:
         found: dict[str, tuple[str, str | None, float | None]] = {}
         unresolved = []
         for kind, target, doc in self._resolved(row):
@@ -153,7 +166,7 @@ class Connections:
                 found[doc] = (doc, target, None)
         return list(found.values()), unresolved
 
-    def _linked_from(self, row: DocumentRow) -> list[tuple[str, str | None, float | None]]:
+    def _linked_from(self, row: _Doc) -> list[tuple[str, str | None, float | None]]:
         assert self.store is not None
         names, paths = wikilink_names(row.source_id, row.title), _markdown_keys(row.source_id)
         hits = self.store.links_to(sorted(names | paths))
@@ -168,7 +181,7 @@ class Connections:
                 found[doc_id] = (doc_id, target, None)
         return sorted(found.values())
 
-    def _similar(self, row: DocumentRow, limit: int) -> tuple[list[tuple[str, str | None, float | None]], str | None]:
+    def _similar(self, row: _Doc, limit: int) -> tuple[list[tuple[str, str | None, float | None]], str | None]:
         """Nearest documents to the mean of ``row``'s chunk vectors (cosine), best first."""
         assert self.store is not None
         if self.vectors is None:
