@@ -214,8 +214,10 @@ def plain(text: str) -> str:
 
 
 def snippet(text: str, query: str) -> Markup:
-    """``plain(text)``, escaped, with each word that starts with one of the query's words in ``<mark>``."""
-    words = sorted({w.lower() for w in _WORD.findall(query)}, key=len, reverse=True)
+    """``plain(text)``, escaped, with each word that starts with one of the query's words in ``<mark>``
+    (its words of three letters or more, when it has any: "in" and "of" are marked everywhere else)."""
+    found = {w.lower() for w in _WORD.findall(query)}
+    words = sorted({w for w in found if len(w) > 2} or found, key=len, reverse=True)  # not "in", "of" when longer
     shown = plain(text)
     if not words:
         return Markup(html.escape(shown))

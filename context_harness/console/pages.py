@@ -31,6 +31,7 @@ from context_harness.models import (
     SearchFilters,
     SearchMode,
     SearchRequest,
+    SearchResponse,
 )
 
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
@@ -162,6 +163,7 @@ class Pages:
                 request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20,
                                               filters=search_filters(tag, since, until))
                 values["response"] = await self.harness.search(request_model)
+                values["best"] = best_scores(values["response"])
             except (HarnessError, ValidationError) as exc:
                 values["error"] = error_message(exc)
         return self.render(request, "results.html" if fragment else "search.html", **values)
@@ -294,6 +296,14 @@ def search_filters(tag: str, since: str, until: str) -> SearchFilters | None:
     if not (tags or since or until):
         return None
     return SearchFilters(tags=tags or None, since=since or None, until=until or None)
+
+
+def best_scores(response: SearchResponse) -> dict[str, float]:
+    """The best keyword and semantic score among the results: the explain chart draws each mode's bar
+    against its own mode's best (a BM25 score and a cosine are not on one scale)."""
+    explained = [hit.explain for hit in response.results if hit.explain is not None]
+    return {mode: max([getattr(e, f"{mode}_score") or 0.0 for e in explained] + [0.0]) or 1.0
+            for mode in ("keyword", "semantic")}
 
 
 def error_message(exc: Exception) -> str:

@@ -124,3 +124,26 @@ def test_plain_and_snippet_by_themselves() -> None:
     marked = snippet('<script>x</script> searching "search" researched', "Search")
     assert str(marked) == ('&lt;script&gt;x&lt;/script&gt; <mark>searching</mark> &quot;<mark>search</mark>&quot; '
                            "researched")
+
+
+def test_each_explain_bar_is_drawn_against_the_best_of_its_own_mode(config, config_path: Path, start_server):
+    """Keyword mode: the best keyword hit has the full bar and a weaker one a shorter bar (not every
+    keyword bar full, as when the bars were scaled against the larger of the two scores of one hit)."""
+    docs = config_path.parent / "docs"
+    (docs / "many.md").write_text("# Kites\n\nkite kite kite kite kite festival kites in the wind.\n", encoding="utf-8")
+    (docs / "once.md").write_text("# Beach day\n\nA long day at the beach with a picnic, a book and one kite, "
+                                  "then swimming, sandcastles and ice cream until sunset.\n", encoding="utf-8")
+    server = start_server(config)
+    with client(server) as ui:
+        page = ui.get("/ui/search", params={"q": "kite", "mode": "keyword", "explain": "1"}).text
+    widths = [float(w) for w in re.findall(r'<rect class="kw" x="70" y="2" height="14" width="([\d.]+)"', page)]
+    semantic = [float(w) for w in re.findall(r'<rect class="sem" x="70" y="20" height="14" width="([\d.]+)"', page)]
+    assert len(widths) == 2 and widths[0] == 160.0 and 0 < widths[1] < 160.0, widths
+    assert semantic == [0.0, 0.0]
+    assert "What the scores mean" in page and "BM25" in page
+
+
+def test_short_query_words_are_marked_only_when_nothing_longer_is_asked() -> None:
+    assert str(snippet("engines written in Rust", "engine in rust")) == (
+        "<mark>engines</mark> written in <mark>Rust</mark>")
+    assert str(snippet("Go in production", "go")) == "<mark>Go</mark> in production"
