@@ -39,6 +39,8 @@ EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
 PAGE_CHARS = 8000  # characters of a document a page shows
 TOC_REACH = 200  # the table of contents lists the headings of the chunks this far before and after the page
+PAGE_RESULTS = 20  # results a search shows, and how many more "More results" adds
+MAX_RESULTS = 100  # the search tool's most
 RELATED = 20  # links, backlinks and neighbours listed beside a document
 HISTORY_SCAN = 200  # the newest changes of a document's source looked through for its history
 
@@ -154,16 +156,19 @@ class Pages:
         explain = params.get("explain") == "1"
         tag, since, until = (params.get(key, "").strip() for key in ("tag", "since", "until"))
         fragment = request.headers.get("hx-request") == "true"  # htmx swaps the results only
+        limit = min(max(plain_int(params.get("limit")) or PAGE_RESULTS, 1), MAX_RESULTS)
         values: dict[str, Any] = {"query": query, "mode": mode or "", "source": source or "", "explain": explain,
-                                  "tag": tag, "since": since, "until": until}
+                                  "tag": tag, "since": since, "until": until, "limit": limit}
         if not fragment:
             values["sources"] = [s.name for s in (await self.harness.sources()).sources]
         if query:
             try:
-                request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=20,
+                request_model = SearchRequest(query=query, mode=mode, source=source, explain=explain, limit=limit,
                                               filters=search_filters(tag, since, until))
                 values["response"] = await self.harness.search(request_model)
                 values["best"] = best_scores(values["response"])
+                if len(values["response"].results) == limit < MAX_RESULTS:
+                    values["more"] = f"{request.url.path}?{_with_limit(request, limit + PAGE_RESULTS)}"
             except (HarnessError, ValidationError) as exc:
                 values["error"] = error_message(exc)
         return self.render(request, "results.html" if fragment else "search.html", **values)
@@ -275,6 +280,14 @@ def _local(target: str | None) -> str:
     if target and target.startswith("/ui/") and not target.startswith("//") and "\\" not in target:
         return target
     return "/ui/search"
+
+
+def _with_limit(request: Request, limit: int) -> str:
+    """The request's query string with ``limit`` set (the other fields kept)."""
+    from urllib.parse import urlencode
+
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "limit"]
+    return urlencode([*kept, ("limit", str(min(limit, MAX_RESULTS)))])
 
 
 def _quote(value: str) -> str:

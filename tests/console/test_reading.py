@@ -147,3 +147,36 @@ def test_short_query_words_are_marked_only_when_nothing_longer_is_asked() -> Non
     assert str(snippet("engines written in Rust", "engine in rust")) == (
         "<mark>engines</mark> written in <mark>Rust</mark>")
     assert str(snippet("Go in production", "go")) == "<mark>Go</mark> in production"
+
+
+def test_more_results_pages_on_up_to_the_search_tools_most(config, config_path: Path, start_server):
+    docs = config_path.parent / "docs" / "boats"
+    docs.mkdir()
+    for n in range(25):
+        (docs / f"boat{n}.md").write_text(f"# Boat {n}\n\nThe dinghy number {n} is moored here.\n", encoding="utf-8")
+    server = start_server(config)
+    with client(server) as ui:
+        first = ui.get("/ui/search", params={"q": "dinghy", "mode": "keyword", "source": "filesystem:docs"}).text
+        assert first.count('<li class="hit">') == 20
+        more = html.unescape(re.search(r'<a class="more" href="([^"]+)">More results</a>', first).group(1))
+        assert more.startswith("/ui/search?") and "limit=40" in more and "source=filesystem%3Adocs" in more
+        second = ui.get(more).text
+        assert second.count('<li class="hit">') == 25 and "More results" not in second
+        assert ui.get("/ui/search", params={"q": "dinghy", "limit": "500"}).status_code == 200  # capped at 100
+
+
+def test_a_failed_sync_is_not_shown_with_the_time_of_the_last_good_one(config, config_path: Path, start_server):
+    import shutil
+
+    server = start_server(config)
+    with client(server) as ui:
+        page = ui.get("/ui/sources").text
+        assert ui.post("/ui/sources/sync", data={"csrf": re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1),
+                                                 "source": "filesystem:docs"}).status_code == 303
+        synced = re.search(r"<td>(20[^<]*) · ok</td>", ui.get("/ui/sources").text).group(1)
+        shutil.rmtree(config_path.parent / "docs")
+        ui.post("/ui/sources/sync", data={"csrf": re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1),
+                                          "source": "filesystem:docs"})
+        row = ui.get("/ui/sources").text
+    assert f'<span class="error">failed</span><br>last successful: {synced}' in row
+    assert f"{synced} · error" not in row
