@@ -99,6 +99,9 @@ class NotePages:
                 doc = await self.whole(request.query_params.get("id", ""))
             except (HarnessError, ValidationError) as exc:
                 return self.message(request, 404, "Not found", error_message(exc))
+            if not self.pages.writable(doc.source):
+                return self.message(request, 403, "Read-only source", f"{doc.source} is not writable: only notes "
+                                    f"in {', '.join(self.harness.writable_sources())} can be edited here.")
             return self.edit_page(request, doc, doc.body)
         refused = await self.pages.refused_write(request)
         if refused is not None:

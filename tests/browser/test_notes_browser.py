@@ -15,6 +15,9 @@ from context_harness.store.records import document_id
 
 SHED = re.compile(re.escape("/ui/doc?id=" + document_id("filesystem:notes", "shed.md")) + "$")
 PERMIT = re.compile(re.escape("/ui/doc?id=" + document_id("filesystem:notes", "projects/garden-shed/permit.md")) + "$")
+UNLABELLED = """() => [...document.querySelectorAll("input, select, textarea")]
+  .filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label"))
+  .map(e => e.outerHTML)"""
 SERVE = {"embedding": "disabled", "extra": '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n',
          "files": {"notes/projects/garden-shed/permit.md": "# Shed permit\n\nThe council's planning permit.\n"}}
 
@@ -24,6 +27,7 @@ def test_write_read_edit_with_a_conflict_delete_and_restore(page: Any, console: 
     from playwright.sync_api import expect  # installed: the page fixture skips otherwise
 
     page.click("header nav a:text('New note')")
+    assert page.evaluate(UNLABELLED) == []
     page.select_option("#note-source", "filesystem:notes")
     page.fill("#note-path", "shed.md")
     page.fill("#note-title", "Shed")
@@ -42,6 +46,7 @@ def test_write_read_edit_with_a_conflict_delete_and_restore(page: Any, console: 
     page.locator("aside.connections a", has_text="Shed").click()
 
     page.locator("a.button", has_text="Edit").click()
+    assert page.evaluate(UNLABELLED) == []
     editor = page.locator("#note-text")
     assert editor.input_value().startswith("# Shed\n\nPaint the shed **green**.")
     editor.fill("# Shed\n\nPaint the shed **blue**.\n")
@@ -67,6 +72,7 @@ def test_write_read_edit_with_a_conflict_delete_and_restore(page: Any, console: 
     expect(page.locator("article.markdown strong")).to_have_text("yellow")
     assert (console.root / "notes" / "shed.md").read_text(encoding="utf-8") == "# Shed\n\nPaint the shed **yellow**.\n"
 
+    assert page.evaluate(UNLABELLED) == []  # the note's page: its move field
     page.locator("button", has_text="Delete").click()
     page.wait_for_url(re.compile(r"/ui/trash\?done="))
     assert not (console.root / "notes" / "shed.md").exists()

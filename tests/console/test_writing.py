@@ -118,6 +118,18 @@ def test_writes_need_csrf_and_a_writable_console(writable, config, config_path: 
         bad = ui.post("/ui/notes/new", data={"csrf": csrf_of(ui.get("/ui/trash").text), "source": "docs",
                                              "path": "../outside.md", "content": "x"})
         assert bad.status_code == 400 and 'role="alert"' in bad.text and not (config_path.parent / "outside.md").exists()
+        other = ui.get("/ui/notes/edit", params={"id": document_id("filesystem:docs", "fronted.md")})
+        assert other.status_code == 200  # the writable source's note; another source's is refused:
+    config.connectors.filesystem["docs"].writable = False
+    config.connectors.filesystem["notes"] = config.connectors.filesystem["docs"].model_copy(
+        update={"root": config_path.parent / "notes", "writable": True})
+    (config_path.parent / "notes").mkdir()
+    server = start_server(config)
+    with client(server) as ui:
+        refused = ui.get("/ui/notes/edit", params={"id": document_id("filesystem:docs", "fronted.md")})
+        assert refused.status_code == 403 and "filesystem:docs is not writable" in refused.text
+        assert "filesystem:notes" in refused.text
+    config.connectors.filesystem["docs"].writable = True
     config.ui.read_only = True
     server = start_server(config)
     with client(server) as ui:
