@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from context_harness.config import Config
 from context_harness.console.agents import AgentPages
+from context_harness.console.graph import GraphPages
 from context_harness.console.markdown import snippet
 from context_harness.console.notes import NotePages
 from context_harness.console.pages import Pages
@@ -86,6 +87,7 @@ def console_routes(harness: Harness, token: str | None, agent: str | None = None
         Mount("/static", app=StaticFiles(directory=HERE / "static")),
         *pages.routes(),
         *NotePages(pages).routes(),
+        *GraphPages(pages).routes(),
         *AgentPages(pages).routes(),
         *ToolPages(pages, agent).routes(),
     ]

@@ -1,5 +1,6 @@
 """``Connections``: the Harness's calls about how documents connect: ``recent`` (the change log) and
-``related`` (links both ways, resolved against the index, and nearest neighbours by meaning).
+``related`` (links both ways, resolved against the index, and nearest neighbours by meaning), and
+``link_graph``, the documents and links the console's graph draws.
 
 Links are stored at sync time (``store/connections.py``); here they are resolved: a Markdown link
 names a path from the source's root (``target`` or ``target.md``) in the linking document's source;
@@ -33,6 +34,7 @@ T = TypeVar("T")
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 Named = dict[str, list[tuple[str, str, str]]]  # name -> [(doc_id, source, source_id)]
+GRAPH_MOST = 300  # documents the console's graph of the whole knowledge base draws at most
 
 
 def since_bound(since: str | None, now: dt.datetime | None = None) -> str | None:
@@ -140,6 +142,40 @@ class Connections:
             return {} if row is None else {(kind, target): doc for kind, target, doc in self._resolved(row) if doc}
 
         return await self.run_blocking(resolve)
+
+    async def link_graph(self, doc_id: str | None = None, most: int = GRAPH_MOST) -> dict[str, Any]:
+        """The documents and the links between them, as the console's graph draws them: around
+        ``doc_id`` (it, what it links to and what links to it), or the whole knowledge base when it has
+        at most ``most`` documents. ``{"nodes": [{id, title, source, source_id, here}], "edges":
+        [{from, to}], "note": why nodes are missing, or None}``."""
+        return await self.run_blocking(self._link_graph, doc_id, most)
+
+    def _link_graph(self, doc_id: str | None, most: int) -> dict[str, Any]:
+        assert self.store is not None
+        edges: set[tuple[str, str]] = set()
+        note = None
+        if doc_id is not None:
+            row = self._doc(doc_id.strip().lower())
+            if row is None:
+                raise NotFound(f"no document with id {doc_id!r}; use an id returned by search or recent")
+            edges |= {(row.id, doc) for _, _, doc in self._resolved(row) if doc and doc != row.id}
+            edges |= {(doc, row.id) for doc, _, _ in self._linked_from(row)}
+            ids = {row.id, *(d for edge in edges for d in edge)}
+        else:
+            total = self.store.counts()[0]
+            if total > most:
+                return {"nodes": [], "edges": [], "note": f"the knowledge base has {total:,} documents, more than "
+                        f"the {most} the whole graph draws: open a document's neighbourhood instead"}
+            ids = {entry[0] for entry in self.store.listing(None, most)}
+            for doc in sorted(ids):
+                found = self._doc(doc)
+                if found is not None:
+                    edges |= {(doc, target) for _, _, target in self._resolved(found) if target and target != doc}
+        rows = self.store.summaries(sorted(ids))
+        nodes = [{"id": d, "title": rows[d].title, "source": rows[d].source, "source_id": rows[d].source_id,
+                  "here": d == (doc_id or "").strip().lower()} for d in sorted(rows)]
+        return {"nodes": nodes, "edges": [{"from": a, "to": b} for a, b in sorted(edges) if a in rows and b in rows],
+                "note": note}
 
     def _doc(self, doc_id: str) -> _Doc | None:
         assert self.store is not None

@@ -81,3 +81,31 @@ def test_write_read_edit_with_a_conflict_delete_and_restore(page: Any, console: 
     expect(page.locator("article.markdown strong")).to_have_text("yellow")
     expected = ("Content Security Policy", "409 (Conflict)")  # the conflict page's status is logged as an error
     assert events.dialogs == [] and [e for e in events.errors if not any(x in e for x in expected)] == []
+
+
+def test_the_graph_draws_offline_under_the_csp(page: Any, console: Console, events: Events, shoot) -> None:
+    """Cytoscape.js is served by the console itself (no CDN) and runs under its CSP: no violation,
+    no inline style of its own; the neighbourhood of a note is drawn, a click on a node opens it."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{console.url}/ui/notes/new")
+    page.select_option("#note-source", "filesystem:notes")
+    page.fill("#note-path", "plan.md")
+    page.fill("#note-text", "# Garden plan\n\nFirst [[garden-shed/permit]], then build the [[Shed]]; "
+              "see [the harbour](../docs/manual.md).\n")
+    page.click("form#note-form button")
+    page.wait_for_url(re.compile(r"/ui/doc\?"))
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(f"{console.url}/ui/graph")
+    expect(page.locator("#graph[data-drawn]")).to_have_attribute("data-drawn", str(len(page.locator(
+        "#graph-nodes li").all())))
+    assert page.locator("#graph canvas").count() >= 1
+    shoot(page, "graph")
+    assert all(url.startswith(console.url) for url in requested), requested
+    assert events.errors == [] and events.dialogs == []
+    page.goto(f"{console.url}/ui/graph?id=" + document_id("filesystem:notes", "projects/garden-shed/permit.md"))
+    expect(page.locator("#graph")).to_have_attribute("data-drawn", "2")  # the permit and the plan linking to it
+    page.locator("details.graph-lists summary").click()
+    assert page.locator("#graph-edges li", has_text="Garden plan → Shed permit").count() == 1
+    assert events.errors == []

@@ -180,3 +180,27 @@ def test_a_failed_sync_is_not_shown_with_the_time_of_the_last_good_one(config, c
         row = ui.get("/ui/sources").text
     assert f'<span class="error">failed</span><br>last successful: {synced}' in row
     assert f"{synced} · error" not in row
+
+
+def test_the_graph_of_a_neighbourhood_and_of_the_whole(vault, start_server):
+    garden = document_id("filesystem:docs", "garden.md")
+    permit = document_id("filesystem:docs", "projects/garden-shed/permit.md")
+    server = start_server(vault)
+    with client(server) as ui:
+        around = ui.get("/ui/graph.json", params={"id": permit}).json()
+        whole = ui.get("/ui/graph.json").json()
+        page = ui.get("/ui/graph", params={"id": permit}).text
+        missing = ui.get("/ui/graph", params={"id": "no-such-doc"})
+    assert {n["id"] for n in around["nodes"]} == {garden, permit}
+    assert around["edges"] == [{"from": garden, "to": permit}]  # two links from garden, one edge
+    assert [n["here"] for n in around["nodes"] if n["id"] == permit] == [True]
+    assert len(whole["nodes"]) == 7 and {"from": garden, "to": permit} in whole["edges"]  # KB_DOCS, garden, permit, hostile
+    assert "<h1>Around Shed permit</h1>" in page and "Garden plan → Shed permit" in page
+    assert '<script src="/ui/static/cytoscape.min.js" defer></script>' in page
+    assert missing.status_code == 404 and "no-such-doc" in missing.text
+
+
+@pytest.mark.anyio
+async def test_the_whole_graph_is_refused_past_its_most(harness) -> None:
+    graph = await harness.link_graph(None, most=2)
+    assert graph["nodes"] == [] and "more than the 2 the whole graph draws" in graph["note"]
