@@ -13,6 +13,7 @@ from typing import Any
 
 from browser.console import TOKEN, WAIT_MS, Console, Events, log_in, open_page, serve_console
 
+from context_harness.store.records import document_id
 from support.http import stop_process
 
 # A write from the page's own script: the status and text of the answer, redirects not followed.
@@ -221,7 +222,8 @@ def test_no_page_needs_more_than_its_csp_allows(page: Any, console: Console, eve
     """Every page's scripts and styles load under the Content-Security-Policy: no inline script or
     style is blocked (a blocked one is logged as a console error)."""
     for path in ("/ui/search?q=harbour&explain=1", "/ui/doc?id=missing", "/ui/sources", "/ui/agents",
-                 "/ui/agents/harbourmaster?run=1", "/ui/new-agent", "/ui/tools", "/ui/tools/search"):
+                 "/ui/agents/harbourmaster?run=1", "/ui/new-agent", "/ui/tools", "/ui/tools/search",
+                 "/ui/doc?id=" + document_id("filesystem:docs", "manual.md"), "/ui/graph"):
         page.goto(console.url + path)
         page.wait_for_load_state("load")
     page.wait_for_timeout(300)
