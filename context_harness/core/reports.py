@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from context_harness.connectors.base import Connector
     from context_harness.core.activity import Activity
     from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
+    from context_harness.store.writer_lock import WriterLock
 
 
 class Reports:
@@ -30,6 +31,7 @@ class Reports:
         store: DocumentStorage | None
         index: KeywordRanking | None
         vectors: VectorStorage | None
+        embed_lock: WriterLock
 
         async def run_blocking(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 
@@ -61,7 +63,9 @@ class Reports:
             trouble = None if healthy else notes
             embedded, pending = embedding.get(label, (0, 0))
             if pending:
-                waiting = f"{pending} chunk{'s' if pending != 1 else ''} awaiting embeddings (`ctx embed pending`)"
+                count = f"{pending} chunk{'s' if pending != 1 else ''}"
+                waiting = (f"{count} being embedded now" if self.embed_lock.held  # by this process, e.g. serving
+                           else f"{count} awaiting embeddings (`ctx embed pending`)")
                 notes = f"{notes}; {waiting}" if notes else waiting
             activity = self.activity.known(label)
             live: dict[str, Any] = {}

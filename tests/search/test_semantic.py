@@ -225,6 +225,9 @@ async def test_searches_keep_working_while_chunks_embed(sample_docs) -> None:
             results = await search(h, "sandbox", mode="hybrid", explain=True)
             assert results[0].title == "Lua Sandbox"
             assert any("not embedded yet" in n for n in results[0].explain.notes)
+            # ... and sources says the chunks are being embedded, not that `ctx embed pending` is due
+            notes = (await h.sources()).sources[0].notes
+            assert "being embedded now" in notes and "ctx embed pending" not in notes, notes
             release.set()
         assert (await h.stats()).embedding["pending_chunks"] == 0
 
