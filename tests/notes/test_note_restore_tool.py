@@ -8,24 +8,16 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from context_harness import config as config_mod
 from context_harness.core.harness import Harness
 from context_harness.server.mcp import build_server
 from support.results import error_of
+from support.workspace import writable_notes_config
 
 pytestmark = pytest.mark.anyio
 
 
-def _config(tmp_path: Path) -> config_mod.Config:
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "ctx.toml").write_text(
-        '[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n[server]\nsync_on_start = false\n'
-        '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n', encoding="utf-8")
-    return config_mod.load(tmp_path / "ctx.toml")
-
-
 async def test_an_assistant_undoes_its_delete(tmp_path: Path) -> None:
-    async with Harness.open(_config(tmp_path)) as harness, Client(build_server(harness)) as client:
+    async with Harness.open(writable_notes_config(tmp_path)) as harness, Client(build_server(harness)) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert tools["note_restore"].annotations.destructive_hint is False
         assert set(tools["note_restore"].input_schema["properties"]) == {"trash_id", "path"}

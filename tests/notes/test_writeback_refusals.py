@@ -11,24 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from context_harness import config as config_mod
 from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, Forbidden
 from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteMoveRequest, NoteWriteRequest
+from support.workspace import writable_notes_config
 
 pytestmark = pytest.mark.anyio
 
 
-def _config(tmp_path: Path) -> config_mod.Config:
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "ctx.toml").write_text(
-        '[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n[server]\nsync_on_start = false\n'
-        '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n', encoding="utf-8")
-    return config_mod.load(tmp_path / "ctx.toml")
-
-
 async def test_a_note_that_became_a_folder_is_never_moved_to_the_trash(tmp_path: Path) -> None:
-    async with Harness.open(_config(tmp_path)) as harness:
+    async with Harness.open(writable_notes_config(tmp_path)) as harness:
         note = await harness.note_write(NoteWriteRequest(source="notes", path="plans.md", content="x"))
         path = tmp_path / "notes" / "plans.md"
         path.unlink()
@@ -43,7 +35,7 @@ async def test_a_note_that_became_a_folder_is_never_moved_to_the_trash(tmp_path:
 
 
 async def test_a_read_only_note_is_refused_not_replaced(tmp_path: Path) -> None:
-    async with Harness.open(_config(tmp_path)) as harness:
+    async with Harness.open(writable_notes_config(tmp_path)) as harness:
         note = await harness.note_write(NoteWriteRequest(source="notes", path="frozen.md", content="keep"))
         path = tmp_path / "notes" / "frozen.md"
         path.chmod(0o444)
@@ -58,7 +50,7 @@ async def test_a_read_only_note_is_refused_not_replaced(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chattr") is None,
                     reason="an immutable folder needs chattr and root")
 async def test_an_immutable_folder_is_forbidden_naming_the_flag(tmp_path: Path) -> None:
-    async with Harness.open(_config(tmp_path)) as harness:
+    async with Harness.open(writable_notes_config(tmp_path)) as harness:
         (tmp_path / "notes" / "locked").mkdir()
         if subprocess.run(["chattr", "+i", str(tmp_path / "notes" / "locked")], check=False).returncode:
             pytest.skip("this filesystem has no immutable flag")
@@ -79,7 +71,7 @@ async def test_an_immutable_folder_is_forbidden_naming_the_flag(tmp_path: Path) 
 ])
 async def test_names_that_cannot_be_stored_or_would_spoof_listings_are_refused(tmp_path: Path, name: str,
                                                                                words: str) -> None:
-    async with Harness.open(_config(tmp_path)) as harness:
+    async with Harness.open(writable_notes_config(tmp_path)) as harness:
         with pytest.raises(BadRequest, match=words):
             await harness.note_write(NoteWriteRequest(source="notes", path=f"inbox/{name}", content="x"))
     assert not (tmp_path / "notes" / "inbox").exists()
@@ -87,14 +79,14 @@ async def test_names_that_cannot_be_stored_or_would_spoof_listings_are_refused(t
 
 @pytest.mark.parametrize("content", ["", "  \n\t\n"])
 async def test_an_empty_note_is_written_and_read_like_any_other(tmp_path: Path, content: str) -> None:
-    async with Harness.open(_config(tmp_path)) as harness:
+    async with Harness.open(writable_notes_config(tmp_path)) as harness:
         written = await harness.note_write(NoteWriteRequest(source="notes", path="empty.md", content=content))
         assert written.action == "written" and written.version is not None
         assert (await harness.get(written.id)).version == written.version
 
 
 async def test_a_note_saved_but_not_indexed_says_why(tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = writable_notes_config(tmp_path)
     config.connectors.filesystem["notes"].exclude_globs = ["drafts/"]
     async with Harness.open(config) as harness:
         binary = await harness.note_write(NoteWriteRequest(source="notes", path="nul.md", content="a\x00b"))

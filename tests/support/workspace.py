@@ -154,6 +154,15 @@ label = "from-config"
 """
 
 
+def writable_notes_config(root: Path) -> Config:
+    """An empty writable folder ``root/notes`` as source ``notes`` (no embeddings, no sync on start)."""
+    (root / "notes").mkdir()
+    (root / "ctx.toml").write_text(
+        '[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n[server]\nsync_on_start = false\n'
+        '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n', encoding="utf-8")
+    return config_mod.load(root / "ctx.toml")
+
+
 def write_tools_workspace(root: Path, extra: str = "") -> Path:
     """``TOOL_DOCS``, ``tools/modes.lua`` and a ctx.toml with three Lua tools, then ``extra``."""
     write_files(root / "docs", TOOL_DOCS)
