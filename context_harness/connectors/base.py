@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from context_harness.common.timestamps import to_iso
-from context_harness.formats.documents import CONVERTER_VERSION
+from context_harness.formats import documents
 
 MAX_NAMED = 100  # skipped items a report keeps by name (all are counted)
 
@@ -53,7 +53,7 @@ class SourceItem:
         fields: list[Any] = [self.title, self.body, self.author, self.source_url, self.content_type, self.metadata,
                              self.tags, to_iso(self.created_at)]
         if self.raw is not None:
-            fields += [hashlib.sha256(self.raw).hexdigest(), CONVERTER_VERSION]
+            fields += [hashlib.sha256(self.raw).hexdigest(), documents.CONVERTER_VERSION]
         payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
