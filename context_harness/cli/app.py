@@ -388,8 +388,8 @@ def demo(query: str, progress_mode: str, quiet: bool, as_json: bool) -> None:
         fail(error)
     emit, stop = printer(progress_mode, quiet)
     if emit is not None and not config.db.path.exists():  # the first run: say what takes a while, at once
-        click.echo(f"indexing the sample knowledge base into {config.db.path.parent}: the first run embeds "
-                   "about 850 chunks offline, a minute or two on a laptop; later runs take seconds", err=True)
+        click.echo(f"indexing the sample knowledge base into {config.db.path.parent}: the first run embeds it "
+                   "offline (10 s to a few minutes, by the machine); later runs take seconds", err=True)
 
     async def main() -> tuple[SyncReport, SearchResponse]:
         async with Harness.open(config) as harness:
