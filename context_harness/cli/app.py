@@ -387,7 +387,7 @@ def demo(query: str, progress_mode: str, quiet: bool, as_json: bool) -> None:
     except HarnessError as error:  # a broken install without its sample
         fail(error)
     emit, stop = printer(progress_mode, quiet)
-    if emit is not None and not config.db.path.exists():  # the first run: say what takes a while, at once
+    if emit is not None and progress_mode != "json" and not config.db.path.exists():  # the first run, at once
         click.echo(f"indexing the sample knowledge base into {config.db.path.parent}: the first run embeds it "
                    "offline (10 s to a few minutes, by the machine); later runs take seconds", err=True)
 
