@@ -152,8 +152,12 @@ async def within(seconds: float, check: object) -> float:
 
 
 async def test_reads_go_to_the_standby_and_fall_back_to_the_primary(
-        workspace: Workspace, pair: StreamingPair, caplog: pytest.LogCaptureFixture) -> None:
+        workspace: Workspace, pair: StreamingPair, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     fake.register()
+    # the back-off outlasts the standby's restart (pg_ctl start and the replay wait took over 5 s on a
+    # loaded CI machine, and then the reads had already gone back to the paused standby)
+    monkeypatch.setattr(standby_mod, "RETRY_SECONDS", 20.0)
     primary, standby = pair.url("primary"), pair.url("standby")
     note(workspace, "first", "quokka sighting")
     async with Harness.open(replica(workspace, "writer", primary)) as writer, \
