@@ -31,10 +31,12 @@ from context_harness.store.records import (
     SyncOutcome,
     WindowRead,
 )
+from context_harness.store.runs import RunSql
 from context_harness.store.schema import migrate, use_wal
 
 log = logging.getLogger(__name__)
 _LINKS = LinkSql()
+_RUNS = RunSql()
 
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
@@ -196,11 +198,12 @@ class DocumentStore:
                 conn.execute("INSERT OR REPLACE INTO sources(name, last_sync, notes) VALUES(?,?,?)",
                              (source, now_iso(), notes))
 
-    def record_outcome(self, source: str, outcome: str, error: str | None) -> None:
-        """How the last whole sync of ``source`` ended ("ok", or "error" and what went wrong)."""
+    def record_outcome(self, source: str, outcome: str, error: str | None, at: str | None = None) -> None:
+        """How the last whole sync of ``source`` ended ("ok", or "error" and what went wrong), and
+        when (``at``; default now)."""
         with self.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO outcomes(source, outcome, error, at) VALUES(?,?,?,?)",
-                         (source, outcome, error, now_iso()))
+                         (source, outcome, error, at or now_iso()))
 
     def outcomes(self) -> dict[str, SyncOutcome]:
         rows = self.connection().execute("SELECT source, outcome, error, at FROM outcomes")
@@ -219,6 +222,20 @@ class DocumentStore:
             conn.execute("DELETE FROM skipped WHERE source=?", (source,))
             conn.executemany("INSERT INTO skipped(source, source_id, fingerprint, reason) VALUES(?,?,?,?)",
                              [(source, sid, fp, reason) for sid, (fp, reason) in skips.items()])
+
+    # -- agent runs (``store/runs.py``) ------------------------------------------------------
+
+    def save_run(self, record: dict[str, Any]) -> None:
+        """Store a run record, replacing the stored one of its ``id``."""
+        with self.transaction() as conn:
+            _RUNS.save(conn, record)
+
+    def runs(self, limit: int | None = 50, agent: str | None = None) -> list[dict[str, Any]]:
+        """The newest ``limit`` run records (None: all; of ``agent`` only), without their steps."""
+        return _RUNS.runs(self.connection(), limit, agent)
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        return _RUNS.run(self.connection(), run_id)
 
     # -- index queue -------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ One file holds everything (WAL mode):
   (``ok`` or ``error`` with its message), whichever process ran it;
 - ``skipped``: items a sync skipped for what they hold (binary, too large, encrypted ...), by the
   fingerprint they had: not read again while it is unchanged;
+- ``agent_runs``: the record of each agent run (``store/runs.py``);
 - ``index_queue``: documents whose keyword-index entry is not committed yet (crash replay);
 - ``embeddings(content_hash, vector)``: one little-endian float32 unit vector per distinct chunk
   text (``VectorStore``);
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 from context_harness.errors import ConfigError
 from context_harness.store.connections import LinkSql
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -117,6 +118,20 @@ _MIGRATIONS: dict[int, str] = {
         reason TEXT NOT NULL,
         PRIMARY KEY(source, source_id)
     ) WITHOUT ROWID
+    """,
+    # 5: the records of agent runs (``store/runs.py``): the record without its steps, and the steps
+    5: """
+    CREATE TABLE IF NOT EXISTS agent_runs(
+        id TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        step_count INTEGER NOT NULL DEFAULT 0,
+        record TEXT NOT NULL,
+        steps TEXT
+    );
+    CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs(started_at, id);
+    CREATE INDEX IF NOT EXISTS agent_runs_agent ON agent_runs(agent, started_at, id)
     """,
 }
 _FILLS = {3: lambda conn: LinkSql().fill(conn)}
@@ -215,7 +230,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
 # when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 4
+POSTGRES_SCHEMA_VERSION = 5
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -316,6 +331,20 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
         reason TEXT NOT NULL,
         PRIMARY KEY(source, source_id)
     )
+    """,
+    # 5: agent_runs, as in the SQLite schema's 5
+    5: """
+    CREATE TABLE IF NOT EXISTS agent_runs(
+        id TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        step_count INTEGER NOT NULL DEFAULT 0,
+        record TEXT NOT NULL,
+        steps TEXT
+    );
+    CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs(started_at, id);
+    CREATE INDEX IF NOT EXISTS agent_runs_agent ON agent_runs(agent, started_at, id)
     """,
 }
 POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn)}

@@ -2,7 +2,8 @@
 
 Documents keep their ids, chunks their ids and content hashes, and vectors move with the embedder
 identity that made them, so nothing is chunked or embedded again; the per-source chunking
-signatures move too, so the next sync is incremental.
+signatures, last syncs, sync outcomes and remembered skips move too, so the next sync is
+incremental and reads no skipped item again. The records of agent runs move with their steps.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class CopyCounts:
     documents: int = 0
     chunks: int = 0
     vectors: int = 0
+    runs: int = 0
 
 
 def copy_embedded(source: Backend, target: Backend, progress: Callable[[dict[str, Any]], None] | None = None,
@@ -48,16 +50,41 @@ def copy_embedded(source: Backend, target: Backend, progress: Callable[[dict[str
             target.documents.apply(label, writes, [])
         counts.documents += len(rows)
         emit({"event": "progress", "source": "documents", "done": counts.documents, "total": len(ids)})
+    _copy_sync_state(source, target)
+    counts.runs = _copy_runs(source, target)
+    if source.vectors is not None and target.vectors is not None:
+        counts.vectors = _copy_vectors(source.vectors, target.vectors)
+    return counts
+
+
+def _copy_sync_state(source: Backend, target: Backend) -> None:
+    """Per source: the chunking signature, the last sync and its notes, how the last whole sync
+    ended, and the items it skipped for what they hold."""
     synced = source.documents.source_rows()
-    for label in sorted(set(source.documents.source_counts()) | set(synced)):
+    outcomes = source.documents.outcomes()
+    for label in sorted(set(source.documents.source_counts()) | set(synced) | set(outcomes)):
         signature = source.documents.get_meta(f"chunking:{label}")
         if signature is not None:
             target.documents.set_meta(f"chunking:{label}", signature)
         if label in synced:
             target.documents.record_sync(label, synced[label][1])
-    if source.vectors is not None and target.vectors is not None:
-        counts.vectors = _copy_vectors(source.vectors, target.vectors)
-    return counts
+        if label in outcomes:
+            ended = outcomes[label]
+            target.documents.record_outcome(label, ended.outcome, ended.error, ended.at)
+        skips = source.documents.remembered_skips(label)
+        if skips:
+            target.documents.remember_skips(label, skips)
+
+
+def _copy_runs(source: Backend, target: Backend) -> int:
+    """Every agent run record, one at a time (a record with its steps may be a few MB)."""
+    copied = 0
+    for listed in source.documents.runs(limit=None):
+        record = source.documents.run(listed["id"])
+        if record is not None:
+            target.documents.save_run(record)
+            copied += 1
+    return copied
 
 
 def _copy_vectors(source: Any, target: Any) -> int:

@@ -25,11 +25,13 @@ from context_harness.store.records import (
     SyncOutcome,
     WindowRead,
 )
+from context_harness.store.runs import RunSql
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")
 _CHUNK_COLUMNS = "id, idx, text, content_hash, heading, start"
 _LINKS = LinkSql("%s")
+_RUNS = RunSql("%s")
 _CHUNK_ARRAYS = ", ".join(f"array_agg({c} ORDER BY idx) AS chunk_{c}" for c in _CHUNK_COLUMNS.split(", "))
 # read_window: what one window of ``get`` needs, in one round trip (the rules: store/documents.py's
 # read_window). Chunk starts grow with the position; a chunk out of range, or starts not stored, picks
@@ -192,11 +194,11 @@ class PgDocumentStore:
                              "DO UPDATE SET last_sync = excluded.last_sync, notes = excluded.notes",
                              (source, now_iso(), notes))
 
-    def record_outcome(self, source: str, outcome: str, error: str | None) -> None:
+    def record_outcome(self, source: str, outcome: str, error: str | None, at: str | None = None) -> None:
         with self.db.transaction() as conn:
             conn.execute("INSERT INTO outcomes(source, outcome, error, at) VALUES(%s, %s, %s, %s) ON CONFLICT(source) "
                          "DO UPDATE SET outcome = excluded.outcome, error = excluded.error, at = excluded.at",
-                         (source, outcome, error, now_iso()))
+                         (source, outcome, error, at or now_iso()))
 
     def outcomes(self) -> dict[str, SyncOutcome]:
         rows = self._all("SELECT source, outcome, error, at FROM outcomes")
@@ -215,6 +217,20 @@ class PgDocumentStore:
                                        "VALUES(%s, %s, %s, %s)",
                                        [(source, _strip_nul(sid), fp, reason)
                                         for sid, (fp, reason) in skips.items()])
+
+    # -- agent runs (``store/runs.py``): written and read on the primary, as outcomes are ----------
+
+    def save_run(self, record: dict[str, Any]) -> None:
+        with self.db.transaction() as conn:
+            _RUNS.save(conn, record)
+
+    def runs(self, limit: int | None = 50, agent: str | None = None) -> list[dict[str, Any]]:
+        with self.db.connection() as conn:
+            return _RUNS.runs(conn, limit, agent)
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        with self.db.connection(point=True) as conn:
+            return _RUNS.run(conn, run_id)
 
     # -- the keyword queue: none (the keyword data commits with the documents) ------------------
 
