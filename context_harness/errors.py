@@ -105,6 +105,13 @@ class AgentError(HarnessError):
     code = "agent_error"
 
 
+class ModelError(HarnessError):
+    """A chat model endpoint (``[models.NAME]``) is down, too slow, or answers what is not a chat reply;
+    the message names the model, its URL and what went wrong."""
+
+    code = "model_error"
+
+
 class ConfigError(HarnessError):
     """A configuration file is missing, unreadable or invalid; the message names file and key."""
 
@@ -215,6 +222,7 @@ OUTCOMES: dict[type[HarnessError], Outcome] = {
     Timeout: Outcome(408, True, INVALID_PARAMS),
     ToolError: Outcome(500, True, INTERNAL_ERROR),
     AgentError: Outcome(500, True, INTERNAL_ERROR),
+    ModelError: Outcome(502, True, INTERNAL_ERROR),
     ConfigError: Outcome(500, True, INTERNAL_ERROR),
     StoreBusy: Outcome(503, True, INTERNAL_ERROR),
     Busy: Outcome(503, True, INTERNAL_ERROR),

@@ -77,6 +77,46 @@ class Argument:
 Resolver = Callable[[dict[str, Any], "AgentContext | None"], AgentPrompt]
 
 
+APPROVE_CHOICES = ("ask", "writes")
+CLAUDE_CODE_MODELS = frozenset({"sonnet", "opus", "haiku", "inherit"})
+"""What ``model:`` says in a Claude Code subagent file: Claude Code's own choices, not a ``[models.NAME]``
+(``ctx agent run`` then uses the default model, and says so in the run's record)."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How ``ctx agent run`` drives an agent: ``model`` (a ``[models.NAME]``), ``approve`` ("ask": a
+    person approves each write; "writes": writes need no approval) and its budget (unset: the model's)."""
+
+    model: str | None = None
+    approve: str = "ask"
+    max_steps: int | None = None
+    max_seconds: float | None = None
+
+
+def run_settings(raw: Mapping[str, Any], where: str) -> RunSettings:
+    """``RunSettings`` from an agent's keys (``model``, ``approve``, ``max_steps``, ``max_seconds``);
+    ``ConfigError`` names the key that is wrong."""
+    model, approve = raw.get("model"), raw.get("approve", "ask")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigError(f"{where}: model must be the name of a [models.NAME] table")
+    if approve not in APPROVE_CHOICES:
+        raise ConfigError(f"{where}: approve must be \"ask\" (a person approves each write) or \"writes\" "
+                          f"(writes need no approval), not {approve!r}")
+    return RunSettings(model=model.strip() if model else None, approve=approve,
+                       max_steps=_positive(raw.get("max_steps"), where, "max_steps", int),
+                       max_seconds=_positive(raw.get("max_seconds"), where, "max_seconds", float))
+
+
+def _positive(value: Any, where: str, key: str, kind: type) -> Any:
+    if value is None:
+        return None
+    whole = kind is not int or (isinstance(value, (int, float)) and value == int(value))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or not whole:
+        raise ConfigError(f"{where}: {key} must be a positive {'whole number' if kind is int else 'number'}")
+    return kind(value)
+
+
 @dataclass
 class AgentSpec:
     name: str
@@ -91,6 +131,7 @@ class AgentSpec:
     system_prompt: str | None = None  # static agents only
     metadata: dict[str, Any] = field(default_factory=dict)
     files: tuple[Path, ...] = ()
+    run: RunSettings = field(default_factory=RunSettings)
 
     def info(self) -> AgentInfo:
         return AgentInfo(name=self.name, description=self.description, tools=list(self.tools),

@@ -23,7 +23,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from context_harness.agents.base import AgentContext, AgentSpec, check_name, coerce_prompt, parse_arguments, string_list
+from context_harness.agents.base import (
+    AgentContext,
+    AgentSpec,
+    check_name,
+    coerce_prompt,
+    parse_arguments,
+    run_settings,
+    string_list,
+)
 from context_harness.agents.models import AgentPrompt
 from context_harness.config import LuaConfig, ScriptConfig
 from context_harness.errors import AgentError, ConfigError
@@ -74,6 +82,8 @@ def lua_spec(name: str, entry: ScriptConfig, lua_config: LuaConfig | None, *,
         skills=string_list(meta.get("skills"), where, "agent.skills"),
         disabled_skills=string_list(meta.get("disabled_skills"), where, "agent.disabled_skills"),
         metadata={"timeout": script.timeout}, files=(entry.path,),
+        run=run_settings({k: v for k, v in config.items() if k in ("model", "approve", "max_steps", "max_seconds")},
+                         where),
     )
 
 

@@ -26,7 +26,7 @@ Errors are ``ConfigError`` naming the file and the key path (``agents.code-revie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -67,6 +67,14 @@ class InlineAgentConfig(_Strict):
                                             "prompt arguments)")
     skills: list[str] = Field(default_factory=list, description="skills the agent uses (appended to its prompt)")
     disabled_skills: list[str] = Field(default_factory=list, description="listed skills switched off")
+    model: str | None = Field(default=None, description="the [models.NAME] that `ctx agent run` uses (--model "
+                              "overrides)")
+    approve: Literal["ask", "writes"] = Field(default="ask", description='`ctx agent run`: "ask" (each write needs '
+                                              'a person\'s approval, or --yes) or "writes" (writes need none)')
+    max_steps: int | None = Field(default=None, ge=1, le=1000, description="`ctx agent run`: model replies a run "
+                                  "may take; unset: the model's max_steps")
+    max_seconds: float | None = Field(default=None, gt=0, le=86_400, description="`ctx agent run`: seconds a run "
+                                      "may take; unset: the model's max_seconds")
 
     @field_validator("tools", mode="before")
     @classmethod

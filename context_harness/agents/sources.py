@@ -7,7 +7,8 @@ load unchanged::
     name: code-reviewer            # default: the file name without .md
     description: Reviews code ...
     tools: Read, Grep, search      # a list or a comma-separated string
-    model: sonnet                  # kept as metadata (like color and any other key)
+    model: sonnet                  # kept as metadata; a [models.NAME] here is what `ctx agent run` uses
+    approve: writes                # optional, for `ctx agent run`: approve, max_steps, max_seconds
     color: blue
     skills: [review-checklist]     # optional: skills, disabled_skills, arguments
     ---
@@ -28,6 +29,7 @@ from context_harness.agents.base import (
     check_name,
     guarded,
     parse_arguments,
+    run_settings,
     static_resolver,
     string_list,
 )
@@ -53,6 +55,8 @@ def toml_spec(name: str, key_path: str, entry: InlineAgentConfig, config_label: 
         resolver=static_resolver(entry.system_prompt, entry.tools, arguments),
         tools=list(entry.tools), arguments=arguments, skills=list(entry.skills),
         disabled_skills=list(entry.disabled_skills), system_prompt=entry.system_prompt,
+        run=run_settings(entry.model_dump(include={"model", "approve", "max_steps", "max_seconds"}, exclude_none=True),
+                         where),
     )
 
 
@@ -106,7 +110,7 @@ def parse_markdown_agent(text: str, path: Path) -> AgentSpec | None:
         resolver=static_resolver(system_prompt, tools, arguments), tools=tools, arguments=arguments,
         skills=string_list(meta.get("skills"), where, "skills"),
         disabled_skills=string_list(meta.get("disabled_skills"), where, "disabled_skills"),
-        system_prompt=system_prompt, metadata=_jsonable(metadata), files=(path,),
+        system_prompt=system_prompt, metadata=_jsonable(metadata), files=(path,), run=run_settings(meta, where),
     )
 
 

@@ -1,15 +1,16 @@
 """The command-line rim: ``ctx`` / ``context-harness``. Only this package imports click and rich.
 
 ``app`` holds the group and the knowledge-base commands; ``tools`` (``ctx tool``, ``ctx connector``),
-``agents`` (``ctx agent``), ``connections`` (``ctx recent``, ``ctx related``), ``notes`` (``ctx note``)
-and ``registry`` (``ctx registry``) add theirs here. Each command parses its options, calls one
-``Harness`` method and renders the result.
+``agents`` (``ctx agent``), ``agent_run`` (``ctx agent run / runs / show``), ``connections``
+(``ctx recent``, ``ctx related``), ``notes`` (``ctx note``) and ``registry`` (``ctx registry``) add
+theirs here. Each command parses its options, calls one ``Harness`` method and renders the result.
 """
 
 from __future__ import annotations
 
 import sys
 
+from context_harness.cli.agent_run import run, runs, show
 from context_harness.cli.agents import agent
 from context_harness.cli.app import alias_serve_mcp, cli
 from context_harness.cli.connections import recent, related
@@ -22,6 +23,8 @@ from context_harness.cli.tools import connector, tool
 cli.add_command(tool)
 cli.add_command(connector)
 cli.add_command(agent)
+for command in (run, runs, show):
+    agent.add_command(command)
 cli.add_command(recent)
 cli.add_command(related)
 cli.add_command(note)

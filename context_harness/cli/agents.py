@@ -112,7 +112,7 @@ def _looked_in(config: Config) -> str:
     return ", ".join([where, *(shown(p) for p in settings.agent_paths)])
 
 
-def _parse_args(pairs: tuple[str, ...]) -> dict[str, str]:
+def parse_args(pairs: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -133,7 +133,7 @@ def agent_test(ctx: click.Context, name: str, args: tuple[str, ...], as_json: bo
                root: str | None) -> None:
     """Resolve agent NAME once against the knowledge base and print what a client would receive:
     source, tools, system prompt, messages, the time to resolve and the searches and fetches run."""
-    arguments = _parse_args(args)
+    arguments = parse_args(args)
 
     async def resolve(harness: Harness) -> tuple[AgentInfo, AgentResolution]:
         info = harness.agent(name)

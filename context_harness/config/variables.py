@@ -35,7 +35,7 @@ class Unavailable(BaseModel):
     (``kind="http"``) a key only the HTTP transport reads. Everything else works; this one is reported
     unhealthy (sources, tool list, the server log)."""
 
-    kind: Literal["connector", "tool", "agent", "http"]
+    kind: Literal["connector", "tool", "agent", "model", "http"]
     name: str  # the connector's label (TYPE:NAME), the tool's or the agent's name; HTTP_NAME for http
     key_path: str  # "tools.script.jira", "server.auth_token"
     variables: list[str]
@@ -99,12 +99,12 @@ def missing_vars(value: Any, environ: dict[str, str] | None = None) -> list[str]
 AGENT_RESERVED = ("paths", "skill_paths", "inline", "script", "page_size")  # see agents/settings.py
 
 
-ComponentKind = Literal["connector", "tool", "agent"]
+ComponentKind = Literal["connector", "tool", "agent", "model"]
 
 
 def components(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], ComponentKind, str]]:
     """``(key path, kind, name)`` of every component table: ``connectors.TYPE.NAME``,
-    ``tools.script.NAME``, ``agents.NAME``, ``agents.inline.NAME`` and ``agents.script.NAME``."""
+    ``tools.script.NAME``, ``models.NAME``, ``agents.NAME``, ``agents.inline.NAME`` and ``agents.script.NAME``."""
     out: list[tuple[tuple[str, ...], ComponentKind, str]] = []
 
     def tables(node: Any) -> list[tuple[str, Any]]:
@@ -113,6 +113,7 @@ def components(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], ComponentKind
     for type_name, entries in tables(raw.get("connectors")):
         out += [(("connectors", type_name, name), "connector", f"{type_name}:{name}") for name, _ in tables(entries)]
     out += [(("tools", "script", name), "tool", name) for name, _ in tables((raw.get("tools") or {}).get("script"))]
+    out += [(("models", name), "model", name) for name, _ in tables(raw.get("models"))]
     agents = raw.get("agents")
     out += [(("agents", name), "agent", name) for name, _ in tables(agents) if name not in AGENT_RESERVED]
     for group in ("inline", "script"):

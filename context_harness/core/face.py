@@ -4,8 +4,8 @@ A rim imports from this module and from the base layer (errors, config, models, 
 else; ``tests/test_architecture.py`` checks it. What the face offers, in named parts:
 
 - **An open knowledge base**, ``Harness``: its lifecycle (``open``, ``serving``, ``subscribe`` ...) and
-  eight parts, each a small interface below (``Searching``, ``Documents``, ``Sources``, ``Indexing``,
-  ``Notes``, ``Tools``, ``Agents``, ``AgentFiles``). ``Harness`` implements every part (mypy checks it
+  nine parts, each a small interface below (``Searching``, ``Documents``, ``Sources``, ``Indexing``,
+  ``Notes``, ``Tools``, ``Agents``, ``AgentFiles``, ``Runs``). ``Harness`` implements every part (mypy checks it
   in ``_parts``) and has no other public call (a test checks that each is in exactly one part). A rim
   that needs one part takes that part, not the whole ``Harness``.
 - **Outside a workspace**: ``registries`` (the git extension registries of a config: ``ctx registry``),
@@ -35,6 +35,7 @@ from context_harness.core.authoring import AgentFile
 from context_harness.core.catalog import AgentResolution, ToolResult
 from context_harness.core.harness import DocumentChanges, Harness
 from context_harness.core.recovery import check_installed
+from context_harness.core.running import Approval, Approver, RunRequest, StepListener, needs_approval
 from context_harness.core.workspace import init_workspace
 from context_harness.core.writeback import CLIENT
 from context_harness.extensions import ServerSetup, prepare_server
@@ -171,15 +172,25 @@ class AgentFiles(Protocol):
     async def zoo_inject(self, name: str, arguments: dict[str, Any], format: str) -> dict[str, Any]: ...
 
 
-PARTS: tuple[type, ...] = (Searching, Documents, Sources, Indexing, Notes, Tools, Agents, AgentFiles)
+class Runs(Protocol):
+    """An agent driven by a chat model through its tools (``ctx agent run``), and the runs' records."""
+
+    async def run_agent(self, request: RunRequest, *, approver: Approver | None = None,
+                        on_step: StepListener | None = None, model: Any = None) -> dict[str, Any]: ...
+    async def agent_runs(self, limit: int = 50, agent: str | None = None) -> list[dict[str, Any]]: ...
+    async def agent_run_record(self, run_id: str) -> dict[str, Any]: ...
+
+
+PARTS: tuple[type, ...] = (Searching, Documents, Sources, Indexing, Notes, Tools, Agents, AgentFiles, Runs)
 LIFECYCLE = ("open", "installed", "serving", "open_stores", "close", "semantic", "run_blocking", "writing",
              "subscribe", "subscribe_documents", "version", "catalog")
 """``Harness``'s own calls beside its parts: opening, serving, locks, worker threads, change listeners."""
 
 
-def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, Notes, Tools, Agents, AgentFiles]:
+def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, Notes, Tools, Agents, AgentFiles,
+                                      Runs]:
     """Never called: mypy checks here that ``Harness`` implements every part."""
-    return harness, harness, harness, harness, harness, harness, harness, harness
+    return harness, harness, harness, harness, harness, harness, harness, harness, harness
 
 
 # -- outside a workspace: ``registries`` (``registries/service.py``), ``scripts`` (``core/scripts.py``),
@@ -187,9 +198,10 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 
 __all__ = [
     "AGENT_SCHEME", "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
-    "CLIENT", "DocumentChanges", "Documents", "ExtensionRow", "Harness", "Indexing", "LIFECYCLE", "NEW_SKILL",
-    "Notes", "PARTS", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME", "Searching", "ServerSetup", "Skill", "Sources",
-    "Tool", "ToolResult", "Tools", "Unavailable", "agent_settings", "check_draft", "check_installed", "checked_text",
-    "demo_config", "draft_from_file", "hints", "init_workspace", "parse_skill", "prepare_server",
-    "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
+    "Approval", "Approver", "CLIENT", "DocumentChanges", "Documents", "ExtensionRow", "Harness", "Indexing",
+    "LIFECYCLE", "NEW_SKILL", "Notes", "PARTS", "RunRequest", "Runs", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME",
+    "Searching", "ServerSetup", "Skill", "Sources", "StepListener", "Tool", "ToolResult", "Tools", "Unavailable",
+    "agent_settings", "check_draft", "check_installed", "checked_text", "demo_config", "draft_from_file", "hints",
+    "init_workspace", "needs_approval", "parse_skill", "prepare_server", "prompt_get_messages", "registries",
+    "render_json", "render_note", "scripts", "skill_text",
 ]

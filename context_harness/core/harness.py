@@ -33,6 +33,7 @@ from context_harness.core.catalog import Catalog, Listener
 from context_harness.core.connections import Connections
 from context_harness.core.offering import Offering
 from context_harness.core.reports import Reports
+from context_harness.core.running import Running
 from context_harness.core.services import RELOAD_INTERVAL, Services
 from context_harness.core.writeback import WriteBack
 from context_harness.embedding import priority as embedding_priority
@@ -76,7 +77,7 @@ DocumentListener = Callable[[DocumentChanges], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
-class Harness(Reports, Offering, WriteBack, Connections, Authoring):
+class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
     def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
         self.config = apply_registries(config)  # registry tools and agents, and every registry script's grant
         self.extensions = extensions or Extensions()

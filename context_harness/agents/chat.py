@@ -1,0 +1,168 @@
+"""Chat models for ``ctx agent run``: an OpenAI-compatible ``/chat/completions`` endpoint (``[models.NAME]``).
+
+Works with Ollama, llama.cpp's server, vLLM, LM Studio and hosted APIs. One request per step, not
+streamed; the reply is read in pieces and cut off at ``max_response_bytes``, and every wait is
+bounded (``connect_timeout``, ``timeout``, and what is left of the run's ``max_seconds``). Whatever
+goes wrong at the endpoint (down, slow, an HTML page, a reply too large, JSON without a message)
+is a ``ModelError`` naming the model, its URL and the key to look at; the run records it as a step.
+
+A reply's tool calls keep their ``arguments`` as the text the model wrote: whether that is a JSON
+object is the loop's question (a malformed call is fed back to the model, not fatal).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import httpx
+
+from context_harness.config import ModelConfig
+from context_harness.errors import ModelError
+
+PREVIEW_CHARS = 200  # of an answer that is not a chat reply, quoted in the error
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # as the model wrote it (JSON text, or not)
+
+
+@dataclass
+class ChatReply:
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation (OpenAI's shape)."""
+        out: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": c.arguments}} for c in self.tool_calls]
+        return out
+
+
+class ChatModel(Protocol):
+    """What the run loop talks to: an endpoint of ``[models]``, or the MCP client's model (sampling)."""
+
+    name: str
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       timeout: float) -> ChatReply: ...
+
+
+class OpenAIChat:
+    """``[models.NAME]``: POST ``URL/chat/completions`` with the conversation and the tools' schemas."""
+
+    def __init__(self, name: str, config: ModelConfig) -> None:
+        self.name = name
+        self.config = config
+        self.url = config.url.rstrip("/") + "/chat/completions"
+        self.where = f"[models.{name}]"
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       timeout: float) -> ChatReply:
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages, "stream": False}
+        if tools:
+            body["tools"] = tools
+        if self.config.max_tokens is not None:
+            body["max_tokens"] = self.config.max_tokens
+        if self.config.temperature is not None:
+            body["temperature"] = self.config.temperature
+        raw = await self._post(body, min(timeout, self.config.timeout))
+        return self._reply(raw)
+
+    async def _post(self, body: dict[str, Any], timeout: float) -> bytes:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        limits = httpx.Timeout(timeout, connect=min(self.config.connect_timeout, timeout))
+        try:
+            async with httpx.AsyncClient(timeout=limits, follow_redirects=False, trust_env=False) as client:
+                with anyio.fail_after(timeout):  # httpx bounds each read, not their sum (a trickle)
+                    async with client.stream("POST", self.url, json=body, headers=headers) as response:
+                        data = await self._read(response)
+                        status = response.status_code
+        except (TimeoutError, httpx.TimeoutException):
+            raise ModelError(f"model '{self.name}' ({self.url}) did not answer within {timeout:g} s "
+                             f"({self.where} timeout, or the run's max_seconds)") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"model '{self.name}': cannot reach {self.url} ({_reason(exc)}); is the server "
+                             f"running? ({self.where} url)") from None
+        if status != 200:
+            raise ModelError(f"model '{self.name}' ({self.url}) answered HTTP {status}: {_preview(data)}")
+        return data
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        cap = self.config.max_response_bytes
+        parts: list[bytes] = []
+        size = 0
+        async for piece in response.aiter_bytes():
+            size += len(piece)
+            if size > cap:
+                raise ModelError(f"model '{self.name}' ({self.url}) answered more than {cap:,} bytes "
+                                 f"({self.where} max_response_bytes); the reply was not read")
+            parts.append(piece)
+        return b"".join(parts)
+
+    def _reply(self, data: bytes) -> ChatReply:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise ModelError(f"model '{self.name}' ({self.url}) answered something that is not JSON: "
+                             f"{_preview(data)}") from None
+        try:
+            choice = payload["choices"][0]
+            message = choice["message"]
+            assert isinstance(message, dict)
+        except (KeyError, IndexError, TypeError, AssertionError):
+            raise ModelError(f"model '{self.name}' ({self.url}) answered JSON without choices[0].message: "
+                             f"{_preview(data)}") from None
+        content = message.get("content")
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        reply = ChatReply(content=content if isinstance(content, str) else "",
+                          tool_calls=[_tool_call(raw, n) for n, raw in enumerate(message.get("tool_calls") or [], 1)],
+                          finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None)
+        reply.prompt_tokens = _count(usage.get("prompt_tokens"), len(json.dumps(payload)) // 4)
+        reply.completion_tokens = _count(usage.get("completion_tokens"), len(data) // 4)
+        return reply
+
+
+def _tool_call(raw: Any, n: int) -> ToolCall:
+    """A tool call as the model wrote it; a missing name or id stays visible as "" / call_N."""
+    raw = raw if isinstance(raw, dict) else {}
+    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    arguments = function.get("arguments", "")
+    if not isinstance(arguments, str):  # some servers send the object itself
+        arguments = json.dumps(arguments)
+    name = function.get("name")
+    call_id = raw.get("id")
+    return ToolCall(id=call_id if isinstance(call_id, str) and call_id else f"call_{n}",
+                    name=name if isinstance(name, str) else "", arguments=arguments)
+
+
+def _count(value: Any, estimate: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else estimate
+
+
+def _preview(data: bytes) -> str:
+    text = data[:PREVIEW_CHARS * 4].decode("utf-8", "replace").strip()
+    text = " ".join(text.split())
+    return repr(text[:PREVIEW_CHARS] + ("…" if len(text) > PREVIEW_CHARS else "")) if text else "(an empty body)"
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, httpx.ConnectError) and "refused" in text.lower():
+        return "connection refused"
+    return text or exc.__class__.__name__
+
+
+__all__ = ["ChatModel", "ChatReply", "OpenAIChat", "ToolCall"]
