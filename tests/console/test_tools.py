@@ -80,7 +80,7 @@ def test_the_tools_page_lists_every_tool_with_description_and_origin(tools_confi
     server = start_server(tools_config)
     with client(server) as ui:
         page = ui.get("/ui/tools")
-        assert page.status_code == 200 and '<a href="/ui/tools">Tools</a>' in page.text
+        assert page.status_code == 200 and '<a href="/ui/tools" aria-current="page">Tools</a>' in page.text
         table = page.text[page.text.index('<table id="tools">'):]
         row = re.search(r'<a class="tool-link" href="/ui/tools/kinds">kinds</a></th>\s*<td>(.*?)</td>\s*<td>(.*?)</td>',
                         table, re.S)
