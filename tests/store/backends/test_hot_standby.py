@@ -208,6 +208,27 @@ async def test_reads_go_to_the_standby_and_fall_back_to_the_primary(
         await within(LAG_SECONDS, lambda: _sees(reader, "dingo", "fifth.md"))
 
 
+async def test_run_records_are_written_and_read_on_the_primary(workspace: Workspace, pair: StreamingPair) -> None:
+    """As the sync outcomes: a run saved by one replica is listed by a reader replica at once, even while
+    the standby has not replayed it (the run loop saves after every step; ``ctx agent runs`` lists)."""
+    fake.register()
+    primary, standby = pair.url("primary"), pair.url("standby")
+    async with Harness.open(replica(workspace, "writer", primary)) as writer, \
+            Harness.open(replica(workspace, "reader", primary, standby)) as reader:
+        assert writer.store is not None and reader.store is not None
+        pair.sql("standby", "SELECT pg_wal_replay_pause()")
+        try:
+            run = {"id": "r20261128-183012-hs01", "agent": "note-filer", "status": "running",
+                   "started_at": "2026-11-28T18:30:12Z", "steps": [{"kind": "message", "text": "hello"}]}
+            writer.store.save_run(run)
+            assert reader.store.run(run["id"]) == run
+            assert run["id"] in [r["id"] for r in reader.store.runs(agent="note-filer")]
+            reader.store.save_run({**run, "status": "finished"})  # the reader writes too: on the primary
+            assert writer.store.run(run["id"]) == {**run, "status": "finished"}
+        finally:
+            pair.sql("standby", "SELECT pg_wal_replay_resume()")
+
+
 async def _sees(harness: Harness, query: str, source_id: str) -> bool:
     return source_id in await found(harness, query)
 
