@@ -1,13 +1,22 @@
-"""The agent editor's form fields -> an ``AgentDraft`` (``agents.editing`` turns it into the file),
-and the checks of the new-skill fieldset."""
+"""The agent builder's form fields -> an ``AgentDraft`` (``agents.editing`` turns it into the file),
+and the checks of the new-skill fieldset.
+
+Tools come as ticked boxes (``tool``, one per tool the server offers) plus a text field (``tools``)
+for other names, comma-separated (Claude Code's own, in a file Claude Code also reads). Arguments
+come as numbered rows, ``arg-N-name``, ``-description``, ``-required``, ``-enum``, ``-default`` and
+``-sample`` (the preview's value), in the order of N."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from starlette.datastructures import FormData
 
-from context_harness.core.face import NEW_SKILL, SKILL_NAME, AgentDraft
+from context_harness.core.face import NEW_SKILL, SKILL_NAME, AgentDraft, ArgumentRow
+
+MAX_ROWS = 100  # argument rows read from one form
+_ROW = re.compile(r"^arg-(\d{1,4})-name$")
 
 
 def draft_from_form(form: FormData) -> AgentDraft:
@@ -17,11 +26,30 @@ def draft_from_form(form: FormData) -> AgentDraft:
 
     used = list(dict.fromkeys(v for v in form.getlist("use_skill") if isinstance(v, str)))
     enabled = {v for v in form.getlist("enable_skill") if isinstance(v, str)}
+    ticked = [v.strip() for v in form.getlist("tool") if isinstance(v, str) and v.strip()]
+    typed = text("tools").strip()
+    tools = ", ".join([*ticked, typed] if typed else ticked)
     return AgentDraft(
         name=text("name").strip(), description=text("description").strip(),
-        system_prompt=text("system_prompt").replace("\r\n", "\n"), tools=text("tools").strip(),
-        arguments=text("arguments").replace("\r\n", "\n"), version=text("version").strip(), used=used,
+        system_prompt=text("system_prompt").replace("\r\n", "\n"), tools=tools,
+        arguments=argument_rows(form), version=text("version").strip(), used=used,
         disabled=[s for s in used if s not in enabled], new_skill={key: text(key) for key in NEW_SKILL})
+
+
+def argument_rows(form: FormData) -> list[ArgumentRow]:
+    """The numbered rows, in order; a row left blank is dropped."""
+    numbers = sorted({int(m[1]) for key in form if (m := _ROW.match(key))})[:MAX_ROWS]
+    rows = []
+    for n in numbers:
+        def field(name: str, n: int = n) -> str:
+            value = form.get(f"arg-{n}-{name}")
+            return value.strip() if isinstance(value, str) else ""
+
+        row = ArgumentRow(name=field("name"), description=field("description"), required=bool(field("required")),
+                          enum=field("enum"), default=field("default"), sample=field("sample"))
+        if not row.blank():
+            rows.append(row)
+    return rows
 
 
 def skill_errors(name: str, known: set[str], folder: Path | None) -> str | None:
@@ -34,4 +62,4 @@ def skill_errors(name: str, known: set[str], folder: Path | None) -> str | None:
     return None
 
 
-__all__ = ["draft_from_form", "skill_errors"]
+__all__ = ["MAX_ROWS", "argument_rows", "draft_from_form", "skill_errors"]

@@ -1,24 +1,31 @@
-"""The console's agents pages: every agent (all formats); the editor of Markdown agents (new and
-existing, with skills grouped by category and a new skill written on the spot); and "Try it", which
-shows an agent's prompt as ``prompts/get`` and ``agent_zoo_inject`` return it, through the same
-Harness calls (``resolve_agent``, shown as ``prompts/get`` sends it: ``agents.render.prompt_get_messages``;
-``zoo_inject``)."""
+"""The console's agents pages: every agent (all formats); the builder of Markdown agents (new and
+existing: the server's tools as toggles, arguments as rows, skills grouped by category and a new
+skill written on the spot, a live preview of the resolved prompt with sample values and a "Try it"
+of the unsaved agent, both resolved by the core: ``preview_agent_file``); and "Try it" of a saved
+agent, which shows its prompt as ``prompts/get`` and ``agent_zoo_inject`` return it, through the
+same Harness calls (``resolve_agent``, shown as ``prompts/get`` sends it:
+``agents.render.prompt_get_messages``; ``zoo_inject``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from context_harness.console.agent_form import draft_from_form, skill_errors
 from context_harness.console.pages import Pages, error_message
 from context_harness.core.face import (
+    CLAUDE_CODE_TOOLS,
     SKILL_FILE,
     AgentDraft,
+    AgentPreview,
+    ArgumentRow,
     Skill,
+    agent_text,
     check_draft,
     checked_text,
     draft_from_file,
@@ -32,6 +39,7 @@ from context_harness.errors import ConfigError, HarnessError, NotFound
 WHERE = {"markdown": "a Markdown agent file", "toml": "an [agents.NAME] table of ctx.toml",
          "lua": "a Lua agent script", "python": "a Python agent module"}
 UNCATEGORISED = "Uncategorised"
+LOOKS = ("preview", "try")  # the form's actions that write nothing
 
 
 class AgentPages:
@@ -42,6 +50,7 @@ class AgentPages:
     def routes(self) -> list[BaseRoute]:
         return [Route("/agents", self.listing, methods=["GET"]),
                 Route("/new-agent", self.new, methods=["GET", "POST"]),
+                Route("/agent-preview", self.preview, methods=["POST"]),
                 Route("/agents/{name}/edit", self.edit, methods=["GET", "POST"]),
                 Route("/agents/{name}", self.try_it, methods=["GET"])]
 
@@ -60,7 +69,7 @@ class AgentPages:
             if not self.pages.sessions.logged_in(request):
                 return self.pages.login_redirect(request)
             return self._form(request, AgentDraft(), None)
-        refused = await self.pages.refused_write(request)
+        refused = await self._refused(request)
         if refused is not None:
             return refused
         return await self._post(request, None)
@@ -70,7 +79,7 @@ class AgentPages:
         if request.method == "GET" and not self.pages.sessions.logged_in(request):
             return self.pages.login_redirect(request)
         if request.method == "POST":
-            refused = await self.pages.refused_write(request)
+            refused = await self._refused(request)
             if refused is not None:
                 return refused
         found = self.harness.agent_file(name)
@@ -104,12 +113,75 @@ class AgentPages:
                                  message=f"agent {name!r} is defined in {WHERE.get(info.source, info.source)}; "
                                          "the console edits Markdown agent files only: change it where it lives")
 
+    async def _refused(self, request: Request) -> Response | None:
+        """A preview or a try writes nothing: the session and its CSRF token are enough (read-only
+        mode too); anything else is a write."""
+        form = await request.form()
+        if form.get("action") in LOOKS:
+            return self._refused_look(request, form)
+        return await self.pages.refused_write(request)
+
+    def _refused_look(self, request: Request, form: FormData) -> Response | None:
+        if not self.pages.sessions.logged_in(request):
+            return self.pages.render(request, "message.html", 401, title="Log in first",
+                                     message="This action needs you to log in with the server's token.")
+        csrf = form.get("csrf")
+        if not self.pages.sessions.csrf_ok(request, csrf if isinstance(csrf, str) else ""):
+            return self.pages.render(request, "message.html", 403, title="Refused",
+                                     message="The form's CSRF token is missing or stale: reload the page and "
+                                             "try again.")
+        return None
+
     async def _post(self, request: Request, editing: str | None) -> Response:
         form = await request.form()
         draft = draft_from_form(form)
-        if form.get("action") == "add_skill":
+        action = form.get("action")
+        if action == "add_skill":
             return await self._add_skill(request, draft, editing)
+        if action in LOOKS:
+            shown = await self._look(draft, editing, action == "try")
+            return self._form(request, draft, editing, errors=shown.get("errors"), looked=shown)
         return await self._save(request, draft, editing)
+
+    # -- preview and try it (nothing written) ----------------------------------------------------
+
+    async def preview(self, request: Request) -> Response:
+        """The builder's preview (``action=preview``) or "Try it" (``action=try``) of the form's
+        unsaved agent, as an HTML fragment the page puts in place (``builder.js``)."""
+        form = await request.form()
+        refused = self._refused_look(request, form)
+        if refused is not None:
+            return refused
+        editing = form.get("editing")
+        shown = await self._look(draft_from_form(form), editing if isinstance(editing, str) and editing else None,
+                                 form.get("action") == "try")
+        return HTMLResponse(self.pages.env.get_template("agent_preview.html").render(looked=shown))
+
+    async def _look(self, draft: AgentDraft, editing: str | None, trying: bool) -> dict[str, Any]:
+        """What the preview shows: the form's errors, or the core's resolution of the unsaved file
+        with the sample values (``prompts/get``'s messages; for "Try it" also ``agent_inject``'s)."""
+        path, previous = self._target(draft, editing)
+        errors = check_draft(draft, {s.name for s in self.harness.skills()}, self._tool_names(), path)
+        shown: dict[str, Any] = {"trying": trying, "samples": draft.samples()}
+        if errors:
+            return shown | {"errors": errors}
+        try:
+            found = await self.harness.preview_agent_file(agent_text(draft, previous), path, draft.samples())
+        except HarnessError as exc:
+            return shown | {"problem": error_message(exc)}
+        return shown | {"preview": found, "prompt_get": _joined(found), "structured": render_json(found.structured)}
+
+    def _target(self, draft: AgentDraft, editing: str | None) -> tuple[Path, dict[str, Any]]:
+        """Where the form's agent is (or will be) written, and its file's front matter now."""
+        if editing is not None and (current := self.harness.agent_file(editing)) is not None:
+            return current.path, current.parts()[0]
+        folder = self.harness.agent_folder() or self.harness.config.base_dir
+        return folder / f"{draft.name or 'agent'}.md", {}
+
+    def _tool_names(self) -> list[str]:
+        """The tools an agent may name: those the server offers, and the Lua tools set aside."""
+        listing = self.harness.tool_listing()
+        return [t["name"] for t in listing["tools"]] + [u["name"] for u in listing.get("unavailable", [])]
 
     async def _save(self, request: Request, draft: AgentDraft, editing: str | None) -> Response:
         """Check the form, write the file when it is still the version the form was opened on."""
@@ -126,7 +198,7 @@ class AgentPages:
                                          message="No folder for agent files is configured: set [agents] paths "
                                                  "in the config file.")
             path, previous = folder / f"{draft.name}.md", {}
-        errors = check_draft(draft, known, previous)
+        errors = check_draft(draft, known, self._tool_names(), path)
         if editing is not None and draft.name != editing and "name" not in errors:
             errors["name"] = f"renaming is not supported here: keep {editing!r}, or create a new agent"
         if editing is None and "name" not in errors and self._taken(draft.name):
@@ -173,9 +245,17 @@ class AgentPages:
     def _form(self, request: Request, draft: AgentDraft, editing: str | None, *, errors: dict[str, str] | None = None,
               status: int = 200, **extra: Any) -> Response:
         action = f"/ui/agents/{_quote(editing)}/edit" if editing is not None else "/ui/new-agent"
+        listing = self.harness.tool_listing()
+        offered = [(t["name"], _first_sentence(t.get("description") or "")) for t in listing["tools"]]
+        offered += [(u["name"], f"set aside: {u['message']}") for u in listing.get("unavailable", [])]
+        names = {name for name, _ in offered}
+        chosen = draft.tool_names()
         return self.pages.render(request, "agent_form.html", status, draft=draft, editing=editing, action=action,
                                  errors=errors or {}, categories=_by_category(self.harness.skills()),
-                                 skill_folder=self._shown(self.harness.skill_folder()), **extra)
+                                 skill_folder=self._shown(self.harness.skill_folder()), offered=offered,
+                                 chosen=set(chosen), other_tools=", ".join(t for t in chosen if t not in names),
+                                 claude_tools=", ".join(sorted(CLAUDE_CODE_TOOLS)), blank_row=ArgumentRow(),
+                                 **extra)
 
     def _shown(self, path: Path | None) -> str | None:
         """``path`` relative to the config file's folder when inside it (pages never need more)."""
@@ -227,6 +307,19 @@ def _by_category(skills: list[Skill]) -> list[tuple[str, list[Skill]]]:
         groups.setdefault(skill.category, []).append(skill)
     order = sorted(groups, key=lambda c: (c == "", c.lower()))
     return [(c or UNCATEGORISED, sorted(groups[c], key=lambda s: s.name)) for c in order]
+
+
+def _joined(preview: AgentPreview) -> str:
+    """``prompts/get``'s messages as "Try it" shows them: one message as it is, several with their roles."""
+    if len(preview.messages) == 1:
+        return preview.messages[0][1]
+    return "\n\n".join(f"[{role}]\n{text}" for role, text in preview.messages)
+
+
+def _first_sentence(text: str) -> str:
+    head = text.strip().split("\n", 1)[0]
+    cut = head.find(". ")
+    return head if cut < 0 else head[: cut + 1]
 
 
 def _quote(value: str) -> str:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from context_harness.common.timestamps import now_iso
 from context_harness.errors import HarnessError
 from context_harness.models import IndexingProgress, SyncSummary
 
@@ -50,6 +51,7 @@ class SourceActivity:
     last_error: str | None = None
     passes: int = 0  # syncs of this source (whole or some paths) committed by this process
     last_kind: str | None = None  # "whole" or "paths": what the last sync that ended was
+    ended_at: str | None = None  # when the last sync that ended ended (ISO 8601, UTC)
     error_skips: dict[str, int] = field(default_factory=dict)  # the last sync's skips for errors, by reason
     first: bool = False  # the running sync is the source's first (nothing of it was indexed before)
     phase: str | None = None  # the running sync: "scanning", then "indexing" (done of total items)
@@ -128,7 +130,7 @@ class Activity:
             state.passes += 1
         finally:
             state.running -= 1
-            state.last_kind = kind
+            state.last_kind, state.ended_at = kind, now_iso()
             if not state.running:
                 state.first, state.phase = False, None
             if remember and kind == "whole" and self._remember is not None and state.last_outcome:

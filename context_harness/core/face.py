@@ -22,7 +22,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from context_harness.agents.editing import NEW_SKILL, AgentDraft, check_draft, checked_text, draft_from_file
+from context_harness.agents.editing import (
+    CLAUDE_CODE_TOOLS,
+    NEW_SKILL,
+    AgentDraft,
+    ArgumentRow,
+    agent_text,
+    check_draft,
+    checked_text,
+    draft_from_file,
+)
 from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.render import prompt_get_messages
@@ -31,10 +40,11 @@ from context_harness.agents.skills import SKILL_FILE, SKILL_NAME, Skill, parse_s
 from context_harness.config import Config, Unavailable
 from context_harness.connectors.base import Connector
 from context_harness.core import scripts
-from context_harness.core.authoring import AgentFile
+from context_harness.core.authoring import AgentFile, AgentPreview
 from context_harness.core.catalog import AgentResolution, ToolResult
 from context_harness.core.harness import DocumentChanges, Harness
 from context_harness.core.recovery import check_installed
+from context_harness.core.reports import SourceDetail
 from context_harness.core.running import Approval, Approver, RunRequest, StepListener, needs_approval
 from context_harness.core.workspace import init_workspace
 from context_harness.core.writeback import CLIENT
@@ -108,6 +118,8 @@ class Sources(Protocol):
     async def stats(self) -> StatsOut: ...
     def stats_sync(self) -> StatsOut: ...
     def embedding_status(self) -> dict[str, Any]: ...
+    def embedding_now(self) -> bool: ...
+    async def source_details(self) -> dict[str, SourceDetail]: ...
     def describe(self) -> str: ...
 
 
@@ -168,6 +180,7 @@ class AgentFiles(Protocol):
     def skill_folder(self) -> Path | None: ...
     def skills(self) -> list[Skill]: ...
     async def write_agent_file(self, path: Path, text: str, version: str | None) -> AgentFile | None: ...
+    async def preview_agent_file(self, text: str, path: Path, arguments: dict[str, Any]) -> AgentPreview: ...
     async def write_skill(self, name: str, text: str) -> Path: ...
     async def zoo_inject(self, name: str, arguments: dict[str, Any], format: str) -> dict[str, Any]: ...
 
@@ -197,6 +210,7 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 # ``init_workspace``, ``check_installed``, ``demo_config``; ``ServerSetup`` and ``prepare_server`` (imported above)
 
 __all__ = [
+    "AgentPreview", "ArgumentRow", "CLAUDE_CODE_TOOLS", "SourceDetail", "agent_text",
     "AGENT_SCHEME", "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
     "Approval", "Approver", "CLIENT", "DocumentChanges", "Documents", "ExtensionRow", "Harness", "Indexing",
     "LIFECYCLE", "NEW_SKILL", "Notes", "PARTS", "RunRequest", "Runs", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME",

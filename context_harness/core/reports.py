@@ -1,8 +1,10 @@
 """``Reports``: what the knowledge base holds and how each source stands (``sources``, ``stats``,
-and ``describe`` for the MCP server's instructions). Mixed into ``Harness``."""
+``source_details`` for the console's sources dashboard, and ``describe`` for the MCP server's
+instructions). Mixed into ``Harness``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from context_harness.config.variables import set_aside_listing
@@ -18,6 +20,18 @@ if TYPE_CHECKING:
     from context_harness.core.activity import Activity
     from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
     from context_harness.store.writer_lock import WriterLock
+
+
+@dataclass(frozen=True)
+class SourceDetail:
+    """What the sources dashboard shows of a source beside ``sources``: the bytes of its documents'
+    text, and how its last sync ended (``outcome``: "ok" or "error", with ``error``) and when
+    (``ended_at``): this process's last sync of it, else the last whole sync stored in the workspace."""
+
+    text_bytes: int = 0
+    outcome: str | None = None
+    ended_at: str | None = None
+    error: str | None = None
 
 
 class Reports:
@@ -83,6 +97,31 @@ class Reports:
                                  origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
         return SourcesResponse(sources=out, embedding=self.embedding_status(),
                                set_aside=set_aside_listing(self.config.unavailable))
+
+    async def source_details(self) -> dict[str, SourceDetail]:
+        """``SourceDetail`` by source label (configured or holding documents). Reads every document's
+        size: once per page, not per second."""
+        return await self.run_blocking(self._source_details)
+
+    def _source_details(self) -> dict[str, SourceDetail]:
+        assert self.store is not None
+        sizes, stored = self.store.source_bytes(), self.store.outcomes()
+        out = {}
+        for label in sorted({c.label for c in self.connectors} | set(sizes) | set(stored)):
+            state, kept = self.activity.known(label), stored.get(label)
+            size = int(sizes.get(label) or 0)
+            if state is not None and state.last_outcome:
+                out[label] = SourceDetail(size, state.last_outcome, state.ended_at, state.last_error)
+            elif kept is not None:
+                out[label] = SourceDetail(size, kept.outcome, kept.at, kept.error)
+            else:
+                out[label] = SourceDetail(size)
+        return out
+
+    def embedding_now(self) -> bool:
+        """Whether this process is embedding chunks now (it holds the embeddings' writer lock), so
+        pending chunks need no ``ctx embed pending``."""
+        return self.embed_lock.held
 
     async def stats(self) -> StatsOut:
         return await self.run_blocking(self.stats_sync)

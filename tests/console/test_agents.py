@@ -38,11 +38,14 @@ def block(page: str, element_id: str) -> str:
     return html.unescape(match.group(1))
 
 
-def agent_form(csrf: str, **fields) -> dict:
-    base = {"csrf": csrf, "name": "", "description": "", "system_prompt": "", "tools": "", "arguments": "",
+def agent_form(csrf: str, args: list[dict] | None = None, **fields) -> dict:
+    """The builder's fields; ``args``: argument rows (name, description, required, enum, default, sample)."""
+    base = {"csrf": csrf, "name": "", "description": "", "system_prompt": "", "tools": "",
             "version": "", "new_skill_name": "", "new_skill_category": "", "new_skill_description": "",
             "new_skill_instructions": "", "action": "save"}
-    return base | fields
+    rows = {f"arg-{n}-{key}": ("1" if value is True else value) for n, row in enumerate(args or [])
+            for key, value in row.items() if value is not False}
+    return base | rows | fields
 
 
 def agent_files(root: Path) -> list[str]:
@@ -62,8 +65,9 @@ async def test_an_agent_built_in_the_form_is_what_mcp_clients_get(zoo_config: Pa
         page = ui.get("/ui/new-agent")
         assert page.status_code == 200 and 'id="agent-form"' in page.text and 'id="new-skill"' in page.text
         csrf = csrf_of(page.text)
-        typed = {"name": "helper", "description": "Helps with one topic.", "tools": "search, get",
-                 "system_prompt": "You help with {{topic}}.\nBe brief.", "arguments": "topic: What to help with (required)"}
+        typed = {"name": "helper", "description": "Helps with one topic.", "tool": ["search", "get"],
+                 "system_prompt": "You help with {{topic}}.\nBe brief.",
+                 "args": [{"name": "topic", "description": "What to help with", "required": True}]}
         added = ui.post("/ui/new-agent", data=agent_form(
             csrf, **typed, use_skill=["checklist"], enable_skill=["checklist"], action="add_skill",
             new_skill_name="tester", new_skill_category="Quality", new_skill_description="Writes tests.",
@@ -118,11 +122,13 @@ def test_a_bad_field_is_named_and_nothing_is_written(zoo_config: Path, start_ser
     with client(server) as ui:
         csrf = csrf_of(ui.get("/ui/new-agent").text)
         bad = ui.post("/ui/new-agent", data=agent_form(csrf, name="bad name!", system_prompt="Hi.",
-                                                        arguments="9lives: starts with a digit"))
+                                                        args=[{"name": "9lives", "description": "a digit first"}]))
         assert bad.status_code == 400
         assert re.search(r'id="name"[^>]*aria-invalid="true" aria-describedby="error-name"', bad.text)
-        assert re.search(r'id="error-name"[^>]*>agent names must match', bad.text)
-        assert 'id="error-arguments"' in bad.text and "9lives" in bad.text
+        assert re.search(r'id="error-name"[^>]*>an agent name is 1-64 letters, digits', bad.text)
+        assert 'id="error-arguments"' in bad.text
+        assert re.search(r'id="error-arg-0"[^>]*>&#39;9lives&#39;: an argument name starts with a letter or _', bad.text)
+        assert "^[" not in bad.text and "{0,63}" not in bad.text  # in words, never a regular expression
         assert 'value="bad name!"' in bad.text  # what was typed is kept
         taken = ui.post("/ui/new-agent", data=agent_form(csrf, name="reviewer", system_prompt="Hi."))
         assert taken.status_code == 400 and "exists already" in taken.text and 'id="error-name"' in taken.text
@@ -199,8 +205,14 @@ def test_html_in_an_agent_is_shown_as_text(zoo_config: Path, start_server):
             assert page.status_code == 200
             assert "<script>alert" not in page.text and "<img src=x" not in page.text
             assert "&lt;script&gt;alert(" in page.text
+            builder = ['<script src="/ui/static/builder.js" defer>'] if url.endswith("/edit") else []
             assert re.findall(r"<script[^>]*>", page.text) == [
-                '<script src="/ui/static/htmx.min.js" defer>', '<script src="/ui/static/console.js" defer>']
+                '<script src="/ui/static/htmx.min.js" defer>', '<script src="/ui/static/console.js" defer>', *builder]
+        shown = ui.post("/ui/agent-preview", data=agent_form(csrf, name="hostile2", description=PAYLOAD,
+                                                              system_prompt=f"Say {PAYLOAD} {{{{x}}}}", action="try",
+                                                              args=[{"name": "x", "sample": PAYLOAD}]))
+        assert shown.status_code == 200 and "<script" not in shown.text and "<img src=x" not in shown.text
+        assert shown.text.count("&lt;script&gt;alert(") >= 3
         js = ui.get("/ui/static/console.js")
         assert js.status_code == 200 and "javascript" in js.headers["content-type"] and "clipboard" in js.text
 
@@ -264,3 +276,144 @@ def test_an_agent_named_new_has_its_own_page(zoo_config: Path, start_server):
         assert edit.status_code == 200 and 'id="agent-form"' in edit.text and 'value="new"' in edit.text
         blank = ui.get("/ui/new-agent")
         assert blank.status_code == 200 and 'id="agent-form"' in blank.text and 'value="new"' not in blank.text
+
+
+def tool_names(ui) -> list[str]:
+    """The tools the server offers, as ``/tools/list`` lists them (the API the console sits beside)."""
+    return [t["name"] for t in ui.get("/tools/list").json()["tools"]]
+
+
+def test_tools_are_toggles_of_the_servers_tools_and_an_unknown_one_is_refused(zoo_config: Path, start_server):
+    root = zoo_config.parent
+    server = start_server(config_mod.load_file(zoo_config))
+    with client(server) as ui:
+        page = ui.get("/ui/new-agent")
+        offered = tool_names(ui)
+        assert "search" in offered and "agent_zoo_inject" in offered
+        toggles = re.findall(r'<input type="checkbox" id="tool-([^"]+)" name="tool" value="\1"', page.text)
+        assert toggles == offered, "one toggle per tool the server offers, in its order"
+        csrf = csrf_of(page.text)
+        refused = ui.post("/ui/new-agent", data=agent_form(csrf, name="ghost", system_prompt="Hi.",
+                                                            tool=["search"], tools="not_a_real_tool"))
+        assert refused.status_code == 400
+        message = html.unescape(re.search(r'id="error-tools"[^>]*>([^<]*)<', refused.text).group(1))
+        assert message.startswith("unknown tool 'not_a_real_tool': this server's tools are ")
+        assert all(name in message for name in offered)
+        assert re.search(r'id="tool-search"[^>]*checked', refused.text), "the ticked tools stay ticked"
+        assert not (root / "agents" / "ghost.md").exists()
+        kept = ui.post("/ui/new-agent", data=agent_form(csrf, name="coder", system_prompt="Hi.", tool=["search"],
+                                                         tools="Read, Grep, mcp__github__create_issue"))
+        assert kept.status_code == 303, "Claude Code's own tools are kept as written"
+        edit = ui.get("/ui/agents/coder/edit").text
+        assert re.search(r'id="tool-search"[^>]*checked', edit) and not re.search(r'id="tool-get"[^>]*checked', edit)
+        assert 'id="tools" name="tools" value="Read, Grep, mcp__github__create_issue"' in edit
+    meta, _ = split_front_matter((root / "agents" / "coder.md").read_text(encoding="utf-8"))
+    assert meta["tools"] == "search, Read, Grep, mcp__github__create_issue"
+
+
+@pytest.mark.anyio
+async def test_the_core_refuses_an_agent_file_naming_an_unknown_tool(served):
+    """The same check in the core call the console saves through, so no rim can skip it; a file in a
+    ``.claude`` folder (Claude Code's own agents) keeps any name."""
+    from context_harness.errors import BadRequest
+
+    folder = served.agent_folder()
+    text = "---\nname: ghost\ntools: search, not_a_real_tool\n---\nHi.\n"
+    with pytest.raises(BadRequest, match=r"unknown tool 'not_a_real_tool': this server's tools are .*\bsearch\b"):
+        await served.write_agent_file(folder / "ghost.md", text, None)
+    assert not (folder / "ghost.md").exists()
+    claude = served.config.base_dir / ".claude" / "agents" / "ghost.md"
+    assert await served.write_agent_file(claude, text, None) is None
+    assert claude.read_text(encoding="utf-8") == text
+    assert await served.write_agent_file(folder / "reader.md", text.replace("not_a_real_tool", "Read"), None) is None
+
+
+def test_arguments_are_rows_with_values_and_defaults_checked_in_words(zoo_config: Path, start_server):
+    root = zoo_config.parent
+    server = start_server(config_mod.load_file(zoo_config))
+    with client(server) as ui:
+        csrf = csrf_of(ui.get("/ui/new-agent").text)
+        rows = [{"name": "tone", "description": "How to sound", "enum": "calm, brisk", "default": "loud"},
+                {"name": "tone", "description": "again"},
+                {"name": "", "description": "no name"},
+                {"name": "ok.name-1", "required": True}]
+        bad = ui.post("/ui/new-agent", data=agent_form(csrf, name="toned", system_prompt="Be {{tone}}.", args=rows))
+        assert bad.status_code == 400
+        errors = {n: html.unescape(m) for n, m in re.findall(r'id="error-arg-(\d+)"[^>]*>([^<]*)<', bad.text)}
+        assert errors == {"0": "the default 'loud' is not one of the allowed values (calm, brisk)",
+                          "1": "'tone' is declared twice: give each argument its own name",
+                          "2": "give the argument a name (or clear the row to drop it)"}
+        assert "3 arguments to fix: see the marked rows" in bad.text
+        assert 'id="arg-3-name" name="arg-3-name" value="ok.name-1"' in bad.text, "what was typed is kept"
+        assert 'id="arg-4-name" name="arg-4-name" value=""' in bad.text, "and a blank row to add one more"
+        rows[0]["default"], rows[1]["name"] = "calm", ""
+        rows[1]["description"] = rows[2]["description"] = ""  # cleared rows are dropped
+        saved = ui.post("/ui/new-agent", data=agent_form(csrf, name="toned", system_prompt="Be {{tone}}.", args=rows))
+        assert saved.status_code == 303, saved.text
+        edit = ui.get("/ui/agents/toned/edit").text
+        assert 'id="arg-0-enum" name="arg-0-enum" value="calm, brisk"' in edit
+        assert 'id="arg-0-default" name="arg-0-default" value="calm"' in edit
+        assert re.search(r'id="arg-1-required"[^>]*checked', edit) and 'value="ok.name-1"' in edit
+    meta, _ = split_front_matter((root / "agents" / "toned.md").read_text(encoding="utf-8"))
+    assert meta["arguments"] == [
+        {"name": "tone", "description": "How to sound", "required": False, "enum": ["calm", "brisk"], "default": "calm"},
+        {"name": "ok.name-1", "description": "", "required": True}]
+
+
+def preview_block(fragment: str, element_id: str) -> str:
+    match = re.search(rf'<pre class="body" id="{element_id}">(.*?)</pre>', fragment, re.S)
+    assert match, f"no #{element_id} in the preview: {fragment[:400]}"
+    return html.unescape(match.group(1))
+
+
+@pytest.mark.anyio
+async def test_the_preview_resolves_the_unsaved_agent_as_mcp_clients_get_it_once_saved(zoo_config: Path,
+                                                                                        start_server):
+    root = zoo_config.parent
+    server = start_server(config_mod.load_file(zoo_config))
+    form = {"name": "pilot", "description": "Guides boats.", "system_prompt": "Guide the boat to {{berth}} at {{hour}}.",
+            "tool": ["search", "get"], "use_skill": ["checklist"], "enable_skill": ["checklist"],
+            "args": [{"name": "berth", "required": True, "sample": "the east quay"},
+                     {"name": "hour", "enum": "dawn, noon", "default": "noon"}]}
+    with client(server) as ui:
+        csrf = csrf_of(ui.get("/ui/new-agent").text)
+        shown = ui.post("/ui/agent-preview", data=agent_form(csrf, **form, action="preview"))
+        assert shown.status_code == 200 and "<html" not in shown.text
+        prompt = preview_block(shown.text, "preview-prompt")
+        assert "Guide the boat to the east quay at noon." in prompt and "Check the tests." in prompt
+        assert "With berth = “the east quay”." in html.unescape(shown.text)
+        assert 'id="try-compiled"' not in shown.text
+        missing = ui.post("/ui/agent-preview", data=agent_form(csrf, **(form | {"args": [{"name": "berth", "required": True}]}),
+                                                                 action="preview"))
+        assert "missing required argument &#39;berth&#39;" in missing.text
+        wrong = ui.post("/ui/agent-preview", data=agent_form(csrf, **form, tools="not_a_real_tool", action="preview"))
+        assert 'id="preview-errors"' in wrong.text and "unknown tool" in wrong.text
+        tried = ui.post("/ui/agent-preview", data=agent_form(csrf, **form, action="try"))
+        answers = {i: preview_block(tried.text, i) for i in ("preview-prompt", "try-compiled", "try-structured")}
+        assert "0 searches and 0 fetches" in tried.text
+        page = ui.post("/ui/new-agent", data=agent_form(csrf, **form, action="try"))  # without JavaScript
+        assert page.status_code == 200 and preview_block(page.text, "try-compiled") == answers["try-compiled"]
+        assert not (root / "agents" / "pilot.md").exists(), "a preview writes nothing"
+        assert ui.post("/ui/agent-preview", data=agent_form("", **form)).status_code == 403
+        saved = ui.post("/ui/new-agent", data=agent_form(csrf, **form))
+        assert saved.status_code == 303
+    async with Client(f"{server.url}/mcp", mode="legacy") as mcp:
+        got = await mcp.get_prompt("pilot", {"berth": "the east quay"})
+        assert [m.content.text for m in got.messages] == [answers["preview-prompt"]]
+        for fmt in ("compiled", "structured"):
+            result = await mcp.call_tool("agent_inject", {"name": "pilot", "format": fmt,
+                                                          "arguments": {"berth": "the east quay"}})
+            assert result.content[0].text == answers[f"try-{fmt}"]
+
+
+def test_a_read_only_console_previews_but_does_not_save(zoo_config: Path, start_server):
+    config = config_mod.load_file(zoo_config)
+    config.ui = UiConfig(read_only=True)
+    server = start_server(config)
+    with client(server) as ui:
+        csrf = csrf_of(ui.get("/ui/new-agent").text)
+        form = agent_form(csrf, name="quiet", system_prompt="Stay quiet.")
+        assert "Stay quiet." in ui.post("/ui/agent-preview", data=form | {"action": "preview"}).text
+        assert "Stay quiet." in ui.post("/ui/new-agent", data=form | {"action": "preview"}).text
+        assert ui.post("/ui/new-agent", data=form).status_code == 403
+    assert not (zoo_config.parent / "agents" / "quiet.md").exists()

@@ -357,6 +357,10 @@ class PgDocumentStore:
                          "LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.source")
         return {s: (int(docs), int(chunks)) for s, docs, chunks in rows}
 
+    def source_bytes(self) -> dict[str, int]:
+        rows = self._all("SELECT source, sum(octet_length(body)) FROM documents GROUP BY source")
+        return {s: int(n) for s, n in rows}
+
     def document_counts(self) -> dict[str, int]:
         return {s: int(n) for s, n in self._all("SELECT source, count(*) FROM documents GROUP BY source")}
 
