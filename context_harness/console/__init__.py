@@ -25,6 +25,7 @@ from context_harness.console.graph import GraphPages
 from context_harness.console.markdown import snippet
 from context_harness.console.notes import NotePages
 from context_harness.console.pages import Pages
+from context_harness.console.runs import RunPages
 from context_harness.console.session import Sessions
 from context_harness.console.tools import ToolPages
 from context_harness.core.face import Harness
@@ -89,6 +90,7 @@ def console_routes(harness: Harness, token: str | None, agent: str | None = None
         *NotePages(pages).routes(),
         *GraphPages(pages).routes(),
         *AgentPages(pages).routes(),
+        *RunPages(pages).routes(),
         *ToolPages(pages, agent).routes(),
     ]
     return [Mount("/ui", app=SecurityHeaders(Router(routes=routes)))]

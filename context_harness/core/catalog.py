@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar, cast
 
+from context_harness.agents.chat import ChatModel
 from context_harness.agents.library import AgentLibrary
 from context_harness.agents.lua_agent import MAX_INSTANCES as AGENT_INSTANCES
 from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.config import Config
 from context_harness.core.context import BlockingKnowledgeBase, HarnessContext
+from context_harness.core.running import RUN_CLIENT, Approver, ClientSide, RunRequest, StepListener
 from context_harness.errors import NotConfigured, NotFound, Timeout, UnknownTool
 from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
@@ -48,6 +50,9 @@ class CatalogHost(KnowledgeBase, BlockingKnowledgeBase, Protocol):
     blocking form for agents' contexts, and ``run_blocking`` to resolve agents off the event loop."""
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T: ...
+    async def run_agent(self, request: RunRequest, *, approver: Approver | None = None,
+                        on_step: StepListener | None = None, model: ChatModel | None = None,
+                        fallback: ChatModel | None = None) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -205,11 +210,17 @@ class Catalog:
     def read_agent_resource(self, uri: str) -> str:
         return self.agent_library.read_resource(uri)
 
+    async def run_agent(self, agent: str, task: str, arguments: dict[str, Any], model: str | None) -> dict[str, Any]:
+        """``agent_run``: the run loop with what the calling client lends it (``RUN_CLIENT``)."""
+        side = RUN_CLIENT.get() or ClientSide()
+        request = RunRequest(agent=agent, task=task, arguments=arguments, model=model)
+        return await self.host.run_agent(request, approver=side.approver, fallback=side.model)
+
     def _agent_tools(self) -> list[AgentTool] | None:
         """The agent tools (``[server] agent_tools``) and AgentZoo's (``compat = ["agentzoo"]``), or
         None when none are wanted (no agents, or both off)."""
         agents, server = self.agent_library, self.config.server
-        offered = agent_tools(agents, self.compile_agent) if wanted(agents, server.agent_tools) else []
+        offered = agent_tools(agents, self.compile_agent, self.run_agent) if wanted(agents, server.agent_tools) else []
         if wanted(agents, "agentzoo" in server.compat):
             offered.extend(zoo_tools(agents, self.compile_agent))
         return offered or None

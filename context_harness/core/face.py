@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from context_harness.agents.chat import ChatReply, ToolCall
 from context_harness.agents.editing import (
     CLAUDE_CODE_TOOLS,
     NEW_SKILL,
@@ -45,7 +46,16 @@ from context_harness.core.catalog import AgentResolution, ToolResult
 from context_harness.core.harness import DocumentChanges, Harness
 from context_harness.core.recovery import check_installed
 from context_harness.core.reports import SourceDetail
-from context_harness.core.running import Approval, Approver, RunRequest, StepListener, needs_approval
+from context_harness.core.running import (
+    RUN_CLIENT,
+    Approval,
+    Approver,
+    ClientSide,
+    RunRequest,
+    StepListener,
+    needs_approval,
+    new_run_id,
+)
 from context_harness.core.workspace import init_workspace
 from context_harness.core.writeback import CLIENT
 from context_harness.extensions import ServerSetup, prepare_server
@@ -189,7 +199,9 @@ class Runs(Protocol):
     """An agent driven by a chat model through its tools (``ctx agent run``), and the runs' records."""
 
     async def run_agent(self, request: RunRequest, *, approver: Approver | None = None,
-                        on_step: StepListener | None = None, model: Any = None) -> dict[str, Any]: ...
+                        on_step: StepListener | None = None, model: Any = None,
+                        fallback: Any = None) -> dict[str, Any]: ...
+    async def start_agent_run(self, request: RunRequest, *, approver: Approver | None = None) -> str: ...
     async def agent_runs(self, limit: int = 50, agent: str | None = None) -> list[dict[str, Any]]: ...
     async def agent_run_record(self, run_id: str) -> dict[str, Any]: ...
 
@@ -210,12 +222,12 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 # ``init_workspace``, ``check_installed``, ``demo_config``; ``ServerSetup`` and ``prepare_server`` (imported above)
 
 __all__ = [
-    "AgentPreview", "ArgumentRow", "CLAUDE_CODE_TOOLS", "SourceDetail", "agent_text",
-    "AGENT_SCHEME", "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPrompt", "AgentResolution", "Agents",
-    "Approval", "Approver", "CLIENT", "DocumentChanges", "Documents", "ExtensionRow", "Harness", "Indexing",
-    "LIFECYCLE", "NEW_SKILL", "Notes", "PARTS", "RunRequest", "Runs", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME",
-    "Searching", "ServerSetup", "Skill", "Sources", "StepListener", "Tool", "ToolResult", "Tools", "Unavailable",
-    "agent_settings", "check_draft", "check_installed", "checked_text", "demo_config", "draft_from_file", "hints",
-    "init_workspace", "needs_approval", "parse_skill", "prepare_server", "prompt_get_messages", "registries",
-    "render_json", "render_note", "scripts", "skill_text",
+    "AGENT_SCHEME", "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPreview", "AgentPrompt",
+    "AgentResolution", "Agents", "Approval", "Approver", "ArgumentRow", "CLAUDE_CODE_TOOLS", "CLIENT", "ChatReply",
+    "ClientSide", "DocumentChanges", "Documents", "ExtensionRow", "Harness", "Indexing", "LIFECYCLE", "NEW_SKILL",
+    "Notes", "PARTS", "RUN_CLIENT", "RunRequest", "Runs", "SKILL_FILE", "SKILL_NAME", "SKILL_SCHEME", "Searching",
+    "ServerSetup", "Skill", "SourceDetail", "Sources", "StepListener", "Tool", "ToolCall", "ToolResult", "Tools",
+    "Unavailable", "agent_settings", "agent_text", "check_draft", "check_installed", "checked_text", "demo_config",
+    "draft_from_file", "hints", "init_workspace", "needs_approval", "new_run_id", "parse_skill", "prepare_server",
+    "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
 ]

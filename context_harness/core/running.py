@@ -24,6 +24,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from context_harness.errors import BadRequest, HarnessError, ModelError, NotConf
 if TYPE_CHECKING:
     from context_harness.config import Config, ModelConfig
     from context_harness.core.catalog import AgentResolution, Catalog, ToolResult
+    from context_harness.core.services import Services
     from context_harness.store.backend import DocumentStorage
     from context_harness.tools.base import Tool
 
@@ -56,6 +58,7 @@ class RunRequest:
     arguments: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  # a [models.NAME]; overrides the agent's
     yes: bool = False  # approve every write (--yes)
+    id: str | None = None  # the run's id (unset: a new one)
     max_steps: int | None = None
     max_seconds: float | None = None
 
@@ -67,6 +70,19 @@ class Approval:
     tool: str
     arguments: dict[str, Any]
     why: str  # "writes" or "destructive"
+
+
+@dataclass(frozen=True)
+class ClientSide:
+    """What an MCP client lends a run it starts with ``agent_run``: its model (sampling, used when no
+    ``[models]`` entry is configured) and a person's approval of writes (elicitation). The MCP rim
+    sets ``RUN_CLIENT`` for the call; either may be None (the client cannot)."""
+
+    model: ChatModel | None = None
+    approver: Approver | None = None
+
+
+RUN_CLIENT: ContextVar[ClientSide | None] = ContextVar("run_client", default=None)
 
 
 @dataclass
@@ -82,6 +98,7 @@ class Running:
     if TYPE_CHECKING:
         config: Config
         store: DocumentStorage | None
+        _services: Services | None
 
         @property
         def catalog(self) -> Catalog: ...
@@ -91,18 +108,38 @@ class Running:
         async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult: ...
 
     async def run_agent(self, request: RunRequest, *, approver: Approver | None = None,
-                        on_step: StepListener | None = None, model: ChatModel | None = None) -> dict[str, Any]:
+                        on_step: StepListener | None = None, model: ChatModel | None = None,
+                        fallback: ChatModel | None = None) -> dict[str, Any]:
         """Run agent ``request.agent`` on ``request.task``; returns the run's record (also saved).
-        ``model`` replaces the configured one (the MCP client's, through sampling)."""
+        ``model`` replaces the configured one; ``fallback`` (the MCP client's, through sampling) is
+        used when no ``[models]`` entry is configured and neither the request nor the agent names one."""
+        run = await self._prepare(request, approver, on_step, model, fallback)
+        return await run.go()
+
+    async def start_agent_run(self, request: RunRequest, *, approver: Approver | None = None) -> str:
+        """Start a run in the background of a serving knowledge base (the console's Run); its id.
+        What is wrong before the first step (an unknown agent or model) is raised here."""
+        services = self._services
+        if services is None:
+            raise NotConfigured("a run in the background needs a serving knowledge base (ctx serve --http)")
+        run = await self._prepare(request, approver, None, None, None)
+        services.task_group.start_soon(run.go)
+        return str(run.record["id"])
+
+    async def _prepare(self, request: RunRequest, approver: Approver | None, on_step: StepListener | None,
+                       model: ChatModel | None, fallback: ChatModel | None) -> Run:
         if not request.task.strip():
             raise BadRequest("the task is empty: say what the agent should do")
         spec = self.catalog.agent_library.spec(request.agent)  # NotFound, naming close matches
+        if model is None and fallback is not None and not self.config.models and not request.model and (
+                spec.run.model is None or spec.run.model in CLAUDE_CODE_MODELS):
+            model = fallback
         chosen, note = (model, None) if model is not None else self._chat_model(spec, request.model)
         limits = self._budget(spec, request, self.config.models.get(chosen.name))
         run = Run(self, spec, request, chosen, limits, approver, on_step)
         if note:
             await run.step("note", text=note)
-        return await run.go()
+        return run
 
     def _chat_model(self, spec: AgentSpec, override: str | None) -> tuple[ChatModel, str | None]:
         """The model a run uses: ``--model``, else the agent's, else the only (or ``default``) one."""
@@ -177,7 +214,7 @@ class Run:
         self.messages: list[dict[str, Any]] = []
         self.calls: list[str] = []  # each call's name and arguments, to see a loop
         self.record: dict[str, Any] = {
-            "id": _run_id(), "agent": spec.name, "task": request.task, "model": model.name,
+            "id": request.id or new_run_id(), "agent": spec.name, "task": request.task, "model": model.name,
             "arguments": dict(request.arguments), "status": "running", "reason": None,
             "started_at": _now(), "ended_at": None, "tokens": {"prompt": 0, "completion": 0}, "answer": None,
             "budget": {"max_steps": budget.steps, "max_seconds": budget.seconds, "max_tokens": budget.tokens},
@@ -397,7 +434,8 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def _run_id() -> str:
+def new_run_id() -> str:
+    """A run's id: its start time (sortable) and four random hex digits."""
     return dt.datetime.now(dt.UTC).strftime("r%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
@@ -405,4 +443,5 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["Approval", "Approver", "RunRequest", "Running", "StepListener", "needs_approval"]
+__all__ = ["RUN_CLIENT", "Approval", "Approver", "ClientSide", "RunRequest", "Running", "StepListener",
+           "needs_approval", "new_run_id"]

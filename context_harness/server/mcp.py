@@ -50,6 +50,7 @@ from context_harness.common.validation import parse_get, plain_int
 from context_harness.core.face import (
     AGENT_SCHEME,
     CLIENT,
+    RUN_CLIENT,
     SKILL_SCHEME,
     AgentPrompt,
     DocumentChanges,
@@ -68,6 +69,7 @@ from context_harness.errors import (
     outcome,
 )
 from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
+from context_harness.server.lending import lend
 from context_harness.server.schemas import portable_input, portable_output
 
 log = logging.getLogger(__name__)
@@ -328,6 +330,8 @@ class HarnessServer(Server[dict[str, Any]]):
         try:
             client = ctx.session.client_params  # its clientInfo names the writer in the note log line
             CLIENT.set(client.client_info.name if client is not None else "unknown")
+            if params.name == "agent_run":  # the run may use this client's model and ask its user
+                RUN_CLIENT.set(lend(ctx.session))
             result = await self.harness.call_tool(params.name, params.arguments or {}, self.agent)
             text = result.text
         except UnknownTool:  # the table makes it a protocol error; the wording is MCP's

@@ -33,14 +33,17 @@ from context_harness.models import NoArguments
 from context_harness.tools.base import FunctionTool, Tool, ToolChanges
 from context_harness.tools.builtin import schema_of
 
-AGENT_TOOL_NAMES = ("agent_list", "agent_get", "agent_inject")
+AGENT_TOOL_NAMES = ("agent_list", "agent_get", "agent_inject", "agent_run")
 
 Compile = Callable[[str, dict[str, Any], str], Awaitable["str | dict[str, Any]"]]
 """``(name, arguments, format)`` -> the compiled text or the structured agent (resolves the agent)."""
+RunAgent = Callable[[str, str, dict[str, Any], "str | None"], Awaitable[dict[str, Any]]]
+"""``(agent, task, arguments, model)`` -> the run's record (``core/running.py``)."""
+RUN_ANNOTATIONS = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}
 
 
 class AgentTool(FunctionTool):
-    """One of the three agent tools (kept apart from a user's tool of the same name on reloads)."""
+    """One of the agent tools (kept apart from a user's tool of the same name on reloads)."""
 
 
 class AgentSummary(BaseModel):
@@ -79,6 +82,23 @@ class AgentInjectRequest(AgentGetRequest):
     arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
 
 
+class AgentRunRequest(AgentGetRequest):
+    task: str = Field(min_length=1, description="What the agent should do, in words.")
+    arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
+    model: str | None = Field(default=None, description="A [models.NAME] of the server's config; unset: the "
+                              "agent's, the configured default, or this client's own model (sampling).")
+
+
+class AgentRunOut(BaseModel):
+    id: str
+    agent: str
+    status: str
+    reason: str | None = None
+    answer: str | None = None
+    steps: int
+    tokens: dict[str, int]
+
+
 def may_reach_network(agents: AgentLibrary) -> bool:
     """True when resolving some agent may do more than read the knowledge base (see module docstring)."""
     sources = {info.source for info in agents.list()}
@@ -95,13 +115,21 @@ def inject_annotations(agents: AgentLibrary) -> dict[str, Any]:
     return {"readOnlyHint": True, "openWorldHint": False}
 
 
+def render_run(payload: dict[str, Any]) -> str:
+    head = f"run {payload['id']} ({payload['agent']}): {payload['status']}"
+    if payload.get("reason"):
+        head += f" ({payload['reason']})"
+    return f"{payload['answer']}\n\n{head}" if payload.get("answer") else head
+
+
 def render_inject(payload: dict[str, Any]) -> str:
     compiled = payload.get("compiled")
     return compiled if isinstance(compiled, str) else json.dumps(payload, ensure_ascii=False, indent=2)
 
 
-def agent_tools(agents: AgentLibrary, compile_agent: Compile) -> list[AgentTool]:
-    """The three agent tools over ``agents``; ``compile_agent`` resolves one (in a worker thread)."""
+def agent_tools(agents: AgentLibrary, compile_agent: Compile, run_agent: RunAgent) -> list[AgentTool]:
+    """The agent tools over ``agents``; ``compile_agent`` resolves one (in a worker thread),
+    ``run_agent`` drives one with a model through its tools."""
 
     async def agent_list(arguments: dict[str, Any]) -> dict[str, Any]:
         parse(NoArguments, arguments)
@@ -119,6 +147,13 @@ def agent_tools(agents: AgentLibrary, compile_agent: Compile) -> list[AgentTool]
         if isinstance(result, str):
             return {"name": request.agent, "compiled": result}
         return result
+
+    async def agent_run(arguments: dict[str, Any]) -> dict[str, Any]:
+        request = parse(AgentRunRequest, arguments)
+        record = await run_agent(request.agent, request.task, request.arguments or {}, request.model)
+        return {"id": record["id"], "agent": record["agent"], "status": record["status"],
+                "reason": record.get("reason"), "answer": record.get("answer"), "steps": len(record["steps"]),
+                "tokens": record["tokens"]}
 
     return [
         AgentTool(
@@ -140,6 +175,14 @@ def agent_tools(agents: AgentLibrary, compile_agent: Compile) -> list[AgentTool]
             "the knowledge base.",
             input_schema=schema_of(AgentInjectRequest), run=agent_inject,
             annotations=inject_annotations(agents), render=render_inject),
+        AgentTool(
+            name="agent_run", title="Run an agent",
+            description="Run an agent on a task: a model (the server's configured one, or yours through "
+            "sampling) works through the agent's own tools until it answers. Writes need a person's approval "
+            "(asked through this client where it can ask) unless the agent says approve = \"writes\". "
+            "Returns the answer and the run's id (its record: ctx agent show ID).",
+            input_schema=schema_of(AgentRunRequest), output_schema=schema_of(AgentRunOut, "serialization"),
+            run=agent_run, annotations=dict(RUN_ANNOTATIONS), render=render_run),
     ]
 
 
@@ -170,5 +213,5 @@ def _is_agent_tool(tool: Tool) -> bool:
     return isinstance(tool, AgentTool)
 
 
-__all__ = ["AGENT_TOOL_NAMES", "AgentGetRequest", "AgentInjectRequest", "AgentTool", "agent_tool_changes",
-           "agent_tools", "inject_annotations", "may_reach_network", "render_inject", "wanted"]
+__all__ = ["AGENT_TOOL_NAMES", "AgentGetRequest", "AgentInjectRequest", "AgentRunRequest", "AgentTool",
+           "agent_tool_changes", "agent_tools", "inject_annotations", "may_reach_network", "render_inject", "wanted"]
