@@ -2,7 +2,7 @@
 
 Works with Ollama, llama.cpp's server, vLLM, LM Studio and hosted APIs. One request per step, not
 streamed; the reply is read in pieces and cut off at ``max_response_bytes``, and every wait is
-bounded (``connect_timeout``, ``timeout``, and what is left of the run's ``max_seconds``). Whatever
+bounded (``CONNECT_SECONDS``, ``timeout``, and what is left of the run's ``max_seconds``). Whatever
 goes wrong at the endpoint (down, slow, an HTML page, a reply too large, JSON without a message)
 is a ``ModelError`` naming the model, its URL and the key to look at; the run records it as a step.
 
@@ -23,6 +23,7 @@ from context_harness.config import ModelConfig
 from context_harness.errors import ModelError
 
 PREVIEW_CHARS = 200  # of an answer that is not a chat reply, quoted in the error
+CONNECT_SECONDS = 10.0  # to reach the endpoint (within the reply's timeout)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class OpenAIChat:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        limits = httpx.Timeout(timeout, connect=min(self.config.connect_timeout, timeout))
+        limits = httpx.Timeout(timeout, connect=min(CONNECT_SECONDS, timeout))
         try:
             async with httpx.AsyncClient(timeout=limits, follow_redirects=False, trust_env=False) as client:
                 with anyio.fail_after(timeout):  # httpx bounds each read, not their sum (a trickle)

@@ -401,28 +401,18 @@ class LuaConfig(_Section):
 
 
 class ModelConfig(_Section):
-    """``[models.NAME]``: a chat model behind an OpenAI-compatible endpoint (Ollama, llama.cpp's server,
-    vLLM, a hosted API) that ``ctx agent run`` drives through an agent's tools."""
+    """``[models.NAME]``: a chat model at an OpenAI-compatible endpoint that ``ctx agent run`` drives."""
 
-    url: str = Field(pattern=r"^https?://\S+$", description='the OpenAI-compatible base URL, e.g. '
-                     '"http://127.0.0.1:11434/v1" (Ollama); requests go to URL/chat/completions')
+    url: str = Field(pattern=r"^https?://\S+$", description='the base URL, e.g. "http://127.0.0.1:11434/v1" (Ollama)')
     model: str = Field(min_length=1, description='the model name the endpoint knows, e.g. "qwen2.5:7b"')
-    api_key: str | None = Field(default=None, description='sent as a Bearer token, usually "${OPENAI_API_KEY}"; '
-                                "never written into a run's record")
-    timeout: float = Field(default=120.0, gt=0, le=3600, description="seconds one model reply may take (the run's "
-                           "max_seconds also bounds it)")
-    connect_timeout: float = Field(default=10.0, gt=0, le=600, description="seconds to reach the endpoint")
-    max_response_bytes: int = Field(default=4_000_000, ge=1024, description="bytes of one model reply; a larger "
-                                    "answer ends the run with a clear step")
-    max_tokens: int | None = Field(default=None, ge=1, description="sent as max_tokens: the most tokens one reply "
-                                   "may generate")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="sent as temperature; unset: the "
-                                      "endpoint's default")
-    max_steps: int = Field(default=20, ge=1, le=1000, description="model replies a run may take (an agent's "
-                           "max_steps or --max-steps overrides)")
+    api_key: str | None = Field(default=None, description='a Bearer token, e.g. "${OPENAI_API_KEY}"; never recorded')
+    timeout: float = Field(default=120.0, gt=0, le=3600, description="seconds one model reply may take")
+    max_response_bytes: int = Field(default=4_000_000, ge=1024, description="bytes of one reply; more ends the run")
+    max_tokens: int | None = Field(default=None, ge=1, description="sent as max_tokens (per reply)")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="sent as temperature")
+    max_steps: int = Field(default=20, ge=1, le=1000, description="model replies a run may take")
     max_seconds: float = Field(default=600.0, gt=0, le=86_400, description="seconds a run may take in all")
-    max_run_tokens: int = Field(default=200_000, ge=1, description="prompt plus completion tokens a run may spend, "
-                                "as the endpoint counts them")
+    max_run_tokens: int = Field(default=200_000, ge=1, description="prompt + completion tokens a run may spend")
 
 
 class RegistryConfig(_Section):
@@ -464,8 +454,7 @@ class Config(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     lua: LuaConfig = Field(default_factory=LuaConfig)
     agents: dict[str, Any] = Field(default_factory=dict)
-    models: dict[str, ModelConfig] = Field(default_factory=dict, description="chat models by name, for "
-                                           "`ctx agent run`")
+    models: dict[str, ModelConfig] = Field(default_factory=dict, description="chat models for `ctx agent run`")
     registries: RegistriesConfig = Field(default_factory=RegistriesConfig)
 
     # Not part of the file: where it came from, and the components left out for unset variables.

@@ -25,9 +25,9 @@ from context_harness.agents.chat import ChatModel
 from context_harness.agents.library import AgentLibrary
 from context_harness.agents.lua_agent import MAX_INSTANCES as AGENT_INSTANCES
 from context_harness.agents.models import AgentInfo, AgentPrompt
+from context_harness.agents.runs import RUN_CLIENT, Approver, ClientSide, RunRequest, StepListener
 from context_harness.config import Config
 from context_harness.core.context import BlockingKnowledgeBase, HarnessContext
-from context_harness.core.running import RUN_CLIENT, Approver, ClientSide, RunRequest, StepListener
 from context_harness.errors import NotConfigured, NotFound, Timeout, UnknownTool
 from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool_changes, agent_tools, wanted
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools

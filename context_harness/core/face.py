@@ -36,6 +36,7 @@ from context_harness.agents.editing import (
 from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
 from context_harness.agents.models import AgentInfo, AgentPrompt
 from context_harness.agents.render import prompt_get_messages
+from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
 from context_harness.agents.settings import load_settings as agent_settings
 from context_harness.agents.skills import SKILL_FILE, SKILL_NAME, Skill, parse_skill, skill_text
 from context_harness.config import Config, Unavailable
@@ -46,16 +47,7 @@ from context_harness.core.catalog import AgentResolution, ToolResult
 from context_harness.core.harness import DocumentChanges, Harness
 from context_harness.core.recovery import check_installed
 from context_harness.core.reports import SourceDetail
-from context_harness.core.running import (
-    RUN_CLIENT,
-    Approval,
-    Approver,
-    ClientSide,
-    RunRequest,
-    StepListener,
-    needs_approval,
-    new_run_id,
-)
+from context_harness.core.running import needs_approval, new_run_id
 from context_harness.core.workspace import init_workspace
 from context_harness.core.writeback import CLIENT
 from context_harness.extensions import ServerSetup, prepare_server

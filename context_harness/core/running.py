@@ -23,22 +23,21 @@ import datetime as dt
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from context_harness.agents.base import CLAUDE_CODE_MODELS, AgentSpec
 from context_harness.agents.chat import ChatModel, ChatReply, OpenAIChat, ToolCall
+from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
 from context_harness.common.redaction import redact
 from context_harness.errors import BadRequest, HarnessError, ModelError, NotConfigured, NotFound, as_harness_error
 
 if TYPE_CHECKING:
     from context_harness.config import Config, ModelConfig
     from context_harness.core.catalog import AgentResolution, Catalog, ToolResult
-    from context_harness.core.services import Services
     from context_harness.store.backend import DocumentStorage
     from context_harness.tools.base import Tool
 
@@ -47,42 +46,7 @@ RECORD_CHARS = 4_000  # of a tool's result or a message kept in the run's record
 REPEATS = 3  # the same call with the same arguments this many times in a row ends the run
 NOT_OFFERED = frozenset({"agent_run"})  # a run does not start runs
 
-Approver = Callable[["Approval"], Awaitable[str]]  # "yes", "no" or "always" (yes for the rest of the run)
-StepListener = Callable[[dict[str, Any]], None]
 
-
-@dataclass
-class RunRequest:
-    agent: str
-    task: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    model: str | None = None  # a [models.NAME]; overrides the agent's
-    yes: bool = False  # approve every write (--yes)
-    id: str | None = None  # the run's id (unset: a new one)
-    max_steps: int | None = None
-    max_seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class Approval:
-    """A call that needs a person's yes: shown with its arguments."""
-
-    tool: str
-    arguments: dict[str, Any]
-    why: str  # "writes" or "destructive"
-
-
-@dataclass(frozen=True)
-class ClientSide:
-    """What an MCP client lends a run it starts with ``agent_run``: its model (sampling, used when no
-    ``[models]`` entry is configured) and a person's approval of writes (elicitation). The MCP rim
-    sets ``RUN_CLIENT`` for the call; either may be None (the client cannot)."""
-
-    model: ChatModel | None = None
-    approver: Approver | None = None
-
-
-RUN_CLIENT: ContextVar[ClientSide | None] = ContextVar("run_client", default=None)
 
 
 @dataclass
@@ -98,7 +62,7 @@ class Running:
     if TYPE_CHECKING:
         config: Config
         store: DocumentStorage | None
-        _services: Services | None
+        _services: Any  # core.services.Services while serving (its task group runs background runs)
 
         @property
         def catalog(self) -> Catalog: ...
