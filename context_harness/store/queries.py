@@ -15,14 +15,16 @@ from context_harness.store.records import PendingChunk
 FETCH = 4096  # rows per fetchmany while streaming a table
 
 
-def pending_chunks(conn: sqlite3.Connection, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
-    """Chunks whose content hash has no vector, one per distinct hash, oldest first, from the chunk
+def pending_chunks(conn: sqlite3.Connection, limit: int | None = None, after: int = 0,
+                   table: str = "embeddings") -> list[PendingChunk]:
+    """Chunks whose content hash has no vector (in ``table``: ``embeddings``, or the next set's
+    ``embeddings_next`` during a model switch), one per distinct hash, oldest first, from the chunk
     after row ``after`` on (a page costs its own rows, not a scan of every chunk: at a million chunks,
     grouping them all for every page of 512 made embedding quadratic)."""
     sql = (
         "SELECT c.content_hash, c.rowid, c.text, d.title, c.heading FROM chunks c "
         "LEFT JOIN documents d ON d.id = c.doc_id "
-        "WHERE c.rowid > ? AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash) "
+        f"WHERE c.rowid > ? AND NOT EXISTS (SELECT 1 FROM {_vectors(table)} e WHERE e.content_hash = c.content_hash) "
         "ORDER BY c.rowid"
     )
     params: tuple[int, ...] = (after,)
@@ -38,11 +40,11 @@ def pending_chunks(conn: sqlite3.Connection, limit: int | None = None, after: in
     return out
 
 
-def embedded_chunk_counts(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(chunks with a vector, chunks in all)."""
+def embedded_chunk_counts(conn: sqlite3.Connection, table: str = "embeddings") -> tuple[int, int]:
+    """(chunks with a vector in ``table``, chunks in all)."""
     embedded, total = conn.execute(
         "SELECT COUNT(e.content_hash), COUNT(*) FROM chunks c "
-        "LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
+        f"LEFT JOIN {_vectors(table)} e ON e.content_hash = c.content_hash"
     ).fetchone()
     return int(embedded), int(total)
 
@@ -77,3 +79,10 @@ def chunk_batches(conn: sqlite3.Connection) -> Iterator[list[tuple[str, str, str
 def chunk_map(conn: sqlite3.Connection) -> dict[str, tuple[str, str]]:
     """chunk id -> (doc_id, content_hash) for every chunk."""
     return {cid: (doc, h) for cid, doc, h in conn.execute("SELECT id, doc_id, content_hash FROM chunks")}
+
+
+def _vectors(table: str) -> str:
+    """One of the two vector tables (their names are the only text put into SQL here)."""
+    if table not in ("embeddings", "embeddings_next"):
+        raise ValueError(f"not a vector table: {table!r}")
+    return table

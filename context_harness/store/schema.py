@@ -147,6 +147,10 @@ CREATE TABLE IF NOT EXISTS embedding_meta(
 );
 """
 
+# The next vector set of a model switch (``VectorStore.begin_next``, ``ingest/reembed.py``): made when
+# a switch starts, renamed to ``embeddings`` when it completes; on demand, so with no version either.
+NEXT_VECTOR_TABLE = "CREATE TABLE IF NOT EXISTS embeddings_next(content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+
 
 class StoreVersionError(ConfigError):
     """The database was written by a newer version."""
@@ -355,3 +359,9 @@ POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value
 POSTGRES_VECTOR_INDEX = ("CREATE INDEX IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings "
                          "USING hnsw ((vector::vector({dims})) vector_cosine_ops) "
                          "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = {dims}")
+# The next vector set of a model switch and its HNSW index (built before the swap renames both).
+POSTGRES_NEXT_VECTOR_TABLE = ("CREATE TABLE IF NOT EXISTS embeddings_next(content_hash TEXT PRIMARY KEY, "
+                              "vector vector NOT NULL)")
+POSTGRES_NEXT_VECTOR_INDEX = ("CREATE INDEX IF NOT EXISTS embeddings_next_hnsw_{dims} ON embeddings_next "
+                              "USING hnsw ((vector::vector({dims})) vector_cosine_ops) "
+                              "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = {dims}")

@@ -76,6 +76,7 @@ class VectorIndex:
         self.dims = 0
         self.identity: EmbedderIdentity | None = None
         self._generation = -1
+        self._loading: tuple[EmbedderIdentity | None, int] = (None, -1)  # what ``_load`` reads, until installed
         self._lock = threading.Lock()  # guards the arrays (short critical sections)
         self._update_lock = threading.Lock()  # one load/refresh at a time
         self._columns = np.zeros((0, 0), dtype=np.float32)  # dims x capacity
@@ -127,7 +128,7 @@ class VectorIndex:
 
     def _load(self) -> None:
         identity = self.store.identity()
-        self.identity, self._generation = identity, self.store.generation()
+        self._loading = (identity, self.store.generation())  # installed with the arrays (``_install``)
         dims = identity.dims if identity else 0
         docs: list[str] = []
         doc_index: dict[str, int] = {}
@@ -156,7 +157,8 @@ class VectorIndex:
 
     def _identity_marker(self) -> dict[str, Any]:
         """What a saved graph must match to be used at all (else it is rebuilt)."""
-        return {"identity": self.identity.key if self.identity else None, "generation": self._generation}
+        identity, generation = self._loading  # the installed ones, or those being loaded
+        return {"identity": identity.key if identity else None, "generation": generation}
 
     def _load_saved(self, dims: int) -> bool:
         """Open the saved graph if it was made by this embedder and generation; a graph saved before
@@ -256,6 +258,8 @@ class VectorIndex:
         capacity = max(columns.shape[1], len(chunk_ids))
         live = np.ones(len(chunk_ids), dtype=bool) if live is None else live
         with self._lock:
+            # The identity changes with the arrays: a search reads both from one state (a model switch).
+            self.identity, self._generation = self._loading
             self.dims = columns.shape[0]
             self._columns = columns
             self._graph = graph

@@ -45,17 +45,48 @@ def rebuild_hint(stored: EmbedderIdentity | None, wanted: EmbedderIdentity) -> s
 
 class IdentityRules:
     """The embedder-identity rules every vector store follows (embedded and PostgreSQL alike), over
-    the store's own ``identity``, ``set_identity`` and ``count``, and how the identity is kept: the
-    ``embedding_meta`` rows ``provider``, ``model``, ``dims`` and ``identity`` (its key)."""
+    the store's own ``meta``, ``set_identity`` and ``count``, and how the identity is kept: the
+    ``embedding_meta`` rows ``provider``, ``model``, ``dims`` and ``identity`` (its key), and
+    ``config``: the ``[embedding]`` settings that made them (``remember_config``), so a process
+    whose config names another model can still embed queries for these vectors.
+
+    During a model switch the next set's rows are the same with the prefix ``next.``
+    (``next_identity``)."""
+
+    def meta(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _put_meta(self, rows: dict[str, str]) -> None:
+        raise NotImplementedError
 
     def identity(self) -> EmbedderIdentity | None:
-        raise NotImplementedError
+        return self.identity_from_meta(self.meta())
+
+    def next_identity(self) -> EmbedderIdentity | None:
+        """The embedder of the next vector set while a model switch fills it (None: no switch)."""
+        rows = self.meta()
+        return self.identity_from_meta({k[len(NEXT):]: v for k, v in rows.items() if k.startswith(NEXT)})
 
     def set_identity(self, identity: EmbedderIdentity) -> None:
-        raise NotImplementedError
+        self._put_meta(self.meta_of(identity))
 
     def count(self) -> int:
         raise NotImplementedError
+
+    def embedder_config(self, identity: EmbedderIdentity) -> str | None:
+        """The settings (JSON) recorded for the set made by ``identity``, current or next."""
+        rows = self.meta()
+        for prefix in ("", NEXT):
+            if rows.get(prefix + "identity") == identity.key:
+                return rows.get(prefix + "config")
+        return None
+
+    def remember_config(self, identity: EmbedderIdentity, config: str) -> None:
+        """Record ``config`` (JSON, no secrets) as the settings of the current set when ``identity``
+        made it, unless recorded already."""
+        rows = self.meta()
+        if rows.get("identity") == identity.key and rows.get("config") != config:
+            self._put_meta({"config": config})
 
     @staticmethod
     def identity_from_meta(rows: dict[str, str]) -> EmbedderIdentity | None:
@@ -82,6 +113,15 @@ class IdentityRules:
         self.check_identity(identity)
         if self.identity() != identity:
             self.set_identity(identity)
+
+    def switch_due(self, identity: EmbedderIdentity) -> bool:
+        """Whether embedding for ``identity`` means a model switch: the store holds vectors of another
+        embedder (``ingest/reembed.py`` then fills a next set while searches use these)."""
+        stored = self.identity()
+        return stored is not None and stored != identity and self.count() > 0
+
+
+NEXT = "next."  # the prefix of the next set's rows in embedding_meta
 
 
 class VectorStore(IdentityRules):
@@ -150,15 +190,13 @@ class VectorStore(IdentityRules):
 
     # -- identity ---------------------------------------------------------------------------
 
-    def identity(self) -> EmbedderIdentity | None:
+    def meta(self) -> dict[str, str]:
         with self.lock:
-            rows = dict(self.conn.execute("SELECT key, value FROM embedding_meta").fetchall())
-        return self.identity_from_meta(rows)
+            return dict(self.conn.execute("SELECT key, value FROM embedding_meta").fetchall())
 
-    def set_identity(self, identity: EmbedderIdentity) -> None:
+    def _put_meta(self, rows: dict[str, str]) -> None:
         with self.transaction() as conn:
-            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)",
-                             self.meta_of(identity).items())
+            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)", rows.items())
 
     # -- vectors ----------------------------------------------------------------------------
 
@@ -229,11 +267,12 @@ class VectorStore(IdentityRules):
             return deleted
 
     def clear(self) -> None:
-        """Forget every vector and the identity (``ctx embed rebuild`` starts here)."""
+        """Forget every vector and the identity, and a next set (``ctx embed rebuild`` starts here)."""
         with self.transaction() as conn:
             self._written()
             generation = self.generation() + 1
             conn.execute("DELETE FROM embeddings")
+            conn.execute("DROP TABLE IF EXISTS embeddings_next")
             conn.execute("DELETE FROM embedding_meta WHERE key != 'version'")
             conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('generation', ?)", (str(generation),))
             _bump_version(conn)
@@ -249,6 +288,67 @@ class VectorStore(IdentityRules):
         with self.lock:
             row = self.conn.execute("SELECT value FROM embedding_meta WHERE key = 'version'").fetchone()
         return int(row[0]) if row else 0
+
+    # -- the next vector set (a model switch: ``ingest/reembed.py``) ------------------------------
+
+    def begin_next(self, identity: EmbedderIdentity, config: str) -> None:
+        """Make (or keep) the next set for ``identity``; a next set of another embedder is dropped."""
+        with self.transaction() as conn:
+            if self.next_identity() != identity:
+                conn.execute("DROP TABLE IF EXISTS embeddings_next")
+                conn.execute("DELETE FROM embedding_meta WHERE substr(key, 1, 5) = ?", (NEXT,))
+            conn.execute(schema.NEXT_VECTOR_TABLE)
+            rows = {NEXT + key: value for key, value in self.meta_of(identity).items()} | {NEXT + "config": config}
+            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)", rows.items())
+
+    def drop_next(self) -> None:
+        """Forget the next set (the config went back to the current set's embedder)."""
+        with self.transaction() as conn:
+            conn.execute("DROP TABLE IF EXISTS embeddings_next")
+            conn.execute("DELETE FROM embedding_meta WHERE substr(key, 1, 5) = ?", (NEXT,))
+
+    def put_next(self, pairs: Iterable[tuple[str, np.ndarray]]) -> int:
+        """Store vectors of the next set (``begin_next`` first), in one transaction."""
+        identity = self.next_identity()
+        if identity is None:
+            raise ValueError("begin the next set (begin_next) before storing its vectors")
+        rows = [(content_hash, _to_blob(vector, identity.dims)) for content_hash, vector in pairs]
+        if rows:
+            with self.transaction() as conn:
+                conn.executemany("INSERT OR REPLACE INTO embeddings_next(content_hash, vector) VALUES (?, ?)", rows)
+        return len(rows)
+
+    def pending_next(self, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
+        """``pending``, for the next set."""
+        with self.lock:
+            return queries.pending_chunks(self.conn, limit, after, "embeddings_next")
+
+    def next_counts(self) -> tuple[int, int]:
+        """(chunks with a vector in the next set, chunks in all); (0, 0) without a next set."""
+        with self.snapshot() as conn:
+            if self.next_identity() is None:
+                return 0, 0
+            return queries.embedded_chunk_counts(conn, "embeddings_next")
+
+    def swap_next(self) -> bool:
+        """Make the next set the current one in one transaction, when every chunk has its vector
+        there (else False: a sync added chunks meanwhile); the old set is dropped with it. The
+        generation and version move on, so every process's index reloads, with the new identity."""
+        with self.transaction() as conn:
+            rows = self.meta()
+            identity = self.next_identity()
+            if identity is None or queries.pending_chunks(conn, 1, 0, "embeddings_next"):
+                return False
+            self._written()
+            conn.execute("DROP TABLE embeddings")
+            conn.execute("ALTER TABLE embeddings_next RENAME TO embeddings")
+            conn.execute("DELETE FROM embedding_meta WHERE key NOT IN ('version', 'generation')")
+            fresh = self.meta_of(identity) | {"generation": str(self.generation() + 1)}
+            if NEXT + "config" in rows:
+                fresh["config"] = rows[NEXT + "config"]
+            conn.executemany("INSERT OR REPLACE INTO embedding_meta(key, value) VALUES (?, ?)", fresh.items())
+            _bump_version(conn)
+        return True
 
     # -- chunks awaiting vectors --------------------------------------------------------------
 

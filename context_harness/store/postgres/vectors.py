@@ -19,8 +19,8 @@ from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.chunk_scores import document_score
 from context_harness.store.postgres.database import Database
 from context_harness.store.records import PendingChunk
-from context_harness.store.schema import POSTGRES_VECTOR_INDEX
-from context_harness.store.vectors import EmbedderMismatch, IdentityRules, VectorStats
+from context_harness.store.schema import POSTGRES_NEXT_VECTOR_INDEX, POSTGRES_NEXT_VECTOR_TABLE, POSTGRES_VECTOR_INDEX
+from context_harness.store.vectors import NEXT, EmbedderMismatch, IdentityRules, VectorStats
 
 #: The HNSW graph and hnsw.ef_search at least (benchmarks/postgres.py --vectors 1000000, 2 busy cores,
 #: 2026-11-27): pgvector's default graph (m 16, ef_construction 64) reached recall@10 0.934 / 0.937 /
@@ -35,10 +35,13 @@ _PENDING = """
 SELECT content_hash, title, heading, text FROM (
     SELECT DISTINCT ON (c.content_hash) c.content_hash, c.seq, d.title, c.heading, c.text
     FROM chunks c JOIN documents d ON d.id = c.doc_id
-    WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
+    WHERE NOT EXISTS (SELECT 1 FROM {table} e WHERE e.content_hash = c.content_hash)
     ORDER BY c.content_hash, c.seq) p
 ORDER BY seq
 """
+_SAME_SET = "EXISTS (SELECT 1 FROM embedding_meta m WHERE m.key = 'identity' AND m.value = %(identity)s)"
+_UPSERT = ("INSERT INTO {table}(content_hash, vector) VALUES (%s, %s) "
+           "ON CONFLICT(content_hash) DO UPDATE SET vector = excluded.vector")
 
 
 class PgVectorStore(IdentityRules):
@@ -59,15 +62,16 @@ class PgVectorStore(IdentityRules):
 
     # -- identity ------------------------------------------------------------------------------
 
-    def identity(self) -> EmbedderIdentity | None:
-        return self.identity_from_meta(dict(self._all("SELECT key, value FROM embedding_meta")))
+    def meta(self) -> dict[str, str]:
+        return dict(self._all("SELECT key, value FROM embedding_meta"))
+
+    def _put_meta(self, rows: dict[str, str]) -> None:
+        with self.db.transaction() as conn:
+            _put_meta(conn, rows)
 
     def set_identity(self, identity: EmbedderIdentity) -> None:
         with self.db.transaction() as conn:
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO embedding_meta(key, value) VALUES (%s, %s) "
-                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                                list(self.meta_of(identity).items()))
+            _put_meta(conn, self.meta_of(identity))
             conn.execute(POSTGRES_VECTOR_INDEX.format(dims=int(identity.dims), m=HNSW_M,
                                                       ef_construction=HNSW_EF_CONSTRUCTION))
 
@@ -87,8 +91,7 @@ class PgVectorStore(IdentityRules):
         if rows:
             with self.db.transaction() as conn:
                 with conn.cursor() as cur:
-                    cur.executemany("INSERT INTO embeddings(content_hash, vector) VALUES (%s, %s) "
-                                    "ON CONFLICT(content_hash) DO UPDATE SET vector = excluded.vector", rows)
+                    cur.executemany(_UPSERT.format(table="embeddings"), rows)
                 _bump_version(conn)
         return len(rows)
 
@@ -111,6 +114,7 @@ class PgVectorStore(IdentityRules):
                                         "AND indexname LIKE 'embeddings_hnsw_%%'").fetchall():
                 conn.execute(f'DROP INDEX IF EXISTS "{name}"')
             conn.execute("TRUNCATE embeddings")
+            conn.execute("DROP TABLE IF EXISTS embeddings_next")
             conn.execute("DELETE FROM embedding_meta WHERE key != 'version'")
             conn.execute("INSERT INTO embedding_meta(key, value) VALUES ('generation', %s)", (str(generation),))
             _bump_version(conn)
@@ -123,12 +127,83 @@ class PgVectorStore(IdentityRules):
         rows = self._all("SELECT value FROM embedding_meta WHERE key = 'version'")
         return int(rows[0][0]) if rows else 0
 
+    # -- the next vector set (a model switch: ``ingest/reembed.py``) ----------------------------
+
+    def begin_next(self, identity: EmbedderIdentity, config: str) -> None:
+        """Make (or keep) the next set for ``identity``; a next set of another embedder is dropped."""
+        with self.db.transaction() as conn:
+            if self.next_identity() != identity:
+                conn.execute("DROP TABLE IF EXISTS embeddings_next")
+                conn.execute("DELETE FROM embedding_meta WHERE key LIKE 'next.%%'")
+            conn.execute(POSTGRES_NEXT_VECTOR_TABLE)
+            _put_meta(conn, {NEXT + key: value for key, value in self.meta_of(identity).items()}
+                      | {NEXT + "config": config})
+
+    def drop_next(self) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DROP TABLE IF EXISTS embeddings_next")
+            conn.execute("DELETE FROM embedding_meta WHERE key LIKE 'next.%%'")
+
+    def put_next(self, pairs: Iterable[tuple[str, np.ndarray]]) -> int:
+        identity = self.next_identity()
+        if identity is None:
+            raise ValueError("begin the next set (begin_next) before storing its vectors")
+        rows = [(content_hash, _unit(vector, identity.dims)) for content_hash, vector in pairs]
+        if rows:
+            with self.db.transaction() as conn:
+                with conn.cursor() as cur:
+                    cur.executemany(_UPSERT.format(table="embeddings_next"), rows)
+        return len(rows)
+
+    def pending_next(self, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
+        return self._pending("embeddings_next", limit)
+
+    def next_counts(self) -> tuple[int, int]:
+        if self.next_identity() is None:
+            return 0, 0
+        embedded, total = self._all("SELECT count(e.content_hash), count(*) FROM chunks c "
+                                    "LEFT JOIN embeddings_next e ON e.content_hash = c.content_hash")[0]
+        return int(embedded), int(total)
+
+    def swap_next(self) -> bool:
+        """Make the next set the current one in one transaction when it is complete (else False).
+        Its HNSW index is built first, outside the transaction (searches go on meanwhile); the swap
+        itself renames tables, holding their locks for milliseconds. The old set is dropped with it."""
+        identity = self.next_identity()
+        if identity is None or self._pending("embeddings_next", 1):
+            return False
+        with self.db.transaction() as conn:
+            conn.execute(POSTGRES_NEXT_VECTOR_INDEX.format(dims=int(identity.dims), m=HNSW_M,
+                                                           ef_construction=HNSW_EF_CONSTRUCTION))
+        with self.db.transaction() as conn:
+            conn.execute("LOCK TABLE embedding_meta IN EXCLUSIVE MODE")  # one swap at a time, across replicas
+            rows = dict(conn.execute("SELECT key, value FROM embedding_meta").fetchall())
+            if rows.get(NEXT + "identity") != identity.key:
+                return False
+            if conn.execute(_PENDING.format(table="embeddings_next") + " LIMIT 1").fetchall():
+                return False  # a sync added chunks meanwhile
+            conn.execute("DROP TABLE embeddings")
+            conn.execute("ALTER TABLE embeddings_next RENAME TO embeddings")
+            conn.execute("ALTER INDEX embeddings_next_pkey RENAME TO embeddings_pkey")
+            conn.execute(f"ALTER INDEX embeddings_next_hnsw_{int(identity.dims)} "
+                         f"RENAME TO embeddings_hnsw_{int(identity.dims)}")
+            conn.execute("DELETE FROM embedding_meta WHERE key NOT IN ('version', 'generation')")
+            fresh = self.meta_of(identity) | {"generation": str(int(rows.get("generation", "0")) + 1)}
+            if NEXT + "config" in rows:
+                fresh["config"] = rows[NEXT + "config"]
+            _put_meta(conn, fresh)
+            _bump_version(conn)
+        return True
+
     # -- chunks awaiting vectors ---------------------------------------------------------------
 
     def pending(self, limit: int | None = None, after: int = 0) -> list[PendingChunk]:
         """Pending chunk texts; ``after`` (the embedded store's row paging) is not used here: every
         page is the first still without a vector."""
-        sql, params = _PENDING, None
+        return self._pending("embeddings", limit)
+
+    def _pending(self, table: str, limit: int | None) -> list[PendingChunk]:
+        sql, params = _PENDING.format(table=table), None
         if limit is not None:
             sql += " LIMIT %s"
             params = (max(0, limit),)
@@ -168,7 +243,7 @@ class PgVectorIndex:
         self.store = store
         self._doc_ids: frozenset[str] | None = None
         self._len = -1
-        self._dims: int | None = None
+        self._identity: tuple[EmbedderIdentity | None] | None = None
 
     def __len__(self) -> int:
         if self._len < 0:
@@ -183,26 +258,28 @@ class PgVectorIndex:
         return self._doc_ids
 
     def refresh(self) -> tuple[int, int]:
-        self._doc_ids, self._len, self._dims = None, -1, None
+        self._doc_ids, self._len, self._identity = None, -1, None
         return 0, 0
 
-    def _stored_dims(self) -> int | None:
-        """The stored vectors' dimensions (the recorded identity's), read once until ``refresh``."""
-        if self._dims is None:
-            identity = self.store.identity()
-            self._dims = None if identity is None else int(identity.dims)
-        return self._dims
+    @property
+    def identity(self) -> EmbedderIdentity | None:
+        """The stored vectors' embedder, read once until ``refresh``. A search answers only while the
+        database still holds vectors of this embedder (a model switch swaps them: ``swap_next``)."""
+        if self._identity is None:
+            self._identity = (self.store.identity(),)
+        return self._identity[0]
 
     def top_documents(self, query: np.ndarray, k: int, allowed: Any = None) -> list[tuple[str, str, float]]:
         """Best ``k`` documents as (doc_id, best chunk id, score), best first; the score is
         ``chunk_scores.document_score`` of its two best chunks among those fetched."""
-        dims = self._stored_dims()
-        if dims is None or k < 1:
+        identity = self.identity
+        if identity is None or k < 1:
             return []
+        dims = int(identity.dims)
         vector = _unit(query, dims)
         fetch = max(4 * k, 32)
         while True:
-            rows = self._nearest(vector, dims, fetch, None if allowed is None else list(allowed))
+            rows = self._nearest(vector, identity, fetch, None if allowed is None else list(allowed))
             best: dict[str, tuple[str, float]] = {}
             second: dict[str, float] = {}
             for doc_id, chunk_id, distance in rows:
@@ -217,23 +294,32 @@ class PgVectorIndex:
                 return scored[:k]
             fetch *= 4
 
-    def _nearest(self, vector: np.ndarray, dims: int, fetch: int, allowed: list[str] | None) -> list[tuple]:
+    def _nearest(self, vector: np.ndarray, identity: EmbedderIdentity, fetch: int,
+                 allowed: list[str] | None) -> list[tuple]:
+        dims = int(identity.dims)
         distance = f"e.vector::vector({dims}) <=> %(q)s"
+        same_set = _SAME_SET  # nothing when the set was swapped since the identity was read
         if allowed is not None:  # exact, over the allowed documents only
             sql = (f"SELECT c.doc_id, c.id, {distance} AS dist FROM chunks c JOIN embeddings e "
                    f"ON e.content_hash = c.content_hash WHERE c.doc_id = ANY(%(allowed)s) "
-                   f"AND vector_dims(e.vector) = {dims} ORDER BY dist, c.doc_id, c.idx LIMIT %(n)s")
-            return self.store._read(sql, {"q": vector, "allowed": allowed, "n": fetch})
+                   f"AND vector_dims(e.vector) = {dims} AND {same_set} ORDER BY dist, c.doc_id, c.idx LIMIT %(n)s")
+            return self.store._read(sql, {"q": vector, "allowed": allowed, "n": fetch, "identity": identity.key})
         sql = (f"SELECT c.doc_id, c.id, n.dist FROM (SELECT e.content_hash, {distance} AS dist FROM embeddings e "
                f"WHERE vector_dims(e.vector) = {dims} ORDER BY {distance} LIMIT %(n)s) n "
-               "JOIN chunks c ON c.content_hash = n.content_hash ORDER BY n.dist, c.doc_id, c.idx")
+               f"JOIN chunks c ON c.content_hash = n.content_hash WHERE {same_set} ORDER BY n.dist, c.doc_id, c.idx")
         def walk(conn: Any) -> list[tuple]:
             with conn.transaction():
                 conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(MIN_EF_SEARCH, 2 * fetch))}")
                 conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # past ef_search when more are wanted
-                return conn.execute(sql, {"q": vector, "n": fetch}).fetchall()
+                return conn.execute(sql, {"q": vector, "n": fetch, "identity": identity.key}).fetchall()
 
         return self.store.db.read(walk)
+
+
+def _put_meta(conn: Any, rows: dict[str, str]) -> None:
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO embedding_meta(key, value) VALUES (%s, %s) "
+                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value", list(rows.items()))
 
 
 def _bump_version(conn: Any) -> None:
