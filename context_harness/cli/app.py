@@ -305,9 +305,13 @@ def _embedder_line(embedding: dict[str, Any]) -> str:
     if embedding.get("provider") == "disabled":
         return "embeddings: disabled in the config (keyword search only)"
     line = f"embeddings: {embedding.get('identity') or embedding.get('provider')}"
-    if embedding.get("mismatch"):
-        line += (f"; the stored vectors were made by {embedding.get('stored_identity')}: "
-                 "run `ctx embed rebuild` (or restore the previous [embedding] settings)")
+    switch = embedding.get("switch")
+    if switch:  # a model switch under way: searches use the stored vectors until it completes
+        line += f"; {switch['text']} (searches use {embedding.get('stored_identity')} until then)"
+    elif embedding.get("mismatch"):
+        line += (f"; the stored vectors were made by {embedding.get('stored_identity')}, which searches use "
+                 "until `ctx embed pending` (or a serving knowledge base) re-embeds every chunk for the new "
+                 "model and swaps them; `ctx embed rebuild` re-embeds at once, without them meanwhile")
     return line
 
 

@@ -37,7 +37,7 @@ from context_harness.core.running import Running
 from context_harness.core.services import RELOAD_INTERVAL, Services
 from context_harness.core.writeback import WriteBack
 from context_harness.embedding import priority as embedding_priority
-from context_harness.embedding.base import Warming
+from context_harness.embedding.base import Embedder, EmbedderIdentity, Warming
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, embeddings_disabled
 from context_harness.extensions import Extensions, collect_extensions
 from context_harness.ingest.check import check as check_store
@@ -66,6 +66,7 @@ from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 
 if TYPE_CHECKING:
+    from context_harness.ingest.reembed import VectorSets  # what a model switch needs of the store
     from context_harness.store.vectors import VectorStore  # what ``embed_pending`` is typed for
 
 log = logging.getLogger(__name__)
@@ -176,8 +177,17 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
                 from context_harness.embedding import build_embedder
 
                 assert self.vectors is not None
-                self._semantic = SemanticBackend(self.vectors, build_embedder(self.config.embedding))
+                self._semantic = SemanticBackend(self.vectors, build_embedder(self.config.embedding),
+                                                 self._embedder_for_set)
             return self._semantic
+
+    def _embedder_for_set(self, identity: EmbedderIdentity) -> Embedder | None:
+        """The embedder of a vector set the config no longer selects (during a model switch)."""
+        from context_harness.embedding.providers import embedder_for
+
+        assert self.vectors is not None
+        return embedder_for(self.config.embedding, identity,
+                            cast("VectorSets", self.vectors).embedder_config(identity))
 
     def warm_up(self) -> bool:
         """Load what a first search would otherwise wait for (~1.5 s with the bundled model): the
@@ -326,7 +336,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         """Embedded and pending chunks, the embedder the config selects and the one the stored vectors
         were made by, and whether they differ (``ingest/embed.py``)."""
         return embedding_status(self.config.embedding.provider, cast("VectorStore | None", self.vectors),
-                                lambda: self.semantic().identity_key())
+                                lambda: self.semantic().embedder.identity.key)
 
     # -- sync --------------------------------------------------------------------------------
 
@@ -399,7 +409,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
 
     def _embed_blocking(self, limit: int | None, batch_size: int | None, progress: ProgressFn | None,
                         rebuild: bool) -> EmbedSummary:
-        from context_harness.ingest.embed import embed_pending
+        from context_harness.embedding.providers import settings_of
+        from context_harness.ingest.reembed import embed_configured
 
         assert self.vectors is not None
         backend = self.semantic()
@@ -410,9 +421,11 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
             self.vectors.clear()
         else:
             self.vectors.delete_orphans()
-        report = embed_pending(cast("VectorStore", self.vectors), backend.embedder,
-                               batch_size=batch_size or self.config.embedding.batch_size, limit=limit,
-                               progress=progress)
+        stored = self.vectors.identity()  # a model switch embeds into a next set meanwhile (ingest/reembed.py)
+        report = embed_configured(cast("VectorSets", self.vectors), backend.embedder,
+                                  settings_of(self.config.embedding), lambda: backend.embedder_for(stored),
+                                  batch_size=batch_size or self.config.embedding.batch_size, limit=limit,
+                                  progress=progress)
         backend.mark_stale()
         if report.embedded:
             backend.prepare_graph(progress)  # a large index: update its saved graph now, not in a search

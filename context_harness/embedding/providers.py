@@ -8,17 +8,27 @@ Factories import their provider module lazily, so importing this module stays ch
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from context_harness.embedding.base import Embedder
+from context_harness.embedding.base import Embedder, EmbedderIdentity
 from context_harness.errors import ConfigError, embeddings_disabled
 
 if TYPE_CHECKING:
     from context_harness.config import EmbeddingConfig
 
 EmbedderFactory = Callable[["EmbeddingConfig"], Embedder]
+
+log = logging.getLogger(__name__)
+
+#: The ``[embedding]`` settings that decide which vectors an embedder makes, recorded with the vectors
+#: (``settings_of``) so a process configured for another model can still embed queries for them.
+#: No secrets: ``api_key`` stays in the config.
+VECTOR_SETTINGS = ("provider", "model", "model_path", "model_sha256", "base_url", "dims", "quantized_documents",
+                   "quantized_queries")
 
 
 class EmbedderProviders:
@@ -94,3 +104,43 @@ def register_provider(name: str, factory: EmbedderFactory, *, replace: bool = Fa
 
 def build_embedder(config: EmbeddingConfig, *, using: EmbedderProviders | None = None) -> Embedder:
     return (using or default_providers).create(config)
+
+
+def settings_of(config: EmbeddingConfig) -> str:
+    """The settings of ``config`` that decide its vectors, as JSON (``VECTOR_SETTINGS``)."""
+    values = {name: getattr(config, name, None) for name in VECTOR_SETTINGS}
+    return json.dumps({k: str(v) if k == "model_path" and v is not None else v for k, v in values.items()},
+                      sort_keys=True)
+
+
+def embedder_for(config: EmbeddingConfig, identity: EmbedderIdentity, settings: str | None = None, *,
+                 using: EmbedderProviders | None = None) -> Embedder | None:
+    """An embedder that makes ``identity``'s vectors (to embed queries for a vector set the config no
+    longer selects, during a model switch): built from the recorded ``settings`` (``settings_of``),
+    else from ``config`` with the identity's provider and model, else the provider's default model.
+    None when none of them does (the set is then searched by keyword only)."""
+    candidates: list[dict[str, Any]] = []
+    if settings:
+        try:
+            recorded = json.loads(settings)
+        except ValueError:
+            recorded = None
+        if isinstance(recorded, dict):
+            candidates.append({k: v for k, v in recorded.items() if k in VECTOR_SETTINGS})
+    candidates += [{"provider": identity.provider, "model": identity.model, "dims": identity.dims, "model_path": None},
+                   {"provider": identity.provider, "model": None, "model_path": None, "dims": None,
+                    "quantized_documents": True},
+                   {"provider": identity.provider, "model": None, "model_path": None, "dims": None,
+                    "quantized_documents": False}]
+    for update in candidates:
+        if update.get("model_path") is not None:
+            from pathlib import Path
+
+            update["model_path"] = Path(update["model_path"])
+        try:
+            embedder = build_embedder(config.model_copy(update=update), using=using)
+            if embedder.identity == identity:
+                return embedder
+        except Exception as exc:  # a provider that cannot be built here: try the next way
+            log.debug("embedder for %s not built from %s: %s", identity.key, update, exc)
+    return None

@@ -74,5 +74,17 @@ def embedding_status(provider: str, vectors: VectorStore | None, configured_key:
         "identity": configured, "stored_identity": stored,
         "mismatch": bool(stats.vectors and stored and configured and stored != configured),
         "embedded_chunks": stats.embedded_chunks, "pending_chunks": stats.pending_chunks,
-        "vectors": stats.vectors,
+        "vectors": stats.vectors, "switch": switch_status(vectors, configured),
     }
+
+
+def switch_status(vectors: VectorStore, configured: str | None) -> dict[str, Any] | None:
+    """A model switch under way (``ingest/reembed.py``): ``to`` (the next set's embedder), ``done``
+    and ``total`` chunks, and ``text`` ("re-embedding for MODEL: 1,234 of 5,183 chunks"); None
+    without one, or when the config no longer selects its embedder (the next run drops it)."""
+    target = vectors.next_identity()
+    if target is None or (configured is not None and target.key != configured):
+        return None
+    done, total = vectors.next_counts()
+    return {"to": target.key, "done": done, "total": total,
+            "text": f"re-embedding for {target.model}: {done:,} of {total:,} chunks"}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from context_harness.common import timestamps
 from context_harness.common.passages import chunk_at
 from context_harness.config import Config
-from context_harness.embedding.base import BaseEmbedder
+from context_harness.embedding.base import BaseEmbedder, Embedder, EmbedderIdentity, EmbedderMismatch
 from context_harness.errors import BadRequest, embeddings_disabled
 from context_harness.models import (
     SearchCoverage,
@@ -37,6 +37,7 @@ from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, GraphKeeping, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
 from context_harness.store.records import ChunkPlace, DocumentHit, KeywordFilters, StoredChunk, Summary, chunk_place
+from context_harness.store.vectors import rebuild_hint
 
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
@@ -311,12 +312,18 @@ def filters_of(request: SearchRequest) -> KeywordFilters | None:
 class SemanticBackend:
     """The embedder and the in-memory vector index, loaded on first use and refreshed after writes:
     this process's (``mark_stale``) and, checked at most every ``VECTOR_CHECK_SECONDS`` (or four times
-    as long as the last refresh took) by one read of the store's ``version()``, another process's."""
+    as long as the last refresh took) by one read of the store's ``version()``, another process's.
 
-    def __init__(self, vectors, embedder) -> None:
+    Queries are embedded by the embedder of the vector set searched: the configured one, or during a
+    model switch (``ingest/reembed.py``) the current set's own, which ``others`` builds (None when it
+    cannot: that set is then left to keyword search)."""
+
+    def __init__(self, vectors, embedder, others: Callable[[EmbedderIdentity], Embedder | None] | None = None) -> None:
         self.vectors = vectors
         self.embedder = embedder
         self.keeps_graph = isinstance(vectors, GraphKeeping)  # the embedded store's; asked once
+        self._others = others
+        self._other: tuple[EmbedderIdentity, Embedder | None] | None = None  # the last one built
         self._index = None
         self._lock = threading.Lock()
         self._refreshing = threading.Lock()  # held by the one search that refreshes the index
@@ -325,7 +332,18 @@ class SemanticBackend:
         self._next_check = 0.0
 
     def identity_key(self) -> str:
-        return self.embedder.identity.key
+        """The key of the embedder whose vectors are searched (the configured one's before a load)."""
+        identity = self._index.identity if self._index is not None else None
+        return (identity or self.embedder.identity).key
+
+    def embedder_for(self, identity: EmbedderIdentity | None) -> Embedder | None:
+        """The embedder that embeds queries for the vector set made by ``identity``."""
+        if identity is None or identity == self.embedder.identity:
+            return self.embedder
+        with self._lock:
+            if self._other is None or self._other[0] != identity:
+                self._other = (identity, self._others(identity) if self._others is not None else None)
+            return self._other[1]
 
     def mark_stale(self) -> None:
         self._stale = True
@@ -335,7 +353,6 @@ class SemanticBackend:
         search the index as it was (a refresh of a large index can take seconds)."""
         with self._lock:
             if self._index is None:
-                self.vectors.check_identity(self.embedder.identity)
                 self._version = self.vectors.version()
                 self._index = self.vectors.open_index()
                 self._stale = False
@@ -380,7 +397,10 @@ class SemanticBackend:
         return self.vectors.version() != self._version
 
     def has_vectors(self) -> bool:
-        return self.vectors.has_vectors()  # cached in the store until the vectors change
+        """Whether there are vectors to search, with an embedder for their queries."""
+        if not self.vectors.has_vectors():  # cached in the store until the vectors change
+            return False
+        return self.embedder_for(self.index().identity) is not None
 
     def embedded_documents(self) -> frozenset[str]:
         return self.index().doc_ids()
@@ -389,12 +409,21 @@ class SemanticBackend:
                       meanwhile: Callable[[], object] | None = None) -> list[tuple[str, str, float]]:
         """Best ``k`` documents as (doc_id, best chunk id, cosine), best first. ``meanwhile``: see
         ``BaseEmbedder.embed_query`` (embedders outside that family never call it)."""
-        index = self.index()
-        if isinstance(self.embedder, BaseEmbedder):
-            vector = self.embedder.embed_query(query, meanwhile=meanwhile)
-        else:
-            vector = self.embedder.embed_query(query)
-        return index.top_documents(vector, k, allowed)
+        for attempt in range(2):  # a second time when the vector set was swapped under the first
+            index = self.index()
+            identity = index.identity
+            embedder = self.embedder_for(identity)
+            if embedder is None:
+                raise EmbedderMismatch(rebuild_hint(identity, self.embedder.identity))
+            if isinstance(embedder, BaseEmbedder):
+                vector = embedder.embed_query(query, meanwhile=meanwhile if not attempt else None)
+            else:
+                vector = embedder.embed_query(query)
+            hits = index.top_documents(vector, k, allowed)
+            if index.identity == identity and (hits or attempt or self.vectors.identity() == identity):
+                return hits
+            self.mark_stale()
+        return hits
 
 
 def _fused_explain(item: Fused, alpha: float, reference: float, embedded: bool, rrf_k: int) -> SearchExplain:

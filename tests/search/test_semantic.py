@@ -118,15 +118,17 @@ async def test_a_document_not_embedded_yet_keeps_its_keyword_rank_in_hybrid(samp
         assert any("not embedded yet" in n for n in first.explain.notes)
 
 
-async def test_embedder_change_refuses_to_mix_until_rebuild(sample_docs) -> None:
+async def test_embedder_change_never_mixes_and_rebuild_still_works(sample_docs) -> None:
+    """Another embedder configured: searches use the stored vectors with their own embedder (a model
+    switch: tests/embedding/test_model_switch.py), never the new one's query vectors against them."""
     use_provider(sample_docs, "fake")
     async with Harness.open(sample_docs.config()) as h:
         await h.sync()
     text = sample_docs.config_path.read_text().replace('provider = "fake"', 'provider = "fake"\ndims = 32')
     sample_docs.config_path.write_text(text)
     async with Harness.open(sample_docs.config()) as h:
-        with pytest.raises(EmbeddingsUnavailable, match="ctx embed rebuild"):
-            await search(h, "sandbox", mode="semantic")
+        hits = await search(h, "sandbox", mode="semantic", explain=True)
+        assert hits[0].title == "Lua Sandbox" and "embedder=fake:hashing-bow-64:64" in hits[0].explain.notes
         summary = await h.embed(rebuild=True)
         assert summary.embedded == 3 and summary.embedder.endswith(":32")
         assert (await search(h, "sandbox", mode="semantic"))[0].title == "Lua Sandbox"
