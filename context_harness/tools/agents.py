@@ -82,7 +82,10 @@ class AgentInjectRequest(AgentGetRequest):
     arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
 
 
-class AgentRunRequest(AgentGetRequest):
+class AgentRunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(min_length=1, description="The agent's name (see agent_list).")
     task: str = Field(min_length=1, description="What the agent should do, in words.")
     arguments: dict[str, Any] | None = Field(default=None, description="The agent's arguments (see agent_get).")
     model: str | None = Field(default=None, description="A [models.NAME] of the server's config; unset: the "
