@@ -135,6 +135,11 @@ class SearchCoverage(BaseModel):
     embedded_chunks: int = Field(description="Chunks with a vector: semantic and hybrid search see only these "
                                  "(the rest are found by keyword until `ctx embed pending` or the server embeds "
                                  "them).")
+    embedder: str | None = Field(default=None, description="The embedder whose vectors semantic search used: "
+                                 "during a model switch the stored vectors' own, not yet the configured one; None "
+                                 "when the search used keyword only.")
+    switch: str | None = Field(default=None, description="A model switch under way: 're-embedding for MODEL: "
+                               "1,234 of 5,183 chunks' (searches use the stored vectors until it completes).")
 
 
 class IndexingProgress(BaseModel):

@@ -221,7 +221,9 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
     if response.explain is not None:
         cover = response.explain
         share = f" ({100 * cover.embedded_chunks / cover.chunks:.0f} %)" if cover.chunks else ""
-        click.echo(f"mode {cover.mode}; {cover.embedded_chunks:,} of {cover.chunks:,} chunks embedded{share}")
+        by = f" by {cover.embedder}" if cover.embedder else ""  # during a model switch, the stored vectors' own
+        click.echo(f"mode {cover.mode}; {cover.embedded_chunks:,} of {cover.chunks:,} chunks embedded{share}{by}"
+                   + (f"; {cover.switch}" if cover.switch else ""))
 
 
 def explain_line(explain: SearchExplain) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from context_harness.embedding.base import Embedder
 from context_harness.ingest.chunking import embedding_text
-from context_harness.store.vectors import VectorStore
+from context_harness.store.vectors import VectorStore, switch_text
 
 log = logging.getLogger(__name__)
 
@@ -86,5 +86,4 @@ def switch_status(vectors: VectorStore, configured: str | None) -> dict[str, Any
     if target is None or (configured is not None and target.key != configured):
         return None
     done, total = vectors.next_counts()
-    return {"to": target.key, "done": done, "total": total,
-            "text": f"re-embedding for {target.model}: {done:,} of {total:,} chunks"}
+    return {"to": target.key, "done": done, "total": total, "text": switch_text(target, done, total)}

@@ -37,7 +37,7 @@ from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, GraphKeeping, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
 from context_harness.store.records import ChunkPlace, DocumentHit, KeywordFilters, StoredChunk, Summary, chunk_place
-from context_harness.store.vectors import rebuild_hint
+from context_harness.store.vectors import rebuild_hint, switch_text
 
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
@@ -109,8 +109,12 @@ class SearchEngine:
         the vectors (a search that only loaded the index costs nothing more)."""
         chunks = self.store.counts()[1]
         backend = self._backend(required=False)
-        embedded = len(backend.index()) if backend is not None and backend.has_vectors() else 0
-        return SearchCoverage(mode=mode, chunks=chunks, embedded_chunks=min(embedded, chunks))
+        usable = backend is not None and backend.has_vectors()
+        embedded = len(backend.index()) if backend is not None and usable else 0
+        switch = backend.switch() if backend is not None else None
+        return SearchCoverage(mode=mode, chunks=chunks, embedded_chunks=min(embedded, chunks),
+                              embedder=backend.identity_key() if backend is not None and usable and mode != "keyword"
+                              else None, switch=switch)
 
     # -- retrievers --------------------------------------------------------------------------
 
@@ -344,6 +348,13 @@ class SemanticBackend:
             if self._other is None or self._other[0] != identity:
                 self._other = (identity, self._others(identity) if self._others is not None else None)
             return self._other[1]
+
+    def switch(self) -> str | None:
+        """A model switch under way, in words (``ingest/embed.switch_status``), for ``explain``."""
+        next_identity = self.vectors.next_identity()
+        if next_identity is None or next_identity != self.embedder.identity:
+            return None
+        return switch_text(next_identity, *self.vectors.next_counts())
 
     def mark_stale(self) -> None:
         self._stale = True

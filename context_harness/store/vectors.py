@@ -124,6 +124,11 @@ class IdentityRules:
 NEXT = "next."  # the prefix of the next set's rows in embedding_meta
 
 
+def switch_text(identity: EmbedderIdentity, done: int, total: int) -> str:
+    """A model switch's progress in words: "re-embedding for MODEL: 1,234 of 5,183 chunks"."""
+    return f"re-embedding for {identity.model}: {done:,} of {total:,} chunks"
+
+
 class VectorStore(IdentityRules):
     """Persistent content-hash -> vector map plus the embedder identity.
 

@@ -98,7 +98,9 @@ async def synced_with_old_model(workspace: Workspace, url: str | None) -> config
 
 async def test_a_switch_searches_the_old_vectors_shows_progress_and_swaps(workspace: Workspace, url: str | None) -> None:
     new_config = await synced_with_old_model(workspace, url)
-    async with Harness.open(new_config) as h:
+    old_config = configure(workspace, url, 'provider = "fake"')
+    async with Harness.open(new_config) as h, Harness.open(old_config) as replica:
+        assert await top(replica, "word7") == ("Note 7", OLD)  # a replica whose config is not changed yet
         status = (await h.stats()).embedding
         assert status["mismatch"] and status["switch"] is None and status["stored_identity"] == OLD
         assert await top(h, "word7") == ("Note 7", OLD)  # the old vectors, queried with the old embedder
@@ -109,8 +111,9 @@ async def test_a_switch_searches_the_old_vectors_shows_progress_and_swaps(worksp
             assert status["switch"] == {"to": NEW, "done": 16, "total": DOCS,
                                         "text": f"re-embedding for hashing-bow-32: 16 of {DOCS} chunks"}
         assert await top(h, "word30") == ("Note 30", OLD)
-        response = await h.search(SearchRequest(query="word30", explain=True))
-        assert response.explain is not None and response.explain.mode == "hybrid"
+        cover = (await h.search(SearchRequest(query="word30", explain=True))).explain
+        assert cover is not None and (cover.mode, cover.embedder) == ("hybrid", OLD)
+        assert cover.switch == f"re-embedding for hashing-bow-32: 16 of {DOCS} chunks"
 
         summary = await h.embed()
         assert summary.embedded == DOCS - 16 and summary.pending == 0
@@ -118,6 +121,8 @@ async def test_a_switch_searches_the_old_vectors_shows_progress_and_swaps(worksp
         assert status["switch"] is None and not status["mismatch"]
         assert status["stored_identity"] == NEW and status["vectors"] == DOCS
         assert await top(h, "word30") == ("Note 30", NEW)
+        await anyio.sleep(0.15)  # a replica looks for another process's writes every 0.1 s
+        assert await top(replica, "word30") == ("Note 30", NEW)  # follows the swap, with the new set's embedder
         assert h.vectors is not None
         meta = h.vectors.meta()  # type: ignore[attr-defined]
         assert not [key for key in meta if key.startswith("next.")] and meta["identity"] == NEW
