@@ -135,15 +135,15 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(browser: Any, pa
 
 KEY = """const key = e => [e.tagName, e.id, e.getAttribute("href"), e.name, e.value,
   (e.textContent || "").trim().slice(0, 40)].join("|");"""  # the same for a row the sources page swaps in anew
-TABBABLE = """() => { %s
+TABBABLE = "() => { " + KEY + """
   return [...document.querySelectorAll("a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex]")]
-    .filter(e => !e.disabled && e.tabIndex >= 0 && e.checkVisibility({visibilityProperty: true})).map(key); }""" % KEY
-FOCUSED = """() => { %s const e = document.activeElement;
+    .filter(e => !e.disabled && e.tabIndex >= 0 && e.checkVisibility({visibilityProperty: true})).map(key); }"""
+FOCUSED = "() => { " + KEY + """ const e = document.activeElement;
   if (!e || e === document.body) return {at: "body"};
   const style = getComputedStyle(e);
   return {at: key(e), skip: e.classList.contains("skip"),
           outline: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2,
-          html: e.outerHTML.slice(0, 120)}; }""" % KEY
+          html: e.outerHTML.slice(0, 120)}; }"""
 
 
 def tab_through(page: Any) -> tuple[set[str], list[dict[str, Any]]]:
