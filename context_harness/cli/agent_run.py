@@ -4,12 +4,15 @@ Part of the CLI rim, over ``Harness.run_agent`` (``core/running.py``). While a r
 a line on stderr (the model's calls, the tools' outcomes, approvals); the answer goes to stdout, or
 with ``--json`` the run's whole record. On a terminal each write asks ``yes / no / always``; elsewhere
 a write is refused unless ``--yes`` or the agent's ``approve = "writes"``. Exit codes: 0 the model
-answered, 1 the run failed or hit its budget (the reason on stderr), 130 stopped by Ctrl-C.
+answered, 1 the run failed or hit its budget (the reason on stderr), 130 stopped by Ctrl-C (or SIGTERM,
+which stops a run the same way). A run whose process died (kill -9) shows as ``interrupted``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +53,8 @@ def run(ctx: click.Context, agent_name: str, task: str, args: tuple[str, ...], m
     request = RunRequest(agent=agent_name, task=task, arguments=parse_args(args), model=model, yes=yes,
                          max_steps=max_steps, max_seconds=max_seconds)
     ask = _ask if sys.stdin.isatty() and sys.stderr.isatty() and not yes else None
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job (`cmd &`) ignores it otherwise
+    signal.signal(signal.SIGTERM, _as_ctrl_c)  # `timeout`, systemd, kill: the record says stopped too
 
     async def body(harness: Harness) -> dict[str, Any]:
         return await harness.run_agent(request, approver=ask, on_step=None if quiet else _echo_step)
@@ -63,6 +68,10 @@ def run(ctx: click.Context, agent_name: str, task: str, args: tuple[str, ...], m
     if status != "finished":
         click.echo(f"run {record['id']} {status}: {record.get('reason')}", err=True)
     sys.exit(EXIT.get(status, 1))
+
+
+def _as_ctrl_c(signum: int, frame: Any) -> None:
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 async def _ask(approval: Approval) -> str:

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,7 +138,7 @@ class Running:
         if not 1 <= limit <= 1000:
             raise BadRequest("limit must be between 1 and 1000")
         runs: list[dict[str, Any]] = await self.run_blocking(self.store.runs, limit, agent)
-        return runs
+        return [orphaned(run) for run in runs]
 
     async def agent_run_record(self, run_id: str) -> dict[str, Any]:
         """One run's whole record, by its id or the start of it (``NotFound`` names the fix)."""
@@ -144,15 +146,38 @@ class Running:
         wanted = run_id.strip()
         record: dict[str, Any] | None = await self.run_blocking(self.store.run, wanted) if wanted else None
         if record is not None:
-            return record
+            return orphaned(record)
         recent = await self.run_blocking(self.store.runs, 1000, None)
         matches = [r["id"] for r in recent if wanted and r["id"].startswith(wanted)]
         if len(matches) == 1:
             found: dict[str, Any] = await self.run_blocking(self.store.run, matches[0])
-            return found
+            return orphaned(found)
         if matches:
             raise BadRequest(f"run id {run_id!r} is ambiguous ({', '.join(matches[:5])}); give more of it")
         raise NotFound(f"no run {run_id!r}; `ctx agent runs` lists them")
+
+
+def orphaned(record: dict[str, Any]) -> dict[str, Any]:
+    """``record``, shown as ``interrupted`` when it says running but the process running it on this
+    host is gone (killed, or the machine restarted): a run is never "running" forever."""
+    runner = record.get("runner") or {}
+    if record.get("status") != "running" or runner.get("host") != socket.gethostname():
+        return record
+    pid = runner.get("pid")
+    if isinstance(pid, int) and pid != os.getpid() and not _alive(pid):
+        return {**record, "status": "interrupted",
+                "reason": f"the process running it (pid {pid}) ended before the run did"}
+    return record
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _default_model(models: dict[str, ModelConfig], config: Config) -> str:
@@ -181,6 +206,7 @@ class Run:
             "id": request.id or new_run_id(), "agent": spec.name, "task": request.task, "model": model.name,
             "arguments": dict(request.arguments), "status": "running", "reason": None,
             "started_at": _now(), "ended_at": None, "tokens": {"prompt": 0, "completion": 0}, "answer": None,
+            "runner": {"host": socket.gethostname(), "pid": os.getpid()},
             "budget": {"max_steps": budget.steps, "max_seconds": budget.seconds, "max_tokens": budget.tokens},
             "steps": [],
         }
