@@ -77,9 +77,10 @@ def switch(vectors: VectorSets, embedder: Embedder, settings: str, current: Embe
     emit = progress or (lambda event: None)
     identity = embedder.identity
     vectors.begin_next(identity, settings)
-    done_before, total = vectors.next_counts()
-    log.info("re-embedding for %s: %d of %d chunks done", identity.key, done_before, total)
-    emit({"event": "start", "source": "embeddings", "total": total, "done": done_before, "switch": identity.key})
+    done_before, chunks = vectors.next_counts()
+    log.info("re-embedding for %s: %d of %d chunks done", identity.key, done_before, chunks)
+    total = chunks - done_before if limit is None else min(chunks - done_before, limit)  # as embed_pending counts
+    emit({"event": "start", "source": "embeddings", "total": total, "switch": identity.key})
     done = after = 0
     swapped = False
     next_current = 0.0
@@ -105,13 +106,13 @@ def switch(vectors: VectorSets, embedder: Embedder, settings: str, current: Embe
             emit({"event": "progress", "source": "embeddings", "done": done, "total": total, "switch": identity.key})
     if not swapped and limit is not None and done >= limit and not vectors.pending_next(1):
         swapped = vectors.swap_next()
-    embedded, total = vectors.next_counts() if not swapped else (total, total)
+    embedded, chunks = vectors.next_counts() if not swapped else (chunks, chunks)
     seconds = round(time.perf_counter() - started, 3)
     if swapped:
         log.info("switched to %s: the old vectors are deleted", identity.key)
-    emit({"event": "done", "source": "embeddings", "embedded": done, "pending": total - embedded,
+    emit({"event": "done", "source": "embeddings", "embedded": done, "pending": chunks - embedded,
           "seconds": seconds, "switch": identity.key, "swapped": swapped})
-    return EmbedReport(done, total - embedded, seconds, identity.key)
+    return EmbedReport(done, chunks - embedded, seconds, identity.key)
 
 
 def _plain(vectors: VectorSets) -> VectorStore:

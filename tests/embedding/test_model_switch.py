@@ -190,6 +190,21 @@ async def test_switching_back_before_the_end_drops_the_next_set(workspace: Works
         assert summary.embedded == DOCS and (await h.stats()).embedding["stored_identity"] == NEW
 
 
+async def test_chunks_added_during_a_switch_are_searchable_in_both_sets(workspace: Workspace, url: str | None) -> None:
+    new_config = await synced_with_old_model(workspace, url)
+    async with Harness.open(new_config) as h:
+        await h.embed(limit=8)
+        workspace.write(f"note{DOCS:03}.md", f"# Note {DOCS}\n\nword{DOCS} appears here beside the shared garden "
+                        f"text {DOCS}.\n")
+        await h.sync(embed=False)
+        await h.embed(limit=8)  # the new chunk goes into the current set too, with the current set's embedder
+        assert await top(h, f"word{DOCS}") == (f"Note {DOCS}", OLD)
+        assert (await h.stats()).embedding["pending_chunks"] == 0
+        summary = await h.embed()
+        assert summary.pending == 0 and (await h.stats()).embedding["vectors"] == DOCS + 1
+        assert await top(h, f"word{DOCS}") == (f"Note {DOCS}", NEW)
+
+
 async def test_rebuild_still_replaces_everything_at_once(workspace: Workspace, url: str | None) -> None:
     new_config = await synced_with_old_model(workspace, url)
     async with Harness.open(new_config) as h:
