@@ -11,7 +11,7 @@ from typing import Any
 from context_harness.agents.chat import ChatModel
 
 Approver = Callable[["Approval"], Awaitable[str]]  # "yes", "no" or "always" (yes for the rest of the run)
-StepListener = Callable[[dict[str, Any]], None]
+StepListener = Callable[[dict[str, Any]], "Awaitable[None] | None"]  # told of each step as it is recorded
 
 
 @dataclass
@@ -43,6 +43,7 @@ class ClientSide:
 
     model: ChatModel | None = None
     approver: Approver | None = None
+    on_step: StepListener | None = None  # progress notifications to the client
 
 
 RUN_CLIENT: ContextVar[ClientSide | None] = ContextVar("run_client", default=None)

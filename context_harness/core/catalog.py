@@ -214,7 +214,8 @@ class Catalog:
         """``agent_run``: the run loop with what the calling client lends it (``RUN_CLIENT``)."""
         side = RUN_CLIENT.get() or ClientSide()
         request = RunRequest(agent=agent, task=task, arguments=arguments, model=model)
-        return await self.host.run_agent(request, approver=side.approver, fallback=side.model)
+        return await self.host.run_agent(request, approver=side.approver, on_step=side.on_step,
+                                         fallback=side.model)
 
     def _agent_tools(self) -> list[AgentTool] | None:
         """The agent tools (``[server] agent_tools``) and AgentZoo's (``compat = ["agentzoo"]``), or

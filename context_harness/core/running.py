@@ -366,7 +366,9 @@ class Run:
         self.record["steps"].append(entry)
         await self._save()
         if self.on_step is not None:
-            self.on_step(entry)
+            told = self.on_step(entry)
+            if told is not None:
+                await told
 
     async def _end(self, status: str, reason: str, error: HarnessError | None = None) -> None:
         if self.record["status"] != "running":

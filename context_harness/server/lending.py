@@ -3,7 +3,8 @@
 approval of each write through elicitation (``elicitation/create``, a one-field form).
 
 ``lend(session)`` returns the ``ClientSide`` for the calling session: each part only when the client
-declared the capability. The run loop (``core/running.py``) speaks OpenAI's message shapes; this
+declared the capability, and each step of the run as a progress notification when the call asked for
+progress. The run loop (``core/running.py``) speaks OpenAI's message shapes; this
 module translates them to MCP's sampling messages and back. Sampling is deprecated in the 2026-07-28
 protocol (SEP-2577) but is what clients of 2025-11-25 offer; its warnings are silenced here.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 import mcp.types as t
 
-from context_harness.core.face import Approval, Approver, ChatReply, ClientSide, ToolCall
+from context_harness.core.face import Approval, Approver, ChatReply, ClientSide, StepListener, ToolCall
 from context_harness.errors import ModelError
 
 MAX_REPLY_TOKENS = 4096  # what a sampled reply may generate (the client may lower it)
@@ -30,7 +31,7 @@ def lend(session: Any) -> ClientSide:
     elicitation = caps.elicitation if caps is not None else None
     model = SamplingChat(session, tools=sampling.tools is not None) if sampling is not None else None
     asks = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
-    return ClientSide(model=model, approver=_approver(session) if asks else None)
+    return ClientSide(model=model, approver=_approver(session) if asks else None, on_step=_progress(session))
 
 
 class SamplingChat:
@@ -114,6 +115,23 @@ def _mcp_tool(schema: dict[str, Any]) -> t.Tool:
     function = schema["function"]
     return t.Tool(name=function["name"], description=function.get("description") or None,
                   input_schema=function.get("parameters") or {"type": "object"})
+
+
+def _progress(session: Any) -> StepListener:
+    """Each step as a progress notification (a no-op when the call carried no progress token): the
+    client sees the run move, and clients that reset their timeout on progress keep waiting."""
+    count = 0
+
+    async def told(step: dict[str, Any]) -> None:
+        nonlocal count
+        count += 1
+        what = step.get("tool") or step.get("status") or ""
+        try:
+            await session.report_progress(count, None, f"{step.get('kind')} {what}".strip())
+        except Exception:  # a client gone or a transport without progress: the run goes on
+            return
+
+    return told
 
 
 def _approver(session: Any) -> Approver:
