@@ -460,8 +460,8 @@ def db() -> None:
 @click.pass_context
 def db_migrate(ctx: click.Context, target: str, url: str | None, as_json: bool, config_path: str | None,
                root: str | None) -> None:
-    """Copy this embedded workspace (documents, chunks, vectors, embedder identity) into PostgreSQL,
-    without embedding again; then set [db] backend = "postgres" and url in the config."""
+    """Copy this embedded workspace (documents, chunks, vectors, embedder identity, sync outcomes, agent
+    runs) into PostgreSQL, without embedding again; then set [db] backend = "postgres" and url in the config."""
     url = url or os.environ.get("CTX_DATABASE_URL")
     if not url:
         fail(BadRequest('`ctx db migrate --to postgres` needs the database: pass --url "postgresql://..." '
