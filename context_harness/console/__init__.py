@@ -27,6 +27,7 @@ from context_harness.console.notes import NotePages
 from context_harness.console.pages import Pages
 from context_harness.console.runs import RunPages
 from context_harness.console.session import Sessions
+from context_harness.console.sources import SourcePages
 from context_harness.console.tools import ToolPages
 from context_harness.core.face import Harness
 
@@ -87,6 +88,7 @@ def console_routes(harness: Harness, token: str | None, agent: str | None = None
         Route("/", home, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static")),
         *pages.routes(),
+        *SourcePages(pages).routes(),
         *NotePages(pages).routes(),
         *GraphPages(pages).routes(),
         *AgentPages(pages).routes(),

@@ -1,18 +1,16 @@
-"""The console's pages: login, search (with the explain chart), a document at a hit's section
-(rendered Markdown, with its links, backlinks, nearest neighbours and history), and sources with
-their sync and embed buttons. Each handler checks the session, calls the
-``Harness`` and renders a template; writes also check the CSRF token and read-only mode."""
+"""The console's pages: login, search (with the explain chart) and a document at a hit's section
+(rendered Markdown, with its links, backlinks, nearest neighbours and history); the other pages
+(sources, notes, graph, agents, tools) build on ``Pages``. Each handler checks the session, calls
+the ``Harness`` and renders a template; writes also check the CSRF token and read-only mode."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 from jinja2 import Environment
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from context_harness.common import timestamps
@@ -34,8 +32,6 @@ from context_harness.models import (
     SearchResponse,
 )
 
-EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
-EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
 PAGE_CHARS = 8000  # characters of a document a page shows
 TOC_REACH = 200  # the table of contents lists the headings of the chunks this far before and after the page
@@ -81,10 +77,6 @@ class Pages:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/search", self.search, methods=["GET"]),
             Route("/doc", self.document, methods=["GET"]),
-            Route("/sources", self.sources, methods=["GET"]),
-            Route("/sources/events", self.source_events, methods=["GET"]),
-            Route("/sources/sync", self.sync, methods=["POST"]),
-            Route("/sources/embed", self.embed, methods=["POST"]),
         ]
 
     # -- rendering and checks --------------------------------------------------------------------
@@ -218,58 +210,6 @@ class Pages:
         """Whether the console may write notes (in ``source``, when given)."""
         labels = self.harness.writable_sources()
         return not self.read_only and bool(labels) and (source is None or source in labels)
-
-    async def sources(self, request: Request) -> Response:
-        if not self.sessions.logged_in(request):
-            return self.login_redirect(request)
-        listing = await self.harness.sources()
-        return self.render(request, "sources.html", listing=listing, done=request.query_params.get("done", ""))
-
-    async def source_events(self, request: Request) -> Response:
-        """Server-sent events: the sources table's rows (event ``sources``) each time they change,
-        so a sync's progress shows while it runs; a comment line on the ticks between."""
-        if not self.sessions.logged_in(request):
-            return self.login_redirect(request)
-        csrf = self.sessions.csrf(self.sessions.session_id(request) or "")
-        rows = self.env.get_template("source_rows.html")
-
-        async def stream() -> AsyncIterator[str]:
-            last = None
-            for _ in range(EVENT_TICKS):
-                html = rows.render(listing=await self.harness.sources(), csrf=csrf, read_only=self.read_only)
-                if html != last:
-                    last = html
-                    yield "event: sources\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
-                else:
-                    yield ": unchanged\n\n"
-                await anyio.sleep(EVENT_SECONDS)
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
-
-    # -- writing ---------------------------------------------------------------------------------
-
-    async def sync(self, request: Request) -> Response:
-        refused = await self.refused_write(request)
-        if refused is not None:
-            return refused
-        label = _text((await request.form()).get("source")) or "all"
-        try:
-            await self.harness.sync(label)
-        except HarnessError as exc:
-            return self.render(request, "message.html", 400, title="Sync failed", message=error_message(exc))
-        return RedirectResponse(f"/ui/sources?done={_quote('synced ' + label)}", status_code=303)
-
-    async def embed(self, request: Request) -> Response:
-        refused = await self.refused_write(request)
-        if refused is not None:
-            return refused
-        try:
-            summary = await self.harness.embed()
-        except HarnessError as exc:
-            return self.render(request, "message.html", 400, title="Embedding failed", message=error_message(exc))
-        done = f"embedded {summary.embedded} chunk{'s' if summary.embedded != 1 else ''}"
-        return RedirectResponse(f"/ui/sources?done={_quote(done)}", status_code=303)
-
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""

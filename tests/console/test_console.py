@@ -128,7 +128,7 @@ def test_the_sources_stream_shows_a_sync_as_it_lands(config, config_path: Path, 
     server = start_server(config)
     with client(server) as ui:
         page = ui.get("/ui/sources")
-        assert 'sse-connect="/ui/sources/events"' in page.text and "<progress" in page.text
+        assert 'sse-connect="/ui/sources/events"' in page.text and '<td class="embedding">off</td>' in page.text
         with ui.stream("GET", "/ui/sources/events") as events:
             assert events.headers["content-type"].startswith("text/event-stream")
             lines = events.iter_lines()

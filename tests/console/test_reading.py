@@ -167,19 +167,23 @@ def test_more_results_pages_on_up_to_the_search_tools_most(config, config_path: 
 
 def test_a_failed_sync_is_not_shown_with_the_time_of_the_last_good_one(config, config_path: Path, start_server):
     import shutil
+    import time
 
     server = start_server(config)
     with client(server) as ui:
         page = ui.get("/ui/sources").text
         assert ui.post("/ui/sources/sync", data={"csrf": re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1),
                                                  "source": "filesystem:docs"}).status_code == 303
-        synced = re.search(r"<td>(20[^<]*) · ok</td>", ui.get("/ui/sources").text).group(1)
+        synced = re.search(r'<td class="last-sync">(20[^<]*) · ok</td>', ui.get("/ui/sources").text).group(1)
         shutil.rmtree(config_path.parent / "docs")
+        time.sleep(1.1)  # times are to the second: the failing sync's must differ from the good one's
         ui.post("/ui/sources/sync", data={"csrf": re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1),
                                           "source": "filesystem:docs"})
         row = ui.get("/ui/sources").text
-    assert f'<span class="error">failed</span><br>last successful: {synced}' in row
-    assert f"{synced} · error" not in row
+    failed = re.search(r'<td class="last-sync"><span class="error">(20[^<]*) · error</span><br>last successful: '
+                       rf"{re.escape(synced)}</td>", row)
+    assert failed, row  # the failing sync's own time beside "error", the good one's after "last successful"
+    assert failed.group(1) > synced and f"{synced} · error" not in row
 
 
 def test_the_graph_of_a_neighbourhood_and_of_the_whole(vault, start_server):

@@ -1,0 +1,139 @@
+"""The console's sources dashboard (``/ui/sources``): the knowledge base in figures, then per source
+its status, how it is kept fresh, documents, chunks, the size of its text, embedding progress and
+how its last sync ended and when (a failed sync shows its own time beside "error", and when the
+last successful one was), with a *Sync* button; below, each source's newest changes (``recent``).
+
+The workspace keeps how each source's last sync ended, not a log of every sync: the changes are
+the history there is. The table follows the sources through server-sent events
+(``/ui/sources/events``): a row set is rendered again only when ``sources`` or whether this process
+is embedding changed, and only then are the sizes read (they read every document's length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from context_harness.console.pages import Pages, error_message
+from context_harness.core.face import Harness
+from context_harness.errors import HarnessError
+from context_harness.models import RecentChange, RecentRequest, SourceOut, SourcesResponse
+
+EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
+EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
+RECENT = 8  # changes listed per source
+EMBEDDING_NOTES = (" awaiting embeddings (", " being embedded now")  # said in the embeddings column instead
+
+
+class SourcePages:
+    def __init__(self, pages: Pages) -> None:
+        self.pages = pages
+        self.harness = pages.harness
+
+    def routes(self) -> list[BaseRoute]:
+        return [Route("/sources", self.dashboard, methods=["GET"]),
+                Route("/sources/events", self.events, methods=["GET"]),
+                Route("/sources/sync", self.sync, methods=["POST"]),
+                Route("/sources/embed", self.embed, methods=["POST"])]
+
+    async def dashboard(self, request: Request) -> Response:
+        if not self.pages.sessions.logged_in(request):
+            return self.pages.login_redirect(request)
+        listing = await self.harness.sources()
+        stats = await self.harness.stats()
+        recent = {s.name: await self._recent(s.name) for s in listing.sources}
+        return self.pages.render(request, "sources.html", **await rows(self.harness, listing), stats=stats,
+                                 recent=recent, recent_most=RECENT, done=request.query_params.get("done", ""))
+
+    async def _recent(self, label: str) -> list[RecentChange]:
+        return (await self.harness.recent(RecentRequest(source=label, limit=RECENT))).changes
+
+    async def events(self, request: Request) -> Response:
+        """Server-sent events: the sources table's rows (event ``sources``) each time they change,
+        so a sync's progress shows while it runs; a comment line on the ticks between."""
+        if not self.pages.sessions.logged_in(request):
+            return self.pages.login_redirect(request)
+        csrf = self.pages.sessions.csrf(self.pages.sessions.session_id(request) or "")
+        template = self.pages.env.get_template("source_rows.html")
+
+        async def stream() -> AsyncIterator[str]:
+            seen: tuple[str, bool] | None = None
+            last = html = ""
+            for _ in range(EVENT_TICKS):
+                listing = await self.harness.sources()
+                state = (listing.model_dump_json(), self.harness.embedding_now())
+                if state != seen:
+                    seen = state
+                    html = template.render(**await rows(self.harness, listing), csrf=csrf,
+                                           read_only=self.pages.read_only)
+                if html != last:
+                    last = html
+                    yield "event: sources\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
+                else:
+                    yield ": unchanged\n\n"
+                await anyio.sleep(EVENT_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+    async def sync(self, request: Request) -> Response:
+        refused = await self.pages.refused_write(request)
+        if refused is not None:
+            return refused
+        label = (await request.form()).get("source")
+        label = label if isinstance(label, str) and label else "all"
+        try:
+            await self.harness.sync(label)
+        except HarnessError as exc:
+            return self.pages.render(request, "message.html", 400, title="Sync failed", message=error_message(exc))
+        return RedirectResponse(f"/ui/sources?done={_quote('synced ' + label)}", status_code=303)
+
+    async def embed(self, request: Request) -> Response:
+        refused = await self.pages.refused_write(request)
+        if refused is not None:
+            return refused
+        try:
+            summary = await self.harness.embed()
+        except HarnessError as exc:
+            return self.pages.render(request, "message.html", 400, title="Embedding failed",
+                                     message=error_message(exc))
+        done = f"embedded {summary.embedded} chunk{'s' if summary.embedded != 1 else ''}"
+        return RedirectResponse(f"/ui/sources?done={_quote(done)}", status_code=303)
+
+
+async def rows(harness: Harness, listing: SourcesResponse) -> dict[str, Any]:
+    """What ``source_rows.html`` renders: the listing, each source's ``SourceDetail``, whether this
+    process is embedding now, whether semantic search is on, and each source's notes without the
+    embedding sentence (the embeddings column says it)."""
+    return {"listing": listing, "details": await harness.source_details(), "embedding_now": harness.embedding_now(),
+            "semantic": listing.embedding.get("provider") != "disabled",
+            "notes": {s.name: other_notes(s) for s in listing.sources}, "size": size_text}
+
+
+def other_notes(source: SourceOut) -> str:
+    """The source's notes without the part about pending embeddings."""
+    parts = [part for part in (source.notes or "").split("; ") if not any(n in part for n in EMBEDDING_NOTES)]
+    return "; ".join(part for part in parts if part)
+
+
+def size_text(size: int | None) -> str:
+    """Bytes for people: 930 bytes, 12.4 kB, 3.1 MB (powers of 1000, as ``ctx stats``)."""
+    value = float(size or 0)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{int(value):,} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def _quote(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="/")
+
+
+__all__ = ["SourcePages", "other_notes", "rows", "size_text"]

@@ -1,0 +1,139 @@
+"""The console's sources dashboard through the real app (a real Harness over a temporary workspace,
+the HTTP app under uvicorn on 127.0.0.1 in the test's own event loop, so the test can embed beside it): totals, per-source counts and text sizes as the store holds them,
+recent changes, and the embedding wording — "awaiting" with the button to press when nothing embeds,
+"being embedded now" (never `ctx embed pending`) while this process embeds, in the page and in the
+live rows alike."""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+
+from context_harness.console.sources import size_text
+from context_harness.core.harness import Harness
+from context_harness.embedding.fake import FakeEmbedder
+from context_harness.embedding.providers import default_providers
+from context_harness.errors import HarnessError
+from context_harness.models import RecentRequest
+from context_harness.server.http import build_app
+from support.http import free_port
+
+pytestmark = pytest.mark.anyio
+LABEL = "filesystem:docs"
+
+
+def row_of(page: str) -> str:
+    match = re.search(rf'<tr data-source="{LABEL}">(.*?)</tr>', page, re.S)
+    assert match, page
+    return match.group(1)
+
+
+def cells(row: str) -> list[str]:
+    """The text of each ``<td>`` of a row, its whitespace collapsed."""
+    return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
+@asynccontextmanager
+async def serving(h: Harness) -> AsyncIterator[httpx2.AsyncClient]:
+    """The console of ``h`` served on a free port of 127.0.0.1, and a client of it."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(build_app(h), host="127.0.0.1", port=port, log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.02)
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as ui:
+            yield ui
+        server.should_exit = True
+
+
+async def first_event(ui: httpx2.AsyncClient) -> str:
+    """The rows of the first ``sources`` event of ``/ui/sources/events``."""
+    with anyio.fail_after(10):
+        async with ui.stream("GET", "/ui/sources/events") as events:
+            data: list[str] = []
+            async for line in events.aiter_lines():
+                if line.startswith("data: "):
+                    data.append(line[6:])
+                elif line == "" and data:
+                    return "\n".join(data)
+    raise AssertionError("the stream ended")
+
+
+async def test_the_dashboard_shows_counts_sizes_changes_and_the_right_embedding_wording(sample_docs) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    class GatedEmbedder(FakeEmbedder):
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            started.set()
+            release.wait(10)
+            return super().embed_documents(texts)
+
+    default_providers.register("gated", lambda config: GatedEmbedder(), replace=True)
+    sample_docs.write("café.md", "# Café\n\nThe café by the quay serves crème brûlée.\n")  # bytes, not characters
+    sample_docs.config_path.write_text(sample_docs.config_path.read_text().replace('"disabled"', '"gated"'))
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync(embed=False)  # indexed, nothing embedded yet
+        listing = await h.document_listing()
+        expected = sum([len((await h.get(d.id)).body.encode("utf-8")) for d in listing.documents])
+        source = (await h.sources()).sources[0]
+        changes = (await h.recent(RecentRequest(source=LABEL))).changes
+        async with serving(h) as ui:
+            page = (await ui.get("/ui/sources")).text
+            row = cells(row_of(page))
+            assert row[2:5] == [str(source.document_count), str(source.chunk_count), size_text(expected)]
+            assert f'<data value="{expected}">' in page and expected > 0
+            assert row[5] == f"0 of {source.chunk_count} embedded {source.chunk_count} chunks awaiting embeddings"
+            summary = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", re.search(
+                r'<dd id="embedding-summary">(.*?)</dd>', page, re.S).group(1))).split())
+            assert summary == (f"0 of {source.chunk_count} chunks embedded by fake:hashing-bow-64:64; "
+                               f"{source.chunk_count} chunks awaiting embeddings: Embed pending below embeds them")
+            assert "ctx embed pending" not in page, "the page has the button: it need not send people to the CLI"
+            history = re.findall(r'<li><time datetime="([^"]+)">', page)
+            assert len(history) == len(changes) == 4 and history == [c.at for c in changes]
+            assert f'href="/ui/doc?id={changes[0].id}"' in page
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(h.embed)
+                await anyio.to_thread.run_sync(started.wait, 10)
+                busy = (await ui.get("/ui/sources")).text
+                live = await first_event(ui)
+                release.set()
+            for shown in (busy, live):
+                assert f"{source.chunk_count} chunks being embedded now" in " ".join(shown.split())
+                assert "awaiting" not in shown and "ctx embed pending" not in shown
+            assert "embedded" not in cells(row_of(busy))[0], "the status column repeats the embeddings column"
+            done = cells(row_of((await ui.get("/ui/sources")).text))
+            assert done[5] == f"{source.chunk_count} of {source.chunk_count} embedded"
+
+
+async def test_a_failed_sync_shows_its_own_time_and_the_last_good_one(sample_docs) -> None:
+    """The stored outcome of a whole sync (another process's, here a Harness closed since) gives the
+    time beside "error"; the last successful sync's time is named as such."""
+    import shutil
+    import time
+
+    async with Harness.open(sample_docs.config()) as h:
+        await h.sync()
+        good = (await h.sources()).sources[0].last_sync
+    time.sleep(1.1)  # times are to the second
+    shutil.rmtree(sample_docs.docs)
+    async with Harness.open(sample_docs.config()) as h:
+        with pytest.raises(HarnessError, match="does not exist|not found|missing"):
+            await h.sync(LABEL)
+    async with Harness.open(sample_docs.config()) as h:  # a fresh process: only the stored outcome knows
+        detail = (await h.source_details())[LABEL]
+        assert detail.outcome == "error" and detail.ended_at is not None and detail.ended_at > good
+        app = build_app(h)
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as ui:
+            row = row_of((await ui.get("/ui/sources")).text)
+    assert cells(row)[6] == f"{detail.ended_at} · error last successful: {good}"
