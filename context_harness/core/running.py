@@ -97,6 +97,7 @@ class Running:
         if not request.task.strip():
             raise BadRequest("the task is empty: say what the agent should do")
         spec = self.catalog.agent_library.spec(request.agent)  # NotFound, naming close matches
+        spec.check_arguments(request.arguments)  # BadRequest before a run begins
         if model is None and fallback is not None and not self.config.models and not request.model and (
                 spec.run.model is None or spec.run.model in CLAUDE_CODE_MODELS):
             model = fallback
@@ -273,7 +274,10 @@ class Run:
             reply = await self.model.complete(self.messages, schemas, left)
         except ModelError as exc:
             await self.step("fault", text=exc.message)
-            await self._end("failed", exc.message, error=exc)
+            if time.monotonic() - self.started >= self.budget.seconds - 0.01:  # the run's time ran out, not the model's
+                await self._end("budget", f"max_seconds ({self.budget.seconds:g} s) reached waiting for the model")
+            else:
+                await self._end("failed", exc.message, error=exc)
             return None
         tokens = self.record["tokens"]
         tokens["prompt"] += reply.prompt_tokens
@@ -401,7 +405,7 @@ def _arguments(text: str) -> tuple[dict[str, Any], str | None]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return {}, f"the arguments are not JSON ({exc.msg} at character {exc.pos}): send a JSON object"
+        return {}, f"the arguments are not JSON ({exc.msg}: character {exc.pos}): send a JSON object"
     if not isinstance(value, dict):
         return {}, "the arguments must be a JSON object"
     return value, None
