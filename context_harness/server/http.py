@@ -319,7 +319,9 @@ def listening_socket(host: str, port: int) -> Iterator[socket.socket]:
     address and ``--bind`` when it cannot be had (in use, not this machine's, no permission)."""
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses it
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on connections whose socket says TCP (proto 0 did not),
+    # and without it each answer's body after a connection's first waited 40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
