@@ -5,8 +5,8 @@ last successful one was), with a *Sync* button; below, each source's newest chan
 
 The workspace keeps how each source's last sync ended, not a log of every sync: the changes are
 the history there is. The table follows the sources through server-sent events
-(``/ui/sources/events``): a row set is rendered again only when ``sources`` or whether this process
-is embedding changed, and only then are the sizes read (they read every document's length).
+(``/ui/sources/events``), sent when the rows change; the sizes (which read every document's length)
+are read again only when a source's documents or sync changed, not as its chunks get embedded.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from context_harness.console.pages import Pages, error_message
-from context_harness.core.face import Harness
+from context_harness.core.face import SourceDetail
 from context_harness.errors import HarnessError
 from context_harness.models import RecentChange, RecentRequest, SourceOut, SourcesResponse
 
@@ -47,7 +47,8 @@ class SourcePages:
         listing = await self.harness.sources()
         stats = await self.harness.stats()
         recent = {s.name: await self._recent(s.name) for s in listing.sources}
-        return self.pages.render(request, "sources.html", **await rows(self.harness, listing), stats=stats,
+        values = rows(listing, await self.harness.source_details(), self.harness.embedding_now())
+        return self.pages.render(request, "sources.html", **values, stats=stats,
                                  recent=recent, recent_most=RECENT, done=request.query_params.get("done", ""))
 
     async def _recent(self, label: str) -> list[RecentChange]:
@@ -62,15 +63,15 @@ class SourcePages:
         template = self.pages.env.get_template("source_rows.html")
 
         async def stream() -> AsyncIterator[str]:
-            seen: tuple[str, bool] | None = None
-            last = html = ""
+            measured: list[tuple[Any, ...]] | None = None
+            details: dict[str, SourceDetail] = {}
+            last = ""
             for _ in range(EVENT_TICKS):
                 listing = await self.harness.sources()
-                state = (listing.model_dump_json(), self.harness.embedding_now())
-                if state != seen:
-                    seen = state
-                    html = template.render(**await rows(self.harness, listing), csrf=csrf,
-                                           read_only=self.pages.read_only)
+                if (key := documents_key(listing)) != measured:
+                    measured, details = key, await self.harness.source_details()
+                html = template.render(**rows(listing, details, self.harness.embedding_now()), csrf=csrf,
+                                       read_only=self.pages.read_only)
                 if html != last:
                     last = html
                     yield "event: sources\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
@@ -105,13 +106,19 @@ class SourcePages:
         return RedirectResponse(f"/ui/sources?done={_quote(done)}", status_code=303)
 
 
-async def rows(harness: Harness, listing: SourcesResponse) -> dict[str, Any]:
+def rows(listing: SourcesResponse, details: dict[str, SourceDetail], embedding_now: bool) -> dict[str, Any]:
     """What ``source_rows.html`` renders: the listing, each source's ``SourceDetail``, whether this
     process is embedding now, whether semantic search is on, and each source's notes without the
     embedding sentence (the embeddings column says it)."""
-    return {"listing": listing, "details": await harness.source_details(), "embedding_now": harness.embedding_now(),
+    return {"listing": listing, "details": details, "embedding_now": embedding_now,
             "semantic": listing.embedding.get("provider") != "disabled",
             "notes": {s.name: other_notes(s) for s in listing.sources}, "size": size_text}
+
+
+def documents_key(listing: SourcesResponse) -> list[tuple[Any, ...]]:
+    """What ``source_details`` depends on: each source's documents and syncs (not its embeddings)."""
+    return [(s.name, s.document_count, s.chunk_count, s.last_sync, s.syncing, s.last_outcome, s.sync_passes, s.status)
+            for s in listing.sources]
 
 
 def other_notes(source: SourceOut) -> str:
@@ -136,4 +143,4 @@ def _quote(value: str) -> str:
     return quote(value, safe="/")
 
 
-__all__ = ["SourcePages", "other_notes", "rows", "size_text"]
+__all__ = ["SourcePages", "documents_key", "other_notes", "rows", "size_text"]
