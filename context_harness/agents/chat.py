@@ -95,7 +95,7 @@ class OpenAIChat:
                         data = await self._read(response)
                         status = response.status_code
         except (TimeoutError, httpx.TimeoutException):
-            raise ModelError(f"model '{self.name}' ({self.url}) did not answer within {timeout:g} s "
+            raise ModelError(f"model '{self.name}' ({self.url}) did not answer within {round(timeout, 1):g} s "
                              f"({self.where} timeout, or the run's max_seconds)") from None
         except httpx.HTTPError as exc:
             raise ModelError(f"model '{self.name}': cannot reach {self.url} ({_reason(exc)}); is the server "
@@ -171,8 +171,13 @@ def _preview(data: bytes) -> str:
 
 def _reason(exc: httpx.HTTPError) -> str:
     text = str(exc).strip()
-    if isinstance(exc, httpx.ConnectError) and "refused" in text.lower():
-        return "connection refused"
+    cause: BaseException | None = exc
+    for _ in range(8):  # "All connection attempts failed" hides the refusal among its causes
+        if cause is None:
+            break
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+            return "connection refused"
+        cause = cause.__cause__ or cause.__context__
     return text or exc.__class__.__name__
 
 

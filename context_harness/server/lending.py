@@ -56,7 +56,7 @@ class SamplingChat:
                 result = await self.session.create_message(sampled, max_tokens=MAX_REPLY_TOKENS,
                                                            system_prompt=system or None, tools=offered)
         except TimeoutError:
-            raise ModelError(f"the client's model (sampling) did not answer within {timeout:g} s") from None
+            raise ModelError(f"the client's model (sampling) did not answer within {round(timeout, 1):g} s") from None
         except Exception as exc:  # the client refused (its user said no) or failed
             raise ModelError(f"the client's model (sampling) failed: {getattr(exc, 'message', None) or exc}") \
                 from None

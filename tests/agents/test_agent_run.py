@@ -1,0 +1,467 @@
+"""``ctx agent run`` against the scripted OpenAI-compatible chat server (``support.chat_server``), as a user
+runs it: the real CLI in a subprocess (no terminal unless a test gives it one) over a workspace with a
+writable folder, and the core's ``Harness.run_agent`` where a test looks inside the loop.
+
+What the model is sent (the agent's resolved prompt as system message, the task, the tools with their
+real JSON Schemas, each tool result under its call's id), what a run writes with ``--yes`` and without
+it (refused, reported to the model, the run goes on), approvals by ``approve = "writes"``, a person at a
+terminal (y / n / always) and read-only tools; Ctrl-C (recorded as stopped, exit 130); ``ctx agent runs``
+and ``ctx agent show`` on SQLite and PostgreSQL; an API key sent as a Bearer token and never recorded;
+the config errors a user can make, each one line and exit 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_harness import config as config_mod
+from context_harness.core.face import RunRequest
+from context_harness.core.harness import Harness
+from support.agent_runs import FILER_PROMPT, NOTE, PERMIT_ID, run_workspace, steps_of
+from support.chat_server import ScriptedChat, delay, message, tool_calls
+from support.paths import EXAMPLES
+
+TASK = "File the meeting notes about the shed permit"
+FULL_SCRIPT = [tool_calls([("search", {"query": "shed permit"})]), tool_calls([("get", {"id": PERMIT_ID})]),
+               tool_calls([("note_write", NOTE)]), message("Filed it under projects/meeting.md.")]
+
+
+def ctx(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``ctx *args`` as a script runs it: stdin not a terminal, stdout and stderr captured."""
+    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    environment.pop("CTX_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "context_harness", *args], cwd=cwd, env=environment,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr
+
+
+def synced(root: Path) -> None:
+    done = ctx("sync", cwd=root)
+    assert done.returncode == 0, done.stderr
+
+
+# -- a whole run through the CLI ---------------------------------------------------------------------
+
+def test_run_searches_reads_and_writes_with_yes(tmp_path: Path) -> None:
+    with ScriptedChat(FULL_SCRIPT, model="local") as chat:
+        run_workspace(tmp_path, chat.url)
+        synced(tmp_path)
+        done = ctx("agent", "run", "filer", TASK, "--yes", "--json", cwd=tmp_path)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert (record["status"], record["reason"]) == ("finished", "the model gave its answer")
+    assert record["answer"] == "Filed it under projects/meeting.md." and record["model"] == "local"
+    written = tmp_path / "notes" / "projects" / "meeting.md"
+    assert NOTE["content"] in written.read_text(encoding="utf-8")
+    found = ctx("search", "quokka", "--json", cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert [r["source_id"] for r in json.loads(found.stdout)["results"]] == ["projects/meeting.md"]
+
+    # the stream on stderr: the tools, each call and its outcome, the approval, the end
+    assert "· tools: search, get, note_write" in done.stderr
+    assert '→ note_write {"source": "filesystem:notes"' in done.stderr
+    assert "note_write: approved by --yes" in done.stderr and "= finished: the model gave its answer" in done.stderr
+
+    # what the model was sent: the agent's prompt, the task, the real schemas, each result under its call's id
+    assert len(chat.requests) == 4
+    first = chat.requests[0]
+    assert first["model"] == "local" and first["stream"] is False
+    assert first["messages"] == [{"role": "system", "content": FILER_PROMPT}, {"role": "user", "content": TASK}]
+    schemas = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert list(schemas) == ["search", "get", "note_write"]
+    assert all(t["type"] == "function" for t in first["tools"])
+    real = tool_schemas(tmp_path / "ctx.toml", list(schemas))
+    for name, function in schemas.items():
+        assert function["parameters"] == real[name]["parameters"], name
+        assert function["description"] == real[name]["description"], name
+    assert schemas["note_write"]["parameters"]["required"] == ["source", "path", "content"]
+    fed = [r["messages"][-1] for r in chat.requests[1:]]
+    assert [(m["role"], m["tool_call_id"]) for m in fed] == [("tool", "call_1"), ("tool", "call_2"), ("tool", "call_3")]
+    assert fed[0]["content"].startswith("1 result:") and PERMIT_ID in fed[0]["content"]
+    assert "site plan and the council form" in fed[1]["content"]
+    assert fed[2]["content"].startswith("Written projects/meeting.md in filesystem:notes")
+    assistant = chat.requests[1]["messages"][-2]
+    assert assistant["role"] == "assistant"
+    assert assistant["tool_calls"] == [{"id": "call_1", "type": "function", "function": {
+        "name": "search", "arguments": '{"query": "shed permit"}'}}]
+    assert chat.requests[3]["messages"][:2] == first["messages"], "the conversation grows; its start stays"
+
+    # the record: every step, and the steps of the write
+    kinds = [s["kind"] for s in record["steps"]]
+    assert kinds == ["start", "model", "tool", "model", "tool", "model", "approval", "tool", "model", "end"]
+    [approval] = steps_of(record, "approval")
+    assert (approval["tool"], approval["approved"], approval["by"], approval["call"]) == ("note_write", True, "--yes",
+                                                                                          "call_3")
+    assert [s["outcome"] for s in steps_of(record, "tool")] == ["ok", "ok", "ok"]
+    assert record["tokens"]["prompt"] > 0 and record["tokens"]["completion"] > 0
+
+
+def tool_schemas(config_path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The tools' descriptions and input schemas as the server itself builds them."""
+    import anyio
+
+    async def read() -> dict[str, dict[str, Any]]:
+        async with Harness.open(config_mod.load(config_path)) as harness:
+            tools = {t.name: t for t in harness.tools()}
+            return {n: {"parameters": tools[n].input_schema, "description": tools[n].description} for n in names}
+
+    return anyio.run(read)
+
+
+def test_without_yes_and_without_a_terminal_the_write_is_refused(tmp_path: Path) -> None:
+    with ScriptedChat(FULL_SCRIPT, model="local") as chat:
+        run_workspace(tmp_path, chat.url)
+        synced(tmp_path)
+        done = ctx("agent", "run", "filer", TASK, cwd=tmp_path)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Filed it under projects/meeting.md."
+    assert not (tmp_path / "notes" / "projects").exists(), "nothing writes without an approval"
+    assert "note_write: not approved (no one could be asked (not a terminal))" in done.stderr
+    refusal = chat.requests[3]["messages"][-1]
+    assert refusal["role"] == "tool" and refusal["tool_call_id"] == "call_3"
+    error = json.loads(refusal["content"])["error"]
+    assert error["code"] == "refused"
+    assert "note_write writes and was not approved" in error["message"] and "--yes" in error["message"]
+
+    runs = json.loads(ctx("agent", "runs", "--json", cwd=tmp_path).stdout)["runs"]
+    [run] = runs
+    record = json.loads(ctx("agent", "show", run["id"], "--json", cwd=tmp_path).stdout)
+    assert record["status"] == "finished"
+    [approval] = steps_of(record, "approval")
+    assert approval["approved"] is False and approval["by"] == "no one could be asked (not a terminal)"
+    assert [s["outcome"] for s in steps_of(record, "tool")] == ["ok", "ok", "refused"]
+
+
+@pytest.mark.anyio
+async def test_approve_writes_on_the_agent_lets_it_write(tmp_path: Path) -> None:
+    with ScriptedChat([tool_calls([("note_write", NOTE)]), message("Done.")], model="local") as chat:
+        config = run_workspace(tmp_path, chat.url, extra="""
+            [agents.trusted]
+            description = "Writes without asking"
+            tools = ["note_write"]
+            system_prompt = "You write notes."
+            approve = "writes"
+            """)
+        async with Harness.open(config_mod.load(config)) as harness:
+            record = await harness.run_agent(RunRequest(agent="trusted", task="Write it"))
+    assert record["status"] == "finished"
+    [approval] = steps_of(record, "approval")
+    assert approval["approved"] is True and approval["by"].startswith('the agent\'s approve = "writes"')
+    assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
+
+
+STAMP_LUA = """
+tool = {
+  description = "Returns a stamp (declares nothing, so it counts as a write)",
+  parameters = { { name = "text", type = "string", required = true } },
+}
+function tool.execute(params, context)
+  return { stamped = params.text }
+end
+"""
+
+
+@pytest.mark.anyio
+async def test_read_only_tools_need_no_approval_and_undeclared_lua_tools_do(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "stamp.lua").write_text(STAMP_LUA, encoding="utf-8")
+    script = [tool_calls([("echo", {"text": "hello"}), ("stamp", {"text": "hi"}), ("search", {"query": "permit"})]),
+              message("Done.")]
+    with ScriptedChat(script, model="local") as chat:
+        config = run_workspace(tmp_path, chat.url, extra=f"""
+            [tools.script.echo]
+            path = "{(EXAMPLES / 'lua' / 'echo.lua').as_posix()}"
+
+            [tools.script.stamp]
+            path = "tools/stamp.lua"
+
+            [agents.lua-user]
+            description = "Uses Lua tools"
+            tools = ["echo", "stamp", "search"]
+            system_prompt = "You use tools."
+            """)
+        async with Harness.open(config_mod.load(config)) as harness:
+            await harness.sync()
+            record = await harness.run_agent(RunRequest(agent="lua-user", task="Use them"))
+    assert record["status"] == "finished"
+    assert [(s["tool"], s["approved"]) for s in steps_of(record, "approval")] == [("stamp", False)]
+    outcomes = {s["tool"]: s["outcome"] for s in steps_of(record, "tool")}
+    assert outcomes == {"echo": "ok", "stamp": "refused", "search": "ok"}
+    fed = {m["tool_call_id"]: m["content"] for m in chat.requests[1]["messages"] if m["role"] == "tool"}
+    assert "hello" in fed["call_1"] and "stamp writes and was not approved" in fed["call_2"]
+
+
+@pytest.mark.anyio
+async def test_a_person_answers_each_write(tmp_path: Path) -> None:
+    """The approver (a person at a terminal, or the console's page) says no, then always: the second
+    write is asked, the third is not."""
+    second = {**NOTE, "path": "projects/second.md"}
+    third = {**NOTE, "path": "projects/third.md"}
+    script = [tool_calls([("note_write", NOTE)]), tool_calls([("note_write", second)]),
+              tool_calls([("note_write", third)]), message("Done.")]
+    asked: list[Any] = []
+    answers = iter(["no", "always"])
+
+    async def person(approval: Any) -> str:
+        asked.append(approval)
+        return next(answers)
+
+    with ScriptedChat(script, model="local") as chat:
+        config = run_workspace(tmp_path, chat.url)
+        async with Harness.open(config_mod.load(config)) as harness:
+            record = await harness.run_agent(RunRequest(agent="filer", task="Write three"), approver=person)
+    assert [(a.tool, a.arguments["path"], a.why) for a in asked] == [("note_write", "projects/meeting.md", "writes"),
+                                                                    ("note_write", "projects/second.md", "writes")]
+    approvals = [(s["approved"], s["by"]) for s in steps_of(record, "approval")]
+    assert approvals == [(False, "a person said no"), (True, "a person (always, for this run)"),
+                         (True, "a person (always, for this run)")]
+    assert not (tmp_path / "notes" / "projects" / "meeting.md").exists()
+    assert (tmp_path / "notes" / "projects" / "second.md").is_file()
+    assert (tmp_path / "notes" / "projects" / "third.md").is_file()
+    refusal = json.loads(chat.requests[1]["messages"][-1]["content"])["error"]["message"]
+    assert refusal == "note_write writes and was not approved"
+
+
+def test_a_person_at_a_terminal_is_asked(tmp_path: Path) -> None:
+    """On a terminal (stdin and stderr a pty) each write shows the call and asks y / n / a."""
+    import pty
+    import select
+
+    with ScriptedChat([tool_calls([("note_write", NOTE)]), message("Filed.")], model="local") as chat:
+        run_workspace(tmp_path, chat.url)
+        main, child = pty.openpty()
+        env = {**os.environ, "NO_COLOR": "1"}
+        env.pop("CTX_CONFIG", None)
+        proc = subprocess.Popen([sys.executable, "-m", "context_harness", "agent", "run", "filer", TASK], cwd=tmp_path,
+                                env=env, stdin=child, stderr=child, stdout=subprocess.PIPE, text=True)
+        os.close(child)
+        seen, answered = b"", False
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                ready, _, _ = select.select([main], [], [], 0.1)
+                if ready:
+                    try:
+                        seen += os.read(main, 4096)
+                    except OSError:
+                        break
+                if not answered and b"allow? [y]es / [n]o / [a]lways for this run" in seen:
+                    os.write(main, b"y\n")
+                    answered = True
+            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.close(main)
+    shown = seen.decode("utf-8", "replace")
+    assert answered, shown
+    assert proc.returncode == 0, shown
+    assert 'note_write writes: {"source": "filesystem:notes", "path": "projects/meeting.md"' in shown
+    assert "note_write: approved by a person" in shown and "Traceback" not in shown
+    assert out.strip() == "Filed."
+    assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
+
+
+def test_ctrl_c_mid_run_is_recorded_as_stopped(tmp_path: Path) -> None:
+    with ScriptedChat([tool_calls([("search", {"query": "permit"})]), delay(30, message("too late"))],
+                      model="local") as chat:
+        run_workspace(tmp_path, chat.url)
+        env = {**os.environ, "NO_COLOR": "1"}
+        env.pop("CTX_CONFIG", None)
+        proc = subprocess.Popen([sys.executable, "-m", "context_harness", "agent", "run", "filer", TASK], cwd=tmp_path,
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(chat.requests) < 2 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.02)
+            assert len(chat.requests) == 2, "the run never asked the model a second time"
+            began = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=15)
+            took = time.monotonic() - began
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert took < 10, f"Ctrl-C took {took:.1f} s to end the run"
+    assert "Traceback" not in err and "stopped" in err
+    [run] = json.loads(ctx("agent", "runs", "--json", cwd=tmp_path).stdout)["runs"]
+    record = json.loads(ctx("agent", "show", run["id"], "--json", cwd=tmp_path).stdout)
+    assert record["status"] == "stopped" and record["reason"].startswith("stopped by the user")
+    assert record["ended_at"] is not None
+    assert [s["kind"] for s in record["steps"]] == ["start", "model", "tool", "end"]
+
+
+# -- the records: ctx agent runs / show, on both backends ----------------------------------------------
+
+@pytest.mark.parametrize("backend", ["embedded", "postgres"])
+def test_runs_and_show(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    db = ""
+    if backend == "postgres":
+        db = f'backend = "postgres"\nurl = "{request.getfixturevalue("pg_url")}"'
+    with ScriptedChat([*FULL_SCRIPT, message("Nothing to file.")], model="local") as chat:
+        run_workspace(tmp_path, chat.url, db=db)
+        empty = ctx("agent", "runs", cwd=tmp_path)
+        assert empty.returncode == 0 and empty.stdout.strip().startswith("No agent runs yet"), empty.stderr
+        synced(tmp_path)
+        first = ctx("agent", "run", "filer", TASK, "--yes", "-q", cwd=tmp_path)
+        second = ctx("agent", "run", "filer", "Anything new?", "-q", cwd=tmp_path)
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
+    assert first.stderr == "" and second.stderr == "", "-q: no step lines"
+    assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
+
+    listed = ctx("agent", "runs", "--json", cwd=tmp_path)
+    runs = json.loads(listed.stdout)["runs"]
+    assert [r["task"] for r in runs] == ["Anything new?", TASK], "newest first"
+    assert [r["step_count"] for r in runs] == [3, 10] and all("steps" not in r for r in runs)
+    assert {r["status"] for r in runs} == {"finished"}
+
+    lines = ctx("agent", "runs", cwd=tmp_path).stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(runs[0]["id"]) and "  filer  finished  3 steps  " in lines[0]
+    assert lines[1].endswith(TASK)
+    only = ctx("agent", "runs", "--agent", "nobody", "--json", cwd=tmp_path)
+    assert json.loads(only.stdout) == {"runs": []}
+
+    ids = [r["id"] for r in runs]
+    unique = next(n for n in range(1, len(ids[1]) + 1) if not ids[0].startswith(ids[1][:n]))
+    shown = ctx("agent", "show", ids[1][:unique], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert text.startswith(f"run {ids[1]}: agent filer, model local, started {runs[1]['started_at']}\ntask: {TASK}\n")
+    assert '→ search {"query": "shed permit"}' in text and "  note_write: approved by --yes" in text
+    assert "= finished: the model gave its answer" in text
+    assert text.rstrip().endswith("--- answer ---\nFiled it under projects/meeting.md.")
+    whole = json.loads(ctx("agent", "show", ids[1], "--json", cwd=tmp_path).stdout)
+    assert whole["id"] == ids[1] and len(whole["steps"]) == 10 and whole["steps"][-1]["kind"] == "end"
+
+    common = os.path.commonprefix(ids)
+    ambiguous = ctx("agent", "show", common, cwd=tmp_path)
+    assert ambiguous.returncode == 1 and "is ambiguous" in ambiguous.stderr and ids[0] in ambiguous.stderr
+    unknown = ctx("agent", "show", "r1999", cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip() == "error: no run 'r1999'; `ctx agent runs` lists them"
+    for done in (ambiguous, unknown):
+        no_traceback(done)
+
+
+# -- secrets ---------------------------------------------------------------------------------------------
+
+SECRET = "sk-test-7f3a9c2e1b44d0"
+
+
+def test_the_api_key_is_sent_and_never_recorded(tmp_path: Path) -> None:
+    script = [tool_calls([("echo", {"text": f"the key is {SECRET}"})]), message(f"Your key: {SECRET}.")]
+    env = {"CTX_TEST_MODEL_KEY": SECRET}
+    with ScriptedChat(script, model="local") as chat:
+        config = run_workspace(tmp_path, chat.url, extra=f"""
+            [tools.script.echo]
+            path = "{(EXAMPLES / 'lua' / 'echo.lua').as_posix()}"
+
+            [agents.echoer]
+            description = "Echoes"
+            tools = ["echo"]
+            system_prompt = "You echo."
+            """)
+        text = config.read_text(encoding="utf-8")
+        config.write_text(text.replace('model = "local"\n', 'model = "local"\napi_key = "${CTX_TEST_MODEL_KEY}"\n', 1),
+                          encoding="utf-8")
+        done = ctx("agent", "run", "echoer", "Echo the key", "--json", cwd=tmp_path, env=env)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert [h["authorization"] for h in chat.headers] == [f"Bearer {SECRET}"] * 2
+    assert SECRET in chat.requests[1]["messages"][-1]["content"], "the tool's result reached the model whole"
+    record = json.loads(done.stdout)
+    assert record["answer"] == "Your key: ***."
+    [tool] = steps_of(record, "tool")
+    assert tool["outcome"] == "ok" and "the key is ***" in tool["result"]
+    shown = ctx("agent", "show", record["id"], "--json", cwd=tmp_path, env=env)
+    plain = ctx("agent", "show", record["id"], cwd=tmp_path, env=env)
+    for output in (done.stdout, done.stderr, shown.stdout, plain.stdout):
+        assert SECRET not in output
+    assert "***" in shown.stdout
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "data").rglob("*") if p.is_file())
+    assert SECRET.encode() not in stored, "the key is in the workspace's files"
+    assert "the key is" in stored.decode("utf-8", "replace"), "the record was saved where the test looked"
+
+
+# -- config errors: one line, exit 1 -----------------------------------------------------------------
+
+NO_MODEL_AGENT = """
+[agents.big]
+description = "Wants a big model"
+tools = ["search"]
+system_prompt = "You think hard."
+model = "big"
+"""
+UNSET_KEY = """
+[models.hosted]
+url = "https://api.example.invalid/v1"
+model = "gpt-x"
+api_key = "${CTX_TEST_UNSET_KEY}"
+"""
+OTHER_MODEL = """
+[models.other]
+url = "http://127.0.0.1:9/v1"
+model = "other"
+"""
+
+
+@pytest.mark.parametrize(("extra", "args", "expected"), [
+    ("", ["filer", TASK, "--model", "nosuch"],
+     "error: --model names model 'nosuch', which is not configured; add a [models.nosuch] table with url and model "
+     "(configured: local)"),
+    (NO_MODEL_AGENT, ["big", TASK],
+     "error: agent 'big' ([agents.big] in {config}) names model 'big', which is not configured; add a [models.big] table "
+     "with url and model (configured: local)"),
+    (OTHER_MODEL, ["filer", TASK],
+     "error: several models are configured (local, other): name one with --model, in the agent's model key, or call "
+     "one of them [models.default]"),
+    (UNSET_KEY, ["filer", TASK, "--model", "hosted"], "CTX_TEST_UNSET_KEY"),
+    ("", ["filter", TASK], "filer"),
+    ("", ["filer", "  "], "error: the task is empty: say what the agent should do"),
+], ids=["unknown-model", "agent-names-missing-model", "several-models", "unset-variable", "unknown-agent",
+        "empty-task"])
+def test_config_errors_are_one_line(tmp_path: Path, extra: str, args: list[str], expected: str) -> None:
+    run_workspace(tmp_path, "http://127.0.0.1:9/v1", extra=extra)
+    environment = {k: v for k, v in os.environ.items() if k != "CTX_TEST_UNSET_KEY"}
+    done = subprocess.run([sys.executable, "-m", "context_harness", "agent", "run", *args], cwd=tmp_path,
+                          env={**environment, "NO_COLOR": "1"}, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60)
+    no_traceback(done)
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    if expected.startswith("error: "):
+        assert lines[0] == expected.replace("{config}", str(tmp_path / "ctx.toml"))
+    else:
+        assert expected in lines[0]
+    assert done.stdout == ""
+    assert not (tmp_path / "data").exists() or json.loads(ctx("agent", "runs", "--json", cwd=tmp_path).stdout) == {
+        "runs": []}, "nothing ran"
+
+
+def test_no_model_configured(tmp_path: Path) -> None:
+    config = run_workspace(tmp_path, "http://127.0.0.1:9/v1")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace('[models.local]\nurl = "http://127.0.0.1:9/v1"\nmodel = "local"\n', ""),
+                      encoding="utf-8")
+    assert "[models" not in config.read_text(encoding="utf-8")
+    done = ctx("agent", "run", "filer", TASK, cwd=tmp_path)
+    no_traceback(done)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: no chat model is configured: add a [models.NAME] table (url, model) to ")
+    assert "docs/how-to/agents.md" in done.stderr and len(done.stderr.strip().splitlines()) == 1
