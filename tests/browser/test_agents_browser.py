@@ -45,8 +45,11 @@ def fill_agent(page: Any) -> None:
     page.fill("#name", "pilot")
     page.fill("#description", "Guides boats to their berth.")
     page.fill("#system_prompt", "You guide boats into {{berth}}.\nMind the tide.")
-    page.fill("#tools", "search, get")
-    page.fill("#arguments", "berth: Where the boat moors (required)")
+    page.check("#tool-search")
+    page.check("#tool-get")
+    page.fill("#arg-0-name", "berth")
+    page.fill("#arg-0-description", "Where the boat moors")
+    page.check("#arg-0-required")
 
 
 def test_an_agent_built_in_the_browser_is_what_mcp_clients_get(page: Any, console: Console, shoot) -> None:
