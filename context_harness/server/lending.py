@@ -25,8 +25,9 @@ CHOICES = ("yes", "no", "always")
 
 
 def lend(session: Any) -> ClientSide:
-    """The calling client's model and approvals, each where it declared the capability."""
-    caps = getattr(session, "client_capabilities", None)
+    """The calling client's model and approvals, each where it declared the capability and the
+    connection can carry a request to it (the 2026-07-28 era's tools/call has no back-channel)."""
+    caps = getattr(session, "client_capabilities", None) if getattr(session, "can_send_request", True) else None
     sampling = caps.sampling if caps is not None else None
     elicitation = caps.elicitation if caps is not None else None
     model = SamplingChat(session, tools=sampling.tools is not None) if sampling is not None else None

@@ -455,10 +455,7 @@ def test_config_errors_are_one_line(tmp_path: Path, extra: str, args: list[str],
 
 
 def test_no_model_configured(tmp_path: Path) -> None:
-    config = run_workspace(tmp_path, "http://127.0.0.1:9/v1")
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.replace('[models.local]\nurl = "http://127.0.0.1:9/v1"\nmodel = "local"\n', ""),
-                      encoding="utf-8")
+    config = run_workspace(tmp_path, None)
     assert "[models" not in config.read_text(encoding="utf-8")
     done = ctx("agent", "run", "filer", TASK, cwd=tmp_path)
     no_traceback(done)

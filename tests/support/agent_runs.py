@@ -21,16 +21,16 @@ NOTE = {"source": "filesystem:notes", "path": "projects/meeting.md",
         "content": "Talked about the shed permit: the quokka crossing needs a sign."}
 
 
-def run_workspace(root: Path, url: str, extra: str = "", model: str = "local", db: str = "",
+def run_workspace(root: Path, url: str | None, extra: str = "", model: str = "local", db: str = "",
                   model_keys: str = "") -> Path:
-    """The workspace described above in ``root``; returns its ctx.toml. ``db``: more ``[db]`` lines;
-    ``model_keys``: more lines of the ``[models]`` table."""
+    """The workspace described above in ``root``; returns its ctx.toml. ``url`` None: no ``[models]``
+    table; ``db``: more ``[db]`` lines; ``model_keys``: more lines of the ``[models]`` table."""
     (root / "notes").mkdir(parents=True, exist_ok=True)
     (root / "notes" / "permit.md").write_text(PERMIT, encoding="utf-8")
     config = root / "ctx.toml"
     head = f'[db]\npath = "data/ctx.sqlite"\n{db}\n[embedding]\nprovider = "disabled"\n\n' \
         '[server]\nsync_on_start = false\n\n[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n\n'
-    models = f'[models.{model}]\nurl = "{url}"\nmodel = "{model}"\n{model_keys}\n'
+    models = f'[models.{model}]\nurl = "{url}"\nmodel = "{model}"\n{model_keys}\n' if url is not None else ""
     agent = ('[agents.filer]\ndescription = "Files notes"\ntools = ["search", "get", "note_write"]\n'
              f'system_prompt = "{FILER_PROMPT}"\n')
     config.write_text(head + models + agent + textwrap.dedent(extra), encoding="utf-8")
