@@ -48,6 +48,8 @@ class RunPages:
     async def listing(self, request: Request) -> Response:
         if request.method == "POST":
             return await self._start(request)
+        if not self.pages.sessions.logged_in(request):
+            return self.pages.login_redirect(request)
         return await self._listing(request)
 
     async def _listing(self, request: Request, status: int = 200, error: str | None = None,
@@ -92,6 +94,8 @@ class RunPages:
         return await self._page(request, "run_steps.html")
 
     async def _page(self, request: Request, template: str) -> Response:
+        if not self.pages.sessions.logged_in(request):
+            return self.pages.login_redirect(request)
         run_id = request.path_params["run_id"]
         try:
             record: dict[str, Any] | None = await self.harness.agent_run_record(run_id)
