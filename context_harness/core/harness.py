@@ -198,9 +198,9 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         backend = self.semantic()
         if not backend.has_vectors():
             return False
-        backend.index()
-        if isinstance(backend.embedder, Warming):
-            backend.embedder.warm()
+        embedder = backend.embedder_for(backend.index().identity)  # during a model switch, the stored vectors'
+        if isinstance(embedder, Warming):
+            embedder.warm()
         return True
 
     def close(self) -> None:
