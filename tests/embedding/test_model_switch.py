@@ -174,6 +174,24 @@ async def test_searches_answer_throughout_and_the_swap_is_atomic(workspace: Work
     assert progress == sorted(progress)
 
 
+async def test_a_serving_knowledge_base_switches_by_itself(workspace: Workspace, url: str | None) -> None:
+    """``serving()``: the sync on start asks for the background embedding, which runs the switch."""
+    await synced_with_old_model(workspace, url)
+    SlowEmbedder.delay = 0.005
+    config = configure(workspace, url, 'provider = "slow"\ndims = 32\nbatch_size = 1')
+    workspace.config_path.write_text(workspace.config_path.read_text() + "\n[server]\nwatch = false\n")
+    async with Harness.open(workspace.config()) as h, h.serving():
+        assert config.server.sync_on_start
+        deadline = time.monotonic() + 30
+        while (await h.stats()).embedding["stored_identity"] != NEW:
+            assert time.monotonic() < deadline, "the server did not switch within 30 s"
+            title, _ = await top(h, "word11")
+            assert title == "Note 11"
+            await anyio.sleep(0.02)
+        await anyio.sleep(0.15)
+        assert await top(h, "word11") == ("Note 11", NEW)
+
+
 async def test_switching_back_before_the_end_drops_the_next_set(workspace: Workspace, url: str | None) -> None:
     new_config = await synced_with_old_model(workspace, url)
     async with Harness.open(new_config) as h:
