@@ -120,6 +120,80 @@ def tool_schemas(config_path: Path, names: list[str]) -> dict[str, dict[str, Any
     return anyio.run(read)
 
 
+REVIEWER = """
+[agents.reviewer]
+description = "Reviews notes"
+tools = ["search", "get"]
+system_prompt = "You review {{topic}} notes."
+arguments = [{ name = "topic", description = "What to review", required = true }]
+skills = ["checklist"]
+
+[agents.script.briefer]
+path = "agents/briefer.lua"
+"""
+BRIEFER = """
+agent = { name = "briefer", description = "Briefs with the permit note", tools = {"search"} }
+function agent.resolve(args, config, context)
+  local hits = context.search({query = "shed permit", limit = 1})
+  return {system = "You brief.", messages = {{role = "user", content = "Context: " .. hits[1].title}}}
+end
+return agent
+"""
+SUBAGENT = """---
+name: helper
+description: A Claude Code subagent
+tools: Read, Grep, search
+model: sonnet
+---
+You help with the knowledge base.
+"""
+
+
+@pytest.mark.parametrize(("agent", "args"), [("reviewer", ["--arg", "topic=garden"]), ("briefer", []),
+                                             ("helper", [])])
+def test_the_system_message_is_the_agents_resolved_prompt(tmp_path: Path, agent: str, args: list[str]) -> None:
+    """Arguments, skills and injected context (a Lua agent's messages) reach the model as a client
+    gets them; a Claude Code subagent's own tools are not offered and its model: sonnet is noted."""
+    (tmp_path / "skills" / "checklist").mkdir(parents=True)
+    (tmp_path / "skills" / "checklist" / "SKILL.md").write_text(
+        "---\nname: checklist\ndescription: What to check\n---\nCheck the permit number first.\n", encoding="utf-8")
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "briefer.lua").write_text(BRIEFER, encoding="utf-8")
+    (tmp_path / "agents" / "helper.md").write_text(SUBAGENT, encoding="utf-8")
+    with ScriptedChat([message("Reviewed.")], model="local") as chat:
+        config = run_workspace(tmp_path, chat.url, extra=REVIEWER)
+        synced(tmp_path)
+        done = ctx("agent", "run", agent, "Go", *args, "--json", cwd=tmp_path)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    import anyio
+
+    async def resolved() -> Any:
+        async with Harness.open(config_mod.load(config)) as harness:
+            return (await harness.resolve_agent(agent, dict(a.split("=", 1) for a in args[1::2]))).prompt
+
+    prompt = anyio.run(resolved)
+    sent = chat.requests[0]["messages"]
+    assert sent[0] == {"role": "system", "content": prompt.system}
+    assert sent[1:-1] == [{"role": m.role, "content": m.content} for m in prompt.messages]
+    assert sent[-1] == {"role": "user", "content": "Go"}
+    offered = [t["function"]["name"] for t in chat.requests[0].get("tools", [])]
+    [start] = steps_of(record, "start")
+    assert start["tools"] == offered
+    if agent == "reviewer":
+        assert sent[0]["content"].startswith("You review garden notes.")
+        assert "Check the permit number first." in sent[0]["content"]
+        assert record["arguments"] == {"topic": "garden"} and offered == ["search", "get"]
+    elif agent == "briefer":
+        assert sent[1] == {"role": "user", "content": "Context: Shed permit"} and offered == ["search"]
+    else:
+        assert offered == ["search"] and start["not_offered"] == ["Read", "Grep"]
+        assert "· tools: search (not offered: Read, Grep)" in done.stderr
+        [note] = steps_of(record, "note")
+        assert note["text"] == "the agent asks for Claude Code's model 'sonnet'; this run uses the default model"
+
+
 def test_without_yes_and_without_a_terminal_the_write_is_refused(tmp_path: Path) -> None:
     with ScriptedChat(FULL_SCRIPT, model="local") as chat:
         run_workspace(tmp_path, chat.url)
@@ -275,7 +349,12 @@ def test_a_person_at_a_terminal_is_asked(tmp_path: Path) -> None:
     assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
 
 
-def test_ctrl_c_mid_run_is_recorded_as_stopped(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sent", "code", "status"), [(signal.SIGINT, 130, "stopped"), (signal.SIGTERM, 130, "stopped"),
+                                                     (signal.SIGKILL, -9, "interrupted")],
+                         ids=["ctrl-c", "sigterm", "killed"])
+def test_a_run_stopped_midway_says_so(tmp_path: Path, sent: int, code: int, status: str) -> None:
+    """Ctrl-C (and SIGTERM) end a run as stopped, exit 130; a run whose process is killed outright
+    shows as interrupted, never running forever."""
     with ScriptedChat([tool_calls([("search", {"query": "permit"})]), delay(30, message("too late"))],
                       model="local") as chat:
         run_workspace(tmp_path, chat.url)
@@ -290,20 +369,27 @@ def test_ctrl_c_mid_run_is_recorded_as_stopped(tmp_path: Path) -> None:
                 time.sleep(0.02)
             assert len(chat.requests) == 2, "the run never asked the model a second time"
             began = time.monotonic()
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sent)
             out, err = proc.communicate(timeout=15)
             took = time.monotonic() - began
         finally:
             if proc.poll() is None:
                 proc.kill()
-    assert proc.returncode == 130, err
-    assert took < 10, f"Ctrl-C took {took:.1f} s to end the run"
-    assert "Traceback" not in err and "stopped" in err
+    assert proc.returncode == code, err
+    assert took < 10, f"the run took {took:.1f} s to end"
+    assert "Traceback" not in err
     [run] = json.loads(ctx("agent", "runs", "--json", cwd=tmp_path).stdout)["runs"]
+    assert run["status"] == status
     record = json.loads(ctx("agent", "show", run["id"], "--json", cwd=tmp_path).stdout)
-    assert record["status"] == "stopped" and record["reason"].startswith("stopped by the user")
-    assert record["ended_at"] is not None
-    assert [s["kind"] for s in record["steps"]] == ["start", "model", "tool", "end"]
+    assert record["status"] == status
+    if status == "stopped":
+        assert "= stopped: stopped by the user (interrupted)" in err
+        assert record["reason"].startswith("stopped by the user") and record["ended_at"] is not None
+        assert [s["kind"] for s in record["steps"]] == ["start", "model", "tool", "end"]
+    else:
+        assert record["reason"] == f"the process running it (pid {proc.pid}) ended before the run did"
+        assert [s["kind"] for s in record["steps"]] == ["start", "model", "tool"]
+        assert f"{run['id']}  " in ctx("agent", "runs", cwd=tmp_path).stdout
 
 
 # -- the records: ctx agent runs / show, on both backends ----------------------------------------------
@@ -433,8 +519,9 @@ model = "other"
     (UNSET_KEY, ["filer", TASK, "--model", "hosted"], "CTX_TEST_UNSET_KEY"),
     ("", ["filter", TASK], "filer"),
     ("", ["filer", "  "], "error: the task is empty: say what the agent should do"),
+    ("", ["filer", TASK, "--arg", "nope=1"], "error: agent 'filer': unknown argument 'nope' (expected: no arguments)"),
 ], ids=["unknown-model", "agent-names-missing-model", "several-models", "unset-variable", "unknown-agent",
-        "empty-task"])
+        "empty-task", "unknown-argument"])
 def test_config_errors_are_one_line(tmp_path: Path, extra: str, args: list[str], expected: str) -> None:
     run_workspace(tmp_path, "http://127.0.0.1:9/v1", extra=extra)
     environment = {k: v for k, v in os.environ.items() if k != "CTX_TEST_UNSET_KEY"}
