@@ -4,9 +4,10 @@ how its last sync ended and when (a failed sync shows its own time beside "error
 last successful one was), with a *Sync* button; below, each source's newest changes (``recent``).
 
 The workspace keeps how each source's last sync ended, not a log of every sync: the changes are
-the history there is. The table follows the sources through server-sent events
-(``/ui/sources/events``), sent when the rows change; the sizes (which read every document's length)
-are read again only when a source's documents or sync changed, not as its chunks get embedded.
+the history there is. The figures and the table follow the sources through server-sent events
+(``/ui/sources/events``: ``sources`` with the rows, ``overview`` with the figures, each sent when it
+changed); the sizes (which read every document's length) and the files' sizes on disk are read
+again only when a source's documents or sync changed, not as its chunks get embedded.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ class SourcePages:
         listing = await self.harness.sources()
         stats = await self.harness.stats()
         recent = {s.name: await self._recent(s.name) for s in listing.sources}
-        values = rows(listing, await self.harness.source_details(), self.harness.embedding_now())
-        return self.pages.render(request, "sources.html", **values, stats=stats,
-                                 recent=recent, recent_most=RECENT, done=request.query_params.get("done", ""))
+        values = rows(listing, await self.harness.source_details(), self.harness.embedding_now(),
+                      (stats.db_bytes, stats.index_bytes))
+        return self.pages.render(request, "sources.html", **values, recent=recent, recent_most=RECENT,
+                                 done=request.query_params.get("done", ""))
 
     async def _recent(self, label: str) -> list[RecentChange]:
         return (await self.harness.recent(RecentRequest(source=label, limit=RECENT))).changes
@@ -60,22 +62,28 @@ class SourcePages:
         if not self.pages.sessions.logged_in(request):
             return self.pages.login_redirect(request)
         csrf = self.pages.sessions.csrf(self.pages.sessions.session_id(request) or "")
-        template = self.pages.env.get_template("source_rows.html")
+        templates = {event: self.pages.env.get_template(name)
+                     for event, name in (("sources", "source_rows.html"), ("overview", "source_overview.html"))}
 
         async def stream() -> AsyncIterator[str]:
             measured: list[tuple[Any, ...]] | None = None
             details: dict[str, SourceDetail] = {}
-            last = ""
+            disk = (0, 0)
+            last = dict.fromkeys(templates, "")
             for _ in range(EVENT_TICKS):
                 listing = await self.harness.sources()
                 if (key := documents_key(listing)) != measured:
-                    measured, details = key, await self.harness.source_details()
-                html = template.render(**rows(listing, details, self.harness.embedding_now()), csrf=csrf,
-                                       read_only=self.pages.read_only)
-                if html != last:
-                    last = html
-                    yield "event: sources\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
-                else:
+                    stats = await self.harness.stats()
+                    measured, details, disk = key, await self.harness.source_details(), (stats.db_bytes,
+                                                                                          stats.index_bytes)
+                values = rows(listing, details, self.harness.embedding_now(), disk)
+                sent = False
+                for event, template in templates.items():
+                    html = template.render(**values, csrf=csrf, read_only=self.pages.read_only)
+                    if html != last[event]:
+                        last[event], sent = html, True
+                        yield f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
+                if not sent:
                     yield ": unchanged\n\n"
                 await anyio.sleep(EVENT_SECONDS)
 
@@ -106,11 +114,15 @@ class SourcePages:
         return RedirectResponse(f"/ui/sources?done={_quote(done)}", status_code=303)
 
 
-def rows(listing: SourcesResponse, details: dict[str, SourceDetail], embedding_now: bool) -> dict[str, Any]:
-    """What ``source_rows.html`` renders: the listing, each source's ``SourceDetail``, whether this
-    process is embedding now, whether semantic search is on, and each source's notes without the
-    embedding sentence (the embeddings column says it)."""
-    return {"listing": listing, "details": details, "embedding_now": embedding_now,
+def rows(listing: SourcesResponse, details: dict[str, SourceDetail], embedding_now: bool,
+         disk: tuple[int, int]) -> dict[str, Any]:
+    """What ``source_rows.html`` and ``source_overview.html`` render: the listing and its totals, each
+    source's ``SourceDetail``, the database's and keyword index's bytes on disk, whether this process
+    is embedding now, whether semantic search is on, and each source's notes without the embedding
+    sentence (the embeddings column says it)."""
+    totals = {"documents": sum(s.document_count for s in listing.sources),
+              "chunks": sum(s.chunk_count for s in listing.sources), "sources": len(listing.sources)}
+    return {"listing": listing, "details": details, "embedding_now": embedding_now, "totals": totals, "disk": disk,
             "semantic": listing.embedding.get("provider") != "disabled",
             "notes": {s.name: other_notes(s) for s in listing.sources}, "size": size_text}
 

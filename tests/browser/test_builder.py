@@ -110,7 +110,7 @@ def test_tools_rows_preview_and_try_it(page: Any, console: Console, events: Even
 def test_an_unknown_tool_is_refused_with_the_known_ones(page: Any, console: Console, events: Events) -> None:
     agent_file = console.root / "agents" / "ghost.md"
     page.goto(f"{console.url}/ui/new-agent")
-    assert "Read" in page.inner_text("label[for=tools]"), "the page says Claude Code's own tools are kept"
+    assert "Read" in page.inner_text("#tools-hint"), "the page says Claude Code's own tools are kept"
     page.fill("#name", "ghost")
     page.fill("#system_prompt", "You haunt the harbour.")
     page.fill("#tools", "not_a_real_tool")

@@ -1,6 +1,6 @@
 """The sources dashboard in headless Chromium against the real ``ctx serve --http`` (the bundled model
 embeds): the figures the ``sources`` tool reports, and while the server embeds a batch of new notes in
-the background, the live row says they are being embedded now — never "awaiting" and never
+the background, the live row and figures say they are being embedded now — never "awaiting" and never
 `ctx embed pending` — until every chunk is embedded, all without a reload."""
 
 from __future__ import annotations
@@ -68,3 +68,7 @@ def test_the_dashboard_shows_the_figures_and_says_what_is_being_embedded(page: A
     assert page.evaluate("() => window.notReloaded === true"), "the page reloaded instead of updating in place"
     assert events.dialogs == [] and events.errors == []
     assert page.locator(f"{ROW} td").nth(2).inner_text().strip() == str(after["document_count"])
+    page.wait_for_function("n => document.querySelector('#total-documents').textContent.startsWith(n)",
+                           arg=f"{after['document_count']} in 1 source")  # the figures follow too
+    assert " ".join(page.inner_text("#embedding-summary").split()).startswith(
+        f"{after['chunk_count']} of {after['chunk_count']} chunks embedded by local:")

@@ -140,13 +140,18 @@ def test_the_sources_stream_shows_a_sync_as_it_lands(config, config_path: Path, 
 
 
 def next_event(lines) -> str:
-    """The data of the next ``sources`` event (comment lines skipped)."""
+    """The data of the next ``sources`` event (comment lines and the ``overview`` events skipped)."""
     data: list[str] = []
+    event = None
     for line in lines:
-        if line.startswith("data: "):
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
             data.append(line[6:])
         elif line == "" and data:
-            return "\n".join(data)
+            if event == "sources":
+                return "\n".join(data)
+            data, event = [], None
     raise AssertionError("the stream ended")
 
 

@@ -57,17 +57,23 @@ async def serving(h: Harness) -> AsyncIterator[httpx2.AsyncClient]:
         server.should_exit = True
 
 
-async def first_event(ui: httpx2.AsyncClient) -> str:
-    """The rows of the first ``sources`` event of ``/ui/sources/events``."""
+async def first_events(ui: httpx2.AsyncClient) -> dict[str, str]:
+    """The first ``sources`` (the rows) and ``overview`` (the figures) events of ``/ui/sources/events``."""
+    found: dict[str, str] = {}
     with anyio.fail_after(10):
         async with ui.stream("GET", "/ui/sources/events") as events:
             data: list[str] = []
+            event = ""
             async for line in events.aiter_lines():
-                if line.startswith("data: "):
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
                     data.append(line[6:])
                 elif line == "" and data:
-                    return "\n".join(data)
-    raise AssertionError("the stream ended")
+                    found[event], data = "\n".join(data), []
+                    if set(found) == {"sources", "overview"}:
+                        return found
+    raise AssertionError(f"the stream ended with {sorted(found)}")
 
 
 async def test_the_dashboard_shows_counts_sizes_changes_and_the_right_embedding_wording(sample_docs) -> None:
@@ -106,9 +112,9 @@ async def test_the_dashboard_shows_counts_sizes_changes_and_the_right_embedding_
                 tg.start_soon(h.embed)
                 await anyio.to_thread.run_sync(started.wait, 10)
                 busy = (await ui.get("/ui/sources")).text
-                live = await first_event(ui)
+                live = await first_events(ui)
                 release.set()
-            for shown in (busy, live):
+            for shown in (busy, live["sources"], live["overview"]):
                 assert f"{source.chunk_count} chunks being embedded now" in " ".join(shown.split())
                 assert "awaiting" not in shown and "ctx embed pending" not in shown
             assert "embedded" not in cells(row_of(busy))[0], "the status column repeats the embeddings column"
