@@ -50,6 +50,7 @@ PAGES = {
     "agent": "/ui/agents/harbourmaster?run=1",
     "agent builder": "/ui/new-agent",
     "agent edit": "/ui/agents/harbourmaster/edit",
+    "runs": "/ui/runs",
     "sources": "/ui/sources",
     "not found": "/ui/doc?id=no-such-document",
 }
