@@ -374,3 +374,15 @@ async def test_migrating_an_existing_database_fills_the_links(workspace: Workspa
         assert {i.id for i in out.links_to} == {doc_id_of("lua.md"), doc_id_of("guides/search.md")}
         back = await h.related(RelatedRequest(id=doc_id_of("lua.md")))
         assert [i.id for i in back.linked_from] == [doc_id_of("guides/linker.md")]
+
+
+async def test_source_details_count_each_sources_text_in_bytes(harness: Harness, workspace: Workspace) -> None:
+    """The console's sources dashboard: a source's text in UTF-8 bytes (not characters), the same on
+    every backend, and how its last whole sync ended, with when."""
+    workspace.write("café.md", "# Café\n\nThe café serves crème brûlée.\n")
+    await harness.sync()
+    listing = await harness.document_listing()
+    expected = sum([len((await harness.get(d.id)).body.encode("utf-8")) for d in listing.documents])
+    detail = (await harness.source_details())["filesystem:docs"]
+    assert detail.text_bytes == expected > sum([len((await harness.get(d.id)).body) for d in listing.documents])
+    assert detail.outcome == "ok" and detail.error is None and detail.ended_at is not None
