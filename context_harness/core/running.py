@@ -327,12 +327,16 @@ class Run:
         if why is None:
             return True
         by = self._standing_approval(tool.name)
+        refused_by = "a person said no" if self.approver is not None else "no one could be asked (not a terminal)"
         if by is None and self.approver is not None:
-            answer = await self.approver(Approval(tool.name, arguments, why))
+            answer = "no"
+            with anyio.move_on_after(max(0.0, self.budget.seconds - (time.monotonic() - self.started))) as waited:
+                answer = await self.approver(Approval(tool.name, arguments, why))  # a client may never answer
+            if waited.cancelled_caught:
+                refused_by = f"no answer within the run's max_seconds ({self.budget.seconds:g} s)"
             if answer == "always":
                 self.always.add(tool.name)
             by = {"yes": "a person", "always": "a person (always, for this run)"}.get(answer)
-        refused_by = "a person said no" if self.approver is not None else "no one could be asked (not a terminal)"
         await self.step("approval", tool=tool.name, call=call.id, approved=by is not None, by=by or refused_by)
         if by is not None:
             return True

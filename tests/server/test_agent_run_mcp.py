@@ -7,10 +7,12 @@ server-to-client requests (the 2026-07-28 era has none within a tools/call: its 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp.types as t
 import pytest
 from mcp import Client
@@ -203,3 +205,25 @@ async def test_the_clients_model_over_streamable_http(tmp_path: Path, start_serv
     assert (out["status"], out["answer"]) == ("finished", "Filed.")
     assert len(lender.sampled) == 2 and len(lender.asked) == 1
     assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
+
+
+async def test_a_user_who_never_answers_does_not_hold_the_run(tmp_path: Path) -> None:
+    """An elicitation the client never answers waits no longer than the run's max_seconds: the write
+    is refused and the run ends at its budget."""
+    async def never(context: Any, params: Any) -> t.ElicitResult:
+        await anyio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    with ScriptedChat([tool_calls([("note_write", NOTE)]), message("never asked")], model="local") as chat:
+        config = run_workspace(tmp_path, chat.url, model_keys="max_seconds = 2")
+        async for harness in opened(config):
+            async with Client(build_server(harness), mode="legacy", elicitation_callback=never) as client:
+                began = time.monotonic()
+                out = structured(await client.call_tool("agent_run", {"agent": "filer", "task": TASK}))
+                took = time.monotonic() - began
+            record = await harness.agent_run_record(out["id"])
+    assert took < 10, f"2 s allowed, took {took:.1f} s"
+    assert (out["status"], out["reason"]) == ("budget", "max_seconds (2 s) reached")
+    [approval] = steps_of(record, "approval")
+    assert (approval["approved"], approval["by"]) == (False, "no answer within the run's max_seconds (2 s)")
+    assert not (tmp_path / "notes" / "projects").exists() and len(chat.requests) == 1
