@@ -204,8 +204,8 @@ class Run:
         self.messages: list[dict[str, Any]] = []
         self.calls: list[str] = []  # each call's name and arguments, to see a loop
         self.record: dict[str, Any] = {
-            "id": request.id or new_run_id(), "agent": spec.name, "task": request.task, "model": model.name,
-            "arguments": dict(request.arguments), "status": "running", "reason": None,
+            "id": request.id or new_run_id(), "agent": spec.name, "task": redact(request.task), "model": model.name,
+            "arguments": _scrub(dict(request.arguments)), "status": "running", "reason": None,
             "started_at": _now(), "ended_at": None, "tokens": {"prompt": 0, "completion": 0}, "answer": None,
             "runner": {"host": socket.gethostname(), "pid": os.getpid()},
             "budget": {"max_steps": budget.steps, "max_seconds": budget.seconds, "max_tokens": budget.tokens},

@@ -465,13 +465,14 @@ def test_the_api_key_is_sent_and_never_recorded(tmp_path: Path) -> None:
         text = config.read_text(encoding="utf-8")
         config.write_text(text.replace('model = "local"\n', 'model = "local"\napi_key = "${CTX_TEST_MODEL_KEY}"\n', 1),
                           encoding="utf-8")
-        done = ctx("agent", "run", "echoer", "Echo the key", "--json", cwd=tmp_path, env=env)
+        done = ctx("agent", "run", "echoer", f"Echo the key {SECRET}", "--json", cwd=tmp_path, env=env)
     no_traceback(done)
     assert done.returncode == 0, done.stderr
     assert [h["authorization"] for h in chat.headers] == [f"Bearer {SECRET}"] * 2
     assert SECRET in chat.requests[1]["messages"][-1]["content"], "the tool's result reached the model whole"
+    assert chat.requests[0]["messages"][-1] == {"role": "user", "content": f"Echo the key {SECRET}"}
     record = json.loads(done.stdout)
-    assert record["answer"] == "Your key: ***."
+    assert record["answer"] == "Your key: ***." and record["task"] == "Echo the key ***"
     [tool] = steps_of(record, "tool")
     assert tool["outcome"] == "ok" and "the key is ***" in tool["result"]
     shown = ctx("agent", "show", record["id"], "--json", cwd=tmp_path, env=env)
