@@ -219,6 +219,43 @@ class Shots:
         self.go("/ui/agents/guide/edit")
         self.save("agent-editor", full_page=True)
 
+    def wait_text(self, selector: str, text: str) -> None:
+        self.page.wait_for_function(
+            "([s, t]) => { const e = document.querySelector(s); return !!e && e.textContent.includes(t); }",
+            arg=[selector, text], timeout=WAIT_MS)
+
+    def agent_builder(self) -> None:
+        """A new agent in the builder, not saved: a tool ticked, two argument rows, the live preview."""
+        page = self.go("/ui/new-agent")
+        page.fill("#name", "ferry")
+        page.fill("#description", "Plans a ferry crossing.")
+        page.fill("#system_prompt", "Take the ferry to {{island}} at {{hour}}.")
+        page.check("#tool-search")
+        page.fill("#arg-0-name", "island")
+        page.check("#arg-0-required")
+        page.fill("#arg-0-sample", "Seal Island")
+        page.click("#add-argument")
+        page.fill("#arg-1-name", "hour")
+        page.fill("#arg-1-enum", "dawn, noon")
+        page.fill("#arg-1-default", "noon")
+        page.fill("#arg-1-sample", "dawn")
+        self.wait_text("#preview-prompt", "Take the ferry to Seal Island at dawn.")
+        self.save("agent-builder", full_page=True)
+        page.click("#try-button")
+        page.locator("#try-compiled").wait_for()
+        self.save("agent-builder-try", full_page=True)
+
+    def sources_embedding(self) -> None:
+        """The sources dashboard while the server embeds a batch of notes dropped into the watched folder."""
+        self.go("/ui/sources")
+        words = " ".join(f"word{n}" for n in range(100))
+        for n in range(150):
+            path = self.root / "notes" / "crossings" / f"crossing-{n:03}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# Crossing {n}\n\nFerry crossing {n}: {words}\n", encoding="utf-8")
+        self.wait_text("#source-rows tr[data-source='filesystem:notes'] td.embedding", "being embedded now")
+        self.save("sources-embedding")
+
     def agent_try(self) -> None:
         page = self.go("/ui/agents/guide")
         page.fill("input[name=topic]", "hybrid search")
@@ -249,12 +286,14 @@ class Shots:
         context.close()
 
 
-# In this order: the conflict edits the note the note picture writes; the login comes first.
+# In this order: the login comes first; the conflict edits the note the note picture writes; the embedding
+# run comes last (its notes would show in the other pictures). agent-builder takes agent-builder-try too.
 ORDER: list[tuple[str, Callable[[Shots], None]]] = [
     ("login", Shots.login), ("search", Shots.search), ("explain", Shots.explain), ("document", Shots.document),
     ("note", Shots.note), ("conflict", Shots.conflict), ("graph", Shots.graph), ("sources", Shots.sources),
-    ("agents", Shots.agents), ("agent-editor", Shots.agent_editor), ("agent-try", Shots.agent_try),
-    ("tools", Shots.tools), ("tool", Shots.tool), ("phone", Shots.phone),
+    ("agents", Shots.agents), ("agent-editor", Shots.agent_editor), ("agent-builder", Shots.agent_builder),
+    ("agent-try", Shots.agent_try), ("tools", Shots.tools), ("tool", Shots.tool), ("phone", Shots.phone),
+    ("sources-embedding", Shots.sources_embedding),
 ]
 
 
