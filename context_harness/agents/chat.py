@@ -80,7 +80,7 @@ class OpenAIChat:
         if self.config.temperature is not None:
             body["temperature"] = self.config.temperature
         raw = await self._post(body, min(timeout, self.config.timeout))
-        return self._reply(raw)
+        return self._reply(raw, len(json.dumps(body)) // 4)
 
     async def _post(self, body: dict[str, Any], timeout: float) -> bytes:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -116,7 +116,8 @@ class OpenAIChat:
             parts.append(piece)
         return b"".join(parts)
 
-    def _reply(self, data: bytes) -> ChatReply:
+    def _reply(self, data: bytes, sent: int) -> ChatReply:
+        """The reply in ``data``; ``sent``: the request's size in tokens, estimated (a quarter of its characters)."""
         try:
             payload = json.loads(data)
         except ValueError:
@@ -134,7 +135,7 @@ class OpenAIChat:
         reply = ChatReply(content=content if isinstance(content, str) else "",
                           tool_calls=[_tool_call(raw, n) for n, raw in enumerate(message.get("tool_calls") or [], 1)],
                           finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None)
-        reply.prompt_tokens = _count(usage.get("prompt_tokens"), len(json.dumps(payload)) // 4)
+        reply.prompt_tokens = _count(usage.get("prompt_tokens"), sent)  # an endpoint that does not count: estimated
         reply.completion_tokens = _count(usage.get("completion_tokens"), len(data) // 4)
         return reply
 

@@ -202,3 +202,14 @@ def test_max_run_tokens(tmp_path: Path) -> None:
     assert (record["status"], record["reason"]) == ("budget", "max tokens (1,000) reached")
     assert record["tokens"] == {"prompt": 600, "completion": 500}
     assert len(chat.requests) == 1 and not steps_of(record, "tool"), "the calls of the reply that spent it do not run"
+
+
+def test_max_run_tokens_of_an_endpoint_that_does_not_count(tmp_path: Path) -> None:
+    """Without ``usage`` the tokens are estimated, the prompt's from what was sent (a quarter of its
+    characters), so the budget still holds."""
+    script = [tool_calls([("search", {"query": "shed"})], usage={}), message("never", usage={})]
+    done, record, _, chat = run(tmp_path, script, model_keys="max_run_tokens = 300")
+    assert done.returncode == 1
+    assert (record["status"], record["reason"]) == ("budget", "max tokens (300) reached")
+    sent = len(json.dumps(chat.requests[0])) // 4
+    assert sent > 300 and abs(record["tokens"]["prompt"] - sent) < sent * 0.1

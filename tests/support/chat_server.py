@@ -13,7 +13,7 @@ a body that is not JSON), ``huge`` (200 and a body of n bytes, written in pieces
 reply; after the last reply every request gets 500 ``script exhausted``. Tool call ids run
 ``call_1``, ``call_2``, ... over the server's life. Each answer's ``usage`` counts tokens as a
 quarter of the characters: the request body's for ``prompt_tokens``, the message's for
-``completion_tokens`` (or what a reply's ``usage=`` says)::
+``completion_tokens`` (or what a reply's ``usage=`` says; ``usage={}`` leaves it out)::
 
     with ScriptedChat([tool_calls([("search", {"query": "quokka"})]), message("Quokkas live on Rottnest.")],
                       model="local") as chat:
@@ -195,11 +195,14 @@ class ScriptedChat:
                 said["tool_calls"] = calls
         prompt = len(request_body) // 4
         completion = max(1, len(json.dumps(said)) // 4)
-        usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": completion,
-                                "total_tokens": prompt + completion}
-        return {"id": f"chatcmpl-scripted-{answer}", "object": "chat.completion", "created": int(time.time()),
-                "model": model, "choices": [{"index": 0, "message": said, "finish_reason": reply.finish_reason}],
-                "usage": usage}
+        usage = reply.usage if reply.usage is not None else {
+            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-scripted-{answer}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": said, "finish_reason": reply.finish_reason}]}
+        if usage:  # usage={}: an endpoint that does not count tokens leaves it out
+            body["usage"] = usage
+        return body
 
 
 def _error(message: str, kind: str) -> bytes:
