@@ -290,12 +290,14 @@ class AgentPages:
         return self.pages.render(request, "agent.html", **context)
 
     async def _resolved(self, name: str, given: dict[str, str]) -> dict[str, Any]:
-        prompt = (await self.harness.resolve_agent(name, given)).prompt
+        resolution = await self.harness.resolve_agent(name, given)
+        prompt = resolution.prompt
         messages = prompt_get_messages(name, prompt.system, prompt.messages)
         prompt_get = messages[0][1] if len(messages) == 1 else "\n\n".join(
             f"[{role}]\n{text}" for role, text in messages)
         compiled = await self.harness.zoo_inject(name, given, "compiled")
-        return {"prompt": prompt, "prompt_get": prompt_get, "compiled": render_json(compiled),
+        return {"prompt": prompt, "prompt_get": prompt_get, "compiled": render_json(compiled), "resolution": resolution,
+                "messages": messages,
                 "compiled_prompt": compiled.get("prompt", ""),
                 "structured": render_json(await self.harness.zoo_inject(name, given, "structured"))}
 

@@ -417,3 +417,21 @@ def test_a_read_only_console_previews_but_does_not_save(zoo_config: Path, start_
         assert "Stay quiet." in ui.post("/ui/new-agent", data=form | {"action": "preview"}).text
         assert ui.post("/ui/new-agent", data=form).status_code == 403
     assert not (zoo_config.parent / "agents" / "quiet.md").exists()
+
+
+@pytest.mark.anyio
+async def test_try_it_of_a_lua_agent_shows_the_context_it_fetched_and_the_messages_a_client_gets(
+        zoo_config: Path, start_server):
+    """The Lua responder pre-searches the runbooks (two searches, one fetch) and returns a message of
+    its own: the page counts them and lists each message as ``prompts/get`` sends it."""
+    server = start_server(config_mod.load_file(zoo_config))
+    with client(server) as ui:
+        page = ui.get("/ui/agents/responder", params={"run": "1", "service": "search"}).text
+    assert re.search(r'id="resolved-cost">Resolved in [\d.]+ ms, with 2 searches and 1 fetch of the knowledge base',
+                     page)
+    shown = [html.unescape(m) for m in re.findall(r'<li><strong>\w+</strong><pre class="body">(.*?)</pre></li>',
+                                                  page, re.S)]
+    async with Client(f"{server.url}/mcp", mode="legacy") as mcp:
+        got = await mcp.get_prompt("responder", {"service": "search"})
+    assert shown == [m.content.text for m in got.messages] and len(shown) == 2
+    assert shown[1].startswith("Found ") and "Runbook: Runbook: search down" in shown[0]
