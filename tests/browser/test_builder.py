@@ -50,7 +50,7 @@ def wait_text(page: Any, selector: str, text: str) -> None:
 
 def test_tools_rows_preview_and_try_it(page: Any, console: Console, events: Events, shoot) -> None:
     page.goto(f"{console.url}/ui/new-agent")
-    wait_text(page, "#preview", "Nothing to preview until the marked fields are fixed")
+    wait_text(page, "#preview", "Nothing to preview until these are fixed")
     toggles = page.eval_on_selector_all("input[type=checkbox][name=tool]", "boxes => boxes.map(b => b.value)")
     assert toggles == offered_tools(console.url) and "search" in toggles
     page.evaluate("() => { window.notReloaded = true; }")
