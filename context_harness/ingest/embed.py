@@ -59,7 +59,8 @@ def embed_pending(vectors: VectorStore, embedder: Embedder, *, batch_size: int =
 def embedding_status(provider: str, vectors: VectorStore | None, configured_key: Callable[[], str]) -> dict[str, Any]:
     """Embedded and pending chunks, the embedder the config selects (``identity``) and the one the
     stored vectors were made by (``stored_identity``); ``mismatch`` when both hold vectors' worth of
-    meaning and differ (searches using vectors then ask for ``ctx embed rebuild``)."""
+    meaning and differ (searches then use the stored vectors, with their own embedder, until a model
+    switch replaces them: ``ingest/reembed.py``; ``switch`` says how far it is)."""
     status: dict[str, Any] = {"provider": provider}
     if vectors is None:
         return status | {"identity": None, "embedded_chunks": 0, "pending_chunks": 0}
