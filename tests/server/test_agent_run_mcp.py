@@ -227,3 +227,31 @@ async def test_a_user_who_never_answers_does_not_hold_the_run(tmp_path: Path) ->
     [approval] = steps_of(record, "approval")
     assert (approval["approved"], approval["by"]) == (False, "no answer within the run's max_seconds (2 s)")
     assert not (tmp_path / "notes" / "projects").exists() and len(chat.requests) == 1
+
+
+async def test_each_step_is_reported_as_progress(configured: Harness) -> None:
+    seen: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, message))
+
+    async with Client(build_server(configured), mode="legacy") as client:
+        out = structured(await client.call_tool("agent_run", {"agent": "filer", "task": TASK},
+                                                progress_callback=progress))
+    assert out["status"] == "finished"
+    assert [n for n, _ in seen] == list(range(1, out["steps"] + 1)), "one notification a step, in order"
+    assert seen[0][1] == "start" and seen[-1][1] == "end finished"
+    assert ("approval note_write" in [m for _, m in seen]) and ("tool search" in [m for _, m in seen])
+
+
+@pytest.mark.parametrize(("arguments", "fragment"), [
+    ({"agent": "filler", "task": TASK}, "unknown agent 'filler' (did you mean 'filer'?)"),
+    ({"agent": "filer", "task": " "}, "the task is empty"),
+    ({"agent": "filer", "task": TASK, "model": "nosuch"}, "--model names model 'nosuch'"),
+])
+async def test_what_cannot_start_is_a_tool_error(configured: Harness, mode: str, arguments: dict[str, Any],
+                                                 fragment: str) -> None:
+    async with Client(build_server(configured), mode=mode) as client:
+        result = await client.call_tool("agent_run", arguments)
+    assert result.is_error and fragment in result.content[0].text
+    assert await configured.agent_runs() == []
