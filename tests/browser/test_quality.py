@@ -1,5 +1,6 @@
 """The console as a web app should be (issue 42, 6), in headless Chromium against the real ``ctx serve
---http``: axe-core finds no serious or critical violation on any page; the keyboard reaches every
+--http``: axe-core finds no serious or critical violation on any page, at a desktop's width and a
+phone's; the keyboard reaches every
 control of every page from a skip link on, each with a visible focus outline, and leaves each page
 (the graph and the note editor included) with no trap; at 375 px wide no page scrolls sideways, the
 navigation wraps and a wide table scrolls inside its own box; the login page shows no navigation.
@@ -123,6 +124,13 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(browser: Any, pa
     report["trash with a note"] = blocking(axe(page, axe_script))
     page.locator("button", has_text="Restore").click()  # the other tests follow its link from the permit
     page.wait_for_url(re.compile(r"/ui/doc\?id="))
+    phone = browser.new_context(viewport=PHONE).new_page()  # the same pages laid out for a phone
+    log_in(phone, console.url)
+    for name, path in PAGES.items():
+        phone.goto(console.url + path)
+        settle(phone)
+        report[f"{name} (phone)"] = blocking(axe(phone, axe_script))
+    phone.context.close()
     login = open_page(browser, Events())
     login.goto(console.url + "/ui/login")
     report["login"] = blocking(axe(login, axe_script))
