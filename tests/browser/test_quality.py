@@ -1,8 +1,7 @@
 """The console as a web app should be (issue 42, 6), in headless Chromium against the real ``ctx serve
 --http``: axe-core finds no serious or critical violation on any page, at a desktop's width and a
-phone's; the keyboard reaches every
-control of every page from a skip link on, each with a visible focus outline, and leaves each page
-(the graph and the note editor included) with no trap; at 375 px wide no page scrolls sideways, the
+phone's; the keyboard reaches every control of every page from a skip link on, each with a visible
+focus outline, and leaves each page (the graph and the note editor included) with no trap; at 375 px wide no page scrolls sideways, the
 navigation wraps and a wide table scrolls inside its own box; the login page shows no navigation.
 
 axe-core comes from the npm registry at a pinned version (tests/axe/install.sh, cached); the axe test
