@@ -121,9 +121,8 @@ ALLOWED: dict[str, set[str]] = {
     "core.workspace": set(),
     "sample": LOWER,
     "core.face": LOWER | {"core.harness", "core.catalog", "core.writeback", "core.scripts", "core.recovery",
-                          "core.workspace", "core.authoring", "core.reports", "core.running", "agents", "tools", "registries",
-                          "extensions", "sample",
-                          "connectors", "ingest", "search"},
+                          "core.workspace", "core.authoring", "core.reports", "core.running", "agents", "tools",
+                          "registries", "extensions", "sample", "connectors", "ingest", "search"},
     # The rims reach the core through its face alone (and each other: the CLI starts servers, the
     # server mounts the console).
     "console": LOWER | {"core.face"},

@@ -44,7 +44,8 @@ async def test_tools_are_one_registry_offered_by_the_core(tmp_path: Path) -> Non
     async with Harness.open(workspace(tmp_path)) as harness:
         await harness.sync()
         names = [tool.name for tool in harness.tools()]
-        assert names == ["search", "get", "sources", "recent", "related", "agent_list", "agent_get", "agent_inject"]
+        assert names == ["search", "get", "sources", "recent", "related", "agent_list", "agent_get", "agent_inject",
+                         "agent_run"]
         result = await harness.call_tool("search", {"query": "lanterns"})
         direct = await harness.search(SearchRequest(query="lanterns"))
         assert result.payload == direct.model_dump(mode="json")
