@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 ARGUMENTS_SHOWN = 160  # characters of a call's arguments in a step's line
 RESULT_SHOWN = 160  # characters of a tool's result in a step's line
 EXIT = {"finished": 0, "stopped": 130}
+PROMPT = "  allow? [y]es / [n]o / [a]lways for this run [n]: "
+ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 
 
 @click.command("run")
@@ -76,17 +78,41 @@ def _as_ctrl_c(signum: int, frame: Any) -> None:
 
 async def _ask(approval: Approval) -> str:
     """A person at the terminal approves one call: yes, no, or always (this tool, for this run)."""
-    import anyio
-
     shown = json.dumps(approval.arguments, ensure_ascii=False)
     click.echo(f"  {approval.tool} {approval.why}: {shown}", err=True)
+    while True:
+        click.echo(PROMPT, err=True, nl=False)
+        try:
+            line = await _read_line()
+        except BaseException:  # Ctrl-C, or the run's max_seconds ran out: the next line starts afresh
+            click.echo("", err=True)
+            raise
+        if line is None:  # stdin closed: no
+            click.echo("", err=True)
+            return "no"
+        answer = line.strip().lower() or "n"
+        if answer in ANSWERS:
+            return ANSWERS[answer]
+        click.echo(f"  {answer!r} is not one of y, n, a", err=True)
 
-    def prompt() -> str:
-        answer: str = click.prompt("  allow? [y]es / [n]o / [a]lways for this run", default="n", err=True,
-                                   type=click.Choice(["y", "n", "a", "yes", "no", "always"]), show_choices=False)
-        return {"y": "yes", "n": "no", "a": "always"}.get(answer, answer)
 
-    return await anyio.to_thread.run_sync(prompt)
+async def _read_line() -> str | None:
+    """A line typed at the terminal (None at its end). Read on the event loop, not in a thread, so
+    Ctrl-C at the prompt stops the run at once (a thread blocked on stdin held the process)."""
+    import anyio
+
+    if os.name == "nt":  # no waiting on a console handle there
+        text = await anyio.to_thread.run_sync(sys.stdin.readline)
+        return text or None
+    fd = sys.stdin.fileno()
+    data = b""
+    while not data.endswith(b"\n"):
+        await anyio.wait_readable(fd)
+        piece = os.read(fd, 1024)
+        if not piece:
+            return data.decode("utf-8", "replace") if data else None
+        data += piece
+    return data.decode("utf-8", "replace")
 
 
 def _echo_step(step: dict[str, Any]) -> None:

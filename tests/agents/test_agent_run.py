@@ -309,44 +309,83 @@ async def test_a_person_answers_each_write(tmp_path: Path) -> None:
     assert refusal == "note_write writes and was not approved"
 
 
-def test_a_person_at_a_terminal_is_asked(tmp_path: Path) -> None:
-    """On a terminal (stdin and stderr a pty) each write shows the call and asks y / n / a."""
+PROMPT = b"allow? [y]es / [n]o / [a]lways for this run [n]: "
+
+
+def at_terminal(root: Path, typed: list[bytes | int]) -> tuple[subprocess.Popen[str], str, str, float]:
+    """``ctx agent run filer TASK`` with stdin and stderr on a pty: at each prompt the next of
+    ``typed`` is typed (bytes) or sent as a signal (int). The process, what the terminal showed, its
+    stdout, and the seconds from the last answer to its exit."""
     import pty
     import select
 
-    with ScriptedChat([tool_calls([("note_write", NOTE)]), message("Filed.")], model="local") as chat:
-        run_workspace(tmp_path, chat.url)
-        main, child = pty.openpty()
-        env = {**os.environ, "NO_COLOR": "1"}
-        env.pop("CTX_CONFIG", None)
-        proc = subprocess.Popen([sys.executable, "-m", "context_harness", "agent", "run", "filer", TASK], cwd=tmp_path,
-                                env=env, stdin=child, stderr=child, stdout=subprocess.PIPE, text=True)
-        os.close(child)
-        seen, answered = b"", False
-        deadline = time.monotonic() + 30
-        try:
-            while time.monotonic() < deadline and proc.poll() is None:
-                ready, _, _ = select.select([main], [], [], 0.1)
-                if ready:
-                    try:
-                        seen += os.read(main, 4096)
-                    except OSError:
-                        break
-                if not answered and b"allow? [y]es / [n]o / [a]lways for this run" in seen:
-                    os.write(main, b"y\n")
-                    answered = True
-            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            os.close(main)
+    main, child = pty.openpty()
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("CTX_CONFIG", None)
+    proc = subprocess.Popen([sys.executable, "-m", "context_harness", "agent", "run", "filer", TASK], cwd=root,
+                            env=env, stdin=child, stderr=child, stdout=subprocess.PIPE, text=True)
+    os.close(child)
+    seen, answers, last = b"", list(typed), time.monotonic()
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([main], [], [], 0.05)
+            if ready:
+                try:
+                    seen += os.read(main, 4096)
+                except OSError:
+                    break
+            if answers and seen.count(PROMPT) == len(typed) - len(answers) + 1:
+                answer = answers.pop(0)
+                if isinstance(answer, int):
+                    proc.send_signal(answer)
+                else:
+                    os.write(main, answer)
+                last = time.monotonic()
+        out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        took = time.monotonic() - last
+        while select.select([main], [], [], 0)[0]:
+            try:
+                seen += os.read(main, 4096)
+            except OSError:
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
     shown = seen.decode("utf-8", "replace")
-    assert answered, shown
+    assert not answers, f"not asked as often as expected:\n{shown}"
+    assert "Traceback" not in shown and "Fatal Python error" not in shown, shown
+    return proc, shown, out, took
+
+
+def test_a_person_at_a_terminal_is_asked(tmp_path: Path) -> None:
+    """On a terminal (stdin and stderr a pty) each write shows the call and asks y / n / a; an answer
+    that is none of them asks again."""
+    second = {**NOTE, "path": "projects/second.md"}
+    script = [tool_calls([("note_write", NOTE)]), tool_calls([("note_write", second)]), message("Filed.")]
+    with ScriptedChat(script, model="local") as chat:
+        run_workspace(tmp_path, chat.url)
+        proc, shown, out, _ = at_terminal(tmp_path, [b"y\n", b"maybe\n", b"n\n"])
     assert proc.returncode == 0, shown
     assert 'note_write writes: {"source": "filesystem:notes", "path": "projects/meeting.md"' in shown
-    assert "note_write: approved by a person" in shown and "Traceback" not in shown
+    assert "note_write: approved by a person" in shown
+    assert "'maybe' is not one of y, n, a" in shown and "note_write: not approved (a person said no)" in shown
     assert out.strip() == "Filed."
     assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
+    assert not (tmp_path / "notes" / "projects" / "second.md").exists()
+
+
+def test_ctrl_c_at_the_prompt_stops_the_run_at_once(tmp_path: Path) -> None:
+    with ScriptedChat([tool_calls([("note_write", NOTE)]), message("never")], model="local") as chat:
+        run_workspace(tmp_path, chat.url)
+        proc, shown, _, took = at_terminal(tmp_path, [signal.SIGINT])
+    assert proc.returncode == 130, shown
+    assert took < 10, f"Ctrl-C at the prompt took {took:.1f} s to end the run"
+    assert "= stopped: stopped by the user (interrupted)" in shown
+    [run] = json.loads(ctx("agent", "runs", "--json", cwd=tmp_path).stdout)["runs"]
+    assert run["status"] == "stopped"
+    assert not (tmp_path / "notes" / "projects").exists()
 
 
 @pytest.mark.parametrize(("sent", "code", "status"), [(signal.SIGINT, 130, "stopped"), (signal.SIGTERM, 130, "stopped"),
