@@ -151,7 +151,15 @@ def render(text: str, resolve: Resolve, sections: Sequence[Section] = (), here: 
     out.extend(_raw(f'<span id="chunk-{index}"></span>') for _, index in lines[placed:])
     if inside:
         out.append(_raw("</div>"))
-    return Markup(_CLEANER.clean(_MD.renderer.render(out, _MD.options, {})))
+    return Markup(_boxed_tables(_CLEANER.clean(_MD.renderer.render(out, _MD.options, {}))))
+
+
+def _boxed_tables(html: str) -> str:
+    """Each table of sanitised ``html`` in a box that scrolls sideways by itself (a phone's page does
+    not), which the keyboard can focus to scroll. Only the renderer makes a ``<table>`` tag: raw HTML
+    is off, so a table typed in a note is escaped text by now."""
+    return (html.replace("<table>", '<div class="table-box" role="region" tabindex="0" aria-label="Table"><table>')
+            .replace("</table>", "</table></div>"))
 
 
 def render_plain(text: str, sections: Sequence[Section] = (), here: int | None = None) -> Markup:

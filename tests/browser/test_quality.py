@@ -22,10 +22,16 @@ from browser.console import Console, Events, log_in, open_page
 from context_harness.store.records import document_id
 from support.paths import REPO
 
+# A note wider than a phone: a table of many columns, a long line of code, a long unbroken word.
+WIDE = ("# Wide note\n\n| " + " | ".join(f"column {n}" for n in range(12)) + " |\n|" + "---|" * 12 + "\n| "
+        + " | ".join(f"value-{n}-of-the-measurement" for n in range(12)) + " |\n\n```\n"
+        + "const figures = [" + ", ".join(str(n * 1000) for n in range(60)) + "];\n```\n\n"
+        + "averyveryverylongwordwithoutanyspace" * 4 + "\n")
 SERVE = {"extra": '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n\n'
                   '[tools.script.signal]\npath = "tools/signal.lua"\n',
          "files": {"notes/projects/garden-shed/permit.md": "# Shed permit\n\nThe council's planning permit.\n",
                    "notes/plan.md": "# Garden plan\n\nFirst [[garden-shed/permit]], then build the shed.\n",
+                   "notes/wide.md": WIDE,
                    "tools/signal.lua": 'tool = { description = "Signal a boat", parameters = {\n'
                    '  { name = "word", type = "string", required = true, description = "What to signal" },\n'
                    '  { name = "loud", type = "boolean", default = false, description = "Upper-case it" } } }\n'
@@ -39,6 +45,7 @@ PAGES = {
     "explain": "/ui/search?q=which+engine+ranks+documents&mode=hybrid&explain=1",
     "document": f"/ui/doc?id={MANUAL}&chunk=3#chunk-3",
     "note": f"/ui/doc?id={PERMIT}",
+    "wide note": f"/ui/doc?id={document_id('filesystem:notes', 'wide.md')}",
     "note edit": f"/ui/notes/edit?id={PERMIT}",
     "note new": "/ui/notes/new",
     "trash": "/ui/trash",
@@ -240,6 +247,9 @@ def test_every_page_fits_a_phone_screen(browser: Any, console: Console) -> None:
     box = page.locator(".table-box")
     box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
     assert box.evaluate("b => b.scrollLeft") > 0
+    page.goto(console.url + PAGES["wide note"])  # a note's own table too, its words kept whole
+    assert page.evaluate(OVERFLOW)["tables"] == [True], "the note's table does not scroll inside its box"
+    assert page.locator("article.markdown .table-box th").first.evaluate("e => e.offsetHeight < 40")
     context.close()
 
 
