@@ -454,6 +454,7 @@ def test_runs_and_show(tmp_path: Path, backend: str, request: pytest.FixtureRequ
         assert anyio.run(in_process, config) == []
         first = ctx("agent", "run", "filer", TASK, "--yes", "-q", cwd=tmp_path)
         assert first.returncode == 0 and first.stderr == "", "-q: no step lines"
+        time.sleep(1.01 - time.time() % 1)  # the next second: records are ordered by their start, to the second
         second = anyio.run(in_process, config, RunRequest(agent="filer", task="Anything new?"))
     assert second["status"] == "finished"
     assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
