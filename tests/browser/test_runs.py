@@ -22,7 +22,7 @@ ANSWER = "Filed it under projects/meeting.md."
 @pytest.fixture(scope="module")
 def chat() -> Iterator[ScriptedChat]:
     """The first answer comes late, so the run's page shows the write only by following the run."""
-    with ScriptedChat([delay(2.5, tool_calls([("search", {"query": "shed permit"})])),
+    with ScriptedChat([delay(4, tool_calls([("search", {"query": "shed permit"})])),
                        tool_calls([("note_write", NOTE)]), message(ANSWER)], model="local") as server:
         yield server
 
