@@ -315,8 +315,9 @@ class Run:
         began = time.monotonic()
         try:
             result = await self.host.call_tool(call.name, arguments, agent=None)
-        except HarnessError as exc:
-            await self._feed(call, exc.to_dict(), "error", exc.message, began)
+        except Exception as exc:  # a tool's bug too is fed back (as internal, as MCP does; the log has its traceback)
+            error = as_harness_error(exc, f"tool {call.name!r}")
+            await self._feed(call, error.to_dict(), "error", error.message, began)
             return False
         await self._feed(call, None, "ok", result.text, began)
         return False

@@ -213,3 +213,30 @@ def test_max_run_tokens_of_an_endpoint_that_does_not_count(tmp_path: Path) -> No
     assert (record["status"], record["reason"]) == ("budget", "max tokens (300) reached")
     sent = len(json.dumps(chat.requests[0])) // 4
     assert sent > 300 and abs(record["tokens"]["prompt"] - sent) < sent * 0.1
+
+
+@pytest.mark.anyio
+async def test_a_python_tool_that_crashes_is_fed_back(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An extension tool's own bug is a tool error the model reads (``internal``, as over MCP), never
+    the end of the run; its details stay in the log."""
+    from context_harness import config as config_mod
+    from context_harness.core.face import RunRequest
+    from context_harness.core.harness import Harness
+    from context_harness.extensions import Extensions
+    from context_harness.tools.base import FunctionTool
+
+    async def crash(arguments: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("internal detail /srv/private")
+
+    tool = FunctionTool(name="flaky", title=None, description="Fails", input_schema={"type": "object"}, run=crash)
+    with ScriptedChat([tool_calls([("flaky", {})]), message("Recovered.")], model="local") as chat:
+        config = run_workspace(tmp_path, chat.url,
+                               extra='[agents.user]\ndescription = "Uses flaky"\ntools = ["flaky"]\nsystem_prompt = "x"\n')
+        async with Harness.open(config_mod.load(config), Extensions(tools=[(tool, "a test")])) as harness:
+            record = await harness.run_agent(RunRequest(agent="user", task="Go"))
+    assert (record["status"], record["answer"]) == ("finished", "Recovered.")
+    [step] = steps_of(record, "tool")
+    assert step["outcome"] == "error"
+    fed = json.loads(fed_back(chat, 1))["error"]
+    assert fed["code"] == "internal" and "/srv/private" not in json.dumps(record) + fed["message"]
+    assert "internal detail /srv/private" in caplog.text, "the traceback is in the log"
