@@ -2,12 +2,13 @@
 runs it: the real CLI in a subprocess (no terminal unless a test gives it one) over a workspace with a
 writable folder, and the core's ``Harness.run_agent`` where a test looks inside the loop.
 
-What the model is sent (the agent's resolved prompt as system message, the task, the tools with their
-real JSON Schemas, each tool result under its call's id), what a run writes with ``--yes`` and without
-it (refused, reported to the model, the run goes on), approvals by ``approve = "writes"``, a person at a
-terminal (y / n / always) and read-only tools; Ctrl-C (recorded as stopped, exit 130); ``ctx agent runs``
-and ``ctx agent show`` on SQLite and PostgreSQL; an API key sent as a Bearer token and never recorded;
-the config errors a user can make, each one line and exit 1."""
+What the model is sent (the agent's resolved prompt as system message: arguments, skills, a Lua
+agent's injected context; the task; the tools with their real JSON Schemas; each tool result under its
+call's id), what a run writes with ``--yes`` and without it (refused, reported to the model, the run
+goes on), approvals by ``approve = "writes"``, a person at a real pty (y / n / always, Ctrl-C at the
+prompt) and read-only tools; Ctrl-C and SIGTERM (recorded as stopped, exit 130) and a killed process
+(shown as interrupted); ``ctx agent runs`` and ``ctx agent show`` on SQLite and PostgreSQL; an API key
+sent as a Bearer token and never recorded; the config errors a user can make, each one line and exit 1."""
 
 from __future__ import annotations
 
