@@ -3,22 +3,30 @@
 ``run_workspace(root, url)`` writes a knowledge base with one writable folder ``notes`` (holding
 ``permit.md``), a ``[models.local]`` at ``url`` and the agent ``filer`` (search, get, note_write);
 ``extra`` is appended to the ctx.toml (more agents, models, tools). ``PERMIT_ID`` is that note's id,
-so a script can ``get`` it without asking the server first.
+so a script can ``get`` it without asking the server first; ``FULL_SCRIPT`` searches, reads it, writes
+``NOTE`` and answers. ``ctx(...)`` runs the CLI as a script does (stdin not a terminal).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from context_harness.store.records import document_id
+from support.chat_server import message, tool_calls
 
 PERMIT = "# Shed permit\n\nThe shed permit needs a site plan and the council form.\n"
 PERMIT_ID = document_id("filesystem:notes", "permit.md")
 FILER_PROMPT = "You file notes in the knowledge base. Search before you write."
+TASK = "File the meeting notes about the shed permit"
 NOTE = {"source": "filesystem:notes", "path": "projects/meeting.md",
         "content": "Talked about the shed permit: the quokka crossing needs a sign."}
+FULL_SCRIPT = [tool_calls([("search", {"query": "shed permit"})]), tool_calls([("get", {"id": PERMIT_ID})]),
+               tool_calls([("note_write", NOTE)]), message("Filed it under projects/meeting.md.")]
 
 
 def run_workspace(root: Path, url: str | None, extra: str = "", model: str = "local", db: str = "",
@@ -37,8 +45,27 @@ def run_workspace(root: Path, url: str | None, extra: str = "", model: str = "lo
     return config
 
 
+def ctx(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``ctx *args`` as a script runs it: stdin not a terminal, stdout and stderr captured."""
+    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    environment.pop("CTX_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "context_harness", *args], cwd=cwd, env=environment,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr
+
+
+def synced(root: Path) -> None:
+    done = ctx("sync", cwd=root)
+    assert done.returncode == 0, done.stderr
+
+
 def steps_of(record: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [s for s in record["steps"] if s["kind"] == kind]
 
 
-__all__ = ["FILER_PROMPT", "NOTE", "PERMIT", "PERMIT_ID", "run_workspace", "steps_of"]
+
+__all__ = ["FILER_PROMPT", "FULL_SCRIPT", "NOTE", "PERMIT", "PERMIT_ID", "TASK", "ctx", "no_traceback", "run_workspace",
+           "steps_of", "synced"]
