@@ -201,13 +201,13 @@ async def over_stdio(config_path: Path, pool, interval: float) -> dict[str, Any]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    folder = Path(tempfile.mkdtemp(prefix="ctx-switch-"))
-    config_path, questions, chunks, old = await indexed(folder, args.corpus)
-    pool = iter(questions)
-    if args.over == "stdio":
-        figures = await over_stdio(config_path, pool, args.interval)
-    else:
-        figures = await over_harness(config_path, pool, args.interval, args.idle_searches)
+    with tempfile.TemporaryDirectory(prefix="ctx-switch-") as tmp:
+        config_path, questions, chunks, old = await indexed(Path(tmp), args.corpus)
+        pool = iter(questions)
+        if args.over == "stdio":
+            figures = await over_stdio(config_path, pool, args.interval)
+        else:
+            figures = await over_harness(config_path, pool, args.interval, args.idle_searches)
     return {"benchmark": "model_switch", "corpus": args.corpus, "over": args.over, "cores": os.cpu_count(),
             "load_avg_1m": round(os.getloadavg()[0], 2), "chunks": chunks, "from": old, **figures,
             "chunks_per_second": round(chunks / figures["switch_seconds"], 1)}
