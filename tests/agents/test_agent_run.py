@@ -378,20 +378,25 @@ def test_ctrl_c_at_the_prompt_stops_the_run_at_once(tmp_path: Path) -> None:
     assert not (tmp_path / "notes" / "projects").exists()
 
 
-@pytest.mark.parametrize(("sent", "code", "status"), [(signal.SIGINT, 130, "stopped"), (signal.SIGTERM, 130, "stopped"),
-                                                     (signal.SIGKILL, -9, "interrupted")],
-                         ids=["ctrl-c", "sigterm", "killed"])
-def test_a_run_stopped_midway_says_so(tmp_path: Path, sent: int, code: int, status: str) -> None:
-    """Ctrl-C (and SIGTERM) end a run as stopped, exit 130; a run whose process is killed outright
-    shows as interrupted, never running forever."""
+@pytest.mark.parametrize(("sent", "code", "status", "background"), [
+    (signal.SIGINT, 130, "stopped", False), (signal.SIGINT, 130, "stopped", True),
+    (signal.SIGTERM, 130, "stopped", False), (signal.SIGKILL, -9, "interrupted", False),
+], ids=["ctrl-c", "ctrl-c-background-job", "sigterm", "killed"])
+def test_a_run_stopped_midway_says_so(tmp_path: Path, sent: int, code: int, status: str, background: bool) -> None:
+    """Ctrl-C (and SIGTERM) end a run as stopped, exit 130, also in a background job (`cmd &`, which
+    starts with SIGINT ignored); a run whose process is killed outright shows as interrupted, never
+    running forever."""
+
     with ScriptedChat([tool_calls([("search", {"query": "permit"})]), delay(30, message("too late"))],
                       model="local") as chat:
         run_workspace(tmp_path, chat.url)
         env = {**os.environ, "NO_COLOR": "1"}
         env.pop("CTX_CONFIG", None)
-        proc = subprocess.Popen([sys.executable, "-m", "context_harness", "agent", "run", "filer", TASK], cwd=tmp_path,
-                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        command = [sys.executable, "-m", "context_harness", "agent", "run", "filer", TASK]
+        if background:  # as `cmd &` starts it: SIGINT ignored, inherited through exec
+            command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 30
             while len(chat.requests) < 2 and time.monotonic() < deadline and proc.poll() is None:
