@@ -123,7 +123,7 @@ class Running:
             if missing is not None:
                 raise NotConfigured(f"model {named!r} is unavailable: {missing.message}")
             known = ", ".join(sorted(models)) or "none"
-            whose = "--model" if override else f"agent '{spec.name}' ({spec.origin})"
+            whose = "the run" if override else f"agent '{spec.name}' ({spec.origin})"
             raise NotConfigured(f"{whose} names model {named!r}, which is not configured; add a [models.{named}] "
                                 f"table with url and model (configured: {known})")
         return OpenAIChat(named, models[named]), note
@@ -328,7 +328,7 @@ class Run:
         if why is None:
             return True
         by = self._standing_approval(tool.name)
-        refused_by = "a person said no" if self.approver is not None else "no one could be asked (not a terminal)"
+        refused_by = "a person said no" if self.approver is not None else "no one could be asked"
         if by is None and self.approver is not None:
             answer = "no"
             with anyio.move_on_after(max(0.0, self.budget.seconds - (time.monotonic() - self.started))) as waited:
@@ -343,13 +343,14 @@ class Run:
             return True
         reason = f"{tool.name} {why} and was not approved" + (
             "" if self.approver is not None else
-            ": no one could be asked (not a terminal); run with --yes, or give the agent approve = \"writes\"")
+            ": no one could be asked (no terminal, and no client that asks its user); approve writes when the "
+            "run starts (ctx agent run --yes, the console's box) or give the agent approve = \"writes\"")
         await self._feed(call, {"error": {"code": "refused", "message": reason}}, "refused", reason)
         return False
 
     def _standing_approval(self, tool: str) -> str | None:
         if self.request.yes:
-            return "--yes"
+            return "the run's start (--yes, or the console's approve-every-write box)"
         if self.spec.run.approve == "writes":
             return f"the agent's approve = \"writes\" ({self.spec.origin})"
         if tool in self.always:

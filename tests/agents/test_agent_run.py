@@ -62,7 +62,7 @@ def test_run_searches_reads_and_writes_with_yes(tmp_path: Path) -> None:
     # the stream on stderr: the tools, each call and its outcome, the approval, the end
     assert "· tools: search, get, note_write" in done.stderr
     assert '→ note_write {"source": "filesystem:notes"' in done.stderr
-    assert "note_write: approved by --yes" in done.stderr and "= finished: the model gave its answer" in done.stderr
+    assert "note_write: approved by the run's start (--yes, or the console's approve-every-write box)" in done.stderr and "= finished: the model gave its answer" in done.stderr
 
     # what the model was sent: the agent's prompt, the task, the real schemas, each result under its call's id
     assert len(chat.requests) == 4
@@ -92,7 +92,7 @@ def test_run_searches_reads_and_writes_with_yes(tmp_path: Path) -> None:
     kinds = [s["kind"] for s in record["steps"]]
     assert kinds == ["start", "model", "tool", "model", "tool", "model", "approval", "tool", "model", "end"]
     [approval] = steps_of(record, "approval")
-    assert (approval["tool"], approval["approved"], approval["by"], approval["call"]) == ("note_write", True, "--yes",
+    assert (approval["tool"], approval["approved"], approval["by"], approval["call"]) == ("note_write", True, "the run's start (--yes, or the console's approve-every-write box)",
                                                                                           "call_3")
     assert [s["outcome"] for s in steps_of(record, "tool")] == ["ok", "ok", "ok"]
     assert record["tokens"]["prompt"] > 0 and record["tokens"]["completion"] > 0
@@ -193,7 +193,7 @@ def test_without_yes_and_without_a_terminal_the_write_is_refused(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Filed it under projects/meeting.md."
     assert not (tmp_path / "notes" / "projects").exists(), "nothing writes without an approval"
-    assert "note_write: not approved (no one could be asked (not a terminal))" in done.stderr
+    assert "note_write: not approved (no one could be asked)" in done.stderr
     refusal = chat.requests[3]["messages"][-1]
     assert refusal["role"] == "tool" and refusal["tool_call_id"] == "call_3"
     error = json.loads(refusal["content"])["error"]
@@ -205,7 +205,7 @@ def test_without_yes_and_without_a_terminal_the_write_is_refused(tmp_path: Path)
     record = json.loads(ctx("agent", "show", run["id"], "--json", cwd=tmp_path).stdout)
     assert record["status"] == "finished"
     [approval] = steps_of(record, "approval")
-    assert approval["approved"] is False and approval["by"] == "no one could be asked (not a terminal)"
+    assert approval["approved"] is False and approval["by"] == "no one could be asked"
     assert [s["outcome"] for s in steps_of(record, "tool")] == ["ok", "ok", "refused"]
 
 

@@ -65,7 +65,7 @@ def test_runs_and_show(tmp_path: Path, backend: str, request: pytest.FixtureRequ
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert text.startswith(f"run {ids[1]}: agent filer, model local, started {runs[1]['started_at']}\ntask: {TASK}\n")
-    assert '→ search {"query": "shed permit"}' in text and "  note_write: approved by --yes" in text
+    assert '→ search {"query": "shed permit"}' in text and "  note_write: approved by the run's start (--yes, or the console's approve-every-write box)" in text
     assert "= finished: the model gave its answer" in text
     assert text.rstrip().endswith("--- answer ---\nFiled it under projects/meeting.md.")
     whole = json.loads(ctx("agent", "show", ids[1], "--json", cwd=tmp_path).stdout)
@@ -146,7 +146,7 @@ model = "other"
 
 @pytest.mark.parametrize(("extra", "args", "expected"), [
     ("", ["filer", TASK, "--model", "nosuch"],
-     "error: --model names model 'nosuch', which is not configured; add a [models.nosuch] table with url and model "
+     "error: the run names model 'nosuch', which is not configured; add a [models.nosuch] table with url and model "
      "(configured: local)"),
     (NO_MODEL_AGENT, ["big", TASK],
      "error: agent 'big' ([agents.big] in {config}) names model 'big', which is not configured; add a [models.big] table "

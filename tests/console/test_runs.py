@@ -147,7 +147,7 @@ def test_approve_every_write_from_the_form(tmp_path: Path, chat: ScriptedChat, s
     with client(server) as ui:
         where = start(ui, logged_in(ui), yes="on")
         steps = page_until(ui, f"{where}/steps", "finished: the model gave its answer")
-        assert "<code>note_write</code>: approved by --yes" in steps
+        assert "<code>note_write</code>: approved by the run&#39;s start (--yes, or the console&#39;s approve-every-write box)" in steps
     assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
 
 
@@ -157,7 +157,7 @@ def test_what_cannot_start_says_why(tmp_path: Path, chat: ScriptedChat, serve: A
         csrf = logged_in(ui)
         unknown = ui.post("/ui/runs", data={"csrf": csrf, "agent": "filer", "task": TASK, "model": "nosuch"})
         assert unknown.status_code == 400
-        assert "--model names model &#39;nosuch&#39;, which is not configured" in unknown.text
+        assert "the run names model &#39;nosuch&#39;, which is not configured" in unknown.text
         assert "File the meeting notes</textarea>" in unknown.text, "the form keeps what was typed"
         empty = ui.post("/ui/runs", data={"csrf": csrf, "agent": "filer", "task": "  "})
         assert empty.status_code == 400 and "the task is empty" in empty.text

@@ -247,7 +247,7 @@ async def test_each_step_is_reported_as_progress(configured: Harness) -> None:
 @pytest.mark.parametrize(("arguments", "fragment"), [
     ({"agent": "filler", "task": TASK}, "unknown agent 'filler' (did you mean 'filer'?)"),
     ({"agent": "filer", "task": " "}, "the task is empty"),
-    ({"agent": "filer", "task": TASK, "model": "nosuch"}, "--model names model 'nosuch'"),
+    ({"agent": "filer", "task": TASK, "model": "nosuch"}, "the run names model 'nosuch'"),
 ])
 async def test_what_cannot_start_is_a_tool_error(configured: Harness, mode: str, arguments: dict[str, Any],
                                                  fragment: str) -> None:
