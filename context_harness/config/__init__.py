@@ -155,8 +155,7 @@ class EmbeddingConfig(_Section):
     quantized_queries: bool = Field(default=True, description="bundled model: embed queries with an int8-quantised "
                                     "copy of the model (about 1.5x faster; cosine ~0.994 with the exact vector)")
     quantized_documents: bool = Field(default=True, description="bundled model: embed documents with the int8 copy "
-                                      "too (about 2x the chunks/s); changing it re-embeds every chunk, in the "
-                                      "background while searches use the old vectors (a model switch)")
+                                      "too (2x the chunks/s); a change is a model switch (re-embeds in the background)")
     max_retries: int = Field(default=5, ge=0, le=20, description="openai: retries on 429/5xx, timeouts and dropped "
                              "connections (a refused connection fails at once)")
     timeout: float = Field(default=60.0, gt=0, description="seconds per embedding request")
