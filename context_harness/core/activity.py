@@ -2,9 +2,10 @@
 whether a sync is running (a first one: how far it is), and how the last one ended. ``sources``
 reports it, with the ``status`` it adds up to (``source_status``: ok, degraded, failing).
 
-In memory, but for one thing: how each whole sync ends is also handed to ``remember`` (the Harness
-stores it in the workspace), so a process that serves nothing (``ctx sources``) still says that the
-last sync failed, whichever process ran it. Written from the event loop and worker threads alike;
+In memory, but for one thing: how each whole sync ends is also handed to ``remember`` (an
+``EndedSync``: the Harness stores its outcome and adds it to the sync history in the workspace), so a
+process that serves nothing (``ctx sources``) still says that the last sync failed, whichever
+process ran it. Written from the event loop and worker threads alike;
 each field is one assignment.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +24,24 @@ from context_harness.errors import HarnessError
 from context_harness.models import IndexingProgress, SyncSummary
 
 log = logging.getLogger(__name__)
-RememberFn = Callable[[str, str, "str | None"], None]  # (label, "ok" or "error", what went wrong)
+
+
+@dataclass(frozen=True)
+class EndedSync:
+    """A whole sync that ended (not a dry run, not cancelled), as ``remember`` gets it: how
+    (``outcome`` "ok" or "error", with ``error``), when it started and ended (stored form), how long
+    it took, and its ``summary`` (None when it failed before it had one)."""
+
+    source: str
+    outcome: str
+    error: str | None
+    started_at: str
+    ended_at: str
+    seconds: float
+    summary: SyncSummary | None = None
+
+
+RememberFn = Callable[[EndedSync], None]
 
 
 class StoredOutcome(Protocol):
@@ -54,6 +73,7 @@ class SourceActivity:
     ended_at: str | None = None  # when the last sync that ended ended (ISO 8601, UTC)
     error_skips: dict[str, int] = field(default_factory=dict)  # the last sync's skips for errors, by reason
     first: bool = False  # the running sync is the source's first (nothing of it was indexed before)
+    summary: SyncSummary | None = None  # the running whole sync's, once it has one (for ``remember``)
     phase: str | None = None  # the running sync: "scanning", then "indexing" (done of total items)
     done: int = 0
     total: int = 0
@@ -109,10 +129,12 @@ class Activity:
         """Mark a sync of ``label`` running (``kind``: "whole" or "paths"; ``first``: nothing of the
         source was indexed before); record how it ended (a ``HarnessError``'s message, or a generic
         one for anything else), and for a whole sync (unless ``remember`` is False: a dry run) hand
-        it to ``remember``. ``running`` drops again however the block ends."""
+        it to ``remember`` as an ``EndedSync`` (with the ``summary`` the block set on the state, if
+        any). ``running`` drops again however the block ends."""
         state = self.of(label)
         state.running += 1
-        state.first = first
+        state.first, state.summary = first, None
+        started_at, clock = now_iso(), time.monotonic()
         try:
             yield state
         except HarnessError as exc:
@@ -130,18 +152,20 @@ class Activity:
             state.passes += 1
         finally:
             state.running -= 1
-            state.last_kind, state.ended_at = kind, now_iso()
+            ended_at = now_iso()
+            state.last_kind, state.ended_at = kind, ended_at
             if not state.running:
                 state.first, state.phase = False, None
             if remember and kind == "whole" and self._remember is not None and state.last_outcome:
-                self._keep(label, state.last_outcome, state.last_error)
+                self._keep(EndedSync(label, state.last_outcome, state.last_error, started_at, ended_at,
+                                     round(time.monotonic() - clock, 3), state.summary))
 
-    def _keep(self, label: str, outcome: str, error: str | None) -> None:
+    def _keep(self, ended: EndedSync) -> None:
         try:
             assert self._remember is not None
-            self._remember(label, outcome, error)
+            self._remember(ended)
         except Exception as exc:  # a read-only or full workspace: the sync's own outcome stands
-            log.warning("%s: could not store how its sync ended (%s): %s", label, outcome, exc)
+            log.warning("%s: could not store how its sync ended (%s): %s", ended.source, ended.outcome, exc)
 
 
 
@@ -200,4 +224,5 @@ def stored_error_skips(notes: str | None, error_reasons: frozenset[str]) -> dict
 
 
 __all__ = ["DEGRADED", "FAILING", "INTERVAL", "NEVER_SYNCED", "OFF", "OK", "POLLED", "WATCHED", "Activity",
-           "SourceActivity", "StoredOutcome", "error_skips", "indexing_notice", "source_status", "stored_error_skips"]
+           "EndedSync", "SourceActivity", "StoredOutcome", "error_skips", "indexing_notice", "source_status",
+           "stored_error_skips"]

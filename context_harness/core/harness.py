@@ -104,7 +104,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         self._background_embed = anyio.Lock()
         self._embed_failure: str | None = None
         self._document_listeners: list[DocumentListener] = []
-        self.activity = Activity(lambda *ended: self.store.record_outcome(*ended) if self.store else None)
+        self.activity = Activity(self._remember_sync)  # outcome and sync history (core/reports.py)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -506,7 +506,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
                 except FileNotFoundError as exc:
                     raise NotConfigured(f"{connector.label}: {exc}; fix its root in the config") from None
                 if not dry_run:
-                    state.error_skips = error_skips(summary, ERROR_SKIP_REASONS)
+                    state.error_skips, state.summary = error_skips(summary, ERROR_SKIP_REASONS), summary
                 summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))

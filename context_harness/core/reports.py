@@ -1,23 +1,25 @@
 """``Reports``: what the knowledge base holds and how each source stands (``sources``, ``stats``,
-``source_details`` for the console's sources dashboard, and ``describe`` for the MCP server's
-instructions). Mixed into ``Harness``."""
+``source_details`` and ``sync_history`` for the console's sources dashboard, and ``describe`` for
+the MCP server's instructions), and how a whole sync that ended is stored (``_remember_sync``, the
+``Activity``'s ``remember``). Mixed into ``Harness``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from context_harness.config.variables import set_aside_listing
 from context_harness.connectors.base import ERROR_SKIP_REASONS, HealthReporting
 from context_harness.core.activity import FAILING, source_status
 from context_harness.models import SourceOut, SourcesResponse, StatsOut
+from context_harness.store.records import SyncEntry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from context_harness.config import Config
     from context_harness.connectors.base import Connector
-    from context_harness.core.activity import Activity
+    from context_harness.core.activity import Activity, EndedSync
     from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage
     from context_harness.store.writer_lock import WriterLock
 
@@ -117,6 +119,26 @@ class Reports:
             else:
                 out[label] = SourceDetail(size)
         return out
+
+    async def sync_history(self, source: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """The last whole syncs (of ``source`` only, when given), newest first: ``source``,
+        ``outcome`` ("ok" or "error", with ``error``), ``started_at``, ``ended_at``, ``seconds`` and the
+        counts (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``; None for a sync that
+        failed before it had them). The workspace keeps each source's last 50."""
+        assert self.store is not None
+        store = self.store
+        entries = await self.run_blocking(lambda: store.sync_history(source, limit))
+        return [asdict(entry) for entry in entries]
+
+    def _remember_sync(self, ended: EndedSync) -> None:
+        """Store how a whole sync ended (``outcomes``) and add it to the sync history."""
+        if self.store is None:
+            return
+        self.store.record_outcome(ended.source, ended.outcome, ended.error, ended.ended_at)
+        done = ended.summary
+        counts = (done.added, done.updated, done.deleted, done.unchanged, done.skipped) if done else (None,) * 5
+        self.store.record_history(SyncEntry(ended.source, ended.outcome, ended.error, ended.started_at,
+                                            ended.ended_at, ended.seconds, *counts))
 
     def embedding_now(self) -> bool:
         """Whether this process is embedding chunks now (it holds the embeddings' writer lock), so

@@ -28,11 +28,12 @@ from context_harness.store.records import (
     DocumentWrite,
     StoredChunk,
     Summary,
+    SyncEntry,
     SyncOutcome,
     WindowRead,
 )
 from context_harness.store.runs import RunSql
-from context_harness.store.schema import migrate, use_wal
+from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_KEPT, migrate, use_wal
 
 log = logging.getLogger(__name__)
 _LINKS = LinkSql()
@@ -208,6 +209,26 @@ class DocumentStore:
     def outcomes(self) -> dict[str, SyncOutcome]:
         rows = self.connection().execute("SELECT source, outcome, error, at FROM outcomes")
         return {r[0]: SyncOutcome(r[1], r[2], r[3]) for r in rows}
+
+    def record_history(self, entry: SyncEntry) -> None:
+        """Add ``entry`` to the sync history of its source, keeping that source's newest ``HISTORY_KEPT``."""
+        with self.transaction() as conn:
+            conn.execute(f"INSERT INTO sync_history({HISTORY_COLUMNS}) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                         tuple(getattr(entry, c) for c in HISTORY_COLUMNS.split(", ")))
+            conn.execute("DELETE FROM sync_history WHERE source = ? AND seq <= (SELECT seq FROM sync_history "
+                         "WHERE source = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                         (entry.source, entry.source, HISTORY_KEPT))
+
+    def sync_history(self, source: str | None = None, limit: int | None = 20) -> list[SyncEntry]:
+        """The newest ``limit`` entries of the sync history (None: all), of ``source`` only when given;
+        newest first."""
+        sql, params = f"SELECT {HISTORY_COLUMNS} FROM sync_history", list[Any]()
+        if source is not None:
+            sql, params = sql + " WHERE source = ?", [source]
+        sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", [*params, max(limit, 0)]
+        return [SyncEntry(*row) for row in self.connection().execute(sql, params)]
 
     def remembered_skips(self, source: str) -> dict[str, tuple[str, str]]:
         """``source_id -> (fingerprint, reason)`` of the items the last sync of ``source`` skipped for

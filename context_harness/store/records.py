@@ -180,3 +180,22 @@ class SyncOutcome:
     outcome: str
     error: str | None
     at: str
+
+
+@dataclass(frozen=True)
+class SyncEntry:
+    """One whole sync of a source in the sync history: how it ended (``outcome``, ``error`` as in
+    ``SyncOutcome``), when it started and ended (ISO 8601, UTC, whole seconds) and how long it took
+    (``seconds``), and its counts (None when it failed before it had them)."""
+
+    source: str
+    outcome: str
+    error: str | None
+    started_at: str
+    ended_at: str
+    seconds: float
+    added: int | None = None
+    updated: int | None = None
+    deleted: int | None = None
+    unchanged: int | None = None
+    skipped: int | None = None

@@ -9,6 +9,8 @@ One file holds everything (WAL mode):
 - ``skipped``: items a sync skipped for what they hold (binary, too large, encrypted ...), by the
   fingerprint they had: not read again while it is unchanged;
 - ``agent_runs``: the record of each agent run (``store/runs.py``);
+- ``sync_history``: each source's last whole syncs (at most ``HISTORY_KEPT``): how each ended, when
+  it started and ended, and what it added, updated, deleted, left unchanged and skipped;
 - ``index_queue``: documents whose keyword-index entry is not committed yet (crash replay);
 - ``embeddings(content_hash, vector)``: one little-endian float32 unit vector per distinct chunk
   text (``VectorStore``);
@@ -30,7 +32,9 @@ from contextlib import contextmanager
 from context_harness.errors import ConfigError
 from context_harness.store.connections import LinkSql
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+HISTORY_KEPT = 50  # entries of ``sync_history`` kept per source (older ones go as new ones come)
+HISTORY_COLUMNS = "source, outcome, error, started_at, ended_at, seconds, added, updated, deleted, unchanged, skipped"
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -133,6 +137,25 @@ _MIGRATIONS: dict[int, str] = {
     CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs(started_at, id);
     CREATE INDEX IF NOT EXISTS agent_runs_agent ON agent_runs(agent, started_at, id)
     """,
+    # 6: the sync history (``core/activity.py`` hands each whole sync that ends to ``record_history``);
+    # the counts are NULL for a sync that failed before it had them
+    6: """
+    CREATE TABLE IF NOT EXISTS sync_history(
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        source TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        error TEXT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT NOT NULL,
+        seconds REAL NOT NULL,
+        added INTEGER,
+        updated INTEGER,
+        deleted INTEGER,
+        unchanged INTEGER,
+        skipped INTEGER
+    );
+    CREATE INDEX IF NOT EXISTS sync_history_source ON sync_history(source, seq)
+    """,
 }
 _FILLS = {3: lambda conn: LinkSql().fill(conn)}
 
@@ -234,7 +257,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
 # when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 5
+POSTGRES_SCHEMA_VERSION = 6
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -349,6 +372,24 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs(started_at, id);
     CREATE INDEX IF NOT EXISTS agent_runs_agent ON agent_runs(agent, started_at, id)
+    """,
+    # 6: sync_history, as in the SQLite schema's 6
+    6: """
+    CREATE TABLE IF NOT EXISTS sync_history(
+        seq BIGSERIAL PRIMARY KEY,
+        source TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        error TEXT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT NOT NULL,
+        seconds DOUBLE PRECISION NOT NULL,
+        added INTEGER,
+        updated INTEGER,
+        deleted INTEGER,
+        unchanged INTEGER,
+        skipped INTEGER
+    );
+    CREATE INDEX IF NOT EXISTS sync_history_source ON sync_history(source, seq)
     """,
 }
 POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn)}

@@ -2,8 +2,8 @@
 
 Documents keep their ids, chunks their ids and content hashes, and vectors move with the embedder
 identity that made them, so nothing is chunked or embedded again; the per-source chunking
-signatures, last syncs, sync outcomes and remembered skips move too, so the next sync is
-incremental and reads no skipped item again. The records of agent runs move with their steps.
+signatures, last syncs, sync outcomes, the sync history and remembered skips move too, so the next
+sync is incremental and reads no skipped item again. The records of agent runs move with their steps.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ def copy_embedded(source: Backend, target: Backend, progress: Callable[[dict[str
         counts.documents += len(rows)
         emit({"event": "progress", "source": "documents", "done": counts.documents, "total": len(ids)})
     _copy_sync_state(source, target)
+    for entry in reversed(source.documents.sync_history(limit=None)):  # oldest first: the order is kept
+        target.documents.record_history(entry)
     counts.runs = _copy_runs(source, target)
     if source.vectors is not None and target.vectors is not None:
         counts.vectors = _copy_vectors(source.vectors, target.vectors)

@@ -22,10 +22,12 @@ from context_harness.store.records import (
     DocumentWrite,
     StoredChunk,
     Summary,
+    SyncEntry,
     SyncOutcome,
     WindowRead,
 )
 from context_harness.store.runs import RunSql
+from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_KEPT
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")
@@ -203,6 +205,26 @@ class PgDocumentStore:
     def outcomes(self) -> dict[str, SyncOutcome]:
         rows = self._all("SELECT source, outcome, error, at FROM outcomes")
         return {r[0]: SyncOutcome(r[1], r[2], r[3]) for r in rows}
+
+    # -- the sync history: written and read on the primary, as outcomes are ------------------------
+
+    def record_history(self, entry: SyncEntry) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(f"INSERT INTO sync_history({HISTORY_COLUMNS}) VALUES({', '.join(['%s'] * 11)})",
+                         tuple(_strip_nul(v) if isinstance(v, str) else v
+                               for v in (getattr(entry, c) for c in HISTORY_COLUMNS.split(", "))))
+            conn.execute("DELETE FROM sync_history WHERE source = %s AND seq <= (SELECT seq FROM sync_history "
+                         "WHERE source = %s ORDER BY seq DESC LIMIT 1 OFFSET %s)",
+                         (_strip_nul(entry.source), _strip_nul(entry.source), HISTORY_KEPT))
+
+    def sync_history(self, source: str | None = None, limit: int | None = 20) -> list[SyncEntry]:
+        sql, params = f"SELECT {HISTORY_COLUMNS} FROM sync_history", list[Any]()
+        if source is not None:
+            sql, params = sql + " WHERE source = %s", [source]
+        sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql, params = sql + " LIMIT %s", [*params, max(limit, 0)]
+        return [SyncEntry(*row) for row in self._all(sql, params)]
 
     def remembered_skips(self, source: str) -> dict[str, tuple[str, str]]:
         rows = self._all("SELECT source_id, fingerprint, reason FROM skipped WHERE source = %s", (source,))
