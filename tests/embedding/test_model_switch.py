@@ -136,6 +136,17 @@ async def test_a_switch_searches_the_old_vectors_shows_progress_and_swaps(worksp
         assert "embeddings_next" not in tables and dims == {32}
 
 
+async def test_vectors_stored_before_settings_were_recorded_are_searched_too(workspace: Workspace) -> None:
+    """Vectors from before this version carry no settings: their embedder is found from the identity."""
+    new_config = await synced_with_old_model(workspace, None)
+    with sqlite3.connect(workspace.root / "data" / "ctx.sqlite") as conn:
+        assert conn.execute("DELETE FROM embedding_meta WHERE key = 'config'").rowcount == 1
+    async with Harness.open(new_config) as h:
+        assert await top(h, "word21") == ("Note 21", OLD)
+        await h.embed()
+        assert await top(h, "word21") == ("Note 21", NEW)
+
+
 async def test_searches_answer_throughout_and_the_swap_is_atomic(workspace: Workspace, url: str | None) -> None:
     new_config = await synced_with_old_model(workspace, url)
     SlowEmbedder.delay = 0.02  # 8 texts a commit: ~0.16 s each, ~1 s for the switch
@@ -190,6 +201,44 @@ async def test_a_serving_knowledge_base_switches_by_itself(workspace: Workspace,
             await anyio.sleep(0.02)
         await anyio.sleep(0.15)
         assert await top(h, "word11") == ("Note 11", NEW)
+
+
+async def test_progress_reads_never_fail_while_sets_are_swapped(workspace: Workspace, url: str | None) -> None:
+    """The progress read (what ``stats``, ``sources`` and ``explain`` show) in another thread through
+    20 swaps: the next set's table goes away under it (on PostgreSQL that was an UndefinedTable error
+    in 39 of 40 swaps before it was caught)."""
+    import threading
+
+    await synced_with_old_model(workspace, url)
+    async with Harness.open(configure(workspace, url, 'provider = "fake"')) as h:
+        vectors = h.vectors
+        assert vectors is not None
+        failures: list[str] = []
+        reads = [0]
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                try:
+                    vectors.next_counts()  # type: ignore[attr-defined]
+                    reads[0] += 1
+                except Exception as exc:
+                    failures.append(repr(exc))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            for i in range(20):
+                identity = EmbedderIdentity("fake", f"hashing-bow-{32 + i % 2}", 32 + i % 2)
+                vectors.begin_next(identity, "{}")  # type: ignore[attr-defined]
+                pending = vectors.pending_next()  # type: ignore[attr-defined]
+                vectors.put_next([(p.content_hash, np.ones(identity.dims)) for p in pending])  # type: ignore[attr-defined]
+                assert vectors.swap_next()  # type: ignore[attr-defined]
+        finally:
+            stop.set()
+            reader.join(30)
+        assert not failures, failures[:3]
+        assert reads[0] > 0
 
 
 async def test_switching_back_before_the_end_drops_the_next_set(workspace: Workspace, url: str | None) -> None:

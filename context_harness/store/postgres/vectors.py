@@ -159,10 +159,15 @@ class PgVectorStore(IdentityRules):
         return self._pending("embeddings_next", limit)
 
     def next_counts(self) -> tuple[int, int]:
+        from psycopg.errors import UndefinedTable
+
         if self.next_identity() is None:
             return 0, 0
-        embedded, total = self._all("SELECT count(e.content_hash), count(*) FROM chunks c "
-                                    "LEFT JOIN embeddings_next e ON e.content_hash = c.content_hash")[0]
+        try:
+            embedded, total = self._all("SELECT count(e.content_hash), count(*) FROM chunks c "
+                                        "LEFT JOIN embeddings_next e ON e.content_hash = c.content_hash")[0]
+        except UndefinedTable:  # swapped in (or dropped) since the identity was read: no switch now
+            return 0, 0
         return int(embedded), int(total)
 
     def swap_next(self) -> bool:
