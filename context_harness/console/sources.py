@@ -1,10 +1,11 @@
 """The console's sources dashboard (``/ui/sources``): the knowledge base in figures, then per source
 its status, how it is kept fresh, documents, chunks, the size of its text, embedding progress and
 how its last sync ended and when (a failed sync shows its own time beside "error", and when the
-last successful one was), with a *Sync* button; below, each source's newest changes (``recent``).
+last successful one was), with a *Sync* button; below, each source's last whole syncs (the sync
+history the workspace keeps: when each ended, ok or the error, its counts and how long it took) and
+its newest changes (``recent``).
 
-The workspace keeps how each source's last sync ended, not a log of every sync: the changes are
-the history there is. The figures and the table follow the sources through server-sent events
+The figures and the table follow the sources through server-sent events
 (``/ui/sources/events``: ``sources`` with the rows, ``overview`` with the figures, each sent when it
 changed); the sizes (which read every document's length) and the files' sizes on disk are read
 again only when a source's documents or sync changed, not as its chunks get embedded.
@@ -28,6 +29,7 @@ from context_harness.models import RecentChange, RecentRequest, SourceOut, Sourc
 EVENT_SECONDS = 1.0  # how often the sources stream looks for a change
 EVENT_TICKS = 600  # then it ends; the browser's EventSource reconnects
 RECENT = 8  # changes listed per source
+SYNCS = 10  # syncs of the sync history listed per source (the workspace keeps 50)
 EMBEDDING_NOTES = (" awaiting embeddings (", " being embedded now")  # said in the embeddings column instead
 
 
@@ -48,9 +50,11 @@ class SourcePages:
         listing = await self.harness.sources()
         stats = await self.harness.stats()
         recent = {s.name: await self._recent(s.name) for s in listing.sources}
+        syncs = {s.name: await self.harness.sync_history(s.name, SYNCS) for s in listing.sources}
         values = rows(listing, await self.harness.source_details(), self.harness.embedding_now(),
                       (stats.db_bytes, stats.index_bytes))
         return self.pages.render(request, "sources.html", **values, recent=recent, recent_most=RECENT,
+                                 syncs=syncs, syncs_most=SYNCS, took=took_text,
                                  done=request.query_params.get("done", ""))
 
     async def _recent(self, label: str) -> list[RecentChange]:
@@ -149,10 +153,22 @@ def size_text(size: int | None) -> str:
     raise AssertionError("unreachable")
 
 
+def took_text(seconds: float) -> str:
+    """How long a sync took, for people: 0.4 s, 12 s, 3 min 5 s, 2 h 10 min."""
+    if seconds < 9.95:  # what rounds to 10.0 reads "10 s"
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
 def _quote(value: str) -> str:
     from urllib.parse import quote
 
     return quote(value, safe="/")
 
 
-__all__ = ["SourcePages", "documents_key", "other_notes", "rows", "size_text"]
+__all__ = ["SourcePages", "documents_key", "other_notes", "rows", "size_text", "took_text"]

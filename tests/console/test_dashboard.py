@@ -17,7 +17,7 @@ import httpx2
 import pytest
 import uvicorn
 
-from context_harness.console.sources import size_text
+from context_harness.console.sources import size_text, took_text
 from context_harness.core.harness import Harness
 from context_harness.embedding.fake import FakeEmbedder
 from context_harness.embedding.providers import default_providers
@@ -122,14 +122,23 @@ async def test_the_dashboard_shows_counts_sizes_changes_and_the_right_embedding_
             assert done[5] == f"{source.chunk_count} of {source.chunk_count} embedded"
 
 
+def sync_rows(page: str) -> list[list[str]]:
+    """The cells of each row of the sync history table of ``LABEL``."""
+    match = re.search(rf'<table class="syncs" data-source="{LABEL}">.*?<tbody>(.*?)</tbody>', page, re.S)
+    assert match, page
+    return [cells(row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", match.group(1), re.S)]
+
+
 async def test_a_failed_sync_shows_its_own_time_and_the_last_good_one(sample_docs) -> None:
     """The stored outcome of a whole sync (another process's, here a Harness closed since) gives the
-    time beside "error"; the last successful sync's time is named as such."""
+    time beside "error"; the last successful sync's time is named as such. The sync history lists
+    both syncs, newest first: the failed one with its own time beside its error, the good one with
+    its counts."""
     import shutil
     import time
 
     async with Harness.open(sample_docs.config()) as h:
-        await h.sync()
+        added = (await h.sync()).sources[0].added
         good = (await h.sources()).sources[0].last_sync
     time.sleep(1.1)  # times are to the second
     shutil.rmtree(sample_docs.docs)
@@ -141,5 +150,20 @@ async def test_a_failed_sync_shows_its_own_time_and_the_last_good_one(sample_doc
         assert detail.outcome == "error" and detail.ended_at is not None and detail.ended_at > good
         app = build_app(h)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as ui:
-            row = row_of((await ui.get("/ui/sources")).text)
+            page = (await ui.get("/ui/sources")).text
+            row = row_of(page)
+        history = await h.sync_history(LABEL)
     assert cells(row)[6] == f"{detail.ended_at} · error last successful: {good}"
+    assert "not a log of every sync" not in page
+    failed, ok = history
+    assert sync_rows(page) == [
+        [detail.ended_at, f"error: {detail.error}", "—", "—", "—", "—", "—", took_text(failed["seconds"])],
+        [ok["ended_at"], "ok", str(added), "0", "0", "0", "0", took_text(ok["seconds"])]]
+    assert failed["ended_at"] == detail.ended_at and added == 3
+    assert f'<time datetime="{detail.ended_at}">{detail.ended_at}</time></td>\n      <td><span class="error">error: ' \
+        in page
+
+
+def test_how_long_a_sync_took_reads_well() -> None:
+    assert [took_text(s) for s in (0.04, 0.4, 9.96, 12.4, 59.6, 185, 7_800)] == \
+        ["0.0 s", "0.4 s", "10 s", "12 s", "1 min 0 s", "3 min 5 s", "2 h 10 min"]
