@@ -229,6 +229,27 @@ async def test_run_records_are_written_and_read_on_the_primary(workspace: Worksp
             pair.sql("standby", "SELECT pg_wal_replay_resume()")
 
 
+async def test_the_sync_history_is_written_and_read_on_the_primary(workspace: Workspace,
+                                                                  pair: StreamingPair) -> None:
+    """As the sync outcomes: a sync one replica ran is in the history a reader replica lists at once,
+    even while the standby has not replayed it (the console's dashboard reads it after a sync)."""
+    fake.register()
+    primary, standby = pair.url("primary"), pair.url("standby")
+    note(workspace, "first", "quokka island")
+    async with Harness.open(replica(workspace, "writer", primary)) as writer, \
+            Harness.open(replica(workspace, "reader", primary, standby)) as reader:
+        before = await reader.sync_history("filesystem:docs", limit=100)  # the module's earlier syncs
+        await within(LAG_SECONDS, lambda: _replayed(pair))
+        pair.sql("standby", "SELECT pg_wal_replay_pause()")
+        try:
+            done = (await writer.sync()).sources[0]
+            shown = await reader.sync_history("filesystem:docs", limit=100)
+            assert shown[1:] == before and (shown[0]["outcome"], shown[0]["added"], shown[0]["deleted"]) == \
+                ("ok", done.added, done.deleted)
+        finally:
+            pair.sql("standby", "SELECT pg_wal_replay_resume()")
+
+
 async def _sees(harness: Harness, query: str, source_id: str) -> bool:
     return source_id in await found(harness, query)
 
