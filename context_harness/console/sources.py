@@ -154,7 +154,9 @@ def size_text(size: int | None) -> str:
 
 
 def took_text(seconds: float) -> str:
-    """How long a sync took, for people: 0.4 s, 12 s, 3 min 5 s, 2 h 10 min."""
+    """How long a sync took, for people: under 0.1 s, 0.4 s, 12 s, 3 min 5 s, 2 h 10 min."""
+    if seconds < 0.05:
+        return "under 0.1 s"
     if seconds < 9.95:  # what rounds to 10.0 reads "10 s"
         return f"{seconds:.1f} s"
     whole = round(seconds)
