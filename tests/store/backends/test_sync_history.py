@@ -155,3 +155,28 @@ async def test_db_migrate_copies_the_sync_history_in_its_order(workspace: Worksp
         await moved.sync()
         after = await moved.sync_history(limit=100)
         assert after[1:] == history and after[0]["unchanged"] == 3
+
+
+def test_only_whole_syncs_that_end_are_handed_on_with_their_summary() -> None:
+    """``Activity.syncing`` (the Harness hands what it gets to the store): a whole sync that ends ok
+    or with an error is handed on once, with its times and summary; a dry run, a path sync and an
+    interrupted sync (Ctrl-C, a Rust panic: a ``BaseException``) are not."""
+    from context_harness.core.activity import Activity, EndedSync
+    from context_harness.models import SyncSummary
+
+    got: list[EndedSync] = []
+    activity = Activity(got.append)
+    with activity.syncing(LABEL) as state:
+        state.summary = SyncSummary(source=LABEL, added=2, unchanged=5)
+    with pytest.raises(NotConfigured), activity.syncing(LABEL):
+        raise NotConfigured("the root is gone; fix its root in the config")
+    with activity.syncing(LABEL, remember=False) as state:  # a dry run
+        state.summary = SyncSummary(source=LABEL, added=9, dry_run=True)
+    with activity.syncing(LABEL, "paths") as state:
+        state.summary = SyncSummary(source=LABEL, updated=1)
+    with pytest.raises(KeyboardInterrupt), activity.syncing(LABEL):
+        raise KeyboardInterrupt
+    assert [(e.outcome, e.error, e.summary) for e in got] == [
+        ("ok", None, SyncSummary(source=LABEL, added=2, unchanged=5)),
+        ("error", "the root is gone; fix its root in the config", None)]  # not the first sync's summary
+    assert all(e.source == LABEL and e.started_at <= e.ended_at and 0 <= e.seconds < 5 for e in got)
