@@ -16,13 +16,15 @@ import functools
 import json
 import ssl
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import httpx2 as httpx  # the MCP SDK's HTTP client (httpx's API)
 
 from context_harness.config import ModelConfig
 from context_harness.errors import ModelError
+
+if TYPE_CHECKING:
+    import httpx2 as httpx
 
 PREVIEW_CHARS = 200  # of an answer that is not a chat reply, quoted in the error
 CONNECT_SECONDS = 10.0  # to reach the endpoint (within the reply's timeout)
@@ -86,6 +88,8 @@ class OpenAIChat:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
+        import httpx2 as httpx  # the MCP SDK's HTTP client (httpx's API); imported on use: a server starts without it
+
         limits = httpx.Timeout(timeout, connect=min(CONNECT_SECONDS, timeout))
         try:
             async with httpx.AsyncClient(timeout=limits, follow_redirects=False, trust_env=False,
@@ -144,7 +148,9 @@ class OpenAIChat:
 def _tls() -> ssl.SSLContext:
     """One TLS context for every request, the one the client would make (the system's trust store);
     it builds a new one per client otherwise, ~30 ms each."""
-    return httpx.create_ssl_context()
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def _tool_call(raw: Any, n: int) -> ToolCall:
