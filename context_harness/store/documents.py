@@ -31,9 +31,10 @@ from context_harness.store.records import (
     SyncEntry,
     SyncOutcome,
     WindowRead,
+    repeats,
 )
 from context_harness.store.runs import RunSql
-from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_KEPT, migrate, use_wal
+from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_FIELDS, HISTORY_KEPT, migrate, use_wal
 
 log = logging.getLogger(__name__)
 _LINKS = LinkSql()
@@ -211,10 +212,17 @@ class DocumentStore:
         return {r[0]: SyncOutcome(r[1], r[2], r[3]) for r in rows}
 
     def record_history(self, entry: SyncEntry) -> None:
-        """Add ``entry`` to the sync history of its source, keeping that source's newest ``HISTORY_KEPT``."""
+        """Add ``entry`` to the sync history of its source, keeping that source's newest ``HISTORY_KEPT``;
+        a quiet sync after a quiet one with the same skips extends that entry instead (``SyncEntry``)."""
         with self.transaction() as conn:
-            conn.execute(f"INSERT INTO sync_history({HISTORY_COLUMNS}) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                         tuple(getattr(entry, c) for c in HISTORY_COLUMNS.split(", ")))
+            last = conn.execute(f"SELECT seq, {HISTORY_COLUMNS} FROM sync_history WHERE source = ? ORDER BY seq DESC "
+                                "LIMIT 1", (entry.source,)).fetchone()
+            if last is not None and repeats(entry, SyncEntry(*last[1:])):
+                conn.execute("UPDATE sync_history SET ended_at = ?, seconds = ?, unchanged = ?, repeats = repeats + 1 "
+                             "WHERE seq = ?", (entry.ended_at, entry.seconds, entry.unchanged, last[0]))
+                return
+            conn.execute(f"INSERT INTO sync_history({HISTORY_COLUMNS}) VALUES({', '.join('?' * len(HISTORY_FIELDS))})",
+                         tuple(getattr(entry, c) for c in HISTORY_FIELDS))
             conn.execute("DELETE FROM sync_history WHERE source = ? AND seq <= (SELECT seq FROM sync_history "
                          "WHERE source = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
                          (entry.source, entry.source, HISTORY_KEPT))

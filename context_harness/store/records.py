@@ -186,7 +186,9 @@ class SyncOutcome:
 class SyncEntry:
     """One whole sync of a source in the sync history: how it ended (``outcome``, ``error`` as in
     ``SyncOutcome``), when it started and ended (ISO 8601, UTC, whole seconds) and how long it took
-    (``seconds``), and its counts (None when it failed before it had them)."""
+    (``seconds``), and its counts (None when it failed before it had them). Syncs in a row that
+    changed nothing are one entry (``repeats`` of them, from the first's start to the last's end): a
+    source polled every 10 s would otherwise push its real syncs out of the history in minutes."""
 
     source: str
     outcome: str
@@ -199,3 +201,13 @@ class SyncEntry:
     deleted: int | None = None
     unchanged: int | None = None
     skipped: int | None = None
+    repeats: int = 1
+
+    def quiet(self) -> bool:
+        """An ok sync that added, updated and deleted nothing."""
+        return self.outcome == "ok" and self.added == 0 and self.updated == 0 and self.deleted == 0
+
+
+def repeats(new: SyncEntry, last: SyncEntry) -> bool:
+    """Whether ``new`` only repeats ``last`` (both quiet, the same skips): it extends that entry."""
+    return new.source == last.source and new.quiet() and last.quiet() and new.skipped == last.skipped

@@ -34,7 +34,9 @@ from context_harness.store.connections import LinkSql
 
 SCHEMA_VERSION = 6
 HISTORY_KEPT = 50  # entries of ``sync_history`` kept per source (older ones go as new ones come)
-HISTORY_COLUMNS = "source, outcome, error, started_at, ended_at, seconds, added, updated, deleted, unchanged, skipped"
+HISTORY_COLUMNS = ("source, outcome, error, started_at, ended_at, seconds, added, updated, deleted, unchanged, "
+                   "skipped, repeats")
+HISTORY_FIELDS = tuple(HISTORY_COLUMNS.split(", "))
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -152,7 +154,8 @@ _MIGRATIONS: dict[int, str] = {
         updated INTEGER,
         deleted INTEGER,
         unchanged INTEGER,
-        skipped INTEGER
+        skipped INTEGER,
+        repeats INTEGER NOT NULL DEFAULT 1
     );
     CREATE INDEX IF NOT EXISTS sync_history_source ON sync_history(source, seq)
     """,
@@ -387,7 +390,8 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
         updated INTEGER,
         deleted INTEGER,
         unchanged INTEGER,
-        skipped INTEGER
+        skipped INTEGER,
+        repeats INTEGER NOT NULL DEFAULT 1
     );
     CREATE INDEX IF NOT EXISTS sync_history_source ON sync_history(source, seq)
     """,

@@ -25,9 +25,10 @@ from context_harness.store.records import (
     SyncEntry,
     SyncOutcome,
     WindowRead,
+    repeats,
 )
 from context_harness.store.runs import RunSql
-from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_KEPT
+from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_FIELDS, HISTORY_KEPT
 
 _DOC_COLUMNS = ("id, source, source_id, source_url, title, author, created_at, updated_at, content_type, "
                 "body, metadata, tags, content_hash, fingerprint")
@@ -210,9 +211,18 @@ class PgDocumentStore:
 
     def record_history(self, entry: SyncEntry) -> None:
         with self.db.transaction() as conn:
-            conn.execute(f"INSERT INTO sync_history({HISTORY_COLUMNS}) VALUES({', '.join(['%s'] * 11)})",
+            source = _strip_nul(entry.source)
+            last = conn.execute(f"SELECT seq, {HISTORY_COLUMNS} FROM sync_history WHERE source = %s ORDER BY seq DESC "
+                                "LIMIT 1 FOR UPDATE", (source,)).fetchone()
+            if last is not None and repeats(entry, SyncEntry(*last[1:])):
+                conn.execute("UPDATE sync_history SET ended_at = %s, seconds = %s, unchanged = %s, "
+                             "repeats = repeats + 1 WHERE seq = %s", (entry.ended_at, entry.seconds, entry.unchanged,
+                                                                      last[0]))
+                return
+            values = ", ".join(["%s"] * len(HISTORY_FIELDS))
+            conn.execute(f"INSERT INTO sync_history({HISTORY_COLUMNS}) VALUES({values})",
                          tuple(_strip_nul(v) if isinstance(v, str) else v
-                               for v in (getattr(entry, c) for c in HISTORY_COLUMNS.split(", "))))
+                               for v in (getattr(entry, c) for c in HISTORY_FIELDS)))
             conn.execute("DELETE FROM sync_history WHERE source = %s AND seq <= (SELECT seq FROM sync_history "
                          "WHERE source = %s ORDER BY seq DESC LIMIT 1 OFFSET %s)",
                          (_strip_nul(entry.source), _strip_nul(entry.source), HISTORY_KEPT))

@@ -110,6 +110,22 @@ async def test_each_whole_sync_that_ends_adds_an_entry_with_its_counts(harness: 
     assert await harness.sync_history("web:nowhere") == []
 
 
+async def test_syncs_in_a_row_that_change_nothing_are_one_entry(harness: Harness, workspace: Workspace) -> None:
+    """A source polled every few seconds syncs whole each time: its quiet syncs make one entry that
+    counts them (from the first's start to the last's end), so real changes stay in the history."""
+    await harness.sync()
+    for _ in range(4):  # nothing changed
+        await harness.sync()
+    history = await harness.sync_history(LABEL)
+    assert [(h["added"], h["repeats"]) for h in history] == [(0, 4), (3, 1)]
+    quiet, first = history
+    assert first["ended_at"] <= quiet["started_at"] <= quiet["ended_at"] and quiet["unchanged"] == 3
+    workspace.write("new.md", "# New\n\nA fourth document.\n")
+    await harness.sync()  # a change: an entry of its own, and the quiet run after it starts again
+    await harness.sync()
+    assert [(h["added"], h["repeats"]) for h in await harness.sync_history(LABEL)] == [(0, 1), (1, 1), (0, 4), (3, 1)]
+
+
 async def test_a_schema_5_database_migrates_to_6_keeping_its_data(workspace: Workspace, backend: str,
                                                                  url: str | None) -> None:
     fake.register()
