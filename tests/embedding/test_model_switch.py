@@ -343,3 +343,31 @@ async def test_a_switch_killed_midway_resumes_where_it_stopped(workspace: Worksp
         assert summary.embedded == DOCS - kept  # resumed: only what was left
         assert (await h.stats()).embedding["stored_identity"] == NEW
         assert await top(h, "word40") == ("Note 40", NEW)
+
+
+async def test_the_console_shows_a_switch_as_progress_not_as_an_error(workspace: Workspace) -> None:
+    """The sources page during a switch: how far it is and which vectors searches use meanwhile;
+    before it starts: that it will; never "run ctx embed rebuild" in the error's colour."""
+    import html
+    import re
+
+    import httpx2
+
+    from context_harness.server.http import build_app
+
+    async def overview(h: Harness) -> str:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=build_app(h)),
+                                      base_url="http://127.0.0.1") as ui:
+            page = (await ui.get("/ui/sources")).text
+        found = re.search(r'<dd id="embedding-summary">(.*?)</dd>', page, re.S)
+        assert found, page
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).split())
+
+    async with Harness.open(await synced_with_old_model(workspace, None)) as h:
+        before = await overview(h)
+        assert f"embedded by {OLD}; the configured model is {NEW}: re-embedding for it starts" in before
+        assert "ctx embed rebuild" not in before
+        await h.embed(limit=16)
+        during = await overview(h)
+        assert f"{DOCS} of {DOCS} chunks embedded by {OLD}; re-embedding for hashing-bow-32: 16 of {DOCS} chunks; " \
+            f"searches use {OLD} until then" in during and "ctx embed rebuild" not in during
