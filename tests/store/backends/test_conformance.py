@@ -10,7 +10,6 @@ nothing behind, ``ctx check``.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -44,25 +43,6 @@ def backend_config(workspace: Workspace, backend: str, url: str | None) -> confi
         root = "docs"
         """), encoding="utf-8")
     return workspace.config()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def url(backend: str, request: pytest.FixtureRequest) -> str | None:
-    return request.getfixturevalue("pg_url") if backend == "postgres" else None
-
-
-@pytest.fixture
-async def harness(workspace: Workspace, backend: str, url: str | None) -> AsyncIterator[Harness]:
-    fake.register()
-    write_sample_docs(workspace)
-    async with Harness.open(backend_config(workspace, backend, url)) as h:
-        assert h.backend is not None and h.backend.kind == backend
-        yield h
 
 
 async def titles(h: Harness, query: str, **kw) -> list[str | None]:

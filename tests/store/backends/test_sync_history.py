@@ -7,7 +7,6 @@ first; a schema-5 database migrates keeping its data; ``ctx db migrate --to post
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,24 +23,6 @@ from .test_conformance import backend_config
 
 pytestmark = pytest.mark.anyio
 LABEL = "filesystem:docs"
-
-
-@pytest.fixture(params=["embedded", "postgres"])
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def url(backend: str, request: pytest.FixtureRequest) -> str | None:
-    return request.getfixturevalue("pg_url") if backend == "postgres" else None
-
-
-@pytest.fixture
-async def harness(workspace: Workspace, backend: str, url: str | None) -> AsyncIterator[Harness]:
-    fake.register()
-    write_sample_docs(workspace)
-    async with Harness.open(backend_config(workspace, backend, url)) as h:
-        yield h
 
 
 def store_of(h: Harness) -> DocumentStorage:
