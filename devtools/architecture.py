@@ -24,6 +24,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.pipes": "framed messages to helper processes",
         "common.memory": "keeping a long-running process's memory flat",
         "common.validation": "untrusted arguments turned into validated ones",
+        "common.jsonlimits": "JSON from outside parsed with its nesting bounded",
         "errors": "the error hierarchy and the one table mapping it to every rim",
         "config": "the config file as one validated object; ${VAR} expansion",
         "models": "the Pydantic models at the edges (MCP, REST, --json)",
@@ -75,7 +76,7 @@ LAYERS: dict[str, dict[str, str]] = {
 
 RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
-         "common.memory", "common.redaction", "common.links", "common.deadline"}
+         "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -85,9 +86,10 @@ ALLOWED: dict[str, set[str]] = {
     "common.deadline": set(),
     "common.pipes": set(),
     "common.memory": set(),
+    "common.jsonlimits": set(),
     "config": {"errors", "common.redaction"},
     "models": {"errors", "common.timestamps"},
-    "common.validation": {"errors", "models"},
+    "common.validation": {"errors", "models", "common.jsonlimits"},
     "formats": LOWER,
     "store": LOWER | {"embedding"},
     "embedding": LOWER,
