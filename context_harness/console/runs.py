@@ -2,7 +2,8 @@
 the background of the serving knowledge base (``Harness.start_agent_run``); a run's page, which
 follows it while it goes (htmx polls its steps every 2 s) and asks the person at the page to approve
 each write (yes / always for this run / no). A write no one answers within ``APPROVAL_SECONDS`` is
-refused, and the run goes on. Starting a run and answering approvals are writes: a logged-in session,
+refused, and the run goes on. The form names the call it answers (the request's id and the digest of
+its tool and arguments): it answers that call once, and a replayed or stale form approves nothing. Starting a run and answering approvals are writes: a logged-in session,
 the CSRF token, and a console that is not read-only."""
 
 from __future__ import annotations
@@ -115,11 +116,20 @@ class RunPages:
         if refused is not None:
             return refused
         run_id = request.path_params["run_id"]
-        answer = (await request.form()).get("answer")
+        form = await request.form()
+        answer = form.get("answer")
+        if answer not in ANSWERS:
+            return self.pages.render(request, "message.html", 400, title="Approval",
+                                     message="the answer must be yes, always or no; nothing was approved")
         pending = self.pending.get(run_id)
-        if pending is not None and answer in ANSWERS:
-            pending.answer = str(answer)
-            pending.answered.set()
+        if pending is None or pending.answered.is_set() or not pending.approval.answers(form.get("call"),
+                                                                                         form.get("digest")):
+            return self.pages.render(request, "message.html", 409, title="Approval not taken", message=(
+                "this answer was for a call that is no longer waiting (answered already, refused after waiting, "
+                "or another call): nothing was approved. The run's page shows the call waiting now, if any."),
+                back=f"/ui/runs/{run_id}")
+        pending.answer = str(answer)
+        pending.answered.set()
         return RedirectResponse(f"/ui/runs/{run_id}", status_code=303)
 
 

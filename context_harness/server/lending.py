@@ -136,16 +136,18 @@ def _progress(session: Any) -> StepListener:
 
 
 def _approver(session: Any) -> Approver:
+    """Each write asked as its own ``elicitation/create`` request: the client's answer comes back on
+    that request's JSON-RPC id, so it answers this call once and no other. The text names the call
+    (its id and digest) and shows every argument, long values shortened (``Approval.shown``)."""
+
     async def ask(approval: Approval) -> str:
-        shown = json.dumps(approval.arguments, ensure_ascii=False)
-        if len(shown) > 2000:
-            shown = shown[:2000] + "…"
         schema = {"type": "object", "required": ["decision"], "properties": {"decision": {
             "type": "string", "title": "Allow this call?", "enum": list(CHOICES),
             "description": "yes: this call; always: this tool for the rest of the run; no: refuse it"}}}
+        text = (f"An agent run wants to call {approval.tool}, which {approval.why}, with: {approval.shown()} "
+                f"(call {approval.id}, digest {approval.digest[:12]})")
         try:
-            result = await session.elicit_form(f"An agent run wants to call {approval.tool}, which "
-                                               f"{approval.why}, with: {shown}", schema)
+            result = await session.elicit_form(text, schema)
         except Exception:  # the client could not ask: nothing written without a yes
             return "no"
         decision = (result.content or {}).get("decision") if result.action == "accept" else None

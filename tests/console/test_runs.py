@@ -8,6 +8,7 @@ background of a serving knowledge base."""
 from __future__ import annotations
 
 import html
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -45,8 +46,8 @@ def serve(tmp_path: Path, child_env: dict[str, str]) -> Iterator[Callable[..., S
     the background) over ``run_workspace`` with the token ``TOKEN``; stopped at teardown."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(url: str, read_only: bool = False) -> Served:
-        config = run_workspace(tmp_path, url, extra="[ui]\nread_only = true\n" if read_only else "")
+    def start(url: str, read_only: bool = False, extra: str = "") -> Served:
+        config = run_workspace(tmp_path, url, extra=("[ui]\nread_only = true\n" if read_only else "") + extra)
         text = config.read_text(encoding="utf-8")
         config.write_text(text.replace("sync_on_start = false\n", f'sync_on_start = false\nauth_token = "{TOKEN}"\n'),
                           encoding="utf-8")
@@ -82,6 +83,13 @@ def page_until(ui: Any, path: str, wanted: str) -> str:
         time.sleep(0.1)
 
 
+def call_of(page: str) -> dict[str, str]:
+    """The call an approval form on ``page`` answers: its hidden ``call`` and ``digest`` fields."""
+    found = {name: re.search(rf'name="{name}" value="([^"]+)"', page) for name in ("call", "digest")}
+    assert all(found.values()), "no approval form on the page"
+    return {name: match.group(1) for name, match in found.items() if match}
+
+
 def start(ui: Any, csrf: str, **form: str) -> str:
     started = ui.post("/ui/runs", data={"csrf": csrf, "agent": "filer", "task": TASK, **form})
     assert started.status_code == 303, started.text
@@ -107,8 +115,8 @@ def test_start_a_run_and_allow_its_write_in_the_page(tmp_path: Path, chat: Scrip
         assert 'hx-get="' + where + '/steps" hx-trigger="every 2s"' in page, "the page follows the run"
         assert not (tmp_path / "notes" / "projects").exists(), "nothing written before the yes"
 
-        assert ui.post(f"{where}/approve", data={"answer": "yes"}).status_code == 403, "no CSRF token"
-        answered = ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "yes"})
+        assert ui.post(f"{where}/approve", data={"answer": "yes", **call_of(page)}).status_code == 403, "no CSRF token"
+        answered = ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "yes", **call_of(page)})
         assert answered.status_code == 303 and answered.headers["location"] == where
         steps = page_until(ui, f"{where}/steps", "finished: the model gave its answer")
         assert '<div class="answer">Filed it under projects/meeting.md.</div>' in steps
@@ -133,13 +141,53 @@ def test_refuse_in_the_page(tmp_path: Path, chat: ScriptedChat, serve: Any) -> N
     with client(server) as ui:
         csrf = logged_in(ui)
         where = start(ui, csrf)
-        page_until(ui, where, 'id="approval"')
-        ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "no"})
+        page = page_until(ui, where, 'id="approval"')
+        ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "no", **call_of(page)})
         steps = page_until(ui, f"{where}/steps", "finished: the model gave its answer")
         assert "<code>note_write</code>: not approved (a person said no)" in steps
         assert "<code>note_write</code> → refused" in steps
     assert not (tmp_path / "notes" / "projects").exists()
     assert chat.requests[1]["messages"][-1]["tool_call_id"] == "call_1"
+
+
+def test_an_allow_answers_the_call_it_was_shown_once(tmp_path: Path, child_env: dict[str, str], serve: Any) -> None:
+    """The issue's case: the same Allow posted again a second later approved the next call (a
+    note_delete) that the person never saw. Now the form names its call: the replay, a form without
+    the call, and one for another call approve nothing, and the second call waits for its own Allow."""
+    (tmp_path / "notes" / "doomed.md").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "notes" / "doomed.md").write_text("# Doomed\n\nKeep me.\n", encoding="utf-8")
+    delete = {"source": "filesystem:notes", "path": "doomed.md"}
+    script = [tool_calls([("note_write", NOTE)]), tool_calls([("note_delete", delete)]), message("Done.")]
+    with ScriptedChat(script, model="local") as chat:
+        server = serve(chat.url, extra='[agents.cleaner]\ndescription = "Files and deletes"\n'
+                                        'tools = ["note_write", "note_delete"]\nsystem_prompt = "You tidy."\n')
+        with client(server) as ui:
+            csrf = logged_in(ui)
+            where = start(ui, csrf, agent="cleaner")
+            first = page_until(ui, where, 'id="approval"')
+            shown = call_of(first)
+            allow = {"csrf": csrf, "answer": "yes", **shown}
+            assert ui.post(f"{where}/approve", data=allow).status_code == 303
+            second = page_until(ui, where, "<strong>note_delete</strong>")
+            assert call_of(second)["call"] != shown["call"]
+
+            replay = ui.post(f"{where}/approve", data=allow)
+            assert replay.status_code == 409 and "nothing was approved" in replay.text
+            bare = ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "yes"})
+            assert bare.status_code == 409
+            forged = ui.post(f"{where}/approve", data={**allow, "call": call_of(second)["call"]})
+            assert forged.status_code == 409, "the right call id with the digest of another call"
+            time.sleep(1.0)
+            assert (tmp_path / "notes" / "doomed.md").is_file(), "the replayed Allow deleted the note"
+            assert 'id="approval"' in ui.get(where).text, "the delete still waits for its own answer"
+
+            refuse = ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "no", **call_of(second)})
+            assert refuse.status_code == 303
+            steps = page_until(ui, f"{where}/steps", "finished: the model gave its answer")
+            assert "<code>note_delete</code>: not approved (a person said no)" in steps
+            assert ui.post(f"{where}/approve", data={"csrf": csrf, "answer": "yes", **call_of(second)}).status_code == 409
+    assert (tmp_path / "notes" / "doomed.md").is_file()
+    assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
 
 
 def test_approve_every_write_from_the_form(tmp_path: Path, chat: ScriptedChat, serve: Any) -> None:
