@@ -93,10 +93,100 @@ def server_executable() -> tuple[list[str], str]:
     beside = Path(os.path.abspath(sys.executable)).parent / name
     if beside.is_file():
         return [str(beside)], "beside the running Python"
-    on_path = shutil.which("context-harness")
+    on_path = _on_path("context-harness")
     if on_path:
-        return [os.path.abspath(on_path)], "on PATH"
+        return [on_path], "on PATH"
     return [os.path.abspath(sys.executable), "-m", "context_harness"], "the running Python (no context-harness script)"
+
+
+def _on_path(name: str) -> str | None:
+    """``name`` on ``PATH``, its folders that are absolute only (a relative one, such as ``.``, would
+    find a file of whatever folder the command runs in: a cloned repository's)."""
+    folders = [f for f in os.environ.get("PATH", "").split(os.pathsep) if f and os.path.isabs(f)]
+    found = shutil.which(name, path=os.pathsep.join(folders)) if folders else None
+    return os.path.abspath(found) if found else None
+
+
+# -- is an entry this installation's server? --------------------------------------------------------
+# Variables with which an entry's "env" makes a program load or run other code: the dynamic loader's,
+# Python's (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP ...), git's (the git connector runs git: GIT_SSH_COMMAND,
+# GIT_CONFIG_*, GIT_EXEC_PATH ...), and those that move where programs are found or configured.
+CODE_VARIABLES = frozenset({"PATH", "HOME", "XDG_CONFIG_HOME", "BASH_ENV", "ENV", "GCONV_PATH", "OPENSSL_CONF",
+                            "OPENSSL_MODULES", "OPENSSL_ENGINES", "SSH_ASKPASS", "EDITOR", "VISUAL", "PAGER",
+                            "BROWSER", "PERL5OPT", "PERL5LIB", "RUBYOPT", "CTX_CONFIG"})
+CODE_PREFIXES = ("LD_", "DYLD_", "PYTHON", "GIT_", "LUA_")
+SERVER_ARGS = "--config FILE, --root DIR, -v, serve [--agent NAME]"  # what an entry of ours may pass
+
+
+def own_commands() -> dict[str, str]:
+    """The real paths of this installation's ``context-harness`` and ``ctx`` scripts (beside the running
+    Python, and the one ``ctx setup`` would write), each mapped to the path to show."""
+    here = Path(os.path.abspath(sys.executable)).parent
+    found = [here / name for name in ("context-harness", "ctx", "context-harness.exe", "ctx.exe")]
+    command, _ = server_executable()
+    mine = {os.path.realpath(p): str(p) for p in found if p.is_file()}
+    if len(command) == 1:
+        mine.setdefault(os.path.realpath(command[0]), command[0])
+    return mine
+
+
+def foreign_server(resolved: str, args: list[str], env: dict[str, str], folder: str) -> str | None:
+    """Why the entry that starts ``resolved`` (the program's path as the client finds it) with ``args``,
+    the entry's own ``env`` added, in ``folder``, is not this installation's server as it stands; None
+    when it is. Ours: one of ``own_commands()``, or this very Python with ``-m context_harness`` in a
+    folder with nothing it could import first; only the arguments ``ctx setup`` writes; no variable of
+    ``CODE_VARIABLES``/``CODE_PREFIXES``."""
+    mine = own_commands()
+    python = os.path.normpath(os.path.abspath(sys.executable))
+    if os.path.realpath(resolved) in mine:
+        rest = args
+    elif os.path.normpath(resolved) == python and args[:2] == ["-m", "context_harness"]:
+        rest = args[2:]
+        shadow = _importable(Path(folder))
+        if shadow:
+            return (f"`python -m context_harness` imports from the folder it runs in ({folder}) first, and that "
+                    f"folder holds {shadow!r}")
+    else:
+        ours = ", ".join([*mine.values(), f"{python} -m context_harness"])
+        return f"{resolved!r} is not this installation's server ({ours})"
+    loaders = sorted(k for k in env if k.upper() in CODE_VARIABLES or k.upper().startswith(CODE_PREFIXES))
+    if loaders:
+        shown = ", ".join(f"{k}={env[k]!r}" for k in loaders)
+        return f"it sets {shown}, with which a program can load other code"
+    return _args_problem(rest)
+
+
+def _args_problem(args: list[str]) -> str | None:
+    """Why ``args`` are not the server's own (``SERVER_ARGS``), or None."""
+    served, i = False, 0
+    while i < len(args):
+        arg = args[i]
+        name, equals, _ = arg.partition("=")
+        if arg in ("-v", "--verbose") or (arg == "serve" and not served):
+            served = served or arg == "serve"
+            i += 1
+        elif name in ("--config", "--root") or (served and name == "--agent"):
+            if not equals and i + 1 >= len(args):
+                return f"its arguments end with {arg!r} and no value"
+            i += 1 if equals else 2
+        else:
+            return f"its arguments include {arg!r}, which the server ctx setup writes does not take ({SERVER_ARGS})"
+    return None
+
+
+def _importable(folder: Path) -> str | None:
+    """A name in ``folder`` that Python could import (a module or a folder), or None."""
+    from importlib.machinery import all_suffixes
+
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for name in names:
+        stem = next((name[:-len(s)] for s in all_suffixes() if name.endswith(s)), None)
+        if (stem or name).isidentifier() and (stem is not None or (folder / name).is_dir()):
+            return name
+    return None
 
 
 def temporary_install(command: list[str]) -> bool:

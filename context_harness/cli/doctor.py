@@ -9,6 +9,10 @@ write. The environment: Claude Code passes the shell's own; Claude Desktop, Curs
 start servers from the app, with only the MCP SDKs' default variables (``HOME``, ``PATH``,
 ``SHELL``, ``TERM``, ``USER``, ``LOGNAME``), plus the entry's ``env`` in every case. The folder: the
 entry's ``cwd``, else ``/`` for Claude Desktop and the current folder for the others.
+
+A project file (``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json``) came with the folder, maybe a
+clone: its entry starts only if it is this installation's server as it stands (``clients.foreign_server``)
+or a person at the terminal says yes; without a terminal it is shown and not started.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +50,7 @@ class Target:
     client: Client | None
     entry: dict[str, Any]
     file: Path | None = None
+    scope: str = "user"  # "project": a file in the folder, which a cloned repository can write
 
 
 @dataclass
@@ -52,6 +59,7 @@ class Finding:
     notes: list[str] = field(default_factory=list)  # not a problem for a stdio client
     problems: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
+    refused: str | None = None  # the command of a project entry not started, to show
 
 
 def targets(client: str | None, scope: str | None, name: str, explicit: str | None, root: str | None) -> list[Target]:
@@ -72,7 +80,7 @@ def targets(client: str | None, scope: str | None, name: str, explicit: str | No
             servers = data.get(each.servers_key) if isinstance(data, dict) else None
             entry = servers.get(name) if isinstance(servers, dict) else None
             if isinstance(entry, dict):
-                found.append(Target(f"{each.title} ({where}) {path}", each, entry, path))
+                found.append(Target(f"{each.title} ({where}) {path}", each, entry, path, where))
     if found or client:
         if not found:
             raise NotConfigured(f"no server {name!r} in {', '.join(map(str, looked))}: run `ctx setup {client}` first")
@@ -102,8 +110,12 @@ def launch(target: Target) -> tuple[str, list[str], dict[str, str], str]:
     return str(entry.get("command") or ""), [str(a) for a in entry.get("args") or []], full, str(folder)
 
 
-def check(target: Target, query: str, timeout: float) -> Finding:
-    """Every step for one entry, stopping at the first that fails."""
+Ask = Callable[[str, str], bool]  # (the command as shown, why it is not ours) -> start it?
+
+
+def check(target: Target, query: str, timeout: float, ask: Ask | None = None) -> Finding:
+    """Every step for one entry, stopping at the first that fails. A project entry that is not this
+    installation's server starts only if ``ask`` (a person at a terminal) says yes."""
     import shutil
     import tempfile
 
@@ -117,6 +129,8 @@ def check(target: Target, query: str, timeout: float) -> Finding:
         return found
     command, args, env, folder = launch(target)
     resolved = shutil.which(command, path=env.get("PATH") or os.defpath) if os.sep not in command else command
+    if resolved and not os.path.isabs(resolved):  # the client starts it in the entry's folder
+        resolved = os.path.join(folder, resolved)
     if not resolved or not os.access(resolved, os.X_OK):
         fix = f"run `ctx setup {target.client.name}` again" if target.client else "install context-harness"
         found.problems.append(f"cannot run {command!r}: no such program here (moved, uninstalled, or a uv cache "
@@ -125,7 +139,10 @@ def check(target: Target, query: str, timeout: float) -> Finding:
     if not Path(folder).is_dir():
         found.problems.append(f"the entry's working folder {folder} does not exist: fix \"cwd\" in {target.file}")
         return found
-    found.ok.append(f"command: {shlex.join([command, *args])} (in {folder})")
+    shown = _visible(f"{shlex.join([command, *args])} (in {folder})")
+    if target.scope == "project" and not _consented(target, resolved, args, folder, shown, ask, found):
+        return found
+    found.ok.append(f"command: {shown}")
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         try:
             anyio.run(_session, command, args, env, folder, errlog, query, timeout, found)
@@ -143,6 +160,31 @@ def check(target: Target, query: str, timeout: float) -> Finding:
         found.problems[0] = f"the server stopped before answering: {said[-1]}"
     _hint_env(found, target)
     return found
+
+
+def _consented(target: Target, resolved: str, args: list[str], folder: str, shown: str, ask: Ask | None,
+               found: Finding) -> bool:
+    """Whether a project entry may start: it is this installation's server, or a person said yes."""
+    from context_harness.cli.clients import foreign_server
+
+    added = target.entry.get("env")
+    why = foreign_server(resolved, args, {str(k): str(v) for k, v in added.items()} if isinstance(added, dict)
+                         else {}, folder)
+    if why is None:
+        return True
+    why = _visible(why)
+    if ask is not None:
+        if ask(shown, f"this entry comes from {target.file}, a project file (a cloned repository can write it), "
+                      f"and {why}"):
+            return True
+        found.problems.append("not started: you said no")
+        return False
+    client = target.client.name if target.client else ""
+    found.problems.append(f"not started: this entry comes from a project file (a cloned repository can write "
+                          f"it), and {why}; read the command above, and if you trust it run `ctx doctor {client} "
+                          f"--scope project` at a terminal to confirm, or remove the entry from {target.file}")
+    found.refused = shown
+    return False
 
 
 async def _session(command: str, args: list[str], env: dict[str, str], folder: str, errlog: Any, query: str,
@@ -200,6 +242,31 @@ def _hint_env(found: Finding, target: Target) -> None:
                                  f'"env": {{{pairs}}} to the entry in {target.file}')
 
 
+def _visible(text: str) -> str:
+    """``text`` with every character a terminal would act on or hide (controls, ESC sequences,
+    bidirectional overrides such as U+202E) escaped, so the command shown is the command run."""
+    return "".join(c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+                   for c in text)
+
+
+def _ask(shown: str, why: str) -> bool:
+    """Show a project entry's command and ask a person at the terminal whether to start it (no by
+    default; what was typed before the question is discarded, so it cannot answer it)."""
+    click.echo(f"  command: {shown}")
+    click.echo(f"  {why}")
+    try:
+        import termios
+
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):  # no termios (Windows), or not a terminal after all
+        pass
+    try:
+        return click.confirm("  Start it?", default=False)
+    except click.Abort:  # Ctrl-D
+        click.echo("")
+        return False
+
+
 def _error_text(result: Any) -> str:
     import json
 
@@ -236,7 +303,9 @@ def doctor(client: str | None, scope: str | None, name: str, query: str, timeout
     failed = 0
     for target in targets(client, scope, name, config_path or obj.get("config_path"), root or obj.get("root")):
         click.echo(target.title)
-        found = check(target, query, timeout)
+        found = check(target, query, timeout, _ask if sys.stdin.isatty() else None)
+        if found.refused:
+            click.echo(f"  command: {found.refused}")
         for line in found.ok:
             click.echo(f"  ok: {line}")
         for line in found.notes:
