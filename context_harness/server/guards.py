@@ -7,7 +7,9 @@ middleware). Each refusal is a ``HarnessError`` rendered through the error table
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
+import re
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -40,7 +42,8 @@ def error_response(error: HarnessError, headers: dict[str, str] | None = None) -
 
 
 def split_host(value: str) -> tuple[str, str | None]:
-    """``host[:port]`` -> (host, port); IPv6 hosts keep their brackets."""
+    """``host[:port]`` -> (host, port); IPv6 hosts keep their brackets. Lenient: for ``--bind`` and
+    ``[server] allowed_hosts``; a request's ``Host`` goes through ``parse_host``."""
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
@@ -52,83 +55,148 @@ def split_host(value: str) -> tuple[str, str | None]:
     return (host, port) if sep else (value, None)
 
 
-class HostOriginGuard:
-    """Reject a foreign ``Host`` (421) or ``Origin`` (403): the DNS-rebinding defence.
+_LABEL = "[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_NAME = re.compile(f"{_LABEL}(?:\\.{_LABEL})*")  # a DNS name or a dotted IPv4 address, lowercased
+_PORT = re.compile("[0-9]{1,5}")
 
+
+def parse_host(value: str) -> tuple[str, str | None] | None:
+    """``Host: value`` as (host, port), or None when it is not one host and an optional port.
+
+    The host is a name or IPv4 address (lowercased: names compare case-insensitively) or an IPv6
+    address in brackets (written in its shortest form, so ``[0:0::1]`` is ``[::1]``); the port is
+    1-5 digits up to 65535. Nothing else: no user, path, query, fragment, list, space or zone id."""
+    text = value.lower()
+    if text.startswith("["):
+        end = text.find("]")
+        rest = text[end + 1:] if end != -1 else ""
+        try:
+            host = f"[{ipaddress.IPv6Address(text[1:end]).compressed}]" if end != -1 and "%" not in text else None
+        except ValueError:
+            host = None
+    else:
+        name = text.partition(":")[0]
+        rest = text[len(name):]
+        host = name if len(name) <= 253 and _NAME.fullmatch(name) else None
+    if host is None:
+        return None
+    if not rest:
+        return host, None
+    port = rest[1:]
+    if rest[0] != ":" or not _PORT.fullmatch(port) or int(port) > 65535:
+        return None
+    return host, str(int(port))
+
+
+def parse_origin(value: str) -> tuple[str, str, str] | None:
+    """``Origin: value`` as (scheme, host, port), the port filled in from the scheme; None unless it is
+    ``http`` or ``https``, ``://``, a host as ``parse_host`` takes it and an optional port (and at most a
+    trailing ``/``): the form a browser sends."""
+    scheme, sep, rest = value.partition("://")
+    scheme = scheme.lower()
+    parsed = parse_host(rest.removesuffix("/")) if sep and scheme in DEFAULT_PORTS else None
+    if parsed is None:
+        return None
+    return scheme, parsed[0], parsed[1] or DEFAULT_PORTS[scheme]
+
+
+class HostOriginGuard:
+    """Reject a malformed ``Host`` (400), a foreign one (421) or a foreign ``Origin`` (403): the
+    DNS-rebinding defence, one check for every route (``/mcp``, the REST shim, the console, ``/health``).
+
+    ``Host`` must be one host and an optional port (``parse_host``); names compare case-insensitively.
     Allowed hosts: loopback names on any port, the bind address when it is not a wildcard, and
     ``[server] allowed_hosts`` (``"name"`` or ``"name:*"`` = any port, ``"name:port"`` exact, ``"*"`` = any).
     Allowed origins: none sent, ``[server] allowed_origins`` and ``cors_origins``, the server's own
-    (host and port those of the request's ``Host``), and for reads (GET, HEAD, OPTIONS) any loopback
-    origin. A write (POST, PUT, PATCH, DELETE) from another loopback origin, a page on another local
-    port, is refused: that page could otherwise change notes behind the user's back.
+    (the scheme it serves, and host and port those of the request's ``Host``), and for reads (GET,
+    HEAD, OPTIONS) any loopback origin. A write (POST, PUT, PATCH, DELETE) from another origin, a page
+    on another local port or scheme, is refused: that page could otherwise change notes behind the
+    user's back.
     """
 
     def __init__(self, app: ASGIApp, settings: ServerConfig, bind_host: str | None = None) -> None:
         self.app = app
         self.any_host = "*" in settings.allowed_hosts
         self.host_names = {h for h in LOOPBACK_HOSTS}
-        self.host_exact: set[str] = set()
+        self.host_exact: set[tuple[str, str]] = set()
         for entry in settings.allowed_hosts:
             host, port = split_host(entry)
+            host = _canonical(host)
             if port in (None, "*"):
                 self.host_names.add(host)
-            else:
-                self.host_exact.add(f"{host}:{port}")
+            elif port.isdigit():
+                self.host_exact.add((host, str(int(port))))
         if bind_host and bind_host not in WILDCARD_BINDS:
-            self.host_names.add(f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[") else bind_host)
+            self.host_names.add(_canonical(f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[")
+                                           else bind_host))
         self.any_origin = "*" in settings.allowed_origins
         self.origins = {o.rstrip("/").lower() for o in [*settings.allowed_origins, *settings.cors_origins]}
 
     def host_ok(self, value: str | None, named: bool = False) -> bool:
-        """Whether this server answers for ``Host: value``; ``named``: by name, not by ``"*"``."""
+        """Whether this server answers for ``Host: value`` (well formed: see ``parse_host``);
+        ``named``: by name, not by ``"*"``."""
+        if not value:
+            return self.any_host and not named
+        parsed = parse_host(value)
+        if parsed is None:
+            return False
         if self.any_host and not named:
             return True
-        if not value:
-            return False
-        host, port = split_host(value)
-        return host in self.host_names or f"{host}:{port}" in self.host_exact
+        host, port = parsed
+        return host in self.host_names or (host, port or "") in self.host_exact
 
-    def origin_ok(self, value: str | None, host: str | None = None, write: bool = False) -> bool:
-        """Whether a request with ``Origin: value`` for ``Host: host`` may go on; ``write``: it is a
-        write, which only the server's own origin and the listed ones may send."""
+    def origin_ok(self, value: str | None, host: str | None = None, write: bool = False,
+                  scheme: str = "http") -> bool:
+        """Whether a request with ``Origin: value`` for ``Host: host``, served over ``scheme``, may go on;
+        ``write``: it is a write, which only the server's own origin and the listed ones may send."""
         if value is None or self.any_origin:
             return True
-        origin = value.rstrip("/").lower()
-        if origin in self.origins:
+        if value.rstrip("/").lower() in self.origins:
             return True
-        scheme, sep, rest = origin.partition("://")
-        if not sep or scheme not in DEFAULT_PORTS:
+        origin = parse_origin(value)
+        if origin is None:
             return False
-        origin_host, origin_port = split_host(rest)
-        if self.host_ok(host, named=True):  # not a Host only "*" lets in: a rebound name would be "own"
-            assert host is not None
-            own_host, own_port = split_host(host)
-            default = DEFAULT_PORTS[scheme]  # the scheme is not compared: a TLS proxy may stand in front
-            if (origin_host, origin_port or default) == (own_host, own_port or default):
-                return True
-        return not write and origin_host in LOOPBACK_HOSTS
+        own = parse_host(host) if host and self.host_ok(host, named=True) else None
+        # not a Host only "*" lets in: a rebound name would be "own"
+        if own is not None and origin == (scheme, own[0], own[1] or DEFAULT_PORTS.get(scheme, "")):
+            return True
+        return not write and origin[1] in LOOPBACK_HOSTS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
-        if not self.host_ok(headers.get("host")):
-            log.warning("rejected a request for Host %r (not in [server] allowed_hosts)", headers.get("host"))
+        host = headers.get("host")
+        if host is not None and parse_host(host) is None:
+            log.warning("rejected a request with a malformed Host %r", host[:200])
+            await error_response(BadRequest("malformed Host header: send one host (a name, an IPv4 address or an "
+                                            "[IPv6] address) and an optional :port, nothing else"))(
+                scope, receive, send)
+            return
+        if not self.host_ok(host):
+            log.warning("rejected a request for Host %r (not in [server] allowed_hosts)", host)
             await error_response(MisdirectedHost("this Host is not allowed; add it to [server] allowed_hosts"))(
                 scope, receive, send)
             return
-        origin, host, write = headers.get("origin"), headers.get("host"), scope["method"] not in SAFE_METHODS
-        if not self.origin_ok(origin, host, write):
+        origin, write = headers.get("origin"), scope["method"] not in SAFE_METHODS
+        scheme = str(scope.get("scheme") or "http")
+        if not self.origin_ok(origin, host, write, scheme):
             log.warning("rejected a %s from Origin %r (not in [server] allowed_origins)", scope["method"], origin)
             error = Forbidden("this Origin is not allowed; add it to [server] allowed_origins")
-            if write and self.origin_ok(origin, host):
+            if write and self.origin_ok(origin, host, scheme=scheme):
                 error = Forbidden(f"a {scope['method']} from another origin ({str(origin)[:100]}) is refused: this "
-                                  "server takes writes from its own pages only; add the origin to [server] "
-                                  "allowed_origins to allow it")
+                                  f"server takes writes from its own pages only ({scheme}://, this host and port); "
+                                  "add the origin to [server] allowed_origins to allow it")
             await error_response(error)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _canonical(host: str) -> str:
+    """A configured host as ``parse_host`` writes a request's (``[0::1]`` is ``[::1]``), if it parses."""
+    parsed = parse_host(host)
+    return parsed[0] if parsed is not None else host
 
 
 class BodyLimitAndAuth:
@@ -239,4 +307,4 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 __all__ = ["LOOPBACK_HOSTS", "BodyLimitAndAuth", "BodyLimitExceeded", "FramingGuard", "HostOriginGuard", "JsonBodies",
-           "error_response", "split_host"]
+           "error_response", "parse_host", "parse_origin", "split_host"]
