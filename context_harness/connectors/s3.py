@@ -16,9 +16,11 @@ A remote end is not trusted to behave:
   retries included (``deadline.Deadline``: its sockets are shut down when the time is up, so a
   server that hangs or drips a byte at a time cannot hold the sync); connecting gets
   ``CONNECT_SECONDS`` an attempt; a retry is made only when its backoff fits in the time left.
-- A listing page must be one: an XML ``ListBucketResult`` (not an HTML page answered with 200),
-  whose keys are all there (``KeyCount``), and a truncated one must say where to go on. Anything else
-  fails the listing, and a failed listing deletes nothing (``ingest/sync.py``).
+- A listing page must be one: an XML ``ListBucketResult`` (not an HTML page answered with 200) in
+  S3's namespace (``LISTING_NAMESPACES``, every element of it), naming the bucket, whose keys are all
+  there (``KeyCount``), and a truncated one must say where to go on. Anything else fails the listing,
+  and a failed listing deletes nothing (``ingest/sync.py``): an empty listing of another namespace is
+  not an empty bucket.
 - After ``STALLED_GETS`` GETs of one sync have timed out, the rest are not tried: the endpoint is
   given up for that sync (their stored copies stay; the next sync tries again).
 """
@@ -54,6 +56,10 @@ ATTEMPTS = 4  # tries of one request, within its timeout
 CONNECT_SECONDS = 10.0  # to connect, per attempt (never past the request's timeout)
 STALLED_GETS = 3  # GETs timed out in one sync before the rest are not tried
 LISTING_ROOT = "ListBucketResult"
+# The namespaces a listing is written in: S3's own (AWS, MinIO, R2, B2, Ceph, LocalStack) and the one
+# Google Cloud Storage's XML API writes. Another one, or none, is not an S3 listing, even if it parses.
+S3_NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
+LISTING_NAMESPACES = frozenset({S3_NAMESPACE, "http://doc.s3.amazonaws.com/2006-03-01"})
 GONE_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 DENIED_CODES = frozenset({"AccessDenied", "403", "Forbidden", "AllAccessDisabled"})
 
@@ -204,7 +210,9 @@ class S3Connector:
         then a list, maybe empty)."""
         contents = page.get("Contents") or []
         what = None
-        if page.get("Name") not in (None, self.config.bucket):
+        if page.get("Name") is None:
+            what = "it does not name its bucket (Name)"
+        elif page.get("Name") != self.config.bucket:
             what = f"it lists bucket {page.get('Name')!r}"
         elif not isinstance(page.get("IsTruncated"), bool):
             what = "it does not say whether it is complete (IsTruncated)"
@@ -375,6 +383,24 @@ def _check_listing(response_dict: dict[str, Any], **kwargs: Any) -> None:
     if tag not in (LISTING_ROOT, "Error"):
         raise InvalidListing("the answer is not a valid S3 listing: "
                              + (f"its root element is <{tag[:40]}>" if tag else "its body is empty"))
+    if root is not None and tag == LISTING_ROOT:
+        _check_namespace(root)
+
+
+def _check_namespace(root: ET.Element) -> None:
+    """``InvalidListing`` unless the listing and every element in it are in one of S3's namespaces
+    (botocore reads tags without their namespace, so a foreign document would parse as a listing)."""
+    namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else None
+    if namespace not in LISTING_NAMESPACES:
+        raise InvalidListing("the answer is not a valid S3 listing: " + (
+            f"its namespace is {namespace[:80]!r}" if namespace else "it is in no XML namespace")
+            + f", not S3's ({S3_NAMESPACE})")
+    for element in root.iter():
+        if not isinstance(element.tag, str) or not element.tag.startswith(f"{{{namespace}}}"):
+            name = str(element.tag).rsplit("}", 1)[-1][:40]
+            inner = str(element.tag)[1:].split("}", 1)[0] if str(element.tag).startswith("{") else ""
+            raise InvalidListing(f"the answer is not a valid S3 listing: its <{name}> is in "
+                                 + (f"the namespace {inner[:80]!r}" if inner else "no namespace"))
 
 
 def _watch_connections(client: Any) -> None:

@@ -196,3 +196,50 @@ async def test_a_get_that_drips_is_cut_at_the_timeout_and_not_stored(tmp_path, s
         okapi = await h.search(SearchRequest(query="okapi", mode="keyword"))
         assert okapi.results == []  # no half-read body was stored
         assert await documents(h) == sorted(OBJECTS)
+
+
+S3_NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+EMPTY = f"<Name>{BUCKET}</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>"
+FOREIGN_LISTINGS = {  # issue 55: each one parses as an empty listing; each emptied the source (3 documents -> 0)
+    "no namespace, empty": (f"<ListBucketResult>{EMPTY}</ListBucketResult>", "it is in no XML namespace"),
+    "another namespace, empty": (f'<ListBucketResult xmlns="http://evil.example/doc/">{EMPTY}</ListBucketResult>',
+                                 "its namespace is 'http://evil.example/doc/'"),
+    "a prefixed namespace, empty": (f'<s:ListBucketResult xmlns:s="urn:other">{EMPTY.replace("<", "<s:").replace("<s:/", "</s:")}'
+                                    "</s:ListBucketResult>", "its namespace is 'urn:other'"),
+    "children of another namespace": (f'<ListBucketResult {S3_NS}><x:Name xmlns:x="urn:x">{BUCKET}</x:Name>'
+                                      "<KeyCount>0</KeyCount><IsTruncated>false</IsTruncated></ListBucketResult>",
+                                      "<Name> is in the namespace 'urn:x'"),
+    "no bucket name": (f"<ListBucketResult {S3_NS}><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated>"
+                       "</ListBucketResult>", "it does not name its bucket"),
+}
+
+
+@pytest.mark.parametrize("case", list(FOREIGN_LISTINGS))
+async def test_an_empty_listing_of_another_namespace_or_shape_deletes_nothing(tmp_path, server, case) -> None:
+    body, says = FOREIGN_LISTINGS[case]
+    server.plan(ok_rules())
+    async with Harness.open(s3_config(tmp_path, server)) as h:
+        assert (await h.sync()).total("added") == 3
+        server.plan([{"match": "list-type=2", "body": '<?xml version="1.0" encoding="UTF-8"?>\n' + body,
+                      "headers": XML}])
+        with pytest.raises(NotConfigured) as caught:
+            await h.sync()
+        message = str(caught.value)
+        assert message.startswith("s3:kb: cannot list s3://kb/: the answer is not a valid S3 listing"), message
+        assert says in message and "documents of earlier syncs are kept" in message, message
+        assert await documents(h) == sorted(OBJECTS)
+        assert says in await failing_reason(h)
+
+
+async def test_an_empty_bucket_in_s3s_namespace_and_googles_still_empties_the_source(tmp_path, server) -> None:
+    """A real empty listing (S3's namespace, or the one Google Cloud Storage's XML API writes) is an
+    empty bucket: the documents of the removed objects go."""
+    for n, namespace in enumerate(("http://s3.amazonaws.com/doc/2006-03-01/", "http://doc.s3.amazonaws.com/2006-03-01")):
+        server.plan(ok_rules())
+        (tmp_path / str(n)).mkdir()
+        async with Harness.open(s3_config(tmp_path / str(n), server)) as h:
+            assert (await h.sync()).total("added") == 3
+            server.plan([{"match": "list-type=2", "headers": XML,
+                          "body": f'<ListBucketResult xmlns="{namespace}">{EMPTY}</ListBucketResult>'}])
+            assert (await h.sync()).total("deleted") == 3
+            assert await documents(h) == []
