@@ -25,6 +25,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.memory": "keeping a long-running process's memory flat",
         "common.validation": "untrusted arguments turned into validated ones",
         "common.jsonlimits": "JSON from outside parsed with its nesting bounded",
+        "common.terminal": "text from elsewhere made safe to show at a terminal",
         "errors": "the error hierarchy and the one table mapping it to every rim",
         "config": "the config file as one validated object; ${VAR} expansion",
         "models": "the Pydantic models at the edges (MCP, REST, --json)",
@@ -76,7 +77,8 @@ LAYERS: dict[str, dict[str, str]] = {
 
 RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
-         "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits"}
+         "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
+         "common.terminal"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -87,6 +89,7 @@ ALLOWED: dict[str, set[str]] = {
     "common.pipes": set(),
     "common.memory": set(),
     "common.jsonlimits": set(),
+    "common.terminal": set(),
     "config": {"errors", "common.redaction"},
     "models": {"errors", "common.timestamps"},
     "common.validation": {"errors", "models", "common.jsonlimits"},
@@ -102,7 +105,7 @@ ALLOWED: dict[str, set[str]] = {
     "tools": LOWER | {"lua", "agents", "registries"},
     "notes": LOWER,
     "core.context": LOWER,
-    "core.writeback": LOWER | {"connectors", "notes", "store"},
+    "core.writeback": LOWER | {"agents", "connectors", "notes", "store"},
     "core.scripts": LOWER | {"lua", "tools", "connectors", "core.context", "agents", "registries"},
     "core.catalog": LOWER | {"agents", "tools", "core.context"},
     "core.activity": LOWER,

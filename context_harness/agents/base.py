@@ -94,6 +94,33 @@ class RunSettings:
     max_seconds: float | None = None
 
 
+CONFIG_SOURCES = ("toml", "lua")  # agents whose run settings are tables of the user's own config file
+
+
+def standing_grant(spec: AgentSpec, approve_writes: frozenset[str], config_label: str) -> str | None:
+    """Who let agent ``spec`` write without asking, or None. Pre-approval is a power of the user's own
+    config: ``approve = "writes"`` in a config table (a TOML or Lua agent), or the agent named in
+    ``[agents] approve_writes``; never a file that arrived with a registry or a cloned project, which
+    may say ``approve: writes`` only to ask for it."""
+    if spec.name in approve_writes:
+        return f"your config ([agents] approve_writes in {config_label})"
+    if spec.run.approve == "writes" and spec.source in CONFIG_SOURCES:
+        return f"your config (approve = \"writes\" in {spec.origin})"
+    return None
+
+
+def asks_to_write_unasked(path: Path) -> str | None:
+    """The name of the Markdown agent in ``path`` when its front matter says ``approve: writes`` (which
+    only the user's config can grant, ``standing_grant``); None otherwise or when it cannot be read."""
+    from context_harness.formats.markdown import split_front_matter
+
+    try:
+        meta, _ = split_front_matter(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    return str(meta.get("name") or path.stem) if meta.get("approve") == "writes" else None
+
+
 def run_settings(raw: Mapping[str, Any], where: str) -> RunSettings:
     """``RunSettings`` from an agent's keys (``model``, ``approve``, ``max_steps``, ``max_seconds``);
     ``ConfigError`` names the key that is wrong."""
@@ -254,5 +281,6 @@ def guarded(resolver: Callable[[dict[str, Any], Any], Any], what: str, default_t
     return resolve
 
 
-__all__ = ["AGENT_NAME", "Agent", "AgentContext", "AgentSpec", "Argument", "Resolver", "check_name",
-           "coerce_prompt", "fill_placeholders", "guarded", "parse_arguments", "static_resolver", "string_list"]
+__all__ = ["AGENT_NAME", "Agent", "AgentContext", "AgentSpec", "Argument", "Resolver", "asks_to_write_unasked",
+           "check_name", "coerce_prompt", "fill_placeholders", "guarded", "parse_arguments", "standing_grant",
+           "static_resolver", "string_list"]

@@ -96,6 +96,10 @@ class AgentsSection(BaseModel):
     script: dict[str, ScriptConfig] = Field(default_factory=dict, description="Lua agents by name")
     page_size: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="resources/list page size "
                            "for agent:// and skill:// resources")
+    approve_writes: list[str] = Field(default_factory=list, description="agents defined outside this file (Markdown "
+                                      "files, a registry's, the project's .ctx/agents) whose writes `ctx agent run` "
+                                      "may make without asking; a file's own approve: writes is honoured only for "
+                                      'these (a TOML [agents.NAME] or [agents.script.NAME] says approve = "writes")')
 
 
 class _Root(BaseModel):
@@ -108,6 +112,7 @@ class AgentSettings:
     def __init__(self, section: AgentsSection, base_dir: Path, config_label: str, *, defaults: bool) -> None:
         self.config_label = config_label
         self.page_size = section.page_size
+        self.approve_writes = frozenset(section.approve_writes)
 
         def absolute(p: Path) -> Path:
             p = p.expanduser()

@@ -10,7 +10,6 @@ which stops a run the same way). A run whose process died (kill -9) shows as ``i
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ import click
 
 from context_harness.cli.agents import parse_args
 from context_harness.cli.support import config_option, print_json, run_with_harness
+from context_harness.common.terminal import shown
 
 if TYPE_CHECKING:
     from context_harness.core.face import Approval, Harness
@@ -65,10 +65,11 @@ def run(ctx: click.Context, agent_name: str, task: str, args: tuple[str, ...], m
     if as_json:
         print_json(record)
     elif record.get("answer"):
-        click.echo(record["answer"].rstrip())
+        answer = record["answer"].rstrip()
+        click.echo(shown(answer) if sys.stdout.isatty() else answer)  # a pipe gets the text as the model wrote it
     status = record["status"]
     if status != "finished":
-        click.echo(f"run {record['id']} {status}: {record.get('reason')}", err=True)
+        click.echo(shown(f"run {record['id']} {status}: {record.get('reason')}"), err=True)
     sys.exit(EXIT.get(status, 1))
 
 
@@ -77,10 +78,14 @@ def _as_ctrl_c(signum: int, frame: Any) -> None:
 
 
 async def _ask(approval: Approval) -> str:
-    """A person at the terminal approves one call: yes, no, or always (this tool, for this run)."""
-    shown = json.dumps(approval.arguments, ensure_ascii=False)
-    click.echo(f"  {approval.tool} {approval.why}: {shown}", err=True)
+    """A person at the terminal approves one call: yes, no, or always (this tool, for this run). What
+    was typed before the call was shown (while the model was thinking, or a doubled ``y``) is thrown
+    away first, so only an answer given to this prompt counts; the arguments are shown with control
+    and bidirectional characters escaped."""
+    click.echo(f"  {shown(approval.tool, lines=False)} {approval.why}: {shown(approval.shown(), lines=False)}",
+               err=True)
     while True:
+        _discard_typed_ahead()
         click.echo(PROMPT, err=True, nl=False)
         try:
             line = await _read_line()
@@ -96,6 +101,16 @@ async def _ask(approval: Approval) -> str:
         click.echo(f"  {answer!r} is not one of y, n, a", err=True)
 
 
+def _discard_typed_ahead() -> None:
+    """Flush what the terminal holds unread (POSIX ``tcflush``; a no-op elsewhere)."""
+    try:
+        import termios
+
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):  # not a terminal after all, or no termios (Windows)
+        return
+
+
 async def _read_line() -> str | None:
     """A line typed at the terminal (None at its end). Read on the event loop, not in a thread, so
     Ctrl-C at the prompt stops the run at once (a thread blocked on stdin held the process)."""
@@ -106,19 +121,19 @@ async def _read_line() -> str | None:
         return text or None
     fd = sys.stdin.fileno()
     data = b""
-    while not data.endswith(b"\n"):
+    while b"\n" not in data:
         await anyio.wait_readable(fd)
         piece = os.read(fd, 1024)
         if not piece:
             return data.decode("utf-8", "replace") if data else None
         data += piece
-    return data.decode("utf-8", "replace")
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace")  # one line: a second one typed on is not kept
 
 
 def _echo_step(step: dict[str, Any]) -> None:
     line = describe_step(step)
     if line is not None:
-        click.echo(line, err=True)
+        click.echo(shown(line), err=True)
 
 
 def describe_step(step: dict[str, Any]) -> str | None:
@@ -205,11 +220,11 @@ def show(ctx: click.Context, run_id: str, as_json: bool, config_path: str | None
     for step in record.get("steps") or []:
         line = describe_step(step)
         if line is not None:
-            click.echo(line)
+            click.echo(shown(line))
     click.echo(f"tokens: {tokens.get('prompt', 0):,} prompt, {tokens.get('completion', 0):,} completion")
     if record.get("answer"):
         click.echo("\n--- answer ---")
-        click.echo(record["answer"].rstrip())
+        click.echo(shown(record["answer"].rstrip()))
 
 
 __all__ = ["describe_step", "run", "runs", "show"]

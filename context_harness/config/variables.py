@@ -96,7 +96,7 @@ def missing_vars(value: Any, environ: dict[str, str] | None = None) -> list[str]
     return list(dict.fromkeys(name for item in items for name in missing_vars(item, environ)))
 
 
-AGENT_RESERVED = ("paths", "skill_paths", "inline", "script", "page_size")  # see agents/settings.py
+AGENT_RESERVED = ("paths", "skill_paths", "inline", "script", "page_size", "approve_writes")  # see agents/settings.py
 
 
 ComponentKind = Literal["connector", "tool", "agent", "model"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar, cast
@@ -40,6 +41,7 @@ from context_harness.tools.toolset import ToolSet
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+_CALLER_SCOPE: ContextVar[frozenset[str] | None] = ContextVar("caller_scope", default=None)  # a scoped call's tools
 RunBlocking = Callable[..., Awaitable[Any]]
 Listener = Callable[[str], None]
 """Called with ``"tools"``, ``"prompts"``, ``"resources"`` or ``"instructions"`` after a change."""
@@ -140,7 +142,11 @@ class Catalog:
 
     async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
         tool = self.tool(name, agent)
-        return ToolResult(tool, await tool.call(arguments if arguments is not None else {}))
+        scope = _CALLER_SCOPE.set(frozenset(self.agent_scope(agent)) if agent is not None else None)
+        try:  # agent_run reads the caller's scope: the agent it runs must fit inside it
+            return ToolResult(tool, await tool.call(arguments if arguments is not None else {}))
+        finally:
+            _CALLER_SCOPE.reset(scope)
 
     def agent_scope(self, agent: str) -> list[str]:
         if not self.agent_library.names():
@@ -213,7 +219,7 @@ class Catalog:
     async def run_agent(self, agent: str, task: str, arguments: dict[str, Any], model: str | None) -> dict[str, Any]:
         """``agent_run``: the run loop with what the calling client lends it (``RUN_CLIENT``)."""
         side = RUN_CLIENT.get() or ClientSide()
-        request = RunRequest(agent=agent, task=task, arguments=arguments, model=model)
+        request = RunRequest(agent=agent, task=task, arguments=arguments, model=model, within=_CALLER_SCOPE.get())
         return await self.host.run_agent(request, approver=side.approver, on_step=side.on_step,
                                          fallback=side.model)
 

@@ -10,11 +10,19 @@ error) is fed back to it; what the endpoint gets wrong (``ModelError``) ends the
 a step of the record, never a traceback.
 
 Writes need approval: a tool that is not read-only or is destructive (its MCP annotations) runs only
-when ``--yes`` was given, the agent says ``approve = "writes"``, or the ``approver`` (a person at a
-terminal, or in the console) says yes; otherwise the call is refused and the model told so.
+when ``--yes`` was given, the user's own config pre-approves the agent (``agents.base.standing_grant``:
+never a file that came with a registry or a clone), or the ``approver`` (a person at a terminal, in the
+console, or the MCP client's user) says yes to that very call (``Approval``: its id and digest);
+otherwise the call is refused and the model told so. A run started from a server that serves one agent
+may only run agents whose tools fit inside that agent's (``RunRequest.within``).
 
-The record (``RunRecord``) is saved in the workspace after every step, so a crash leaves what happened
-so far; secrets are scrubbed from every string in it (``common.redaction``).
+Budgets hold inside a reply too: before every tool call the run's time and tokens are checked, a reply
+may ask for at most ``CALLS_PER_REPLY`` calls, and a tool call waits at most for the time the run has
+left. An endpoint that reports no token counts is charged an estimate (a token per four characters).
+
+Each step is appended to the record in the workspace as it happens (``add_run_step``), so a crash leaves
+what happened so far and a long run costs the same per step; secrets are scrubbed from every string in
+it (``common.redaction``).
 """
 
 from __future__ import annotations
@@ -31,11 +39,20 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from context_harness.agents.base import CLAUDE_CODE_MODELS, AgentSpec
+from context_harness.agents.base import CLAUDE_CODE_MODELS, AgentSpec, standing_grant
 from context_harness.agents.chat import ChatModel, ChatReply, OpenAIChat, ToolCall
 from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
+from context_harness.agents.settings import load_settings
 from context_harness.common.redaction import redact
-from context_harness.errors import BadRequest, HarnessError, ModelError, NotConfigured, NotFound, as_harness_error
+from context_harness.errors import (
+    BadRequest,
+    Forbidden,
+    HarnessError,
+    ModelError,
+    NotConfigured,
+    NotFound,
+    as_harness_error,
+)
 
 if TYPE_CHECKING:
     from context_harness.config import Config, ModelConfig
@@ -47,6 +64,8 @@ RESULT_CHARS = 16_000  # of a tool's result fed back to the model (get is capped
 RECORD_CHARS = 4_000  # of a tool's result or a message kept in the run's record
 REPEATS = 3  # the same call with the same arguments this many times in a row ends the run
 NOT_OFFERED = frozenset({"agent_run"})  # a run does not start runs
+CALLS_PER_REPLY = 32  # tool calls run from one reply; the rest are refused, each told so
+CHARS_PER_TOKEN = 4  # the estimate charged when an endpoint reports no token counts
 
 
 
@@ -98,14 +117,22 @@ class Running:
             raise BadRequest("the task is empty: say what the agent should do")
         spec = self.catalog.agent_library.spec(request.agent)  # NotFound, naming close matches
         spec.check_arguments(request.arguments)  # BadRequest before a run begins
+        if request.within is not None:
+            _check_within(spec, request.within)
         if model is None and fallback is not None and not self.config.models and not request.model and (
                 spec.run.model is None or spec.run.model in CLAUDE_CODE_MODELS):
             model = fallback
         chosen, note = (model, None) if model is not None else self._chat_model(spec, request.model)
         limits = self._budget(spec, request, self.config.models.get(chosen.name))
-        run = Run(self, spec, request, chosen, limits, approver, on_step)
+        settings = load_settings(self.config)
+        grant = standing_grant(spec, settings.approve_writes, settings.config_label)
+        run = Run(self, spec, request, chosen, limits, approver, on_step, grant)
         if note:
             await run.step("note", text=note)
+        if spec.run.approve == "writes" and grant is None:
+            await run.step("note", text=f"agent '{spec.name}' asks that its writes need no approval ({spec.origin}); "
+                           f"only your own config can grant that: add \"{spec.name}\" to [agents] approve_writes in "
+                           f"{settings.config_label}. Until then each write is asked.")
         return run
 
     def _chat_model(self, spec: AgentSpec, override: str | None) -> tuple[ChatModel, str | None]:
@@ -181,6 +208,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _check_within(spec: AgentSpec, within: frozenset[str]) -> None:
+    """A scoped caller (a server serving one agent) may run only an agent whose tools fit inside its own."""
+    outside = [name for name in dict.fromkeys(spec.tools) if name not in NOT_OFFERED and name not in within]
+    if outside:
+        raise Forbidden(f"agent '{spec.name}' uses tools outside this server's scope ({', '.join(outside)}); "
+                        f"a server serving one agent runs only agents whose tools are among its own "
+                        f"({', '.join(sorted(within)) or 'none'})")
+
+
 def _default_model(models: dict[str, ModelConfig], config: Config) -> str:
     if "default" in models or len(models) == 1:
         return "default" if "default" in models else next(iter(models))
@@ -196,9 +232,9 @@ class Run:
     """One run: the conversation, the record, the budget and the approvals given so far."""
 
     def __init__(self, host: Running, spec: AgentSpec, request: RunRequest, model: ChatModel, budget: Budget,
-                 approver: Approver | None, on_step: StepListener | None) -> None:
+                 approver: Approver | None, on_step: StepListener | None, grant: str | None = None) -> None:
         self.host, self.spec, self.request, self.model, self.budget = host, spec, request, model, budget
-        self.approver, self.on_step = approver, on_step
+        self.approver, self.on_step, self.grant = approver, on_step, grant
         self.always: set[str] = set()  # tools a person said "always" to
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
@@ -252,21 +288,44 @@ class Run:
         schemas = [_schema(tool) for tool in tools]
         by_name = {tool.name: tool for tool in tools}
         for _ in range(self.budget.steps):
-            left = self.budget.seconds - (time.monotonic() - self.started)
-            if left <= 0:
+            if self._left() <= 0:
                 return await self._end("budget", f"max_seconds ({self.budget.seconds:g} s) reached")
-            reply = await self._ask(schemas, left)
+            reply = await self._ask(schemas, self._left())
             if reply is None:
                 return None
             if not reply.tool_calls:
                 self.record["answer"] = reply.content
                 return await self._end("finished", "the model gave its answer")
-            if self._spent():
-                return await self._end("budget", f"max tokens ({self.budget.tokens:,}) reached")
-            for call in reply.tool_calls:
-                if await self._call(call, by_name):
-                    return None
+            if await self._calls(reply.tool_calls, by_name):
+                return None
         return await self._end("budget", f"max_steps ({self.budget.steps}) reached without a final answer")
+
+    async def _calls(self, calls: list[ToolCall], tools: dict[str, Tool]) -> bool:
+        """Run one reply's calls, the budget checked before each; True when the run ended. Every call
+        gets an answer (the chat protocol wants one per call id), those not run a refusal."""
+        for index, call in enumerate(calls):
+            ended = self._over_budget()
+            if ended is None and index >= CALLS_PER_REPLY:
+                reason = f"one reply may ask for at most {CALLS_PER_REPLY} tool calls; this one was not run"
+                await self._feed(call, {"error": {"code": "refused", "message": reason}}, "refused", reason)
+                continue
+            if ended is not None:
+                await self._end("budget", ended)
+                return True
+            if await self._call(call, tools):
+                return True
+        return False
+
+    def _left(self) -> float:
+        return self.budget.seconds - (time.monotonic() - self.started)
+
+    def _over_budget(self) -> str | None:
+        """Why the run must end now (its time or its tokens are spent), or None."""
+        if self._left() <= 0:
+            return f"max_seconds ({self.budget.seconds:g} s) reached"
+        if self._spent():
+            return f"max tokens ({self.budget.tokens:,}) reached"
+        return None
 
     async def _ask(self, schemas: list[dict[str, Any]], left: float) -> ChatReply | None:
         began = time.monotonic()
@@ -279,13 +338,19 @@ class Run:
             else:
                 await self._end("failed", exc.message, error=exc)
             return None
+        spent = {"prompt": reply.prompt_tokens, "completion": reply.completion_tokens}
+        estimated = spent["prompt"] + spent["completion"] <= 0
+        if estimated:  # an endpoint that reports nothing is charged what the text costs, roughly
+            spent = _estimate(self.messages, reply)
         tokens = self.record["tokens"]
-        tokens["prompt"] += reply.prompt_tokens
-        tokens["completion"] += reply.completion_tokens
+        tokens["prompt"] += spent["prompt"]
+        tokens["completion"] += spent["completion"]
         self.messages.append(reply.message())
         await self.step("model", text=_clip(reply.content), seconds=round(time.monotonic() - began, 3),
-                  calls=[{"id": c.id, "tool": c.name, "arguments": _clip(c.arguments)} for c in reply.tool_calls],
-                  tokens={"prompt": reply.prompt_tokens, "completion": reply.completion_tokens})
+                        calls=[{"id": c.id, "tool": c.name, "arguments": _clip(c.arguments)}
+                               for c in reply.tool_calls[:CALLS_PER_REPLY]],
+                        tokens={**spent, **({"estimated": True} if estimated else {})},
+                        **({"calls_asked": len(reply.tool_calls)} if len(reply.tool_calls) > CALLS_PER_REPLY else {}))
         return reply
 
     def _spent(self) -> bool:
@@ -312,13 +377,22 @@ class Run:
         assert tool is not None
         if not await self._approved(tool, arguments, call):
             return False
+        if (ended := self._over_budget()) is not None:  # the approval may have taken the rest of the time
+            await self._end("budget", ended)
+            return True
         began = time.monotonic()
         try:
-            result = await self.host.call_tool(call.name, arguments, agent=None)
+            with anyio.move_on_after(self._left()) as waited:
+                result = await self.host.call_tool(call.name, arguments, agent=None)
         except Exception as exc:  # a tool's bug too is fed back (as internal, as MCP does; the log has its traceback)
             error = as_harness_error(exc, f"tool {call.name!r}")
             await self._feed(call, error.to_dict(), "error", error.message, began)
             return False
+        if waited.cancelled_caught:
+            reason = f"{call.name} did not finish within the run's max_seconds ({self.budget.seconds:g} s)"
+            await self._feed(call, {"error": {"code": "timeout", "message": reason}}, "timeout", reason, began)
+            await self._end("budget", f"max_seconds ({self.budget.seconds:g} s) reached during a call of {call.name}")
+            return True
         await self._feed(call, None, "ok", result.text, began)
         return False
 
@@ -329,30 +403,33 @@ class Run:
             return True
         by = self._standing_approval(tool.name)
         refused_by = "a person said no" if self.approver is not None else "no one could be asked"
+        asked = Approval(tool.name, arguments, why)
         if by is None and self.approver is not None:
             answer = "no"
-            with anyio.move_on_after(max(0.0, self.budget.seconds - (time.monotonic() - self.started))) as waited:
-                answer = await self.approver(Approval(tool.name, arguments, why))  # a client may never answer
+            with anyio.move_on_after(max(0.0, self._left())) as waited:
+                answer = await self.approver(asked)  # a client may never answer
             if waited.cancelled_caught:
                 refused_by = f"no answer within the run's max_seconds ({self.budget.seconds:g} s)"
             if answer == "always":
                 self.always.add(tool.name)
             by = {"yes": "a person", "always": "a person (always, for this run)"}.get(answer)
-        await self.step("approval", tool=tool.name, call=call.id, approved=by is not None, by=by or refused_by)
+        await self.step("approval", tool=tool.name, call=call.id, request=asked.id, digest=asked.digest,
+                        approved=by is not None, by=by or refused_by)
         if by is not None:
             return True
         reason = f"{tool.name} {why} and was not approved" + (
             "" if self.approver is not None else
             ": no one could be asked (no terminal, and no client that asks its user); approve writes when the "
-            "run starts (ctx agent run --yes, the console's box) or give the agent approve = \"writes\"")
+            "run starts (ctx agent run --yes, the console's box) or pre-approve the agent in your own config "
+            "([agents] approve_writes)")
         await self._feed(call, {"error": {"code": "refused", "message": reason}}, "refused", reason)
         return False
 
     def _standing_approval(self, tool: str) -> str | None:
         if self.request.yes:
             return "the run's start (--yes, or the console's approve-every-write box)"
-        if self.spec.run.approve == "writes":
-            return f"the agent's approve = \"writes\" ({self.spec.origin})"
+        if self.grant is not None:
+            return self.grant
         if tool in self.always:
             return "a person (always, for this run)"
         return None
@@ -403,6 +480,13 @@ def needs_approval(tool: Tool) -> str | None:
     if hints.get("readOnlyHint") is not True:
         return "writes"
     return None
+
+
+def _estimate(messages: list[dict[str, Any]], reply: ChatReply) -> dict[str, int]:
+    """Tokens of a request and its reply, estimated from their characters (``CHARS_PER_TOKEN``)."""
+    sent = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in messages)
+    answered = len(reply.content or "") + sum(len(c.name) + len(c.arguments) for c in reply.tool_calls)
+    return {"prompt": sent // CHARS_PER_TOKEN + 1, "completion": answered // CHARS_PER_TOKEN + 1}
 
 
 def _arguments(text: str) -> tuple[dict[str, Any], str | None]:

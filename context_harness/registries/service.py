@@ -184,13 +184,28 @@ def _checked(known: Registries, resolution: Resolution) -> tuple[Copy | None, bo
     return (known.copy_of_script(entry.path), True) if entry is not None else (None, True)
 
 
+def _asks_to_approve(config: Config, script: Path) -> str:
+    """What the listing adds for an agent file that says ``approve: writes``: a registry's file may ask
+    for that, only the user's config grants it (``[agents] approve_writes``)."""
+    from context_harness.agents.base import asks_to_write_unasked
+    from context_harness.agents.settings import load_settings
+
+    name = asks_to_write_unasked(script)
+    if name is None:
+        return ""
+    if name in load_settings(config).approve_writes:
+        return "; writes without asking (granted by your config's [agents] approve_writes)"
+    return ("; asks to write without asking: not granted, each write is asked (your config's [agents] "
+            "approve_writes grants it)")
+
+
 def _state(known: Registries, resolution: Resolution) -> tuple[str, Verdict | None]:
     """What ``ctx registry list`` shows as the state, and the verdict behind it (None: nothing checked)."""
     copy, added = _checked(known, resolution)
     if copy is None or copy.extension is None:
         return "explicit config", None
     if copy.extension.kind == "agent":
-        return "on", None
+        return "on" + _asks_to_approve(known.config, copy.extension.script), None
     if copy.extension.kind == "connector" and copy.level != "project" and not added:
         return "available (`ctx registry add " + resolution.id + "` to use it)", None
     verdict = known.verdict(copy, added)

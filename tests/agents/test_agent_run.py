@@ -223,7 +223,7 @@ async def test_approve_writes_on_the_agent_lets_it_write(tmp_path: Path) -> None
             record = await harness.run_agent(RunRequest(agent="trusted", task="Write it"))
     assert record["status"] == "finished"
     [approval] = steps_of(record, "approval")
-    assert approval["approved"] is True and approval["by"].startswith('the agent\'s approve = "writes"')
+    assert approval["approved"] is True and approval["by"].startswith('your config (approve = "writes" in [agents.trusted] in ')
     assert (tmp_path / "notes" / "projects" / "meeting.md").is_file()
 
 
