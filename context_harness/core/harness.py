@@ -169,6 +169,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         self.store, self.index, self.vectors = self.backend.documents, self.backend.keyword, self.backend.vectors
         self.engine = SearchEngine(self.config, self.store, self.index,
                                    self.semantic if self.vectors is not None else None)
+        self._hold_roots()
 
     def semantic(self) -> SemanticBackend:
         """The embedder and vector index, created on first use (the model loads on first embed)."""
@@ -204,6 +205,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         return True
 
     def close(self) -> None:
+        self._release_roots()
         if self.backend is not None:
             self.backend.close()
 

@@ -25,6 +25,7 @@ from context_harness.models import (
 )
 from context_harness.notes import edits, files, trash
 from context_harness.notes.paths import resolve
+from context_harness.notes.roots import Root, Roots
 from context_harness.store.records import document_id
 
 if TYPE_CHECKING:
@@ -57,7 +58,27 @@ class WriteBack:
     def writable_sources(self) -> list[str]:
         return [c.label for c in self.connectors if write_settings(c) is not None]
 
-    def _writable(self, source: str) -> tuple[Writable, WriteSettings]:
+    @property
+    def _roots(self) -> Roots:
+        """The writable sources' root folders, held open until ``close`` (``notes.roots``)."""
+        roots = self.__dict__.get("_held_roots")
+        return roots if roots is not None else self.__dict__.setdefault("_held_roots", Roots())
+
+    def _release_roots(self) -> None:
+        self._roots.close()
+
+    def _hold_roots(self) -> None:
+        """Open the root of every writable source that exists now, to be walked from for the life of
+        the source (``notes.roots``); a root that appears later is held when first used."""
+        for connector in self.connectors:
+            settings = write_settings(connector)
+            if settings is not None and settings.root.is_dir():
+                try:
+                    self._roots.hold(settings.root, connector.label)
+                except OSError as exc:  # swapped at this very moment: refused at its first use
+                    log.warning("could not hold the folder of source %s (%s): %s", connector.label, settings.root, exc)
+
+    def _writable(self, source: str) -> tuple[Writable, WriteSettings, Root]:
         connector = next((c for c in self.connectors if c.label == source or c.label == f"filesystem:{source}"), None)
         if connector is None:
             known = ", ".join(self.writable_sources()) or "none"
@@ -67,70 +88,80 @@ class WriteBack:
             raise NotConfigured(f"source {connector.label!r} is read-only; set writable = true in its "
                                 "[connectors.filesystem.NAME] section to let the note tools write there (only "
                                 "folder sources can be written)")
-        if not settings.root.is_dir():
+        if self._roots.held(settings.root) is None and not settings.root.is_dir():
             where = ("this replica does not hold it: send note tools to the replica that watches the folder"
                      if self.config.db.backend == "postgres" else "create it, or fix root in the config")
             raise NotConfigured(f"the folder of source {connector.label!r} ({settings.root}) is missing; {where}")
-        return connector, settings
+        try:
+            root = self._roots.hold(settings.root, connector.label)
+        except OSError:
+            raise Conflict(f"the folder of source {connector.label!r} ({settings.root}) changed while it was being "
+                           "opened (a symlink or no folder in its place); put the folder back and retry") from None
+        root.check()
+        return connector, settings, root
+
+    def _place(self, root: Root, rel: str, write_globs: list[str] | None, *, naming: bool = True) -> str:
+        """``rel`` checked (``notes.paths.resolve``), as the source names it."""
+        rel = resolve(root, rel, write_globs, naming=naming).relative_to(root.path).as_posix()
+        return rel
 
     async def note_write(self, request: NoteWriteRequest) -> NoteResult:
-        connector, settings = self._writable(request.source)
-        target = resolve(settings.root, request.path, settings.write_globs)
-        rel = _rel(settings, target)
+        connector, settings, root = self._writable(request.source)
+        rel = self._place(root, request.path, settings.write_globs)
         text = _new_note(request.content, request.title, request.tags, settings.front_matter)
 
         async with self.writing(f"note_write {rel}"):
-            await self.run_blocking(files.write, settings.root, rel, text, overwrite=request.overwrite)
-        return await self._done("note_write", connector, rel, "written")
+            await self.run_blocking(files.write, root, rel, text, overwrite=request.overwrite)
+        return await self._done("note_write", connector, root, rel, "written")
 
     async def note_edit(self, request: NoteEditRequest) -> NoteResult:
-        connector, settings, rel = await self._document(request.id)
-        resolve(settings.root, rel, settings.write_globs, naming=False)
+        connector, settings, root, rel = await self._document(request.id)
+        self._place(root, rel, settings.write_globs, naming=False)
 
         def edit() -> None:
-            self._check_version(connector, rel, request.expected_version)
-            files.edit(settings.root, rel, lambda text: _apply(text, request))
+            self._check_version(connector, root, rel, request.expected_version)
+            files.edit(root, rel, lambda text: _apply(text, request))
 
         async with self.writing(f"note_edit {rel}"):
             await self.run_blocking(edit)
-        return await self._done("note_edit", connector, rel, "edited")
+        return await self._done("note_edit", connector, root, rel, "edited")
 
     async def note_move(self, request: NoteMoveRequest) -> NoteResult:
-        connector, settings, rel = await self._document(request.id)
-        resolve(settings.root, rel, settings.write_globs, naming=False)
-        new_rel = _rel(settings, resolve(settings.root, request.to, settings.write_globs))
+        connector, settings, root, rel = await self._document(request.id)
+        self._place(root, rel, settings.write_globs, naming=False)
+        new_rel = self._place(root, request.to, settings.write_globs)
 
         def move() -> None:
-            self._check_version(connector, rel, request.expected_version)
-            files.move(settings.root, rel, new_rel)
+            self._check_version(connector, root, rel, request.expected_version)
+            files.move(root, rel, new_rel)
 
         async with self.writing(f"note_move {rel} -> {new_rel}"):
             await self.run_blocking(move)
-        await self.sync_paths(connector.label, [rel])
-        return await self._done("note_move", connector, new_rel, "moved")
+        await self._synced(connector, root, rel)
+        return await self._done("note_move", connector, root, new_rel, "moved")
 
     async def note_delete(self, request: NoteDeleteRequest) -> NoteResult:
-        connector, settings, rel = await self._document(request.id)
-        resolve(settings.root, rel, settings.write_globs, naming=False)
+        connector, settings, root, rel = await self._document(request.id)
+        self._place(root, rel, settings.write_globs, naming=False)
 
         def delete() -> trash.TrashEntry:
-            version = self._check_version(connector, rel, request.expected_version)
-            return files.delete(settings.root, rel, self._trash_dir(), connector.label, version)
+            version = self._check_version(connector, root, rel, request.expected_version)
+            return files.delete(root, rel, self._trash_dir(), connector.label, version)
 
         async with self.writing(f"note_delete {rel}"):
             entry = await self.run_blocking(delete)
-        result = await self._done("note_delete", connector, rel, "deleted")
+        result = await self._done("note_delete", connector, root, rel, "deleted")
         return result.model_copy(update={"trash_id": entry.id})
 
     async def note_restore(self, entry_id: str | None = None, path: str | None = None) -> NoteResult:
         """Put a deleted note back: the trash entry ``entry_id``, or the latest one for ``path``."""
         entry = trash.find(self._trash_dir(), entry_id, path)
-        connector, settings = self._writable(entry.source)
-        rel = _rel(settings, resolve(settings.root, entry.path, settings.write_globs))
+        connector, settings, root = self._writable(entry.source)
+        rel = self._place(root, entry.path, settings.write_globs)
 
         async with self.writing(f"note_restore {rel}"):
-            await self.run_blocking(files.restore, settings.root, self._trash_dir(), entry, rel)
-        return await self._done("note_restore", connector, rel, "restored")
+            await self.run_blocking(files.restore, root, self._trash_dir(), entry, rel)
+        return await self._done("note_restore", connector, root, rel, "restored")
 
     def trash_entries(self) -> list[TrashEntryOut]:
         """The deleted notes that can be restored, newest first."""
@@ -139,15 +170,19 @@ class WriteBack:
     def _trash_dir(self) -> Path:
         return self.config.db.path.parent
 
-    async def _document(self, doc_id: str) -> tuple[Writable, WriteSettings, str]:
+    async def _document(self, doc_id: str) -> tuple[Writable, WriteSettings, Root, str]:
         doc = await self.get(doc_id)
-        connector, settings = self._writable(doc.source)
-        return connector, settings, unescape_name(doc.source_id)
+        connector, settings, root = self._writable(doc.source)
+        return connector, settings, root, unescape_name(doc.source_id)
 
-    def _check_version(self, connector: Writable, rel: str, expected: str | None) -> str | None:
+    def _check_version(self, connector: Writable, root: Root, rel: str, expected: str | None) -> str | None:
         """The version of the file on disk now (hashed as a sync hashes it); ``Conflict`` when it is
         not ``expected``."""
-        scan = connector.scan_paths([rel], ScanReport())
+        try:
+            scan = connector.scan_paths([rel], ScanReport())
+        except FileNotFoundError:  # the root went meanwhile
+            root.check()
+            raise Conflict(f"the folder of {rel} could not be read just now; nothing was changed, retry") from None
         items = [c.load() for c in scan.candidates]
         current = items[0].version() if items and items[0] is not None else None
         if expected is not None and current != expected:
@@ -155,8 +190,19 @@ class WriteBack:
                            "read it again with get and redo the change")
         return current
 
-    async def _done(self, tool: str, connector: Writable, rel: str, action: str) -> NoteResult:
-        await self.sync_paths(connector.label, [rel])
+    async def _synced(self, connector: Writable, root: Root, rel: str) -> bool:
+        """Sync ``rel`` while the root is the folder held (the connector reads by the root's path); False
+        when its folder was missing for a moment. A root swapped meanwhile is named as such."""
+        root.check()
+        try:
+            await self.sync_paths(connector.label, [rel])
+        except NotConfigured:
+            root.check()
+            return False
+        return True
+
+    async def _done(self, tool: str, connector: Writable, root: Root, rel: str, action: str) -> NoteResult:
+        synced = await self._synced(connector, root, rel)
         log.info("%s source=%s path=%s client=%s", tool, connector.label, rel, CLIENT.get())
         doc_id = document_id(connector.label, escape_name(rel))
         if action == "deleted":
@@ -164,7 +210,12 @@ class WriteBack:
         try:
             version = (await self.get(doc_id)).version
         except NotFound:  # written, but not indexed: the globs, a .gitignore, or what the file holds
-            reason = await self.run_blocking(connector.unindexed_reason, rel)
+            try:
+                reason = await self.run_blocking(connector.unindexed_reason, rel) if synced else ""
+            except FileNotFoundError:  # the root went meanwhile
+                root.check()
+                synced = False
+            reason = reason if synced else "its folder could not be read just now; sync the source again"
             return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action=action,  # type: ignore[arg-type]
                               note=f"{rel} is saved but not indexed: {reason}")
         return NoteResult(id=doc_id, source=connector.label, path=rel, version=version, action=action)  # type: ignore[arg-type]
@@ -192,11 +243,6 @@ def _apply(text: str, request: NoteEditRequest) -> str:
     if request.find is None or request.replace is None:
         raise BadRequest("find_replace needs find and replace (and count, when more than one is expected)")
     return edits.find_replace(text, request.find, request.replace, request.count)
-
-
-def _rel(settings: WriteSettings, target: Path) -> str:
-    """``target``'s path in the source, as the connector names it."""
-    return target.relative_to(settings.root).as_posix()
 
 
 __all__ = ["CLIENT", "WriteBack"]

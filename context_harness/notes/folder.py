@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from context_harness.errors import BadRequest, Conflict, Forbidden, StorageFault
 
@@ -28,6 +29,16 @@ NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 PROC_FD = Path("/proc/self/fd")
 LINK_BY_FD = PROC_FD.is_dir()  # Linux: an open file can be linked by its descriptor
+
+
+class Held(Protocol):
+    """A root folder held open (``notes.roots.Root``)."""
+
+    path: Path
+
+    def check(self) -> None: ...
+
+    def open(self) -> int: ...
 
 
 class Folder:
@@ -92,10 +103,16 @@ def same_file(a: os.stat_result | None, b: os.stat_result) -> bool:
 
 
 @contextmanager
-def walk(root: Path, parts: Sequence[str], *, create: bool = False) -> Iterator[Folder]:
+def walk(root: Path | Held, parts: Sequence[str], *, create: bool = False) -> Iterator[Folder]:
     """The folder ``parts`` under ``root``, opened one component at a time without following a
-    symlink; missing folders are made when ``create``. The root itself is opened as configured."""
-    fd = os.open(root, os.O_RDONLY | DIRECTORY | CLOEXEC)
+    symlink; missing folders are made when ``create``. A held root (``notes.roots``) is checked, then
+    walked from its descriptor; a root given as a path is opened as it is now (the workspace's own
+    folders, and the file-level race battery)."""
+    if isinstance(root, Path):
+        fd = os.open(root, os.O_RDONLY | DIRECTORY | CLOEXEC)
+    else:
+        root.check()
+        fd = root.open()
     try:
         for index, name in enumerate(parts):
             nxt = _open_child(fd, name, create, "/".join(parts[:index + 1]))
@@ -176,4 +193,4 @@ def _kind(mode: int) -> str:
     return "a special file (a FIFO, socket or device)"
 
 
-__all__ = ["Folder", "open_path", "refusals", "same_file", "walk"]
+__all__ = ["Folder", "Held", "open_path", "refusals", "same_file", "walk"]

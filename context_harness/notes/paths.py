@@ -5,7 +5,8 @@ invisible format characters (a line break, U+202E, U+200B: they spoof names in l
 255 bytes, hidden or
 always-skipped folders (``.git``, the workspace's data), any existing component that is a symlink
 (never followed, in or out), a path outside ``write_globs``, a non-Markdown target where one is
-required, and a name that differs only in case from an existing entry.
+required, and a name that differs only in case from an existing entry. The folders on the way are
+looked into one open folder from the other, from the held root (``notes.roots``), as the write walks.
 """
 
 from __future__ import annotations
@@ -18,36 +19,60 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from context_harness.errors import BadRequest
+from context_harness.notes.folder import CLOEXEC, DIRECTORY, NOFOLLOW, Held, refusals
 
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 MARKDOWN = (".md",)
 NAME_BYTES = 255
 
 
-def resolve(root: Path, rel: str, write_globs: list[str] | None = None, *, markdown: bool = True,
+def resolve(root: Path | Held, rel: str, write_globs: list[str] | None = None, *, markdown: bool = True,
             naming: bool = True) -> Path:
     """The absolute path ``rel`` names under ``root``, checked (see the module docstring). ``naming=False``
-    for a note that exists already: its name is not judged, only where it is."""
+    for a note that exists already: its name is not judged, only where it is. A held root
+    (``notes.roots``) is checked and looked into from its descriptor, never through its path."""
     parts = _parts(rel, naming)
     if write_globs and not pathspec.PathSpec.from_lines("gitignore", write_globs).match_file("/".join(parts)):
         raise BadRequest(f"path {rel!r} is outside this source's write_globs ({', '.join(write_globs)}); "
                          "choose a path they match, or widen write_globs in the config")
     if markdown and not parts[-1].lower().endswith(MARKDOWN):
         raise BadRequest(f"path {rel!r} is not a Markdown note; end it with .md")
-    current = Path(root)
-    for index, name in enumerate(parts):
-        _check_case(current, name, rel)
-        current = current / name
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(mode):
-            raise BadRequest(f"path {rel!r} goes through a symlink ({'/'.join(parts[:index + 1])}); notes are "
-                             "never written through symlinks: choose a path of real folders")
-        if index < len(parts) - 1 and not stat.S_ISDIR(mode):
-            raise BadRequest(f"path {rel!r}: {'/'.join(parts[:index + 1])} is a file, not a folder")
-    return current
+    with refusals(rel, "changed"):
+        _look(root, parts, rel)
+    return Path(root if isinstance(root, Path) else root.path).joinpath(*parts)
+
+
+def _look(root: Path | Held, parts: list[str], rel: str) -> None:
+    """Walk ``parts`` from ``root`` as far as they exist, one open folder at a time: no component may
+    be a symlink, each but the last a folder, none a case twin of an existing entry."""
+    if isinstance(root, Path):
+        fd: int | None = os.open(root, os.O_RDONLY | DIRECTORY | CLOEXEC)
+    else:
+        root.check()
+        fd = root.open()
+    try:
+        for index, name in enumerate(parts):
+            assert fd is not None
+            _check_case(fd, name, rel)
+            try:
+                mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                return  # the rest is made by the write
+            if stat.S_ISLNK(mode):
+                raise BadRequest(f"path {rel!r} goes through a symlink ({'/'.join(parts[:index + 1])}); notes are "
+                                 "never written through symlinks: choose a path of real folders")
+            if index == len(parts) - 1:
+                return
+            if not stat.S_ISDIR(mode):
+                raise BadRequest(f"path {rel!r}: {'/'.join(parts[:index + 1])} is a file, not a folder")
+            parent, fd = fd, None
+            try:
+                fd = os.open(name, os.O_RDONLY | DIRECTORY | NOFOLLOW | CLOEXEC, dir_fd=parent)
+            finally:
+                os.close(parent)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _parts(rel: str, naming: bool = True) -> list[str]:
@@ -81,12 +106,9 @@ def _check_name(name: str, rel: str) -> None:
                          f"folder name holds at most {NAME_BYTES} bytes, choose a shorter one")
 
 
-def _check_case(folder: Path, name: str, rel: str) -> None:
-    """Refuse ``name`` when ``folder`` holds an entry equal to it but for case (the case trick)."""
-    try:
-        names = os.listdir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return
+def _check_case(folder: int, name: str, rel: str) -> None:
+    """Refuse ``name`` when the open ``folder`` holds an entry equal to it but for case (the case trick)."""
+    names = os.listdir(folder)
     if name in names:
         return
     twin = next((n for n in names if n.casefold() == name.casefold()), None)
