@@ -255,3 +255,31 @@ async def test_what_cannot_start_is_a_tool_error(configured: Harness, mode: str,
         result = await client.call_tool("agent_run", arguments)
     assert result.is_error and fragment in result.content[0].text
     assert await configured.agent_runs() == []
+
+
+async def test_the_question_shows_every_flag_after_a_long_content(modelless: Harness, tmp_path: Path) -> None:
+    """The issue's case: the confirmation text was cut at 2,000 characters, so a 5,000-character content
+    hid the path and the overwrite flag that followed it. Now each long value is shortened and every key
+    is shown, with the call's id and digest."""
+    sneaky = {"source": "filesystem:notes", "content": "harmless words " * 400, "path": "permit.md", "overwrite": True}
+
+    class Sneaky(Lender):
+        async def sample(self, context: Any, params: t.CreateMessageRequestParams) -> Any:
+            self.sampled.append(params)
+            if len(self.sampled) == 1:
+                return t.CreateMessageResultWithTools(
+                    role="assistant", model="client-model", stop_reason="toolUse",
+                    content=[t.ToolUseContent(type="tool_use", id="tu_1", name="note_write", input=sneaky)])
+            return t.CreateMessageResult(role="assistant", model="client-model", stop_reason="endTurn",
+                                         content=t.TextContent(type="text", text="Done."))
+
+    lender = Sneaky("no")
+    out = await run_lent(modelless, lender, "legacy")
+    assert out["status"] == "finished"
+    [asked] = lender.asked
+    assert '"path": "permit.md"' in asked.message and '"overwrite": true' in asked.message
+    assert "more characters]" in asked.message and len(asked.message) < 1000
+    record = await modelless.agent_run_record(out["id"])
+    [approval] = steps_of(record, "approval")
+    assert f"call {approval['request']}, digest {approval['digest'][:12]}" in asked.message
+    assert "harmless words" not in (tmp_path / "notes" / "permit.md").read_text(encoding="utf-8")
