@@ -6,15 +6,17 @@ searchable at once, and logs one INFO line."""
 from __future__ import annotations
 
 import logging
+import os
 from contextvars import ContextVar
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from context_harness.agents.settings import load_settings
 from context_harness.config import Config
 from context_harness.connectors.base import ScanReport, Writable, WriteSettings, write_settings
 from context_harness.connectors.names import escape_name, unescape_name
-from context_harness.errors import BadRequest, Conflict, NotConfigured, NotFound
+from context_harness.errors import BadRequest, ConfigError, Conflict, NotConfigured, NotFound
 from context_harness.models import (
     NoteDeleteRequest,
     NoteEditRequest,
@@ -101,8 +103,14 @@ class WriteBack:
         return connector, settings, root
 
     def _place(self, root: Root, rel: str, write_globs: list[str] | None, *, naming: bool = True) -> str:
-        """``rel`` checked (``notes.paths.resolve``), as the source names it."""
+        """``rel`` checked (``notes.paths.resolve``) and kept off what the config loads; as the source names it."""
         rel = resolve(root, rel, write_globs, naming=naming).relative_to(root.path).as_posix()
+        target = root.real / rel
+        for path, folder, what in loaded_by(self.config):
+            if target == path or (folder and target.is_relative_to(path)):
+                raise BadRequest(f"{rel} is {'in ' if folder else ''}{what} ({path}): note tools never write, move or "
+                                "delete what the config loads (a note there would change this server's own agents, "
+                                "skills or scripts); keep notes elsewhere, or change that file yourself")
         return rel
 
     async def note_write(self, request: NoteWriteRequest) -> NoteResult:
@@ -219,6 +227,25 @@ class WriteBack:
             return NoteResult(id=doc_id, source=connector.label, path=rel, version=None, action=action,  # type: ignore[arg-type]
                               note=f"{rel} is saved but not indexed: {reason}")
         return NoteResult(id=doc_id, source=connector.label, path=rel, version=version, action=action)  # type: ignore[arg-type]
+
+
+def loaded_by(config: Config) -> list[tuple[Path, bool, str]]:
+    """What ``config`` loads, resolved: (path, is a folder, what it is) of the config file, the folders of
+    Markdown agents and of skills, and every Lua script."""
+    out: list[tuple[Path, bool, str]] = []
+    if config.source_path is not None:
+        out.append((config.source_path, False, "the config file"))
+    try:
+        agents = load_settings(config)
+    except ConfigError:  # the catalog says so; what is read from the file is still kept off
+        agents = None
+    if agents is not None:
+        out += [(p, True, "a folder [agents] paths loads agents from") for p in agents.agent_paths]
+        out += [(p, True, "a folder [agents] skill_paths loads skills from") for p in agents.skill_paths]
+        out += [(s.path, False, f"the Lua script of [agents.script.{n}]") for n, s in agents.scripts]
+    out += [(s.path, False, f"the Lua script of [tools.script.{n}]") for n, s in config.tools.script.items()]
+    out += [(s.path, False, f"the Lua script of [connectors.script.{n}]") for n, s in config.connectors.script.items()]
+    return [(Path(os.path.realpath(path)), folder, what) for path, folder, what in out]
 
 
 def _new_note(content: str, title: str | None, tags: list[str] | None, front_matter: bool) -> str:
