@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from context_harness.agents.base import AGENT_NAME, string_list
 from context_harness.agents.sources import MARKDOWN_KEYS, parse_markdown_agent
 from context_harness.errors import ConfigError
+from context_harness.formats import yamlsafe
 
 NEW_SKILL = ("new_skill_name", "new_skill_category", "new_skill_description", "new_skill_instructions")
 ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # as ``settings.ArgumentConfig`` checks it
@@ -203,7 +202,7 @@ def agent_text(draft: AgentDraft, previous: dict[str, Any]) -> str:
     arguments = [row.declaration() for row in draft.declared()]
     if arguments:
         front["arguments"] = arguments
-    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1_000_000)
+    head = yamlsafe.dump(front)
     return f"---\n{head}---\n\n{draft.system_prompt.strip()}\n"
 
 

@@ -16,10 +16,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from context_harness.errors import ConfigError
-from context_harness.formats.markdown import split_front_matter
+from context_harness.formats import yamlsafe
+from context_harness.formats.markdown import read_front_matter
 
 SKILL_FILE = "SKILL.md"
 SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -57,7 +56,9 @@ def load_skill(path: Path) -> Skill:
 
 def parse_skill(text: str, path: Path) -> Skill:
     """``load_skill`` of ``text`` as if read from ``path`` (the console checks a skill before writing it)."""
-    meta, body = split_front_matter(text)
+    meta, body, refused = read_front_matter(text)
+    if refused:
+        raise ConfigError(f"skill {path}: its front matter was not read ({refused})")
     name = meta.get("name", path.parent.name)
     if not isinstance(name, str) or not SKILL_NAME.match(name):
         raise ConfigError(f"skill {path}: name must match ^[A-Za-z0-9][A-Za-z0-9_.-]{{0,63}}$ (got {name!r})")
@@ -75,7 +76,7 @@ def skill_text(name: str, description: str, category: str, instructions: str) ->
     meta = {"name": name, "description": description.strip()}
     if category.strip():
         meta["category"] = category.strip()
-    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000)
+    front = yamlsafe.dump(meta)
     return f"---\n{front}---\n\n{instructions.strip()}\n"
 
 

@@ -14,7 +14,9 @@ load unchanged::
     ---
     You are a senior reviewer ...  # the body is the system prompt
 
-Files without front matter (a README) and everything inside skill folders are skipped.
+Files without front matter (a README) and everything inside skill folders are skipped. Front matter
+past a bound of the YAML loader (``formats.yamlsafe``: an alias, over 64 KiB, over 64 levels) makes
+the file unavailable, naming the bound.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from context_harness.agents.base import (
 from context_harness.agents.settings import InlineAgentConfig
 from context_harness.agents.skills import SKILL_FILE
 from context_harness.errors import ConfigError
-from context_harness.formats.markdown import split_front_matter
+from context_harness.formats.markdown import read_front_matter
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +94,9 @@ def markdown_spec(path: Path) -> AgentSpec | None:
 
 def parse_markdown_agent(text: str, path: Path) -> AgentSpec | None:
     """``markdown_spec`` of ``text`` as if read from ``path`` (the console checks a file before writing it)."""
-    meta, body = split_front_matter(text)
+    meta, body, refused = read_front_matter(text)
+    if refused:
+        raise ConfigError(f"agent file {path}: its front matter was not read ({refused})")
     if not meta:
         log.debug("skipping %s: no front matter", path)
         return None

@@ -1,32 +1,59 @@
-"""Markdown front matter and titles."""
+"""Markdown front matter and titles.
+
+Front matter is read by the bounded YAML loader (``formats.yamlsafe``: no aliases, 64 KiB, 64
+levels). Front matter that is not YAML, not a mapping, or past a bound is not front matter: the
+note keeps its whole text as its body (so it is still indexed and found, the would-be front matter
+searchable as text), and ``read_front_matter`` says why for the callers that report it (an agent or
+skill file is then unavailable, naming the reason).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from context_harness.common import timestamps
+from context_harness.formats import yamlsafe
+
+log = logging.getLogger(__name__)
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _SETEXT_H1 = re.compile(r"^(\S[^\n]*)\n=+[ \t]*$", re.MULTILINE)
 
 
-def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """Return (front matter mapping, body). Invalid or non-mapping YAML leaves the text untouched."""
+class FrontMatter(NamedTuple):
+    meta: dict[str, Any]
+    body: str
+    refused: str | None = None  # why front matter that is there was not read (past a bound of yamlsafe)
+
+
+def read_front_matter(text: str) -> FrontMatter:
+    """(front matter mapping, body, why refused). Invalid or non-mapping YAML leaves the text untouched;
+    so does YAML past a bound of ``yamlsafe``, and ``refused`` says which."""
     match = _FRONT_MATTER.match(text)
     if not match:
-        return {}, text
+        return FrontMatter({}, text)
     try:
-        data = yaml.safe_load(match.group(1) or "") or {}
+        data = yamlsafe.load(match.group(1) or "", first_line=2) or {}
+    except yamlsafe.Refused as exc:
+        log.info("front matter not read, kept as text: %s", exc)
+        return FrontMatter({}, text, str(exc))
     except yaml.YAMLError:
-        return {}, text
+        return FrontMatter({}, text)
     if not isinstance(data, dict):
-        return {}, text
-    return {str(k): v for k, v in data.items()}, text[match.end():]
+        return FrontMatter({}, text)
+    return FrontMatter({str(k): v for k, v in data.items()}, text[match.end():])
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Return (front matter mapping, body); see ``read_front_matter``."""
+    meta, body, _ = read_front_matter(text)
+    return meta, body
 
 
 def first_heading(body: str) -> str | None:

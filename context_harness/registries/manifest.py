@@ -23,6 +23,7 @@ from context_harness.lua.grant import GATED
 from context_harness.lua.netpolicy import parse_rule
 
 MANIFEST = "registry.toml"
+MAX_MANIFEST_SIZE = 1024 * 1024  # characters (bytes, on disk); a manifest of 1,000 extensions is ~200 kB
 KIND_FOLDERS = {"connector": "connectors", "tool": "tools", "agent": "agents"}
 EXTENSION_ID = re.compile(r"^(connectors|tools|agents)/([A-Za-z0-9_.-]{1,64})$")
 CONFIG_HOST = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_.-]*)\}$")
@@ -128,10 +129,14 @@ def parse(text: str, *, label: str, root: Path, check_files: bool = True) -> Man
     """``registry.toml``'s text -> ``Manifest``; a broken file raises ``ConfigError``, a broken entry
     is listed in ``errors`` (naming ``label`` and its id) and left out. ``check_files=False``: a
     manifest of a commit not checked out (its scripts are not on disk)."""
+    if len(text) > MAX_MANIFEST_SIZE:
+        raise ConfigError(f"{label}: {len(text):,} characters; a manifest may hold at most {MAX_MANIFEST_SIZE:,}")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{label}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per level of arrays and inline tables (~330 levels end it)
+        raise ConfigError(f"{label}: invalid TOML: arrays or inline tables nested too deeply") from None
     unknown = set(raw) - {"registry", "extensions"}
     if unknown:
         raise ConfigError(f"{label}: unknown table(s) {', '.join(sorted(unknown))}; a manifest has [registry] "
@@ -177,6 +182,9 @@ def load(root: Path, label: str) -> Manifest:
     """The manifest of the registry checked out at ``root`` (``ConfigError`` when it has none)."""
     path = root / MANIFEST
     try:
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_SIZE:
+            raise ConfigError(f"{label}/{MANIFEST}: {size:,} bytes; a manifest may hold at most {MAX_MANIFEST_SIZE:,}")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{label}: no {MANIFEST} at the registry's root") from None
