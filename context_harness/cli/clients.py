@@ -2,18 +2,25 @@
 Windows, the entry it expects for a stdio server, and a merge that changes only that entry.
 
 Plain data and files, no click: ``plan`` reads the client's file and computes the new content,
-``apply`` writes it (after a backup), ``Plan.diff`` says what changes. A file that is not a JSON
-object is refused with a ``ConfigError`` and left as it is.
+``apply`` writes it (after a backup; through a temporary file of its own, with the file's mode),
+``Plan.diff`` says what changes. A file that is not a JSON object, that could not be written back
+as JSON (``NaN``, ``1e400``, a lone surrogate) or nests past ``CLIENT_FILE_DEPTH``, or a read-only
+file, is refused with a ``ConfigError`` and left as it is. ``foreign_server`` tells ``ctx doctor``
+whether a project file's entry is this installation's server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
+import math
 import os
 import shutil
+import stat
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +220,7 @@ class Plan:
     path: Path
     before: dict[str, Any] | None
     after: dict[str, Any]
+    client: Client | None = None
 
     @property
     def changed(self) -> bool:
@@ -239,8 +247,39 @@ def _kind(value: Any) -> str:
     return names.get(type(value), "object")
 
 
+CLIENT_FILE_DEPTH = 256  # how deeply a client file may nest; the deepest real one nests about 10 levels
+
+
+class _NotKept(ValueError):
+    """A value ``json`` reads but ``ctx setup`` could not write back as JSON."""
+
+
+def _constant(name: str) -> Any:
+    raise _NotKept(f"holds {name}, which is not JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotKept(f"holds the number {text[:40]}, which is too large to keep (written back it would be "
+                       "Infinity, which is not JSON)")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # past Python's limit of 4,300 digits
+        raise _NotKept(f"holds a number of {len(text)} digits, which is too large to read") from None
+
+
 def read_object(path: Path, client: Client) -> dict[str, Any] | None:
-    """The file's JSON object; None when there is no file, ``{}`` when it is empty."""
+    """The file's JSON object; None when there is no file, ``{}`` when it is empty. Refused (a
+    ``ConfigError`` naming the file, which stays as it is): text that is not UTF-8 or not JSON, JSON
+    that is not an object, nested deeper than ``CLIENT_FILE_DEPTH``, or holding what could not be
+    written back as JSON (``NaN``, ``Infinity``, a number past a float's range, a lone surrogate)."""
+    from context_harness.common import jsonlimits
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -252,14 +291,25 @@ def read_object(path: Path, client: Client) -> dict[str, Any] | None:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = jsonlimits.loads(text, max_depth=CLIENT_FILE_DEPTH, parse_constant=_constant, parse_float=_float,
+                                parse_int=_int)
+    except jsonlimits.TooDeep as exc:
+        raise _refuse(path, f"is nested more than {exc.limit} levels deep (line {exc.lineno}, column {exc.colno}); "
+                      "no client file needs that", client) from None
     except json.JSONDecodeError as exc:
         hint = (" (VS Code accepts comments and trailing commas there; `ctx setup` cannot keep them)"
                 if client.name == "vscode" else "")
         raise _refuse(path, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
                       client) from None
+    except _NotKept as exc:
+        raise _refuse(path, str(exc), client) from None
     if not isinstance(data, dict):
         raise _refuse(path, f"holds a JSON {_kind(data)}, not an object", client)
+    try:
+        dumps(data).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _refuse(path, f"holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}), which UTF-8 cannot "
+                      "hold", client) from None
     return data
 
 
@@ -274,37 +324,85 @@ def plan(client: Client, path: Path, name: str, entry: dict[str, Any]) -> Plan:
     current = servers.get(name)
     kept = {k: v for k, v in current.items() if k not in TRANSPORT_KEYS} if isinstance(current, dict) else {}
     servers[name] = {**entry, **kept}
-    return Plan(path, before, after)
+    return Plan(path, before, after, client)
 
 
 def backup_name(path: Path) -> Path:
-    """``NAME.bak-YYYYMMDDTHHMMSSZ`` beside the file, never an existing one."""
+    """``NAME.bak-YYYYMMDDTHHMMSSZ`` beside the file, never an existing one (a dangling link counts)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     candidate = path.with_name(f"{path.name}.bak-{stamp}")
     n = 1
-    while candidate.exists():
+    while os.path.lexists(candidate):
         n += 1
         candidate = path.with_name(f"{path.name}.bak-{stamp}-{n}")
     return candidate
 
 
+def _backup(source: Path, beside: Path) -> Path:
+    """A copy of ``source`` (content, mode, times) at ``backup_name(beside)``, created exclusively: a
+    link planted at that name (even a dangling one) is never written through; the next name is taken."""
+    for _ in range(100):
+        candidate = backup_name(beside)
+        try:
+            out = open(candidate, "xb")  # O_CREAT | O_EXCL: never follows a link
+        except FileExistsError:  # planted between the look and the open
+            continue
+        with out, open(source, "rb") as src:
+            shutil.copyfileobj(src, out)
+        shutil.copystat(source, candidate)
+        return candidate
+    raise FileExistsError(errno.EEXIST, "no free backup name", str(beside))
+
+
+def _writable(path: Path, mode: int) -> bool:
+    """Whether ``path`` (of ``mode``) is meant to be written: a write bit set (root may write any file;
+    a read-only one is still the user's ``chmod 444``) and this user may write it."""
+    return bool(mode & 0o222) and os.access(path, os.W_OK)
+
+
 def apply(plan: Plan) -> Path | None:
-    """Write the plan's content: back up the existing file first, then replace it atomically
-    (a symlinked file is written through the link). Returns the backup's path, if one was made."""
+    """Write the plan's content: back up the existing file first, then write a temporary file of its own
+    beside it (a random name, created exclusively, so a link planted there is never followed) with the
+    file's mode, and rename it over the file. A symlinked file is written through the link (its target
+    is replaced); a read-only one is refused. Returns the backup's path, if one was made."""
     target = plan.path.resolve() if plan.path.is_symlink() else plan.path
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ConfigError(f"{exc.filename or target}: cannot be read ({exc.strerror})") from None
+    if mode is not None and not _writable(target, mode):
+        print_hint = f"`ctx setup {plan.client.name} --print`" if plan.client else "`ctx setup CLIENT --print`"
+        raise ConfigError(f"{plan.path} is read-only (mode {mode:04o}): `ctx setup` changed nothing; make it writable "
+                          f"(chmod u+w {plan.path}) and run it again, or add the entry by hand ({print_hint} "
+                          "shows it)")
     backup = None
-    temporary = target.with_name(f".{target.name}.ctx-setup.tmp")
+    temporary: str | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():
-            backup = backup_name(plan.path)
-            shutil.copy2(target, backup)
-        temporary.write_text(dumps(plan.after), encoding="utf-8")
-        if target.exists():
-            shutil.copymode(target, temporary)
+        if mode is not None:
+            backup = _backup(target, plan.path)
+        else:
+            mask = os.umask(0o022)
+            os.umask(mask)
+            mode = 0o666 & ~mask  # a new file: as the user's umask makes files
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ctx-setup.tmp",
+                                                 dir=target.parent)
+        with os.fdopen(descriptor, "wb") as out:
+            if hasattr(os, "fchmod"):
+                os.fchmod(out.fileno(), mode)
+            out.write(dumps(plan.after).encode("utf-8"))
+            out.flush()
+            os.fsync(out.fileno())
+        if not hasattr(os, "fchmod"):
+            os.chmod(temporary, mode)
         os.replace(temporary, target)
+        temporary = None
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
         raise ConfigError(f"{exc.filename or target}: cannot be written ({exc.strerror})") from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
     return backup
