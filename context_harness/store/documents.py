@@ -255,9 +255,15 @@ class DocumentStore:
     # -- agent runs (``store/runs.py``) ------------------------------------------------------
 
     def save_run(self, record: dict[str, Any]) -> None:
-        """Store a run record, replacing the stored one of its ``id``."""
+        """Store a run record, replacing the stored one of its ``id`` (steps and all)."""
         with self.transaction() as conn:
             _RUNS.save(conn, record)
+
+    def add_run_step(self, head: dict[str, Any], step: dict[str, Any]) -> None:
+        """Append ``step`` to run ``head['id']`` and store ``head`` (the record without its steps) in
+        one transaction."""
+        with self.transaction() as conn:
+            _RUNS.add_step(conn, head, step)
 
     def runs(self, limit: int | None = 50, agent: str | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` run records (None: all; of ``agent`` only), without their steps."""

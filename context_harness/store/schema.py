@@ -8,7 +8,8 @@ One file holds everything (WAL mode):
   (``ok`` or ``error`` with its message), whichever process ran it;
 - ``skipped``: items a sync skipped for what they hold (binary, too large, encrypted ...), by the
   fingerprint they had: not read again while it is unchanged;
-- ``agent_runs``: the record of each agent run (``store/runs.py``);
+- ``agent_runs``: the record of each agent run without its steps; ``agent_run_steps``: its steps, one
+  row each in their order (``store/runs.py``);
 - ``sync_history``: each source's last whole syncs (at most ``HISTORY_KEPT``): how each ended, when
   it started and ended, and what it added, updated, deleted, left unchanged and skipped;
 - ``index_queue``: documents whose keyword-index entry is not committed yet (crash replay);
@@ -31,8 +32,9 @@ from contextlib import contextmanager
 
 from context_harness.errors import ConfigError
 from context_harness.store.connections import LinkSql
+from context_harness.store.runs import RunSql
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 HISTORY_KEPT = 50  # entries of ``sync_history`` kept per source (older ones go as new ones come)
 HISTORY_COLUMNS = ("source, outcome, error, started_at, ended_at, seconds, added, updated, deleted, unchanged, "
                    "skipped, repeats")
@@ -159,8 +161,18 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX IF NOT EXISTS sync_history_source ON sync_history(source, seq)
     """,
+    # 7: a run's steps one row each (``store/runs.py``: a step is appended, not the record rewritten);
+    # the steps stored as one JSON array in ``agent_runs.steps`` move into rows (``RunSql.move_steps``)
+    7: """
+    CREATE TABLE IF NOT EXISTS agent_run_steps(
+        run_id TEXT NOT NULL REFERENCES agent_runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        step TEXT NOT NULL,
+        PRIMARY KEY(run_id, seq)
+    )
+    """,
 }
-_FILLS = {3: lambda conn: LinkSql().fill(conn)}
+_FILLS = {3: lambda conn: LinkSql().fill(conn), 7: lambda conn: RunSql().move_steps(conn)}
 
 _VECTOR_TABLES = """
 CREATE TABLE IF NOT EXISTS embeddings(
@@ -260,7 +272,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
 # when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 6
+POSTGRES_SCHEMA_VERSION = 7
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -395,8 +407,17 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX IF NOT EXISTS sync_history_source ON sync_history(source, seq)
     """,
+    # 7: agent_run_steps, as in the SQLite schema's 7 (filled by ``POSTGRES_FILLS``)
+    7: """
+    CREATE TABLE IF NOT EXISTS agent_run_steps(
+        run_id TEXT NOT NULL REFERENCES agent_runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        step TEXT NOT NULL,
+        PRIMARY KEY(run_id, seq)
+    )
+    """,
 }
-POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn)}
+POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn), 7: lambda conn: RunSql("%s").move_steps(conn)}
 
 POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Cosine distance over vectors of one dimension (an expression index: the column takes any); the

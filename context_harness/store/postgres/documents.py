@@ -256,6 +256,10 @@ class PgDocumentStore:
         with self.db.transaction() as conn:
             _RUNS.save(conn, record)
 
+    def add_run_step(self, head: dict[str, Any], step: dict[str, Any]) -> None:
+        with self.db.transaction() as conn:
+            _RUNS.add_step(conn, head, step)
+
     def runs(self, limit: int | None = 50, agent: str | None = None) -> list[dict[str, Any]]:
         with self.db.connection() as conn:
             return _RUNS.runs(conn, limit, agent)

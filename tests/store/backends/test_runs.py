@@ -1,4 +1,5 @@
-"""The records of agent runs (``store/runs.py``, the ``agent_runs`` table of schema 5) on both backends,
+"""The records of agent runs (``store/runs.py``, the ``agent_runs`` table of schema 5; their steps one
+row each in ``agent_run_steps`` since schema 7: ``test_run_steps.py``) on both backends,
 through the real ``Harness`` over a temporary workspace: SQLite and a real PostgreSQL
 (``support/postgres.py``). Saved, replaced by id, listed newest first without their steps, filtered
 by agent, cut at a limit, a record of several MB whole; a schema-4 database migrates keeping its
@@ -113,7 +114,7 @@ async def test_a_record_without_what_a_listing_needs_is_refused(harness: Harness
     assert store.runs() == []
 
 
-async def test_a_schema_4_database_migrates_to_5_keeping_its_data(workspace: Workspace, backend: str,
+async def test_a_schema_4_database_migrates_keeping_its_data(workspace: Workspace, backend: str,
                                                                  url: str | None) -> None:
     fake.register()
     write_sample_docs(workspace)
@@ -125,10 +126,12 @@ async def test_a_schema_4_database_migrates_to_5_keeping_its_data(workspace: Wor
         assert documents[0] == 3 and outcomes["filesystem:docs"].outcome == "ok"
         if backend == "postgres":
             with store.db.transaction() as conn:  # type: ignore[attr-defined]
+                conn.execute("DROP TABLE agent_run_steps")
                 conn.execute("DROP TABLE agent_runs")
                 conn.execute("UPDATE ctx_meta SET value = '4' WHERE key = 'schema_version'")
         else:
             with store.transaction() as conn:  # type: ignore[attr-defined]
+                conn.execute("DROP TABLE agent_run_steps")
                 conn.execute("DROP TABLE agent_runs")
                 conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         assert store.schema_version == 4
