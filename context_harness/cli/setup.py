@@ -88,4 +88,5 @@ def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bo
     if backup is not None:
         click.echo(f"backup of the previous file: {backup}")
     click.echo(f"wrote {path}; restart {chosen.title} (or reload its MCP servers) to start it")
-    click.echo(f"check it as {chosen.title} will start it: ctx doctor {client}")
+    named = f" --name {shlex.quote(name)}" if name != SERVER_NAME else ""  # doctor looks for this entry
+    click.echo(f"check it as {chosen.title} will start it: ctx doctor {client}{named}")

@@ -232,6 +232,17 @@ def test_name_adds_a_second_knowledge_base_beside_the_first(run: Run, home: Path
                                                                   "work-notes": entry(other)}
 
 
+def test_the_next_step_names_the_server_it_wrote(run: Run, home: Path, kb: Path) -> None:
+    """The doctor line after a write checks the entry just written: with --name, that name (before,
+    `ctx doctor cursor` looked for "context-harness" and found another entry, or none)."""
+    named = run("setup", "cursor", "--name", "work notes", "--config", str(kb))
+    assert named.exit_code == 0
+    assert named.output.splitlines()[-1] == ("check it as Cursor will start it: ctx doctor cursor "
+                                             "--name 'work notes'")
+    plain = run("setup", "vscode", "--config", str(kb))
+    assert plain.output.splitlines()[-1] == "check it as VS Code will start it: ctx doctor vscode"
+
+
 # -- which config the entry names -------------------------------------------------------------------
 
 def test_without_config_it_names_the_one_ctx_would_use(run: Run, home: Path, kb: Path) -> None:
