@@ -14,6 +14,7 @@ import json
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -23,6 +24,7 @@ import click
 MODES = ("auto", "bar", "lines", "json", "none")
 LINE_SECONDS = 5.0
 LARGE = 200  # a step of this many items says so when it starts (embedding them takes a while)
+RATE_WINDOW = 20.0  # seconds of recent progress the rate and the time left are measured over
 Emit = Callable[[dict[str, Any]], None]
 
 
@@ -70,6 +72,23 @@ class _Step:
     said: float
     done: int = 0
     spoke: bool = False
+    # (time, done) of recent progress; the first is the last one at or before the window's start
+    samples: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def measure(self, now: float, done: int) -> None:
+        if not self.samples:
+            self.samples.append((self.started, 0))
+        self.done = done
+        self.samples.append((now, done))
+        while len(self.samples) > 2 and self.samples[1][0] <= now - RATE_WINDOW:
+            self.samples.popleft()
+
+    def rate(self, now: float) -> float:
+        """Items a second over the last ``RATE_WINDOW`` seconds (since the start, before that): a run
+        that slows down (a loaded machine, longer texts) is seen within the window, not diluted by
+        its whole past (issue 50: 211 s said, 510 s taken)."""
+        since, then = self.samples[0] if self.samples else (self.started, 0)
+        return (self.done - then) / (now - since) if now > since else 0.0
 
 
 @dataclass
@@ -99,7 +118,7 @@ class Lines:
                 self._say(f"{label}: {step.total:,} to do", step)
         elif kind == "progress" and label in self.steps:
             step = self.steps[label]
-            step.done = int(event.get("done") or 0)
+            step.measure(now, int(event.get("done") or 0))
             if now - step.said >= self.every and step.done < step.total:  # at the end, "done" speaks
                 self._say(f"{label}: {self._figures(step, now)}", step)
         elif kind == "done":
@@ -145,9 +164,8 @@ class Lines:
         shown = f"{step.done:,}/{step.total:,}"
         if step.total:
             shown += f" ({100 * step.done // step.total}%)"
-        elapsed = now - step.started
-        if step.done and elapsed > 0:
-            rate = step.done / elapsed
+        rate = step.rate(now)
+        if step.done and rate > 0:
             shown += f", {rate:,.1f}/s"
             if step.total > step.done:
                 shown += f", about {(step.total - step.done) / rate:,.0f} s left"
@@ -173,7 +191,8 @@ def _bar() -> tuple[Emit, Callable[[], None]]:
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
-                        TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                        speed_estimate_period=RATE_WINDOW)  # the rate and ETA over the last 20 s, as in lines
     tasks: dict[str, Any] = {}
     progress.start()
 

@@ -132,3 +132,67 @@ def test_on_a_terminal_a_bar_is_drawn(sample_docs) -> None:
     assert done.returncode == 0, text
     assert "sync filesystem:docs" in text and "3/3" in text and "Traceback" not in text
     assert "filesystem:docs: 3 added" in text  # the summary on stdout, after the bar went
+
+
+def test_the_time_left_follows_the_measured_rate_within_a_minute(tmp_path: Path) -> None:
+    """A real embedding run (``Harness.embed``, SQLite, the fake embedder slowed to a known rate on a
+    clock of its own) that starts at 100 chunks/s and falls to 20/s (the machine gets loaded): the time
+    left said after 60 s at the new rate is within 15 % of the truth. Before, it came from the whole
+    run's average and stayed far too low (issue 50: 211 s said, 510 s real)."""
+    import anyio
+    import numpy as np
+
+    from context_harness.core.harness import Harness
+    from context_harness.embedding import fake
+    from context_harness.embedding.providers import default_providers
+    from support.workspace import Workspace
+
+    clock = Clock()
+
+    class Slowed(fake.FakeEmbedder):
+        """Advances the clock by the time its texts take: 100/s for the first 600, then 20/s."""
+
+        seen = 0
+
+        def _embed(self, texts: list[str]) -> np.ndarray:
+            for _ in texts:
+                clock.now += 0.01 if Slowed.seen < 600 else 0.05
+                Slowed.seen += 1
+            return super()._embed(texts)
+
+    fake.register()
+    default_providers.register("fake", lambda config: Slowed(), replace=True)
+    try:
+        workspace = Workspace(tmp_path)
+        for i in range(240):  # 240 notes of 10 chunks each
+            workspace.write(f"n{i:03}.md", "".join(f"# Part {j}\n\n{f'word{i * 10 + j} ' * 60}\n\n"
+                                                   for j in range(10)))
+        workspace.config_path.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "fake"\n'
+                                         '[chunking]\nmax_tokens = 90\n[connectors.filesystem.docs]\nroot = "docs"\n',
+                                         encoding="utf-8")
+        out = io.StringIO()
+        lines = Lines(out, clock=clock)
+
+        async def main() -> None:
+            async with Harness.open(workspace.config()) as harness:
+                await harness.sync(embed=False)
+                await harness.embed(progress=lines.emit, batch_size=4)
+
+        anyio.run(main)
+    finally:
+        default_providers.register("fake", lambda config: fake.FakeEmbedder(config.dims or fake.DIMS), replace=True)
+    total = Slowed.seen
+    assert total >= 1500, total
+    said = [line for line in out.getvalue().splitlines() if "s left" in line]
+    slow_since = 600 * 0.01  # when the rate fell
+    checked = 0
+    for line in said:
+        done = int(line.split(": ")[1].split("/")[0].replace(",", ""))
+        at = 600 * 0.01 + (done - 600) * 0.05 if done > 600 else done * 0.01
+        if at - slow_since < 60:
+            continue
+        left = float(line.split("about ")[1].split(" s left")[0].replace(",", ""))
+        truth = (total - done) * 0.05
+        assert abs(left - truth) <= 0.15 * truth, (line, truth)
+        checked += 1
+    assert checked >= 2, said
