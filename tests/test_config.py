@@ -135,3 +135,38 @@ def test_sync_interval_defaults() -> None:
     assert cfg.connectors.filesystem["d"].sync_seconds is None
     script = cfg.connectors.script["s"]
     assert script.sync_seconds == 900.0 and script.extra == {"page_size": 5}  # not passed to the script
+
+
+@pytest.mark.parametrize(("toml", "said"), [
+    ('[connectors.filesystem.notes]\nroot = "d"\nwriteable = true\n',
+     "connectors.filesystem.notes.writeable: unknown key; did you mean writable?"),
+    ('[retreival]\nfinal_limit = 3\n', "retreival: unknown key; did you mean retrieval?"),
+    ('[retrieval]\nfinal_limt = 3\n', "retrieval.final_limt: unknown key; did you mean final_limit?"),
+    ('[connectors.git.g]\nurl = "x"\nbranh = "main"\n', "connectors.git.g.branh: unknown key; did you mean branch?"),
+    ('[registries.community]\nurll = "x"\n', "registries.community.urll: unknown key; did you mean url?"),
+    ('[models.m]\nurl = "http://x"\nmodel = "m"\ntemprature = 1\n',
+     "models.m.temprature: unknown key; did you mean temperature?"),
+])
+def test_a_misspelt_key_is_answered_with_the_closest_valid_one(tmp_path: Path, toml: str, said: str) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", toml)
+    with pytest.raises(ConfigError) as err:
+        config_mod.load_file(cfg_file)
+    assert err.value.message.startswith(f"{cfg_file}: ")
+    assert f"{said} (the config reference: `ctx help config`)" in err.value.message
+
+
+def test_a_key_like_none_is_unknown_without_a_guess(tmp_path: Path) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", '[chunking]\nzebra = 1\n')
+    with pytest.raises(ConfigError) as err:
+        config_mod.load_file(cfg_file)
+    assert err.value.message == (f"{cfg_file}: chunking.zebra: unknown key (check the spelling; the config "
+                                 "reference: `ctx help config`)")
+
+
+def test_a_misspelt_agent_key_is_answered_too(tmp_path: Path) -> None:
+    from context_harness.agents.settings import load_settings
+
+    cfg_file = write(tmp_path / "ctx.toml", '[agents.reviewer]\nsystem_promt = "x"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(config_mod.load_file(cfg_file))
+    assert "agents.reviewer.system_promt: unknown key; did you mean system_prompt?" in err.value.message

@@ -155,7 +155,7 @@ def load_settings(config: Config) -> AgentSettings:
     try:
         section = _Root.model_validate({"agents": raw}).agents
     except ValidationError as exc:
-        raise ConfigError(f"{label}: {describe_validation_error(exc)}") from None
+        raise ConfigError(f"{label}: {describe_validation_error(exc, _Root)}") from None
     # Default folders only when the config lives in a file: a config built in code has no "beside".
     return AgentSettings(section, config.base_dir, label, defaults=config.source_path is not None)
 

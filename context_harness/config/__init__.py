@@ -22,6 +22,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_harness.common import redaction
+from context_harness.config.messages import REFERENCE
+from context_harness.config.messages import (
+    describe_validation_error as describe_validation_error,  # re-exported: agents and registries use it
+)
 from context_harness.config.variables import (
     AGENT_RESERVED as AGENT_RESERVED,  # re-exported: agents and registries read it
 )
@@ -530,8 +534,7 @@ def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     label = str(path) if path else "<config>"
     for reserved in ("source_path", "unavailable", "registries_applied", "extension_origins"):
         if reserved in raw:
-            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; the config reference: "
-                              "`ctx help config`)")
+            raise ConfigError(f"{label}: {reserved}: unknown key (check the spelling; {REFERENCE})")
     raw, unavailable = set_aside(raw)
     try:
         expanded = expand_vars(raw, "")
@@ -541,29 +544,10 @@ def from_dict(raw: dict[str, Any], path: Path | None) -> Config:
     try:
         config = Config.model_validate(expanded)
     except ValidationError as exc:
-        raise ConfigError(f"{label}: {describe_validation_error(exc)}") from None
+        raise ConfigError(f"{label}: {describe_validation_error(exc, Config)}") from None
     config.source_path = path.resolve() if path else None
     config.unavailable = unavailable
     return resolve_paths(config)
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        kind = err["type"]
-        if kind == "extra_forbidden":
-            parts.append(f"{key}: unknown key (check the spelling; the config reference: `ctx help config`)")
-        elif kind == "missing":
-            parts.append(f"{key}: required key is missing")
-        else:
-            got = err.get("input")
-            shown = f" (got {got!r})" if isinstance(got, (str, int, float, bool)) else ""
-            parts.append(f"{key}: {err['msg'].removeprefix('Value error, ')}{shown}")
-    more = len(exc.errors()) - 5
-    if more > 0:
-        parts.append(f"... and {more} more")
-    return "; ".join(parts)
 
 
 def resolve_paths(config: Config) -> Config:

@@ -144,7 +144,7 @@ def parse(text: str, *, label: str, root: Path, check_files: bool = True) -> Man
     try:
         header = RegistryHeader.model_validate(raw.get("registry", {}))
     except ValidationError as exc:
-        raise ConfigError(f"{label}: [registry]: {describe_validation_error(exc)}") from None
+        raise ConfigError(f"{label}: [registry]: {describe_validation_error(exc, RegistryHeader)}") from None
     manifest = Manifest(header.name, header.description)
     extensions = raw.get("extensions", {})
     if not isinstance(extensions, dict):
@@ -167,7 +167,7 @@ def _extension(ext_id: str, table: Any, root: Path, check_files: bool) -> Extens
     try:
         entry = ExtensionEntry.model_validate(table)
     except ValidationError as exc:
-        raise ValueError(describe_validation_error(exc)) from None
+        raise ValueError(describe_validation_error(exc, ExtensionEntry)) from None
     if KIND_FOLDERS[entry.kind] != found.group(1):
         raise ValueError(f"kind {entry.kind!r} does not match the id's {found.group(1)}/")
     script = (root / entry.path).resolve()

@@ -45,8 +45,8 @@ def test_a_broken_config_is_answered_over_the_wire_then_exits_1(tmp_path: Path, 
     error = json.loads(call["content"][0]["text"])["error"]
     assert call["isError"] is True and error["code"] == "config_error" and "final_limt" in error["message"]
     assert done.returncode == 1
-    assert done.stderr.splitlines()[0] == f"error: {config}: retrieval.final_limt: unknown key (check the " \
-        "spelling; the config reference: `ctx help config`)"
+    assert done.stderr.splitlines()[0] == f"error: {config}: retrieval.final_limt: unknown key; did you mean " \
+        "final_limit? (the config reference: `ctx help config`)"
 
 
 @pytest.mark.anyio
@@ -74,5 +74,5 @@ def test_at_a_terminal_it_says_so_and_exits_at_once(tmp_path: Path, child_env: d
         os.close(follower)
         os.close(leader)
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.splitlines() == [f"error: {config}: retrieval.final_limt: unknown key (check the spelling; "
-                                        "the config reference: `ctx help config`)"]
+    assert done.stderr.splitlines() == [f"error: {config}: retrieval.final_limt: unknown key; did you mean "
+                                        "final_limit? (the config reference: `ctx help config`)"]
