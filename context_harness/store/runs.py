@@ -69,8 +69,11 @@ class RunSql:
         if not isinstance(steps, list):
             raise ValueError(f"a run record's steps are a list; {record.get('id')!r} has {type(steps).__name__}")
         self._head(conn, record, "excluded.step_count", (len(steps),))
-        conn.execute(self._sql("DELETE FROM agent_run_steps WHERE run_id = ?"), (record["id"],))
-        self._many(conn, "INSERT INTO agent_run_steps(run_id, seq, step) VALUES(?,?,?)",
+        conn.execute(self._sql("DELETE FROM agent_run_steps WHERE run_id = ? AND seq >= ?"), (record["id"], len(steps)))
+        # a stored step that is the same is not written again (a record saved whole after each step
+        # writes its new steps only)
+        self._many(conn, "INSERT INTO agent_run_steps(run_id, seq, step) VALUES(?,?,?) ON CONFLICT(run_id, seq) "
+                   "DO UPDATE SET step = excluded.step WHERE agent_run_steps.step <> excluded.step",
                    [(record["id"], seq, json.dumps(one)) for seq, one in enumerate(steps)])
 
     def add_step(self, conn: Any, head: dict[str, Any], step: Any) -> int:

@@ -183,6 +183,12 @@ async def test_an_append_writes_as_much_after_2000_steps_as_after_the_first(harn
     # a few pages each (full-page images after a PostgreSQL checkpoint included), never the record
     assert max(late) < 160_000 and max(late) < record_bytes / 25, (first, late, record_bytes)
     assert min(late) <= 3 * first + 40_000, (first, late)
+    # save_run of the whole record with one more step writes that step, not the record again
+    record = store.run(RUN)
+    assert record is not None
+    record["steps"].append(step(2005, 2000, rng))
+    resaved = _log_bytes(store, backend, lambda: store.save_run(record))
+    assert resaved < 400_000 and store.run(RUN) == record, (resaved, record_bytes)
 
 
 def _old_save(conn: Any, mark: str, record: dict[str, Any]) -> None:
