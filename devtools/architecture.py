@@ -26,6 +26,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.validation": "untrusted arguments turned into validated ones",
         "common.jsonlimits": "JSON from outside parsed with its nesting bounded",
         "common.terminal": "text from elsewhere made safe to show at a terminal",
+        "common.localsocket": "how the CLI asks a serving process of the same workspace",
         "errors": "the error hierarchy and the one table mapping it to every rim",
         "config": "the config file as one validated object; ${VAR} expansion",
         "models": "the Pydantic models at the edges (MCP, REST, --json)",
@@ -57,6 +58,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "core.polling": "watching folders by listing them",
         "core.live": "the live index",
         "core.services": "what runs while serving",
+        "core.local_reads": "the local socket: reads for the CLI beside a server",
         "core.connections": "recent, related, links and backlinks",
         "core.reports": "sources, stats and the server's description",
         "core.running": "agent runs: a chat model driven through an agent's tools",
@@ -78,7 +80,7 @@ LAYERS: dict[str, dict[str, str]] = {
 RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
-         "common.terminal"}
+         "common.terminal", "common.localsocket"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -90,6 +92,7 @@ ALLOWED: dict[str, set[str]] = {
     "common.memory": set(),
     "common.jsonlimits": set(),
     "common.terminal": set(),
+    "common.localsocket": set(),
     "config": {"errors", "common.redaction"},
     "models": {"errors", "common.timestamps"},
     "common.validation": {"errors", "models", "common.jsonlimits"},
@@ -111,7 +114,8 @@ ALLOWED: dict[str, set[str]] = {
     "core.activity": LOWER,
     "core.polling": set(),
     "core.live": LOWER | {"core.activity", "connectors", "core.polling"},
-    "core.services": LOWER | {"core.catalog", "core.live"},
+    "core.local_reads": LOWER,
+    "core.services": LOWER | {"core.catalog", "core.live", "core.local_reads"},
     "extensions": LOWER | {"agents", "tools", "connectors", "lua"},
     "core.connections": LOWER | {"store"},
     "core.reports": LOWER | {"connectors", "core.activity", "store"},

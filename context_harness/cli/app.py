@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from context_harness import __version__
+from context_harness.cli.asking import ask_server
 from context_harness.cli.progress import printer, progress_option
 from context_harness.cli.setup import setup
 from context_harness.cli.support import (
@@ -31,7 +32,7 @@ from context_harness.cli.support import (
 from context_harness.errors import BadRequest, HarnessError, NotConfigured
 
 if TYPE_CHECKING:  # imported where a command needs them: `ctx --version` and `--help` start in a blink
-    from context_harness.models import EmbedSummary, SearchExplain, SearchResponse, StatsOut, SyncReport
+    from context_harness.models import EmbedSummary, SearchResponse, StatsOut, SyncReport
 
 log = logging.getLogger("context_harness")
 SKIPPED_SHOWN = 10  # skipped items `ctx sync` names per source
@@ -105,8 +106,6 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         print_json(report.model_dump(mode="json"))
     else:
         _echo_sync(report)
-        for overlap in report.overlaps:  # the same files indexed twice: said after every sync until fixed
-            click.echo(f"warning: {overlap.message}", err=True)
     if report.embedding_error and as_json:  # synced, but the chunks could not be embedded
         click.echo(json.dumps({"error": report.embedding_error}, ensure_ascii=False), err=True)
     elif report.embedding_error:
@@ -199,46 +198,56 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
            since: str | None, until: str | None, limit: int | None, as_json: bool, explain: bool,
            config_path: str | None, root: str | None) -> None:
     """Search the knowledge base."""
-    from context_harness.common.validation import parse_search
-
     filters = {k: v for k, v in {"source": source, "tags": list(tags) or None, "since": since,
                                  "until": until}.items() if v is not None}
-    request = parse_search({"query": query, "mode": mode, "limit": limit, "explain": explain,
-                            "filters": filters or None})
-    response = run_with_harness(ctx, lambda h: h.search(request))
+    args = {"query": query, "mode": mode, "limit": limit, "explain": explain, "filters": filters or None}
+    payload, config = ask_server(ctx, "search", args)  # a serving process of this workspace answers at once
+    if payload is None:
+        from context_harness.common.validation import parse_search
+
+        request = parse_search(args)
+        payload = run_with_harness(ctx, lambda h: h.search(request), config).model_dump(mode="json")
     if as_json:
-        print_json(response.model_dump(mode="json"))
+        print_json(payload)
         return
-    if response.notice:
-        click.echo(f"note: {response.notice}")
-    if not response.results:
-        click.echo("no results")
-    for i, r in enumerate(response.results, 1):
-        click.echo(f"{i}. {r.title or r.source_id}  [{r.source} · {r.source_id}]  score {r.score:.3f}")
-        click.echo(f"   id {r.id}" + (f" · chunk {r.chunk}" if r.chunk is not None else ""))  # `ctx get ID --chunk N`
-        if r.snippet:
-            click.echo(f"   {r.snippet}")
-        if r.explain:
-            click.echo(f"   explain: {explain_line(r.explain)}")
-    if response.explain is not None:
-        cover = response.explain
-        share = f" ({100 * cover.embedded_chunks / cover.chunks:.0f} %)" if cover.chunks else ""
-        by = f" by {cover.embedder}" if cover.embedder else ""  # during a model switch, the stored vectors' own
-        click.echo(f"mode {cover.mode}; {cover.embedded_chunks:,} of {cover.chunks:,} chunks embedded{share}{by}"
-                   + (f"; {cover.switch}" if cover.switch else ""))
+    for line in search_lines(payload):
+        click.echo(line)
 
 
-def explain_line(explain: SearchExplain) -> str:
+def search_lines(response: dict[str, Any]) -> list[str]:
+    """``ctx search`` as text, from the payload ``--json`` prints (a server's or this process's)."""
+    lines = [f"note: {response['notice']}"] if response.get("notice") else []
+    if not response["results"]:
+        lines.append("no results")
+    for i, r in enumerate(response["results"], 1):
+        lines.append(f"{i}. {r['title'] or r['source_id']}  [{r['source']} · {r['source_id']}]  "
+                     f"score {r['score']:.3f}")
+        chunk = r.get("chunk")
+        lines.append(f"   id {r['id']}" + (f" · chunk {chunk}" if chunk is not None else ""))  # `ctx get ID --chunk N`
+        if r.get("snippet"):
+            lines.append(f"   {r['snippet']}")
+        if r.get("explain"):
+            lines.append(f"   explain: {explain_line(r['explain'])}")
+    cover = response.get("explain")
+    if cover is not None:
+        share = f" ({100 * cover['embedded_chunks'] / cover['chunks']:.0f} %)" if cover["chunks"] else ""
+        by = f" by {cover['embedder']}" if cover.get("embedder") else ""  # during a model switch, the stored vectors'
+        lines.append(f"mode {cover['mode']}; {cover['embedded_chunks']:,} of {cover['chunks']:,} chunks embedded"
+                     f"{share}{by}" + (f"; {cover['switch']}" if cover.get("switch") else ""))
+    return lines
+
+
+def explain_line(explain: dict[str, Any]) -> str:
     """A result's scoring details as text: ``keyword score 0.288 (rank 1); chunk 0; notes``."""
     parts = []
     for kind in ("keyword", "semantic", "fused"):
-        score = getattr(explain, f"{kind}_score")
-        rank = getattr(explain, f"{kind}_rank", None)
+        score = explain.get(f"{kind}_score")
+        rank = explain.get(f"{kind}_rank")
         if score is not None:
             parts.append(f"{kind} score {score:.3f}" + (f" (rank {rank})" if rank is not None else ""))
-    if explain.chunk_index is not None:
-        parts.append(f"chunk {explain.chunk_index}")
-    return "; ".join([*parts, *explain.notes])
+    if explain.get("chunk_index") is not None:
+        parts.append(f"chunk {explain['chunk_index']}")
+    return "; ".join([*parts, *explain.get("notes", [])])
 
 
 @cli.command()
@@ -254,26 +263,28 @@ def explain_line(explain: SearchExplain) -> str:
 def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, max_chars: int | None,
         as_json: bool, config_path: str | None, root: str | None) -> None:
     """Print one document by id (a window of a long one)."""
-    from context_harness.common.validation import parse_get
+    args = {"id": doc_id, "chunk": chunk, "offset": offset, "max_chars": max_chars}
+    doc, config = ask_server(ctx, "get", args)
+    if doc is None:
+        from context_harness.common.validation import parse_get
 
-    request = parse_get({"id": doc_id, "chunk": chunk, "offset": offset, "max_chars": max_chars})
-    doc = run_with_harness(ctx, lambda h: h.get(request))
+        request = parse_get(args)
+        doc = run_with_harness(ctx, lambda h: h.get(request), config).model_dump(mode="json")
     if as_json:
-        print_json(doc.model_dump(mode="json"))
+        print_json(doc)
         return
-    click.echo(f"# {doc.title or doc.source_id}\n")
-    click.echo(f"source: {doc.source} · {doc.source_id}")
-    if doc.source_url:
-        click.echo(f"url: {doc.source_url}")
-    if doc.updated_at:
-        click.echo(f"updated: {doc.updated_at}")
-    if doc.version:
-        click.echo(f"version: {doc.version}")
+    click.echo(f"# {doc['title'] or doc['source_id']}\n")
+    click.echo(f"source: {doc['source']} · {doc['source_id']}")
+    for label, key in (("url", "source_url"), ("updated", "updated_at"), ("version", "version")):
+        if doc.get(key):
+            click.echo(f"{label}: {doc[key]}")
     click.echo("")
-    click.echo(doc.body)
-    if doc.truncated and doc.range is not None:
-        more = f"; next: ctx get {doc.id} --offset {doc.next_offset}" if doc.next_offset is not None else ""
-        click.echo(f"\n[characters {doc.range.start}-{doc.range.end} of {doc.total_chars}{more}]", err=True)
+    click.echo(doc["body"])
+    window = doc.get("range")
+    if doc.get("truncated") and window is not None:
+        following = doc.get("next_offset")
+        more = f"; next: ctx get {doc['id']} --offset {following}" if following is not None else ""
+        click.echo(f"\n[characters {window['start']}-{window['end']} of {doc['total_chars']}{more}]", err=True)
 
 
 @cli.command()
@@ -282,28 +293,28 @@ def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, 
 @click.pass_context
 def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: str | None) -> None:
     """List sources with document counts and health."""
+    response, config = ask_server(ctx, "sources", {})
+    if response is None:
+        response = run_with_harness(ctx, lambda h: h.sources(), config).model_dump(mode="json")
+    if as_json:
+        print_json(response)
+        return
     from context_harness.models import live_state
 
-    response = run_with_harness(ctx, lambda h: h.sources())
-    if as_json:
-        print_json(response.model_dump(mode="json"))
-        return
-    if not response.sources:
+    if not response["sources"]:
         click.echo("no sources configured")
-    embedding = response.embedding
-    for s in response.sources:
-        state: str = s.status
-        if s.status_reason and s.status_reason != s.notes:
-            state += f" ({s.status_reason})"
-        embedded = f", {s.embedded_chunks} embedded" if embedding.get("identity") or s.embedded_chunks else ""
-        click.echo(f"{s.name}: {s.document_count} documents, {s.chunk_count} chunks{embedded}, {state}, "
-                   f"last sync {s.last_sync or 'never'}" + (f" — {s.notes}" if s.notes else "")
-                   + (f" [from {s.origin}]" if s.origin else "") + live_state(s.model_dump()))
-    for part in response.set_aside:
+    embedding = response["embedding"]
+    for s in response["sources"]:
+        state: str = s["status"]
+        if s.get("status_reason") and s["status_reason"] != s.get("notes"):
+            state += f" ({s['status_reason']})"
+        embedded = f", {s['embedded_chunks']} embedded" if embedding.get("identity") or s.get("embedded_chunks") else ""
+        click.echo(f"{s['name']}: {s['document_count']} documents, {s['chunk_count']} chunks{embedded}, {state}, "
+                   f"last sync {s.get('last_sync') or 'never'}" + (f" — {s['notes']}" if s.get("notes") else "")
+                   + (f" [from {s['origin']}]" if s.get("origin") else "") + live_state(s))
+    for part in response.get("set_aside", []):
         what = "HTTP serving" if part["kind"] == "http" else f"{part['kind']} {part['name']}"
         click.echo(f"set aside: {what} — {part['message']}")
-    for overlap in response.overlaps:
-        click.echo(f"warning: {overlap.message}")
     click.echo(_embedder_line(embedding))
 
 

@@ -1,5 +1,6 @@
 """The services that run while a knowledge base is served: sync on start, the live index (watchers,
-interval syncs, background embedding: ``live``), reloads and warm-up.
+interval syncs, background embedding: ``live``), reloads, warm-up and the local socket that answers
+``ctx search``, ``get`` and ``sources`` run beside it (``local_reads``).
 
 ``Harness.serving()`` enters them; stdio, HTTP, ``ctx watch`` and tests enter it the same way, and
 the rims only hear about their effects (``Catalog`` listeners: ``tools``, ``prompts``, ``resources``,
@@ -18,6 +19,7 @@ from context_harness.common.memory import limit_malloc_arenas
 from context_harness.config import Config
 from context_harness.core.catalog import Catalog
 from context_harness.core.live import LiveHost, LiveIndex
+from context_harness.core.local_reads import Reads, serve_reads
 from context_harness.errors import HarnessError, NotConfigured
 from context_harness.models import SyncReport
 
@@ -26,9 +28,9 @@ log = logging.getLogger(__name__)
 RELOAD_INTERVAL = 1.0  # seconds between checks of the config file, the Lua tool scripts and agent files
 
 
-class ServedHarness(LiveHost, Protocol):
+class ServedHarness(LiveHost, Reads, Protocol):
     """``LiveHost`` plus what the other serving services need of ``Harness``: the catalog they reload,
-    the sync on start and the search warm-up."""
+    the sync on start, the search warm-up and the reads the local socket answers."""
 
     config: Config
 
@@ -56,6 +58,7 @@ class Services:
         for missing in self.harness.config.unavailable:  # the rest serves; say what is left out
             log.warning("%s is unavailable: %s", missing.label, missing.message)
         self.task_group.start_soon(self._reload_forever)
+        self.task_group.start_soon(serve_reads, self.harness)  # ctx search beside this process asks it
         self.live.start()  # watchers first: what changes during the sync on start is seen too
         if self.harness.config.server.sync_on_start:
             self.task_group.start_soon(self.sync_on_start)
