@@ -301,8 +301,21 @@ def live_state(source: dict[str, Any]) -> str:
     return f"; {'; '.join(parts)}" if parts else ""
 
 
+class SourceOverlap(BaseModel):
+    """Two sources whose folders overlap (one inside the other, or the same): every file there is
+    indexed through both."""
+
+    sources: list[str] = Field(description="The two sources: the one whose copy of a file search lists (the "
+                               "deeper folder, or of the same folder the one declared first), then the other.")
+    folder: str = Field(description="The folder both index: the first source's.")
+    message: str = Field(description="What happens and the fix, in words.")
+
+
 class SourcesResponse(BaseModel):
     sources: list[SourceOut]
+    overlaps: list[SourceOverlap] = Field(
+        default_factory=list, description="Sources whose folders overlap, so that their files are indexed twice "
+        "(search lists each once); each with the fix. Empty when none do.")
     embedding: dict[str, Any] = Field(default_factory=dict)
     set_aside: list[dict[str, Any]] = Field(
         default_factory=list, description="Parts of the config set aside because an environment variable they "
@@ -369,6 +382,8 @@ class SyncReport(BaseModel):
         default_factory=dict, description="Sources `sync all` passed by because they cannot run (an environment "
         "variable not set, a script that does not load), each with why; `ctx sync` exits 1 when there is any.")
     embedding: EmbedSummary | None = None
+    overlaps: list[SourceOverlap] = Field(
+        default_factory=list, description="Sources whose folders overlap (as in `sources`), each with the fix.")
     # The documents were synced but embedding their chunks failed ({"code", "message"}); they are
     # searchable by keyword and stay pending for `ctx embed pending`.
     embedding_error: dict[str, str] | None = None

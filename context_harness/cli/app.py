@@ -106,6 +106,8 @@ def sync(ctx: click.Context, target: str, full: bool, dry_run: bool, limit: int 
         print_json(report.model_dump(mode="json"))
     else:
         _echo_sync(report)
+        for overlap in report.overlaps:  # the same files indexed twice: said after every sync until fixed
+            click.echo(f"warning: {overlap.message}", err=True)
     if report.embedding_error and as_json:  # synced, but the chunks could not be embedded
         click.echo(json.dumps({"error": report.embedding_error}, ensure_ascii=False), err=True)
     elif report.embedding_error:
@@ -315,6 +317,8 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
     for part in response.get("set_aside", []):
         what = "HTTP serving" if part["kind"] == "http" else f"{part['kind']} {part['name']}"
         click.echo(f"set aside: {what} — {part['message']}")
+    for overlap in response.overlaps:
+        click.echo(f"warning: {overlap.message}")
     click.echo(_embedder_line(embedding))
 
 

@@ -57,6 +57,7 @@ class Target:
 class Finding:
     ok: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # not a problem for a stdio client
+    warnings: list[str] = field(default_factory=list)  # it works, but not as meant (sources that overlap)
     problems: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     refused: str | None = None  # the command of a project entry not started, to show
@@ -225,6 +226,7 @@ def _sources(found: Finding, listing: dict[str, Any]) -> None:
             found.notes.append(f"HTTP serving is set aside: {part['message']}")
         else:
             found.problems.append(f"{part['kind']} {part['name']} is set aside: {part['message']}")
+    found.warnings.extend(str(overlap.get("message")) for overlap in listing.get("overlaps") or [])
     if not found.problems:
         documents = sum(int(s.get("document_count") or 0) for s in rows)
         found.ok.append(f"{len(rows)} source(s), {documents} documents, none failing")
@@ -310,6 +312,8 @@ def doctor(client: str | None, scope: str | None, name: str, query: str, timeout
             click.echo(f"  ok: {line}")
         for line in found.notes:
             click.echo(f"  note: {line}")
+        for line in found.warnings:
+            click.echo(f"  warning: {line}")
         if found.problems:
             failed += 1
             click.echo(f"  FAILED: {found.problems[0]}")

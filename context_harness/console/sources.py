@@ -3,7 +3,8 @@ its status, how it is kept fresh, documents, chunks, the size of its text, embed
 how its last sync ended and when (a failed sync shows its own time beside "error", and when the
 last successful one was), with a *Sync* button; below, each source's last whole syncs (the sync
 history the workspace keeps: when each ended, ok or the error, its counts and how long it took) and
-its newest changes (``recent``).
+its newest changes (``recent``). Sources whose folders overlap (``sources``' ``overlaps``: the same
+files indexed twice) are named at the top, each with the fix.
 
 The figures and the table follow the sources through server-sent events
 (``/ui/sources/events``: ``sources`` with the rows, ``overview`` with the figures, each sent when it

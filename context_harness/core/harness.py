@@ -512,7 +512,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
                 summaries.append(summary)
         if target == "all" and not dry_run:
             summaries.extend(self._prune_unconfigured(changes))
-        return SyncReport(sources=summaries, set_aside=passed_by(target, self.connectors, self.config.unavailable))
+        return SyncReport(sources=summaries, set_aside=passed_by(target, self.connectors, self.config.unavailable),
+                          overlaps=self._source_overlaps())
 
     def _prune_unconfigured(self, changes: DocumentChanges | None = None) -> list[SyncSummary]:
         assert self.store is not None and self.index is not None

@@ -1,17 +1,23 @@
 """``Reports``: what the knowledge base holds and how each source stands (``sources``, ``stats``,
 ``source_details`` and ``sync_history`` for the console's sources dashboard, and ``describe`` for
-the MCP server's instructions), and how a whole sync that ended is stored (``_remember_sync``, the
-``Activity``'s ``remember``). Mixed into ``Harness``."""
+the MCP server's instructions), which sources' folders overlap (``_source_overlaps``: ``sources``
+and each sync's report carry them), and how a whole sync that ended is stored (``_remember_sync``,
+the ``Activity``'s ``remember``). Mixed into ``Harness``."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import pathspec
+
+from context_harness.config.roots import Overlap, overlaps, source_roots
 from context_harness.config.variables import set_aside_listing
 from context_harness.connectors.base import ERROR_SKIP_REASONS, HealthReporting
+from context_harness.connectors.filesystem import ALWAYS_SKIPPED_DIRS, GITIGNORE_LIMIT, Globs
+from context_harness.connectors.reading import Skip, read_regular
 from context_harness.core.activity import FAILING, source_status
-from context_harness.models import SourceOut, SourcesResponse, StatsOut
+from context_harness.models import SourceOut, SourceOverlap, SourcesResponse, StatsOut
 from context_harness.store.records import SyncEntry
 
 if TYPE_CHECKING:
@@ -97,8 +103,33 @@ class Reports:
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
                                  embedded_chunks=embedded, pending_chunks=pending, **live,
                                  origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
-        return SourcesResponse(sources=out, embedding=self.embedding_status(),
+        return SourcesResponse(sources=out, overlaps=self._source_overlaps(), embedding=self.embedding_status(),
                                set_aside=set_aside_listing(self.config.unavailable))
+
+    def _source_overlaps(self) -> list[SourceOverlap]:
+        """The folder and git sources whose folders overlap (``config/roots.py``), leaving out a folder
+        the outer source never reaches (``.git``, ``.ctx``, ``node_modules`` ..., its exclude_globs or a
+        .gitignore on the way): the same files indexed twice, each pair with the fix. Blocking (it reads
+        the .gitignore files on the way)."""
+        return [overlap_out(found) for found in overlaps(source_roots(self.config)) if self._reaches(found)]
+
+    def _reaches(self, found: Overlap) -> bool:
+        """Whether ``found.other``'s scan walks into ``found.kept``'s folder, by its own rules."""
+        kind, _, name = found.other.label.partition(":")
+        entry = self.config.connectors.filesystem[name] if kind == "filesystem" else self.config.connectors.git[name]
+        globs = Globs(entry.include_globs, entry.exclude_globs)
+        gitignore = getattr(entry, "respect_gitignore", True)  # a git source's scan honours them
+        ignores: list[tuple[str, pathspec.PathSpec]] = []
+        rel = ""
+        for part in found.inside.split("/") if found.inside else []:
+            if gitignore:
+                ignores += _gitignore(found.other.path, rel)
+            rel = f"{rel}/{part}" if rel else part
+            if part in ALWAYS_SKIPPED_DIRS or globs.excluded((rel + "/",)):
+                return False
+            if any(spec.match_file(rel[len(base) + 1:] + "/" if base else rel + "/") for base, spec in ignores):
+                return False
+        return True
 
     async def source_details(self) -> dict[str, SourceDetail]:
         """``SourceDetail`` by source label (configured or holding documents). Reads every document's
@@ -181,3 +212,27 @@ class Reports:
                      "read that section; long documents come a window at a time (page on with `next_offset`). "
                      "`sources` lists where documents come from.")
         return "".join(parts)
+
+
+def overlap_out(found: Overlap) -> SourceOverlap:
+    """An overlap in words: both sources, the folder, which copy search lists, and the fix."""
+    kept, other = found.kept, found.other
+    if not found.inside:
+        said = (f"{other.label} overlaps {kept.label}: both index {kept.path}, so every file there is indexed "
+                f"twice (search lists each once, from {kept.label}); keep one source per folder: remove "
+                f"{other.table} and put the keys you need from it (such as writable = true) in {kept.table}")
+    else:
+        said = (f"{kept.label} overlaps {other.label}: its folder {kept.path} is inside {other.label}'s "
+                f"{other.path}, so every file there is indexed twice (search lists each once, from {kept.label}); "
+                f'add "{found.inside}/**" to exclude_globs in {other.table}, or remove one of the two')
+    return SourceOverlap(sources=[kept.label, other.label], folder=kept.path, message=said)
+
+
+def _gitignore(root: str, rel: str) -> list[tuple[str, pathspec.PathSpec]]:
+    """The ``.gitignore`` of the folder ``rel`` under ``root`` as (folder, patterns); [] when there is
+    none or it cannot be read (a FIFO or a folder there never blocks: ``read_regular``)."""
+    try:
+        raw = read_regular(root, f"{rel}/.gitignore" if rel else ".gitignore", GITIGNORE_LIMIT)
+    except (OSError, Skip):
+        return []
+    return [(rel, pathspec.GitIgnoreSpec.from_lines(raw.decode("utf-8", errors="replace").splitlines()))]

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from context_harness.common import timestamps
 from context_harness.common.passages import chunk_at
@@ -29,6 +30,7 @@ from context_harness.models import (
     SearchResponse,
     SearchResult,
 )
+from context_harness.search.copies import Copies, HasDocId
 from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, min_score
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.rerank import make_reranker, rerank
@@ -39,6 +41,7 @@ from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
 from context_harness.store.records import ChunkPlace, DocumentHit, KeywordFilters, StoredChunk, Summary, chunk_place
 from context_harness.store.vectors import rebuild_hint, switch_text
 
+T = TypeVar("T", bound=HasDocId)
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
 REFRESH_BACKOFF = 4  # ...and after a refresh taking t seconds, not again for REFRESH_BACKOFF * t
@@ -70,6 +73,7 @@ class SearchEngine:
         self.index = index
         self._semantic_factory = semantic
         self._rerank = make_reranker(config)
+        self.copies = Copies.of(config)  # sources whose folders overlap: their files listed once (copies.py)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -87,12 +91,14 @@ class SearchEngine:
         limit = request.limit or self.config.retrieval.final_limit
         filters = filters_of(request)
         prepared = None
+        copies = self.copies if filters is None or not filters.source or ":" not in filters.source else None
+        wide = limit * copies.most if copies is not None else limit  # room for the copies left out
         if mode == "keyword":
-            candidates = self._keyword(request, filters, limit)
+            candidates = _distinct(copies, self._keyword(request, filters, wide), self.store)[:limit]
         elif mode == "semantic":
-            candidates = self._semantic(request, filters, limit)
+            candidates = _distinct(copies, self._semantic(request, filters, wide), self.store)[:limit]
         else:
-            candidates, prepared, weak = self._hybrid(request, filters, limit)
+            candidates, prepared, weak = self._hybrid(request, filters, limit, copies)
         response = self._render(candidates, request, mode, prepared)
         if self._rerank is not None:
             rerank(self._rerank, request.query, response, self.config.retrieval, request.explain)
@@ -152,8 +158,8 @@ class SearchEngine:
             out.append(_Candidate(doc_id, score, chunk_id, explain))
         return out
 
-    def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None,
-                limit: int) -> tuple[list[_Candidate], _Prepared | None, int]:
+    def _hybrid(self, request: SearchRequest, filters: KeywordFilters | None, limit: int,
+                copies: Copies | None = None) -> tuple[list[_Candidate], _Prepared | None, int]:
         """The fused list (scaled fusion: without results under ``min_score``), the keyword half's
         prepared rows, and how many results were left out as too weak."""
         retrieval = self.config.retrieval
@@ -180,6 +186,8 @@ class SearchEngine:
         if retrieval.title_match > 0 and fused and weights:  # titles holding the whole query rise (title_match.py)
             titles = {doc_id: row.title for doc_id, row in self.store.summaries([f.doc_id for f in fused]).items()}
             fused, titled = lift_titled(fused, weights, titles, self.index.stem, retrieval.title_match)
+        if copies is not None:
+            fused = _distinct(copies, fused[:limit * copies.most], self.store)
         fused = fused[:limit]
         floor = min_score(retrieval.min_score, backend.identity_key()) if retrieval.fusion == "scaled" else 0.0
         strong = [item for item in fused if item.score >= floor] if floor > 0 else fused  # 0: every result
@@ -289,6 +297,11 @@ class SearchEngine:
 
         at = chunk_at(body, texts(), offset, self.config.chunking.overlap_tokens)
         return ChunkPlace(read[at].idx, read[at].heading) if at is not None else None
+
+
+def _distinct(copies: Copies | None, items: list[T], store: DocumentStorage) -> list[T]:
+    """``items`` with a file that overlapping sources both reach listed once (``copies.py``)."""
+    return copies.distinct(items, store) if copies is not None and items else items
 
 
 def _body(row: Summary) -> str:
