@@ -9,7 +9,8 @@ questions, one per sampled fact. Each question is answered the way the tool desc
 
 - ``before``: `get {id}` as the seed answered it: the whole body, then every chunk's text again
   (measured as `get {id, max_chars: 0}`, which is that payload plus four small fields);
-- ``after``: `get {id, chunk}` with the hit's chunk and the default budget (`server.get_max_chars`);
+- ``after``: `get {id, chunk}` with the hit's chunk and the default budget (its section, at most
+  `models.SECTION_CHARS`);
 - ``after_no_chunk``: `get {id}` with the default budget but without the chunk (the first window only),
   to show what the chunk buys.
 

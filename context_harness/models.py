@@ -17,6 +17,7 @@ _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 MAX_GET_CHARS = 1_000_000  # the most characters of body one `get` returns; max_chars = 0 (the whole document) too
+SECTION_CHARS = 6_000  # the most characters of a chunk's section one `get {id, chunk}` returns by default
 
 
 class SearchFilters(BaseModel):
@@ -169,15 +170,18 @@ class GetRequest(BaseModel):
         description="A document id returned by 'search'."
     )
     chunk: int | None = Field(
-        default=None, description="Return this chunk (a search result's 'chunk') with its neighbouring "
-        "chunks, up to max_chars. Not together with 'offset'.")
+        default=None, description="Return the section this chunk (a search result's 'chunk') belongs to: from "
+        "its heading to the next heading of the same or a higher level (without headings, the text around the "
+        f"chunk), at most max_chars (default {SECTION_CHARS:,}), centred on the chunk when the section is longer. "
+        "Not together with 'offset'.")
     offset: int | None = Field(
         default=None, description="Return the text from this character offset of the body (a previous "
         "response's 'next_offset'). Default 0.")
     max_chars: int | None = Field(
         default=None, description=f"Most characters of body to return (at most {MAX_GET_CHARS:,}); 0 returns "
-        f"the whole document up to that ceiling (a longer one is cut there: read on with 'next_offset'). Omit "
-        "for the server's default (about 18,000).")
+        f"the whole document (with 'chunk', its whole section) up to that ceiling (a longer one is cut there: "
+        "read on with 'next_offset'). Omit "
+        f"for the default: {SECTION_CHARS:,} for a chunk's section, else the server's ([server] get_max_chars).")
 
     @field_validator("chunk", "offset")
     @classmethod

@@ -67,11 +67,26 @@ def test_paging_with_any_budget_reproduces_the_body() -> None:
         assert "".join(pieces) == body
 
 
-def test_a_section_window_grows_by_whole_neighbours() -> None:
-    body = "x" * 100
-    spans = [(0, 10), (10, 40), (40, 50), (50, 90), (90, 100)]
-    assert section_window(body, spans, 2, 10) == (40, 50)
-    assert section_window(body, spans, 2, 45) == (10, 50)  # the next (40 wide) does not fit, the previous does
-    assert section_window(body, spans, 2, 85) == (10, 90)
-    assert section_window(body, spans, 2, 100) == (0, 100)
-    assert section_window(body, spans, 3, 15) == (50, 65)  # a chunk over the budget: its first part
+def test_a_section_window_runs_from_the_chunks_heading_to_the_next_of_its_level() -> None:
+    parts = ["# T\n\nintro\n\n", "## A\n\n" + "a " * 20 + "\n\n", "### A1\n\n" + "b " * 20 + "\n\n",
+             "## B\n\n" + "c " * 200 + "\n"]
+    body, starts = "".join(parts), [sum(map(len, parts[:i])) for i in range(len(parts))]
+    spans = list(zip(starts, [*starts[1:], len(body)], strict=True))
+    headings = ["T", "T > A", "T > A > A1", "T > B"]
+    assert section_window(body, spans, headings, 1, 1000) == (starts[1], starts[3])  # with its subsection
+    assert section_window(body, spans, headings, 2, 1000) == (starts[2], starts[3])
+    assert section_window(body, spans, headings, 3, 1000) == (starts[3], len(body))
+    assert section_window(body, spans, headings, 0, 1000) == (0, len(body))  # the title's: all of it
+    assert section_window(body, spans, headings, 3, 100) == (starts[3], window_end(body, starts[3], 100))
+    start, end = section_window(body, spans, headings, 1, 60)  # a section over the budget: around the chunk
+    assert start == starts[1] and spans[1][1] <= end <= starts[1] + 60
+    # a chunk that holds the next section's heading (a short section merged into one chunk) is kept whole
+    merged = ["## A\n\nshort\n\n## B\n\nb text\n\n", "more " * 10 + "\n\n", "## C\n\nc\n"]
+    body, starts = "".join(merged), [0, len(merged[0]), len(merged[0]) + len(merged[1])]
+    spans = list(zip(starts, [*starts[1:], len(body)], strict=True))
+    assert section_window(body, spans, ["A", "B", "C"], 0, 1000) == (0, starts[1])
+    assert section_window(body, spans, ["A", "B", "C"], 1, 1000) == (body.index("## B"), starts[2])
+    plain = "word " * 100  # no headings: the text around the chunk, cut at words
+    spans = [(0, 100), (100, 200), (200, 300), (300, 400), (400, 500)]
+    start, end = section_window(plain, spans, [""] * 5, 2, 150)
+    assert start < 200 and end > 300 and end - start <= 150 and plain[start - 1] == plain[end - 1] == " "

@@ -254,11 +254,12 @@ def explain_line(explain: dict[str, Any]) -> str:
 
 @cli.command()
 @click.argument("doc_id")
-@click.option("--chunk", type=int, default=None, help="Print this chunk (a search result's) and its neighbours.")
+@click.option("--chunk", type=int, default=None, help="Print the section of this chunk (a search result's): from its "
+              "heading to the next heading of the same or a higher level, cut around the chunk when it is long.")
 @click.option("--offset", type=int, default=None, help="Print from this character offset (a `next_offset`).")
 @click.option("--max-chars", "max_chars", type=int, default=None,
-              help="At most this many characters (default [server] get_max_chars; 0: the whole document, "
-              "up to 1,000,000 characters).")
+              help="At most this many characters (default: for --chunk the section's cap, else [server] "
+              "get_max_chars; 0: the whole section or document, up to 1,000,000 characters).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @config_option
 @click.pass_context

@@ -16,19 +16,36 @@ The spans are contiguous, never overlap and cover the whole body, so "the chunks
 the chunks whose spans overlap it. A chunk whose words cannot be found (a body changed behind the
 store's back) gets an empty span at the previous chunk's start.
 
-A window is a range ``[start, end)`` of character offsets (Python ``str`` offsets, so a character is
+A window is a range ``[start, end)`` of character offsets (Python ``str`` offsets, so a code point is
 never split). A window that stops before the end of the body ends on a paragraph break, else a line
-break, else a space, when one lies in its last quarter; the next window starts exactly there, so
-concatenating the windows reproduces the body.
+break, else a space, else after CJK punctuation (。！？；，、), when one lies in its last quarter; the next
+window starts exactly there, so concatenating the windows reproduces the body. Where no break is near,
+the cut never falls inside a grapheme cluster either: not before a combining mark, a variation
+selector, a skin-tone modifier or a tag character, not beside a zero-width joiner, not between the two
+regional indicators of a flag nor inside ``\r\n`` (unless one cluster is longer than the whole budget).
+
+The window of a chunk (``section_window``) is its *section*: from the heading line the chunk's heading
+path ends with to the next heading of the same or a higher level (Markdown ATX headings, outside fenced
+code: what the chunker reads), and always the whole chunk; without a heading, the run of heading-less
+chunks around it (the whole of a document without headings). A section longer than the budget is cut
+to a window of the budget centred on the chunk, ending on breaks as above.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 ANCHOR_WORDS = 12  # words of a chunk that must match, in order, to place it
 SEARCH_REACH = 4096  # characters past the expected start searched first (whitespace and dropped headings)
 BOUNDARY_REACH = 4  # a window may end up to 1/4 of its budget early, to end on a break
+BREAKS = ("\n\n", "\n", " ")  # where a window prefers to end, best first
+CJK_BREAKS = ("。", "！", "？", "；", "，", "、")  # after these where no space is near (CJK text has none)
+_HEADING = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*")  # the chunker's (``ingest/chunking.py``), whole line
+_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' breaks
+_ZWJ = "\u200d"
 
 
 def _overlap(previous: list[str], words: list[str], most: int) -> int:
@@ -108,40 +125,186 @@ def chunk_at(body: str, texts: Iterable[str], offset: int, overlap: int = 0) -> 
     return holding[-1] if holding else None
 
 
+def _joins_previous(ch: str) -> bool:
+    """Whether ``ch`` belongs to the grapheme cluster of the character before it (a cut before it
+    would split the cluster): combining marks, variation selectors, emoji modifiers, tags, ZWJ."""
+    code = ord(ch)
+    return (unicodedata.combining(ch) != 0 or unicodedata.category(ch) in ("Mn", "Me", "Mc") or ch == _ZWJ
+            or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F
+            or 0xE0100 <= code <= 0xE01EF)
+
+
+def _regional(ch: str) -> bool:
+    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
+
+
+def splits_cluster(body: str, pos: int) -> bool:
+    """Whether a cut at ``pos`` falls inside a grapheme cluster (see the module docstring)."""
+    if pos <= 0 or pos >= len(body):
+        return False
+    before, after = body[pos - 1], body[pos]
+    if _joins_previous(after) or before == _ZWJ or (before == "\r" and after == "\n"):
+        return True
+    if _regional(before) and _regional(after):
+        run = pos - 1
+        while run > 0 and _regional(body[run - 1]):
+            run -= 1
+        return (pos - run) % 2 == 1  # an odd count before: the cut parts a flag's pair
+    return False
+
+
+def cluster_cut(body: str, pos: int, floor: int) -> int:
+    """``pos``, or the nearest cut before it (not below ``floor``) outside a grapheme cluster; ``pos``
+    itself when the cluster reaches back past ``floor`` (one cluster larger than the whole window)."""
+    cut = pos
+    while cut > floor and splits_cluster(body, cut):
+        cut -= 1
+    return cut if cut > floor else pos
+
+
+def _last_break(body: str, lo: int, hi: int) -> int:
+    """The end of the best break (``BREAKS``, then ``CJK_BREAKS``) lying in ``[lo, hi)``, latest first; -1."""
+    for separator in BREAKS:
+        cut = body.rfind(separator, lo, hi)
+        if cut != -1:
+            return cut + len(separator)
+    cut = max(body.rfind(mark, lo, hi) for mark in CJK_BREAKS)
+    return cut + 1 if cut != -1 else -1
+
+
+def _first_break(body: str, lo: int, hi: int) -> int:
+    """The end of the best break lying in ``[lo, hi)``, earliest first; -1."""
+    for separator in BREAKS:
+        cut = body.find(separator, lo, hi)
+        if cut != -1:
+            return cut + len(separator)
+    found = [cut for mark in CJK_BREAKS if (cut := body.find(mark, lo, hi)) != -1]
+    return min(found) + 1 if found else -1
+
+
 def window_end(body: str, start: int, max_chars: int) -> int:
     """The end of the window of at most ``max_chars`` characters from ``start``: the body's end when
-    it fits, else a paragraph, line or word break in the last quarter, else exactly the budget."""
+    it fits, else a paragraph, line, word or CJK break in the last quarter, else the budget moved back
+    out of any grapheme cluster it would split."""
     end = start + max_chars
     if end >= len(body):
         return len(body)
-    earliest = end - max_chars // BOUNDARY_REACH
-    for separator in ("\n\n", "\n", " "):
-        cut = body.rfind(separator, earliest, end)
-        if cut != -1 and cut + len(separator) > start:
-            return cut + len(separator)
-    return end
+    cut = _last_break(body, max(start, end - max_chars // BOUNDARY_REACH), end)
+    return cut if cut > start else cluster_cut(body, end, start)
 
 
-def section_window(body: str, spans: Sequence[tuple[int, int]], k: int, max_chars: int) -> tuple[int, int]:
-    """The window for chunk ``k``: its span, widened by whole neighbouring chunks (the next one, then
-    the previous one, in turn) while the budget allows. A chunk larger than the budget alone gives
-    the window of ``max_chars`` from its start (``window_end``)."""
-    start, end = spans[k]
-    if end - start > max_chars:
-        return start, window_end(body, start, max_chars)
-    lo, hi = k, k
-    grew = True
-    while grew:
-        grew = False
-        if hi + 1 < len(spans) and spans[hi + 1][1] - start <= max_chars:
-            hi += 1
-            end = spans[hi][1]
-            grew = True
-        if lo > 0 and end - spans[lo - 1][0] <= max_chars:
-            lo -= 1
-            start = spans[lo][0]
-            grew = True
-    return start, end
+def _snap_start(body: str, lo: int, limit: int) -> int:
+    """Where a window meant to begin at ``lo`` begins: after the first break ending at or before
+    ``limit`` (so it starts on a paragraph, a line or a word), else at ``lo`` moved on out of a
+    grapheme cluster (not past ``limit``)."""
+    cut = _first_break(body, lo, limit)
+    if cut != -1:
+        return cut
+    while lo < limit and splits_cluster(body, lo):
+        lo += 1
+    return lo
 
 
-__all__ = ["chunk_at", "chunk_spans", "chunk_starts", "section_window", "spans_of", "window_end"]
+def _snap_end(body: str, hi: int, limit: int) -> int:
+    """Where a window meant to end at ``hi`` ends: after the last break lying at or after ``limit``,
+    else at ``hi`` moved back out of a grapheme cluster (not below ``limit``)."""
+    cut = _last_break(body, limit, hi)
+    return cut if cut != -1 else cluster_cut(body, hi, limit)
+
+
+def heading_lines(body: str, lo: int, hi: int, limit: int | None = None) -> list[tuple[int, int, str]]:
+    """``(offset, level, title)`` of the Markdown headings whose lines begin in ``[lo, hi)``, outside
+    fenced code (``lo`` is taken to lie outside a fence: a chunk's start is a block's); lines are read
+    no further than ``limit``."""
+    found: list[tuple[int, int, str]] = []
+    fence: str | None = None
+    limit = len(body) if limit is None else min(limit, len(body))
+    pos = lo
+    while pos < hi:
+        breaks = _LINE_BREAK.search(body, pos, limit)
+        stop = breaks.start() if breaks else limit
+        line = body[pos:stop]
+        marker = _FENCE.match(line)
+        if fence is not None:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence) \
+                    and not line.strip()[len(marker.group(1)):].strip():
+                fence = None
+        elif marker:
+            fence = marker.group(1)
+        elif (heading := _HEADING.fullmatch(line)) is not None:
+            found.append((pos, len(heading.group(1)), heading.group(2).strip()))
+        if breaks is None:
+            break
+        pos = breaks.end()
+    return found
+
+
+def _run(headings: Sequence[str], k: int, first: int, last: int) -> tuple[int, int]:
+    """The chunks around ``k`` (within ``first``..``last``) whose heading path is ``k``'s or under it
+    (for a chunk without one: the chunks without one)."""
+    path = headings[k]
+
+    def under(other: str) -> bool:
+        return other == path or (bool(path) and other.startswith(path + " > "))
+
+    a, b = k, k
+    while a > first and under(headings[a - 1]):
+        a -= 1
+    while b < last and under(headings[b + 1]):
+        b += 1
+    return a, b
+
+
+def section_extent(body: str, spans: Sequence[tuple[int, int]], headings: Sequence[str], k: int,
+                   first: int, last: int, stop: int) -> tuple[int, int]:
+    """``[start, end)`` of chunk ``k``'s section, as far as the chunks ``first``..``last`` and the body
+    up to ``stop`` tell (see the module docstring); it always holds the chunk's own span."""
+    a, b = _run(headings, k, first, last)
+    own_start, own_end = spans[k][0], min(spans[k][1], stop)
+    start, end = spans[a][0], min(spans[b][1], stop)
+    found = heading_lines(body, spans[a - 1][0] if a > first else start, end, stop)
+    title = headings[k].rsplit(" > ", 1)[-1]
+    limit: int | None = 6 if not headings[k] else None  # a heading-less run ends at any heading
+    if headings[k]:
+        own = [(pos, level) for pos, level, text in found if pos <= own_start and text == title]
+        if own:
+            start, limit = own[-1]
+    if limit is not None:  # the next heading of the same or a higher level after the chunk's start
+        end = next((pos for pos, level, _ in found if own_start < pos < end and level <= limit), end)
+    return min(start, own_start), max(end, own_end)
+
+
+def section_window(body: str, spans: Sequence[tuple[int, int]], headings: Sequence[str], k: int,
+                   max_chars: int) -> tuple[int, int]:
+    """The window for chunk ``k``: its section (``section_extent``) when it fits in ``max_chars``, else
+    ``max_chars`` of it centred on the chunk; a chunk larger than the budget alone gives the window of
+    ``max_chars`` from its start (``window_end``). Only the chunks and text within ``max_chars`` of
+    the chunk's start are looked at (all a window can reach), so a store that reads just those
+    (``search/windows.read_window``) finds the same window."""
+    own_start, own_end = spans[k]
+    if own_end - own_start > max_chars:
+        return own_start, window_end(body, own_start, max_chars)
+    reach_lo, stop = own_start - max_chars - 1, min(len(body), own_start + max_chars + 1)
+    first = k  # the last chunk starting at or before reach_lo (the first when none does)
+    while first > 0 and (reach_lo < 0 or spans[first][0] > reach_lo):
+        first -= 1
+    last = k
+    while last + 1 < len(spans) and spans[last + 1][0] <= own_start + max_chars:
+        last += 1
+    start, end = section_extent(body, spans, headings, k, first, last, stop)
+    if end - start <= max_chars:
+        return start, end
+    spare = max_chars - (own_end - own_start)
+    lo = max(start, own_start - spare // 2)
+    hi = min(end, lo + max_chars)
+    lo = max(start, hi - max_chars)
+    # each side may move inwards by up to half its margin (at most an eighth of the budget) to a break
+    if lo > start:
+        lo = _snap_start(body, lo, lo + min((own_start - lo) // 2, max_chars // 8))
+    if hi < end:
+        hi = _snap_end(body, hi, hi - min((hi - own_end) // 2, max_chars // 8))
+    return lo, hi
+
+
+__all__ = ["chunk_at", "chunk_spans", "chunk_starts", "cluster_cut", "heading_lines", "section_extent",
+           "section_window", "spans_of", "splits_cluster", "window_end"]

@@ -2,7 +2,11 @@
 
 Spans come from the chunks' stored starts (``passages.spans_of``), or, for chunks synced before
 starts were stored, from their texts (``passages.chunk_spans``). See ``passages`` for how a window
-ends and how a chunk's window widens with its neighbours.
+ends and where a chunk's section begins and ends.
+
+A chunk's window is its section (``passages.section_window``), at most ``SECTION_CHARS`` characters
+unless the request's ``max_chars`` says otherwise (or ``[server] get_max_chars`` is smaller), centred on
+the chunk when the section is longer.
 
 A window holds at most ``MAX_GET_CHARS`` characters, whatever the request: ``max_chars`` 0 (and a
 request-less read, as scripts make) asks for the whole document and gets it up to that ceiling,
@@ -20,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from context_harness.common import passages
 from context_harness.errors import BadRequest, NotFound
-from context_harness.models import MAX_GET_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
+from context_harness.models import MAX_GET_CHARS, SECTION_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
 from context_harness.store.backend import DocumentStorage
 from context_harness.store.records import DocumentRow, StoredChunk, WindowRead
 
@@ -66,10 +70,13 @@ def not_found(doc_id: str) -> NotFound:
 
 
 def budget(request: GetRequest | None, default_max_chars: int) -> int:
-    """The most characters of body the answer holds: the request's ``max_chars``, else the default;
-    0 (the whole document) and anything above are the ceiling, ``MAX_GET_CHARS``."""
-    max_chars = default_max_chars if request is None or request.max_chars is None else request.max_chars
-    return min(max_chars or MAX_GET_CHARS, MAX_GET_CHARS)
+    """The most characters of body the answer holds: the request's ``max_chars``, else the default
+    (for a chunk, its section: ``SECTION_CHARS`` or the default if smaller); 0 (the whole document)
+    and anything above are the ceiling, ``MAX_GET_CHARS``."""
+    if request is not None and request.max_chars is not None:
+        return min(request.max_chars or MAX_GET_CHARS, MAX_GET_CHARS)
+    ceiling = min(default_max_chars or MAX_GET_CHARS, MAX_GET_CHARS)
+    return min(SECTION_CHARS, ceiling) if request is not None and request.chunk is not None else ceiling
 
 
 def spans(body: str, chunks: Sequence[StoredChunk], overlap: int) -> list[tuple[int, int]]:
@@ -88,12 +95,14 @@ def _past_end(offset: int, total: int) -> BadRequest:
     return BadRequest(f"offset {offset} is past the end of the document ({total} characters)")
 
 
-def window(body: str, spans: list[tuple[int, int]], request: GetRequest | None, budget: int) -> tuple[int, int]:
-    """``[start, end)`` of the body that ``request`` asks for, at most ``budget`` characters."""
+def window(body: str, spans: list[tuple[int, int]], headings: Sequence[str], request: GetRequest | None,
+           budget: int) -> tuple[int, int]:
+    """``[start, end)`` of the body that ``request`` asks for, at most ``budget`` characters (``headings``:
+    the chunks' heading paths, for a chunk's section)."""
     if request is not None and request.chunk is not None:
         if request.chunk >= len(spans):
             raise _out_of_range(request.chunk, len(spans))
-        return passages.section_window(body, spans, request.chunk, budget)
+        return passages.section_window(body, spans, headings, request.chunk, budget)
     offset = (request.offset or 0) if request is not None else 0
     if offset > len(body):
         raise _past_end(offset, len(body))
@@ -123,7 +132,8 @@ def document_window(row: DocumentRow, chunks: Sequence[StoredChunk], request: Ge
     (``max_chars`` defaulting to ``default_max_chars``; without ``request``, from the start), with the
     chunks overlapping it."""
     found = spans(row.body, chunks, overlap)
-    start, end = window(row.body, found, request, budget(request, default_max_chars))
+    headings = [c.heading or "" for c in chunks]
+    start, end = window(row.body, found, headings, request, budget(request, default_max_chars))
     return _answer(row, row.body, 0, len(row.body), chunks, found, start, end)
 
 
@@ -151,8 +161,8 @@ def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
     # Past any body: a larger chunk number or offset answers the same, and stays within SQL's integers.
     k = min(request.chunk, FAR) if request is not None and request.chunk is not None else None
     offset = min(request.offset or 0, FAR) if request is not None else 0
-    # A chunk's neighbours widen its window while it stays within the budget (passages.section_window),
-    # so those starting more than the budget away can never join: the reach is the budget.
+    # A chunk's window lies within the budget of its start (passages.section_window), and so do the
+    # chunks and text that tell where its section begins and ends: the reach is the budget.
     found = store.read_window(doc_id, k, offset, size)
     if found is None:
         raise not_found(doc_id)
@@ -167,7 +177,8 @@ def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
     placed = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
     if k is not None:
         local = [(s - lo, e - lo) for s, e in placed]  # in the slice of the body read
-        start, end = passages.section_window(row.body, local, k - chunks[0].idx, size)
+        start, end = passages.section_window(row.body, local, [c.heading or "" for c in chunks],
+                                             k - chunks[0].idx, size)
         start, end = start + lo, end + lo
     else:
         if offset > total:

@@ -12,6 +12,8 @@ from pydantic import BaseModel
 
 from context_harness.common.validation import parse, parse_get, parse_recent, parse_related, parse_search
 from context_harness.models import (
+    MAX_GET_CHARS,
+    SECTION_CHARS,
     DocumentOut,
     GetRequest,
     NoArguments,
@@ -115,18 +117,24 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
             name="search", title="Search the knowledge base",
             description="Search the local knowledge base and return the best-matching documents with short "
             "snippets. Use plain words or quoted phrases; filter by source, tags or dates. Each result has an "
-            "`id` and the `chunk` (section, under `heading`) its snippet comes from: call `get` with both "
-            "(`{id, chunk}`) to read that section rather than the whole document.",
+            "`id` and the `chunk` (under `heading`) its snippet comes from: call `get` with both (`{id, chunk}`) to "
+            f"read that chunk's section (at most {SECTION_CHARS:,} characters by default) rather than the whole "
+            "document.",
             input_schema=schema_of(SearchRequest), output_schema=schema_of(SearchResponse, "serialization"),
             run=search, render=render_search),
         FunctionTool(
             name="get", title="Get a document",
-            description="Read a document by the id a search result gave, one window at a time: pass the "
-            "result's `chunk` to get that section with its neighbours, or `offset` to read from a character "
-            "offset. The answer holds at most `max_chars` characters of `body` (about 20,000 by default), its "
-            "metadata and the chunks in the window; when `truncated` is true and `next_offset` is not null, call "
-            "again with `offset: next_offset` to read on. `max_chars: 0` returns the whole document, up to "
-            "1,000,000 characters (the most one answer holds).",
+            description="Read a document by the id a search result gave, one window at a time. With the "
+            "result's `chunk`, the answer is that chunk's section: from its heading to the next heading of the same "
+            "or a higher level (in a document without headings, the text around the chunk), at most "
+            f"{SECTION_CHARS:,} characters of `body` by default, centred on the chunk when the section is longer. "
+            "With `offset`, the text from that character offset; with neither, from the start (both at most "
+            "the server's `get_max_chars` by default). `max_chars` asks for more or less; `max_chars: 0` for no "
+            f"limit but {MAX_GET_CHARS:,} characters (the most one answer holds): the whole document, or a chunk's "
+            "whole section. `range` says "
+            "where `body` lies in the document and `chunks` which chunks (with their headings) it holds; when "
+            "`next_offset` is not null, call again with `offset: next_offset` to read on (a smaller `offset` "
+            "reads what comes before).",
             input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"), run=get,
             render=render_document),
         FunctionTool(
