@@ -204,7 +204,7 @@ class Shots:
         from context_harness.store.records import document_id
 
         page = self.go("/ui/graph?id=" + document_id("filesystem:sample", "how-to/write-back.md"))
-        page.locator("#graph[data-drawn]").wait_for()
+        page.locator("#graph[data-settled]").wait_for()  # the layout done, not still moving
         self.save("graph")
 
     def sources(self) -> None:

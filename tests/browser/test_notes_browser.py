@@ -84,7 +84,7 @@ def test_write_read_edit_with_a_conflict_delete_and_restore(page: Any, console: 
 
 
 def test_the_graph_draws_offline_under_the_csp(page: Any, console: Console, events: Events, shoot) -> None:
-    """Cytoscape.js is served by the console itself (no CDN) and runs under its CSP: no violation,
+    """The graph library (d3-force) is served by the console itself (no CDN) and runs under its CSP: no violation,
     no inline style of its own; the neighbourhood of a note is drawn, a click on a node opens it."""
     from playwright.sync_api import expect
 

@@ -200,7 +200,7 @@ def test_the_graph_of_a_neighbourhood_and_of_the_whole(vault, start_server):
     assert [n["here"] for n in around["nodes"] if n["id"] == permit] == [True]
     assert len(whole["nodes"]) == 7 and {"from": garden, "to": permit} in whole["edges"]  # KB_DOCS, garden, permit, hostile
     assert "<h1>Around Shed permit</h1>" in page and "Garden plan → Shed permit" in page
-    assert '<script src="/ui/static/cytoscape.min.js" defer></script>' in page
+    assert '<script src="/ui/static/d3-force.min.js" defer></script>' in page
     assert missing.status_code == 404 and "no-such-doc" in missing.text
 
 
