@@ -1,7 +1,9 @@
 """The filesystem connector: Markdown and text files under a folder, and PDF, DOCX and HTML files
 converted to text when the documents extra is installed (``formats/documents.py``).
 
-Never reads outside ``root``: symlinks whose target leaves the root are skipped and counted.
+Never reads outside ``root``: symlinks whose target leaves the root are skipped and counted, and the
+root itself is held open (``held.py``): every scan walks from that descriptor, and a root swapped for a
+symlink or another folder fails the sync instead of being followed.
 Honours ``.gitignore`` files (root and nested), always skips ``.git`` and ``node_modules``.
 Nothing on disk stops a scan: only regular files are read, never past ``max_file_size``
 (``reading.py``); the walk is iterative (any depth) and a folder or entry it cannot read is a named
@@ -25,6 +27,7 @@ import pathspec
 from context_harness.common import timestamps
 from context_harness.config import FilesystemConnectorConfig
 from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem, WriteSettings
+from context_harness.connectors.held import Holder, RootGuard
 from context_harness.connectors.names import escape_name
 from context_harness.connectors.reading import (
     DIR_FLAGS,
@@ -152,8 +155,8 @@ class _Opener:
     """Opens the walk's folders. It keeps the last one open, so that its sub-folder opens by one short
     name: a 10,000-deep tree costs no more than a wide one, and no path grows past ``PATH_MAX``."""
 
-    def __init__(self, root: str, follow_symlinks: bool) -> None:
-        self.root = root
+    def __init__(self, root: str, follow_symlinks: bool, root_fd: int | None = None) -> None:
+        self.root, self.root_fd = root, root_fd
         self.flags = DIR_FLAGS | (0 if follow_symlinks else NOFOLLOW)
         self.last: tuple[str, int] | None = None
 
@@ -161,11 +164,11 @@ class _Opener:
         """A descriptor of the folder ``rel``, valid until the next ``open`` or ``close``."""
         parent, _, name = rel.rpartition("/")
         if not rel:
-            fd = open_under(self.root, "", DIR_FLAGS)  # the root itself may be a symlink
+            fd = open_under(self.root, "", DIR_FLAGS, root_fd=self.root_fd)  # held, or by path (a symlink)
         elif self.last is not None and self.last[0] == parent:
             fd = open_under(self.root, name, self.flags, dir_fd=self.last[1])
         else:
-            fd = open_under(self.root, rel, self.flags)
+            fd = open_under(self.root, rel, self.flags, root_fd=self.root_fd)
         self.close()
         self.last = (rel, fd)
         return fd
@@ -208,6 +211,8 @@ class FilesystemConnector:
         self._root = os.fspath(self.root)
         self._root_uri: str | None = None
         self._real_root = os.path.realpath(self.root)
+        self._guard = RootGuard(self.root, self.label)
+        self._root_fd: int | None = None  # the held root's descriptor during a scan (``held.py``)
         self._globs = Globs(config.include_globs, config.exclude_globs)
         self.linked_dirs = False  # the last scan followed a folder symlink
         self._convertible: dict[str, bool] = {}  # document format -> converter installed (asked once a scan)
@@ -219,13 +224,29 @@ class FilesystemConnector:
     def health(self) -> tuple[bool, str | None]:
         if not self.root.is_dir():
             return False, f"root folder {self.root} does not exist"
-        return True, None
+        swapped = self._guard.failure() if FD_WALK else None
+        return (False, swapped) if swapped else (True, None)
+
+    def hold_root(self, holder: Holder | None = None) -> None:
+        """Hold the root folder open now (``held.py``): through ``holder``, a writable source's root
+        the note tools hold, else its own; every later scan walks from it."""
+        if FD_WALK:
+            self._guard.hold(holder)
+
+    def _begin(self) -> None:
+        """At the start of a scan: the held root, checked (``FileNotFoundError`` when there is no
+        folder, ``Conflict`` when the path names another folder than the one held)."""
+        if not FD_WALK:  # no descriptor walk here: by path, as configured
+            if not self.root.is_dir():
+                raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
+            self._real_root = os.path.realpath(self.root)
+            return
+        held = self._guard.current()
+        self._root_fd, self._real_root = held.fd, os.fspath(held.real)
 
     def scan(self, report: ScanReport) -> Iterator[Candidate]:
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
+        self._begin()
         self.linked_dirs = False
-        self._real_root = os.path.realpath(self.root)
         self._convertible = {}
         yield from self._walk("", [], set(), report)
 
@@ -237,9 +258,7 @@ class FilesystemConnector:
         documents not listed are gone. ``full`` is True when only a full scan can tell (a folder on the
         way is a symlink, or the last scan followed folder symlinks, which makes the listed path of a
         file depend on walk order)."""
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"root folder {self.root} does not exist or is not a folder")
-        self._real_root = os.path.realpath(self.root)
+        self._begin()
         out = PathScan()
         for rel_path in _outermost(rel_paths):
             if self.linked_dirs:
@@ -272,7 +291,7 @@ class FilesystemConnector:
     def _path_candidates(self, rel_path: str, report: ScanReport, out: PathScan) -> bool:
         """Add the candidates at or under ``rel_path`` to ``out``; False when a full scan is needed.
         The folders on the way are opened one from the other (any depth costs one step each)."""
-        opener = _Opener(self._root, follow_symlinks=False)
+        opener = _Opener(self._root, follow_symlinks=False, root_fd=self._root_fd)
         try:
             return self._path_in(opener, rel_path, report, out)
         finally:
@@ -342,7 +361,7 @@ class FilesystemConnector:
               report: ScanReport) -> Iterator[Candidate]:
         """Every candidate at or under the folder ``rel``, depth first in name order, without recursion
         (any depth): a stack of the folders entered, each listed whole when entered."""
-        opener = _Opener(self._root, self.config.follow_symlinks)
+        opener = _Opener(self._root, self.config.follow_symlinks, self._root_fd)
         try:
             stack = [iter(self._folder(opener, rel, ignores, visited, report))]
             while stack:
@@ -407,8 +426,8 @@ class FilesystemConnector:
             if not self.config.follow_symlinks:
                 report.skip("symlink", rel_path, item=escape_name(rel_path))
                 return None
-            target = os.path.realpath(os.path.join(self._root, rel_path))
-            real_root = self._real_root
+            real_root = self._real_root  # the held folder's: the root's path may name another by now
+            target = os.path.realpath(os.path.join(real_root, rel_path))
             if target != real_root and not target.startswith(real_root + os.sep):
                 report.skip("symlink_escape", f"{rel_path} -> outside root", item=escape_name(rel_path))
                 return None
@@ -447,10 +466,14 @@ class FilesystemConnector:
 
     def _read(self, rel_path: str, report: ScanReport) -> bytes | None:
         """The file's bytes now (never past ``max_file_size``, never blocking), or None: a named skip
-        when it became something else, grew, vanished or lost permission since it was listed."""
+        when it became something else, grew, vanished or lost permission since it was listed.
+        ``Conflict`` when the root was swapped (the sync keeps the stored copy)."""
+        if self._root_fd is not None:
+            self._guard.check()  # a swapped root: an error, so the stored copy is kept (not a skip)
         try:
             return read_regular(self._root, rel_path, self.config.max_file_size,
-                                follow_symlinks=self.config.follow_symlinks, real_root=self._real_root)
+                                follow_symlinks=self.config.follow_symlinks, real_root=self._real_root,
+                                root_fd=self._root_fd)
         except Skip as skip:
             report.skip(skip.reason, str(skip), item=escape_name(rel_path))
         except OSError as exc:

@@ -14,6 +14,8 @@ import errno
 import os
 import stat as stat_mod
 
+from context_harness.errors import Conflict
+
 MAX_OPEN_PATH = 3000  # bytes of path given to one open (PATH_MAX is 4096 on Linux, 1024 on macOS)
 READ_CHUNK = 1 << 20
 FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -49,16 +51,20 @@ def _reopen(fd: int, rel: str) -> int:
     return new
 
 
-def open_under(root: str, rel: str, flags: int, dir_fd: int | None = None) -> int:
+def open_under(root: str, rel: str, flags: int, dir_fd: int | None = None, *, root_fd: int | None = None) -> int:
     """``os.open`` of ``root/rel`` (``rel`` ``/``-separated, "" for ``root``), or of ``rel`` in the
-    folder open as ``dir_fd``; a path too long for one call is opened a stretch of folders at a time."""
+    folder open as ``dir_fd``; with ``root_fd`` (the root held open, ``connectors.held``), ``root`` is
+    that folder and its path is never looked up. A path too long for one call is opened a stretch of
+    folders at a time."""
     if dir_fd is not None:
         return os.open(rel, flags, dir_fd=dir_fd)
+    if root_fd is not None and (not rel or len(os.fsencode(rel)) <= MAX_OPEN_PATH):
+        return os.open(rel or ".", flags, dir_fd=root_fd)
     path = os.path.join(root, rel) if rel else root
-    if len(os.fsencode(path)) <= MAX_OPEN_PATH or not FD_WALK:
+    if root_fd is None and (len(os.fsencode(path)) <= MAX_OPEN_PATH or not FD_WALK):
         return os.open(path, flags)
     parts = rel.split("/")
-    fd = os.open(root, DIR_FLAGS)
+    fd = os.open(".", DIR_FLAGS, dir_fd=root_fd) if root_fd is not None else os.open(root, DIR_FLAGS)
     try:
         stretch: list[str] = []
         for part in parts[:-1]:
@@ -73,13 +79,16 @@ def open_under(root: str, rel: str, flags: int, dir_fd: int | None = None) -> in
         os.close(fd)
 
 
-def stat_under(root: str, rel: str, follow_symlinks: bool) -> os.stat_result:
-    """``os.stat`` (``lstat`` without ``follow_symlinks``) of ``root/rel``, whatever its length."""
+def stat_under(root: str, rel: str, follow_symlinks: bool, *, root_fd: int | None = None) -> os.stat_result:
+    """``os.stat`` (``lstat`` without ``follow_symlinks``) of ``root/rel`` (from ``root_fd`` when
+    given, see ``open_under``), whatever its length."""
+    if root_fd is not None and (not rel or len(os.fsencode(rel)) <= MAX_OPEN_PATH or "/" not in rel):
+        return os.stat(rel, dir_fd=root_fd, follow_symlinks=follow_symlinks) if rel else os.fstat(root_fd)
     path = os.path.join(root, rel) if rel else root
-    if len(os.fsencode(path)) <= MAX_OPEN_PATH or not FD_WALK or "/" not in rel:
+    if root_fd is None and (len(os.fsencode(path)) <= MAX_OPEN_PATH or not FD_WALK or "/" not in rel):
         return os.stat(path, follow_symlinks=follow_symlinks)
     parent, _, name = rel.rpartition("/")
-    fd = open_under(root, parent, DIR_FLAGS)
+    fd = open_under(root, parent, DIR_FLAGS, root_fd=root_fd)
     try:
         return os.stat(name, dir_fd=fd, follow_symlinks=follow_symlinks)
     finally:
@@ -97,15 +106,18 @@ def inside(fd: int, real_root: str) -> bool:
 
 
 def read_regular(root: str, rel: str, limit: int, *, follow_symlinks: bool = True, real_root: str | None = None,
-                 dir_fd: int | None = None) -> bytes:
-    """The bytes of the regular file ``root/rel`` (or ``rel`` in the folder open as ``dir_fd``), at
-    most ``limit``. Raises ``Skip`` (``not_a_regular_file``, ``too_large``, ``symlink_escape`` when
-    it resolves outside ``real_root``) or ``OSError`` (see ``os_reason``); never blocks."""
-    fd = open_under(root, rel, FILE_FLAGS | (0 if follow_symlinks else NOFOLLOW), dir_fd)
+                 dir_fd: int | None = None, root_fd: int | None = None) -> bytes:
+    """The bytes of the regular file ``root/rel`` (or ``rel`` in the folder open as ``dir_fd``, or
+    under the root held as ``root_fd``), at most ``limit``. Raises ``Skip`` (``not_a_regular_file``,
+    ``too_large``, ``symlink_escape`` when it resolves outside ``real_root``) or ``OSError`` (see
+    ``os_reason``), or ``Conflict`` when the held root itself moved (not the file's doing); never blocks."""
+    fd = open_under(root, rel, FILE_FLAGS | (0 if follow_symlinks else NOFOLLOW), dir_fd, root_fd=root_fd)
     try:
         if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
             raise Skip("not_a_regular_file", f"{rel} (not a regular file)")
         if real_root is not None and not inside(fd, real_root):
+            if root_fd is not None and not inside(root_fd, real_root):  # the held root was renamed meanwhile
+                raise Conflict(f"{rel}: the source's folder was moved while it was read; it is read again next sync")
             raise Skip("symlink_escape", f"{rel} -> outside root")
         chunks: list[bytes] = []
         size = 0

@@ -9,12 +9,14 @@ import logging
 import os
 from contextvars import ContextVar
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from context_harness.agents.settings import load_settings
 from context_harness.config import Config
 from context_harness.connectors.base import ScanReport, Writable, WriteSettings, write_settings
+from context_harness.connectors.filesystem import FilesystemConnector
 from context_harness.connectors.names import escape_name, unescape_name
 from context_harness.errors import BadRequest, ConfigError, Conflict, NotConfigured, NotFound
 from context_harness.models import (
@@ -79,6 +81,9 @@ class WriteBack:
                     self._roots.hold(settings.root, connector.label)
                 except OSError as exc:  # swapped at this very moment: refused at its first use
                     log.warning("could not hold the folder of source %s (%s): %s", connector.label, settings.root, exc)
+            if isinstance(connector, FilesystemConnector):  # its syncs walk from the same folder (connectors.held)
+                held = None if settings is None else partial(self._roots.hold, settings.root, connector.label)
+                connector.hold_root(held)
 
     def _writable(self, source: str) -> tuple[Writable, WriteSettings, Root]:
         connector = next((c for c in self.connectors if c.label == source or c.label == f"filesystem:{source}"), None)
@@ -199,7 +204,7 @@ class WriteBack:
         return current
 
     async def _synced(self, connector: Writable, root: Root, rel: str) -> bool:
-        """Sync ``rel`` while the root is the folder held (the connector reads by the root's path); False
+        """Sync ``rel`` while the root is the folder held (the connector walks from it too); False
         when its folder was missing for a moment. A root swapped meanwhile is named as such."""
         root.check()
         try:
