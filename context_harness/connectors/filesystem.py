@@ -39,7 +39,7 @@ from context_harness.connectors.reading import (
     read_regular,
     stat_under,
 )
-from context_harness.formats import documents
+from context_harness.formats import documents, outlines
 from context_harness.formats.documents import EXTRA_HINT, DocumentFormat, document_format
 from context_harness.formats.markdown import (
     first_heading,
@@ -458,6 +458,8 @@ class FilesystemConnector:
         fingerprint = f"{stat.st_mtime_ns}:{stat.st_size}"
         born = birth_time(stat)
         if fmt is None:
+            if outlines.kind_of(rel_path):  # reST, AsciiDoc, Org: a better reading re-reads unchanged files
+                fingerprint += f":s{outlines.READER_VERSION}"
             return Candidate(source_id, fingerprint, self._loader(rel_path, stat.st_mtime, report, born))
         # The converter's version is part of the fingerprint: a better converter re-reads unchanged files.
         return Candidate(source_id, f"{fingerprint}:c{documents.CONVERTER_VERSION}",
@@ -549,13 +551,19 @@ def decode_text(raw: bytes, shown: str, source_id: str, report: ScanReport) -> s
 
 def text_item(source_id: str, text: str, file_time: dt.datetime, url: str,
               born: dt.datetime | None = None) -> SourceItem:
-    """A Markdown, rst or text file as an item: front matter (Markdown) gives its title, author, tags
-    and dates; else its first heading (not for .txt) or its name is the title, the file time its date."""
+    """A Markdown, reST, AsciiDoc, Org or text file as an item: front matter (Markdown) gives its title,
+    author, tags and dates; reST, AsciiDoc and Org their title and sections (``formats/outlines.py``:
+    the body's headings become Markdown headings); else its first heading (not for .txt) or its name
+    is the title, the file time its date."""
     suffix = PurePosixPath(source_id).suffix.lower()
+    kind = outlines.kind_of(source_id)
+    read = outlines.structured(source_id, text) if kind else None
     meta, body = split_front_matter(text) if suffix in (".md", ".markdown", ".mdx") else ({}, text)
     title = meta.get("title")
-    if not isinstance(title, str) or not title.strip():
-        title = first_heading(body) if suffix != ".txt" else None
+    if read is not None:
+        title, body = read.title, read.body
+    elif not isinstance(title, str) or not title.strip():
+        title = first_heading(body) if suffix != ".txt" and kind is None else None
     if not title:
         title = PurePosixPath(source_id).stem
     author = meta.get("author")
@@ -565,7 +573,7 @@ def text_item(source_id: str, text: str, file_time: dt.datetime, url: str,
         title=str(title).strip(),
         author=str(author) if author else None,
         source_url=url,
-        content_type=_CONTENT_TYPES.get(suffix, "text/plain"),
+        content_type=outlines.CONTENT_TYPES[kind] if kind else _CONTENT_TYPES.get(suffix, "text/plain"),
         metadata=json_safe(meta),
         tags=front_matter_tags(meta),
         created_at=front_matter_time(meta, "created", "created_at", "date") or born,

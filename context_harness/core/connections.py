@@ -6,7 +6,8 @@ Links are stored at sync time (``store/connections.py``); here they are resolved
 names a path from the source's root (``target`` or ``target.md``) in the linking document's source;
 a wikilink names a document by file stem, path, the end of its path (``[[garden-shed/permit]]``,
 as Obsidian resolves it) or title (case-insensitive), in the same source first, then in any (the first
-by source and path). ``Harness`` inherits these calls.
+by source and path); a reST ``:ref:`` names the document that defines its label (``.. _label:``), in
+the same source first. ``Harness`` inherits these calls.
 """
 
 from __future__ import annotations
@@ -189,15 +190,27 @@ class Connections:
         at = self.store.at_paths(row.source, [p for kind, _, key in links if kind == "markdown"
                                               for p in markdown_paths(key)])
         named = _by_name(self.store.named(_lookups([key for kind, _, key in links if kind == "wiki"])))
+        labels = self._labelled([key for kind, _, key in links if kind == "ref"])
         return [(kind, target, next((at[p] for p in markdown_paths(key) if p in at), None) if kind == "markdown"
+                 else _pick(labels.get(key, []), row.source) if kind == "ref" else row.id if kind == "label"
                  else _pick(_named(key, named), row.source)) for kind, target, key in links]
+
+    def _labelled(self, keys: list[str]) -> Named:
+        """The documents defining each reST label key (a ``label`` row: ``.. _name:``), as ``_pick`` takes them."""
+        assert self.store is not None
+        out: Named = {}
+        for doc_id, source, kind, _, key in self.store.links_to(sorted(set(keys))):
+            if kind == "label":
+                out.setdefault(key, []).append((doc_id, source, doc_id))
+        return out
 
     def _links_to(self, row: _Doc) -> tuple[list[tuple[str, str | None, float | None]], list[UnresolvedLink]]:
         found: dict[str, tuple[str, str | None, float | None]] = {}
         unresolved = []
         for kind, target, doc in self._resolved(row):
             if doc is None:
-                unresolved.append(UnresolvedLink(kind=kind, target=target))  # type: ignore[arg-type]
+                if kind in ("markdown", "wiki"):  # a reST :ref: to a label not indexed is not listed
+                    unresolved.append(UnresolvedLink(kind=kind, target=target))  # type: ignore[arg-type]
             elif doc != row.id and doc not in found:
                 found[doc] = (doc, target, None)
         return list(found.values()), unresolved
@@ -205,11 +218,14 @@ class Connections:
     def _linked_from(self, row: _Doc) -> list[tuple[str, str | None, float | None]]:
         assert self.store is not None
         names, paths = wikilink_names(row.source_id, row.title), _markdown_keys(row.source_id)
-        hits = self.store.links_to(sorted(names | paths))
+        labels = {key for kind, _, key in self.store.links_from(row.id) if kind == "label"}
+        hits = self.store.links_to(sorted(names | paths | labels))
         named = _by_name(self.store.named(_lookups(sorted({h[4] for h in hits if h[2] == "wiki"}))))
         found: dict[str, tuple[str, str | None, float | None]] = {}
         for doc_id, source, kind, target, key in hits:
-            if kind == "markdown":
+            if kind in ("ref", "label"):
+                linked = kind == "ref" and key in labels
+            elif kind == "markdown":
                 linked = source == row.source and key in paths
             else:
                 linked = key in names and _pick(_named(key, named), source) == row.id
