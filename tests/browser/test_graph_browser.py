@@ -16,6 +16,7 @@ import pytest
 from browser.console import Console, Events
 from browser.test_quality import axe, axe_script, blocking  # noqa: F401 (axe_script is a fixture)
 
+pytestmark = pytest.mark.slow  # a 1,000-note sync and serve (~17 s) before the first test
 COUNT = 1000
 NOTES, JOURNAL = 700, 300  # notes in each source
 FOLDERS = ["garden", "harbour", "kitchen/recipes", "kitchen/tools", ""]
