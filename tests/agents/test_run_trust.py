@@ -144,6 +144,27 @@ async def test_a_scoped_server_runs_only_agents_inside_its_scope(tmp_path: Path)
     assert len(chat.requests) == 1, "the refused run never reached the model"
 
 
+@pytest.mark.anyio
+async def test_one_reply_of_thousands_of_calls_stays_within_its_budget(tmp_path: Path) -> None:
+    """3,000 calls in one reply: at most CALLS_PER_REPLY run, every call id gets an answer, and the
+    run is done within seconds (before: 148 s under max_seconds 5)."""
+    calls = [("search", {"query": f"permit {i}"}) for i in range(3000)]
+    with ScriptedChat([tool_calls(calls), message("Done.")], model="local") as chat:
+        config = run_workspace(tmp_path, chat.url)
+        async with Harness.open(config_mod.load(config)) as harness:
+            began = time.monotonic()
+            record = await harness.run_agent(RunRequest(agent="filer", task="Search", max_seconds=5))
+            took = time.monotonic() - began
+    assert record["status"] == "finished", record["reason"]
+    outcomes = [s["outcome"] for s in steps_of(record, "tool")]
+    assert outcomes.count("ok") == 32 and outcomes.count("refused") == 3000 - 32
+    fed = [m for m in chat.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(fed) == 3000 and "at most 32 tool calls" in fed[-1]["content"]
+    assert took < 25, f"{took:.1f} s"  # 3.1 s on the 2-core machine under load (148 s before)
+    [model_step, _] = steps_of(record, "model")
+    assert model_step["calls_asked"] == 3000 and len(model_step["calls"]) == 32
+
+
 SLOW_LUA = """
 tool = { description = "Takes a second and a half", parameters = { { name = "n", type = "number" } },
          annotations = { readOnlyHint = true } }
