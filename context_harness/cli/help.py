@@ -6,6 +6,7 @@ how-to guides, the tutorial. Error messages and the config ``ctx init`` writes p
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -50,11 +51,29 @@ def find(name: str, folder: Path) -> Path:
     raise NotFound(f"no page {name!r} in the bundled documentation; `ctx help` lists them")
 
 
+# A page that is a file of the repository's root included when the site is built (mkdocs' snippets:
+# docs/changelog.md is `--8<-- "CHANGELOG.md"`).
+SNIPPET = re.compile(r'^--8<-- "([\w.-]+)"$', re.MULTILINE)
+
+
+def text(path: Path) -> str:
+    """The page as the site shows it: an included root file's text in place of its snippet line (in a
+    checkout, where the file is), else a line saying where the text is."""
+    def included(match: re.Match[str]) -> str:
+        source = CHECKOUT / match.group(1)
+        if source.is_file():
+            return source.read_text(encoding="utf-8").rstrip("\n")
+        return (f"This page is {match.group(1)} at the root of the source repository, which the package "
+                f"does not ship; read it in a checkout of the source.")
+    return SNIPPET.sub(included, path.read_text(encoding="utf-8"))
+
+
 def title(path: Path) -> str:
-    for line in path.read_text(encoding="utf-8").splitlines():
+    """The page's first `# ` heading, else its file name as words (`changelog` -> `Changelog`)."""
+    for line in text(path).splitlines():
         if line.startswith("# "):
             return line[2:].strip()
-    return ""
+    return path.stem.replace("-", " ").capitalize()
 
 
 @click.command("help")
@@ -71,4 +90,4 @@ def help_command(page: str | None) -> None:
         click.echo(f"\n`ctx help PAGE` prints one (a page's name is enough when no other page has it); "
                    f"they are Markdown, also at {folder}")
         return
-    click.echo(find(page, folder).read_text(encoding="utf-8"), nl=False)
+    click.echo(text(find(page, folder)), nl=False)
