@@ -39,7 +39,7 @@ SHELL_ENV_CLIENTS = frozenset({"claude-code"})  # the others start servers with 
 PROBLEM_PREFIX = "context-harness cannot serve: "  # server/stdio.py serve_problem's instructions
 STDERR_SHOWN = 12  # last lines of the server's stderr shown with a failure
 _UNSET = re.compile(r"environment variables? ([A-Z_][A-Z0-9_]*(?:, [A-Z_][A-Z0-9_]*)*) not set")
-INSPECTOR = "npx @modelcontextprotocol/inspector --cli --method tools/list --"  # `--`: its own --config
+INSPECTOR = "npx @modelcontextprotocol/inspector@2.12.0 --cli --method tools/list --"  # `--`: its own --config
 
 
 @dataclass

@@ -57,7 +57,7 @@ def test_a_working_entry_passes_and_prints_an_inspector_command_with_the_separat
     lines = done.stdout.splitlines()
     assert lines[0].startswith("Claude Code (user) ") and "  ok: MCP handshake in " in done.stdout
     assert re.search(r"\n  ok: 1 source\(s\), \d documents, none failing\n", done.stdout)
-    assert f"  by hand: npx @modelcontextprotocol/inspector --cli --method tools/list -- {SERVER} --config {kb}" in (
+    assert f"  by hand: npx @modelcontextprotocol/inspector@2.12.0 --cli --method tools/list -- {SERVER} --config {kb}" in (
         lines)
 
 
