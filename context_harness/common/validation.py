@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from context_harness.common import jsonlimits
 from context_harness.errors import BadRequest
 from context_harness.models import GetRequest, RecentRequest, RelatedRequest, SearchRequest
 
@@ -124,7 +125,7 @@ def check_declared(owner: str, noun: str, arguments: Any, declared: Sequence[Dec
     return out
 
 
-MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = jsonlimits.MAX_DEPTH
 """How deeply JSON that a client sends may nest (arrays and objects); no argument needs more."""
 
 
@@ -134,8 +135,8 @@ def decode_json(raw: bytes | str, what: str = "the request body") -> Any:
     (``"\\ud800"`` is valid JSON but not text: nothing downstream could encode it)."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = json.loads(text.removeprefix("\ufeff"), parse_constant=_not_json)
-    except RecursionError:
+        value = jsonlimits.loads(text.removeprefix("\ufeff"), max_depth=MAX_JSON_DEPTH, parse_constant=_not_json)
+    except (jsonlimits.TooDeep, RecursionError):
         raise BadRequest(f"{what}: nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (UnicodeDecodeError, ValueError):
         raise BadRequest(f"{what}: not valid JSON (UTF-8, no NaN or Infinity)") from None

@@ -43,6 +43,7 @@ from context_harness.agents.base import CLAUDE_CODE_MODELS, AgentSpec, standing_
 from context_harness.agents.chat import ChatModel, ChatReply, OpenAIChat, ToolCall
 from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
 from context_harness.agents.settings import load_settings
+from context_harness.common import jsonlimits
 from context_harness.common.redaction import redact
 from context_harness.errors import (
     BadRequest,
@@ -496,7 +497,7 @@ def _arguments(text: str) -> tuple[dict[str, Any], str | None]:
     if not text.strip():
         return {}, None
     try:
-        value = json.loads(text)
+        value = jsonlimits.loads(text)  # past MAX_DEPTH: TooDeep, a JSONDecodeError fed back like the rest
     except json.JSONDecodeError as exc:
         return {}, f"the arguments are not JSON ({exc.msg}: character {exc.pos}): send a JSON object"
     if not isinstance(value, dict):

@@ -3,6 +3,8 @@
 Each refusal is an error of the table (``errors``: ``ParseError``, ``InvalidRequest``,
 ``TooManySessions``), which gives its HTTP status and JSON-RPC code:
 
+- the body may nest arrays and objects at most ``jsonlimits.MAX_DEPTH`` (64) levels deep: else **400**,
+  ``-32600``, naming the limit (checked before anything parses it);
 - the body must be strict JSON (no ``NaN``/``Infinity``): else **400**, JSON-RPC ``-32700``;
 - every message's ``id`` must be a string or an integer: an object, a float, ``NaN`` or a boolean id
   is **400**, ``-32600`` (the SDK accepted such a message with 202 and never answered it);
@@ -23,6 +25,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from context_harness.common import jsonlimits
 from context_harness.common.validation import decode_json
 from context_harness.errors import HarnessError, InvalidRequest, ParseError, TooManySessions, outcome
 
@@ -57,6 +60,9 @@ class JsonRpcGuard:
             await self.app(scope, receive, send)
             return
         body = await _read_body(receive)
+        if jsonlimits.deeper_than(body, jsonlimits.MAX_DEPTH) is not None:  # json.loads would recurse past it
+            await rpc_error(InvalidRequest(jsonlimits.explain("the JSON-RPC message")))(scope, receive, send)
+            return
         try:
             messages = _messages(body)
         except HarnessError as exc:

@@ -8,6 +8,9 @@ One JSON-RPC message per line (issue 39):
   null. The server then reads the next line.
 - a line that is not JSON is answered ``-32700`` (``id`` null); JSON that is not a JSON-RPC message,
   ``-32600`` (with its ``id`` when it has a usable one). Blank lines are skipped.
+- a line nesting arrays and objects more than ``jsonlimits.MAX_DEPTH`` (64) levels deep is answered
+  ``-32600`` naming the limit, before anything parses it (990 levels ended the server with a
+  ``RecursionError``), with its ``id`` when that comes before the deep part.
 - when stdin ends, the requests already read are finished and answered, for at most
   ``EOF_GRACE_SECONDS``; what is still running then is answered "Connection closed". Then the
   server exits.
@@ -48,6 +51,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from context_harness.common import jsonlimits
 from context_harness.core.face import Harness
 from context_harness.errors import HarnessError, InvalidRequest, ParseError, outcome
 from context_harness.server.mcp import build_server
@@ -167,6 +171,9 @@ def leading_id(head: bytes) -> RequestId | None:
     """The top-level ``"id"`` of a JSON object that starts with ``head``, when it comes before the
     first value ``head`` cuts short; None otherwise (nested ``"id"`` keys are skipped, not read)."""
     text = head.decode("utf-8", errors="ignore")
+    deep = jsonlimits.deeper_than(text, jsonlimits.MAX_DEPTH)
+    if deep is not None:  # only the values before the deep part are read (raw_decode would recurse into it)
+        text = text[:deep]
     decoder = json.JSONDecoder()
     pos = _blank(text, 0)
     if not text.startswith("{", pos):
@@ -214,6 +221,8 @@ def parse_line(line: bytes) -> SessionMessage | Refusal | None:
     text = line.decode("utf-8", errors="replace")
     if not text.strip():
         return None
+    if jsonlimits.deeper_than(line, jsonlimits.MAX_DEPTH) is not None:  # json.loads would recurse past it
+        return refusal(InvalidRequest(jsonlimits.explain("the message")), leading_id(line[:ID_SNIFF_BYTES]))
     try:
         return SessionMessage(jsonrpc_message_adapter.validate_json(text, by_name=False))
     except ValidationError:
