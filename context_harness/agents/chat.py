@@ -7,7 +7,9 @@ goes wrong at the endpoint (down, slow, an HTML page, a reply too large, JSON wi
 is a ``ModelError`` naming the model, its URL and the key to look at; the run records it as a step.
 
 A reply's tool calls keep their ``arguments`` as the text the model wrote: whether that is a JSON
-object is the loop's question (a malformed call is fed back to the model, not fatal).
+object is the loop's question (a malformed call is fed back to the model, not fatal; so are arguments
+nested past ``jsonlimits.MAX_DEPTH``). A reply nested past ``REPLY_DEPTH``, or whose ``tool_calls`` is
+not a list of objects, is a ``ModelError``; an answer in content parts keeps its text parts, joined.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from context_harness.common import jsonlimits
+from context_harness.common.redaction import redact
 from context_harness.config import ModelConfig
 from context_harness.errors import ModelError
 
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
     import httpx2 as httpx
 
 PREVIEW_CHARS = 200  # of an answer that is not a chat reply, quoted in the error
+PREVIEW_WINDOW = 64 * 1024  # bytes of it scrubbed of secrets before the cut
+REPLY_DEPTH = jsonlimits.MAX_DEPTH + 8  # a completion around tool-call arguments sent as an object of MAX_DEPTH
 CONNECT_SECONDS = 10.0  # to reach the endpoint (within the reply's timeout)
 
 
@@ -104,6 +110,9 @@ class OpenAIChat:
         except httpx.HTTPError as exc:
             raise ModelError(f"model '{self.name}': cannot reach {self.url} ({_reason(exc)}); is the server "
                              f"running? ({self.where} url)") from None
+        except httpx.InvalidURL as exc:
+            raise ModelError(f"model '{self.name}': {self.url} is not a URL it can reach ({exc}); fix {self.where} "
+                             "url") from None
         if status != 200:
             raise ModelError(f"model '{self.name}' ({self.url}) answered HTTP {status}: {_preview(data)}")
         return data
@@ -123,7 +132,10 @@ class OpenAIChat:
     def _reply(self, data: bytes, sent: int) -> ChatReply:
         """The reply in ``data``; ``sent``: the request's size in tokens, estimated (a quarter of its characters)."""
         try:
-            payload = json.loads(data)
+            payload = jsonlimits.loads(data, max_depth=REPLY_DEPTH)
+        except jsonlimits.TooDeep:
+            raise ModelError(f"model '{self.name}' ({self.url}) answered JSON nested more than {REPLY_DEPTH} levels "
+                             "deep; the reply was not read") from None
         except ValueError:
             raise ModelError(f"model '{self.name}' ({self.url}) answered something that is not JSON: "
                              f"{_preview(data)}") from None
@@ -134,10 +146,14 @@ class OpenAIChat:
         except (KeyError, IndexError, TypeError, AssertionError):
             raise ModelError(f"model '{self.name}' ({self.url}) answered JSON without choices[0].message: "
                              f"{_preview(data)}") from None
-        content = message.get("content")
+        calls = message.get("tool_calls") or []
+        wrong = _not_calls(calls)
+        if wrong:
+            raise ModelError(f"model '{self.name}' ({self.url}) answered tool_calls that is not a list of objects "
+                             f"({wrong}): {_preview(data)}")
         usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        reply = ChatReply(content=content if isinstance(content, str) else "",
-                          tool_calls=[_tool_call(raw, n) for n, raw in enumerate(message.get("tool_calls") or [], 1)],
+        reply = ChatReply(content=_text(message.get("content")),
+                          tool_calls=[_tool_call(raw, n) for n, raw in enumerate(calls, 1)],
                           finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None)
         reply.prompt_tokens = _count(usage.get("prompt_tokens"), sent)  # an endpoint that does not count: estimated
         reply.completion_tokens = _count(usage.get("completion_tokens"), len(data) // 4)
@@ -151,6 +167,30 @@ def _tls() -> ssl.SSLContext:
     import httpx2
 
     return httpx2.create_ssl_context()
+
+
+_KINDS = {str: "a string", dict: "an object", list: "a list", bool: "a boolean", int: "a number", float: "a number",
+          type(None): "null"}
+
+
+def _not_calls(calls: Any) -> str | None:
+    """What is wrong with a reply's ``tool_calls`` (a list of objects), or None."""
+    if not isinstance(calls, list):
+        return _KINDS.get(type(calls), "not a list")
+    for n, item in enumerate(calls, 1):
+        if not isinstance(item, dict):
+            return f"item {n} is {_KINDS.get(type(item), 'not an object')}"
+    return None
+
+
+def _text(content: Any) -> str:
+    """The answer's text: a string, or the text parts of content parts (``[{"type": "text", "text": ...}]``)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content
+                       if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    return ""
 
 
 def _tool_call(raw: Any, n: int) -> ToolCall:
@@ -171,7 +211,9 @@ def _count(value: Any, estimate: int) -> int:
 
 
 def _preview(data: bytes) -> str:
-    text = data[:PREVIEW_CHARS * 4].decode("utf-8", "replace").strip()
+    # Secrets are hidden before the cut: a key echoed escaped or encoded is many times its length, and
+    # a cut through it would keep its first part (``HarnessError`` redacts only what is left).
+    text = redact(data[:PREVIEW_WINDOW].decode("utf-8", "replace")).strip()
     text = " ".join(text.split())
     return repr(text[:PREVIEW_CHARS] + ("…" if len(text) > PREVIEW_CHARS else "")) if text else "(an empty body)"
 

@@ -12,9 +12,15 @@ What counts as a secret, learnt when a config is read (``remember``, called by `
 Where it is applied: every ``HarnessError`` message (so every error on every rim: MCP, REST, the
 CLI, ``sources``' ``last_error``), and every log record (a record factory, so every logger and
 handler, tracebacks included). Besides the secrets it knows, ``redact`` always hides the
-credentials of any URL (``scheme://user:pass@`` -> ``scheme://***@``), whoever wrote the text (git's
-own error lines, say). Values shorter than ``MIN_LENGTH`` are not treated as secrets (they would
-hide ordinary words).
+credentials of any URL (``scheme://user:pass@`` -> ``scheme://***@``, up to the last ``@`` before the
+host, as a URL parser reads it), whoever wrote the text (git's own error lines, say). Values shorter
+than ``MIN_LENGTH`` are not treated as secrets (they would hide ordinary words).
+
+A secret is hidden in the forms an echo gives it too (a model endpoint quoting the request back): JSON
+escapes of any of its characters (``\\/``, ``\\u0073``, with the backslashes a ``repr`` doubles), and
+base64 (standard or URL-safe, at any of the three alignments inside a longer base64 text, as a
+``Basic`` header holds ``user:pass``: the groups that the secret alone decides, when they make at
+least ``MIN_BASE64`` characters).
 
 The secrets are process-wide on purpose: a log line from any thread, or an error raised before a
 ``Harness`` exists, must be scrubbed too. One process serves one user's configs, so hiding one
@@ -23,6 +29,7 @@ config's secrets in another's output can only hide more, never less.
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
@@ -32,6 +39,7 @@ from typing import Any
 
 MASK = "***"
 MIN_LENGTH = 6
+MIN_BASE64 = 8  # characters of a base64 fragment hidden as a secret's (4 would hide ordinary words)
 SECRET_KEYS = re.compile(r"(^|_)(token|secret|password|passwd|credentials?|auth|(api|access|private|secret)_?key)($|_)",
                          re.IGNORECASE)
 PATH_KEYS = re.compile(r"(^|_)(path|paths|root|dir|folder|folders|file|files)$", re.IGNORECASE)
@@ -40,7 +48,8 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 # A database URL's lone user (postgresql://postgres@host/db) names a role, not a secret: masking it
 # hid the word "postgres" in every message.
 DATABASE_SCHEMES = ("postgres", "mysql", "mariadb")
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s'\"]+)@")
+_ESCAPES = re.compile(r'\\(?:u[0-9a-fA-F]{4}|[/"\\])')  # a JSON escape: a secret may hide behind one
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s'\"]+(?:@[^/?#@\s'\"]*)*)@")
 
 
 class Redactor:
@@ -49,7 +58,9 @@ class Redactor:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
+        self._encoded: set[str] = set()  # the secrets' base64 pieces
+        self._pattern: re.Pattern[str] | None = None  # the secrets and their base64 pieces, as they are
+        self._escaped: re.Pattern[str] | None = None  # the secrets with any character JSON-escaped
 
     def add(self, values: Iterable[str]) -> None:
         fresh = {v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH} - self._secrets
@@ -57,8 +68,11 @@ class Redactor:
             return
         with self._lock:
             self._secrets |= fresh
+            self._encoded |= {piece for secret in fresh for piece in _base64_pieces(secret)}
             ordered = sorted(self._secrets, key=len, reverse=True)  # longest first: no partial leftovers
-            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            literal = sorted(self._secrets | self._encoded, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(s) for s in literal))
+            self._escaped = re.compile("|".join(_escapable(s) for s in ordered))
 
     def redact(self, text: str) -> str:
         if not isinstance(text, str) or not text:
@@ -66,13 +80,46 @@ class Redactor:
         if "@" in text:
             text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
         pattern = self._pattern
-        return pattern.sub(MASK, text) if pattern is not None else text
+        if pattern is None:
+            return text
+        text = pattern.sub(MASK, text)
+        escaped = self._escaped
+        return escaped.sub(MASK, text) if escaped is not None and _ESCAPES.search(text) else text
 
     def forget_all(self) -> None:
         """For tests: start again knowing no secrets."""
         with self._lock:
             self._secrets.clear()
-            self._pattern = None
+            self._encoded.clear()
+            self._pattern = self._escaped = None
+
+
+def _escapable(secret: str) -> str:
+    """A pattern of ``secret`` with any character as it is or JSON-escaped (``\\u0073``, ``\\/``), the
+    backslash doubled any number of times (a ``repr`` of JSON text)."""
+    parts = []
+    for char in secret:
+        forms = [re.escape(char)]
+        code = ord(char)
+        if code < 0x10000:
+            forms.append(r"\\+u" + "".join(f"[{h}{h.upper()}]" if h.isalpha() else h for h in f"{code:04x}"))
+        if char in "/\"\\":
+            forms.append(r"\\+" + re.escape(char))
+        parts.append("(?:" + "|".join(forms) + ")")
+    return "".join(parts)
+
+
+def _base64_pieces(secret: str) -> set[str]:
+    """The base64 characters that ``secret`` alone decides wherever it lies in a longer encoded text
+    (one run per alignment, standard and URL-safe alphabets), each at least ``MIN_BASE64`` long."""
+    data = secret.encode("utf-8", "surrogatepass")
+    pieces = set()
+    for skip in range(3):  # the secret's first bytes that share a group with what comes before it
+        whole = data[skip:][:(len(data) - skip) // 3 * 3]
+        piece = base64.b64encode(whole).decode("ascii")
+        if len(piece) >= MIN_BASE64:
+            pieces |= {piece, piece.replace("+", "-").replace("/", "_")}
+    return pieces
 
 
 REDACTOR = Redactor()
