@@ -41,6 +41,12 @@ class TooDeep(json.JSONDecodeError):
         self.limit = limit
 
 
+def explain(what: str, limit: int = MAX_DEPTH) -> str:
+    """The words every rim refuses too deep JSON with: ``what`` names the text (``the message``)."""
+    return (f"{what} is nested more than {limit} levels deep (arrays and objects; the limit is {limit}): "
+            "send flatter JSON")
+
+
 def deeper_than(text: str | bytes, limit: int) -> int | None:
     """The position (a character's in a ``str``, a byte's in ``bytes``) of the first opening bracket past
     ``limit`` levels of nesting, or None when the
@@ -108,4 +114,4 @@ def _scan(tokens: Any, limit: int) -> int | None:
     return None
 
 
-__all__ = ["MAX_DEPTH", "TooDeep", "check", "deeper_than", "loads"]
+__all__ = ["MAX_DEPTH", "TooDeep", "check", "deeper_than", "explain", "loads"]
