@@ -525,6 +525,8 @@ def load_file(path: Path) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table (a cloned .ctx/config.toml)
+        raise ConfigError(f"{path}: invalid TOML: arrays or inline tables nested too deeply") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc.__class__.__name__}") from None
     return from_dict(raw, path)
