@@ -5,7 +5,9 @@ sees them), so "collectors" in a document matches the query word "collector". Ea
 weighs its IDF: the window shown is the one holding the rarest query words, not the one where a
 common word repeats most. A text without any query word gets its opening instead. A word found ``MAX_MATCHES`` times is
 everywhere in the text (a long manual's own name, say): it says nothing about where the passage is,
-so the window is placed by the other query words when the text has any.
+so the window is placed by the other query words when the text has any. Prose is shown before code:
+when the lines outside fenced code blocks hold every query word the text holds, the window is placed
+among them (a how-to's shell transcript repeats the words the paragraph after it explains).
 
 Finding words costs one ``str.find`` scan per query word and a cached stem per candidate word, so
 snippets of a dozen results take well under a millisecond even for long documents.
@@ -24,6 +26,7 @@ MAX_MATCHES = 32  # occurrences of one word considered
 REPEAT_WEIGHT = 0.1  # a word already in the window adds this fraction of its weight again
 _WORD_AT = re.compile(r"[^\W_]+")
 _MARKUP = " \t\r\n#>*-_`"  # what may stand before a snippet's first word without hiding text
+_FENCE = re.compile(r"^ {0,3}(?:```|~~~)(.*)$", re.MULTILINE)
 
 
 @dataclass
@@ -71,6 +74,32 @@ def _matches(text: str, weights: dict[str, float], stem: Callable[[str], str | N
             pos = lower.find(prefix, end)
     found.sort()
     return found
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of the fenced code blocks of ``text``. A chunk may begin inside one: when its first
+    fence is bare (no info string) and the fences are odd in number, the text before it is code."""
+    fences = [(m.start(), m.end(), bool(m.group(1).strip())) for m in _FENCE.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    if len(fences) % 2 and not fences[0][2]:
+        spans.append((0, fences[0][1]))
+        fences = fences[1:]
+    for (start, _, _), (_, end, _) in zip(fences[::2], fences[1::2], strict=False):
+        spans.append((start, end))
+    if len(fences) % 2:  # an opened block the text ends inside
+        spans.append((fences[-1][0], len(text)))
+    return spans
+
+
+def _prose(matches: list[tuple[int, int, str]], text: str) -> list[tuple[int, int, str]]:
+    """The matches outside code blocks, when they hold every term of ``matches``; else ``matches``."""
+    spans = _code_spans(text) if "```" in text or "~~~" in text else []
+    if not spans:
+        return matches
+    outside = [m for m in matches if not any(a <= m[0] < b for a, b in spans)]
+    if outside and len(outside) < len(matches) and {m[2] for m in outside} == {m[2] for m in matches}:
+        return outside
+    return matches
 
 
 def _best_window(matches: list[tuple[int, int, str]], weights: dict[str, float], chars: int) -> tuple[int, int]:
@@ -126,6 +155,7 @@ def make_snippet(text: str, weights: dict[str, float], stem: Callable[[str], str
         placing = [m for m in matches if counts[m[2]] < MAX_MATCHES]
         if placing and len(placing) < len(matches):
             matches = placing
+    matches = _prose(matches, text)
     i, j = _best_window(matches, weights, chars)
     first, last = matches[i][0], matches[j - 1][1]
     # Spend what the matches leave of the budget on context: a little before, the rest after.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -199,8 +200,11 @@ def test_root_option_indexes_without_config(tmp_path: Path, sample_docs) -> None
 def assert_answers_how_to_connect(results: list[dict]) -> None:
     """The demo's question ("how do I connect Claude Desktop") is answered from the docs site (docs/): its
     best hit is a page that tells how, the first three quote Claude Desktop, and the how-to or the tutorial is
-    among them."""
+    among them; the first shows a readable passage (prose, not the lines of a shell transcript)."""
     assert results[0]["source_id"] in {"how-to/connect-a-client.md", "tutorial.md", "index.md"}, results[0]
+    first = results[0]["snippet"]
+    assert "```" not in first and not re.search(r"/home/|\.json\b|^\$ |ctx \w+ claude-desktop", first), first
+    assert re.search(r"[A-Z][^.]{20,}\.", first), first  # a sentence
     assert any("Claude Desktop" in r["snippet"] for r in results[:3]), results[:3]
     assert {"how-to/connect-a-client.md", "tutorial.md"} & {r["source_id"] for r in results[:3]}
 

@@ -77,3 +77,28 @@ def test_offsets_survive_characters_that_lowercase_to_two(index: KeywordIndex) -
 def test_heading_markers_are_not_shown(index: KeywordIndex) -> None:
     snippet = make_snippet("# Quokka care\n\nFeed them leaves.", weights_for(index, "quokka"), index.stem, 100)
     assert snippet.text == "Quokka care Feed them leaves."
+
+
+# The demo's first hit, chunk 4 of docs/how-to/connect-a-client.md: it begins inside the shell transcript
+# of `ctx setup` (the fence opened in chunk 2), whose lines repeat "Claude Desktop".
+TRANSCRIPT_TAIL = (
+    "backup of the previous file: /home/me/.config/Claude/claude_desktop_config.json.bak-20261126T173756Z\n"
+    "wrote /home/me/.config/Claude/claude_desktop_config.json; restart Claude Desktop (or reload its MCP "
+    "servers) to start it\ncheck it as Claude Desktop will start it: ctx doctor claude-desktop\n```\n\n"
+    "Then restart the client (Claude Desktop: quit it, not only close the window), or reload its MCP\n"
+    "servers.\n")
+
+
+def test_prose_is_shown_before_a_code_block_holding_the_same_words(index: KeywordIndex) -> None:
+    weights = weights_for(index, "how do I connect Claude Desktop")
+    snippet = make_snippet(TRANSCRIPT_TAIL, weights, index.stem, 240)
+    assert snippet.text == ("… Then restart the client (Claude Desktop: quit it, not only close the window), "
+                            "or reload its MCP servers.")
+    fenced = "Intro line.\n\n```sh\nctx setup claude-desktop  # Claude Desktop\n```\n\nClaude Desktop reads it. "
+    assert make_snippet(fenced, weights, index.stem, 30).text.startswith("… Claude Desktop reads it.")
+
+
+def test_code_is_shown_when_only_code_holds_a_query_word(index: KeywordIndex) -> None:
+    text = "Set the hook up.\n\n```toml\n[hooks]\npelican = true\n```\n\nThen restart the hook.\n"
+    snippet = make_snippet(text, weights_for(index, "pelican hook", {"pelican": 5.0, "hook": 1.0}), index.stem, 40)
+    assert "pelican = true" in snippet.text
