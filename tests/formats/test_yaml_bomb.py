@@ -64,6 +64,7 @@ def test_the_bomb_is_refused_in_a_fresh_process_within_a_second_and_50_mb() -> N
     assert result["seconds"] < SECONDS and result["growth"] < GROWTH_MB, result
     assert result["refused"] == "line 3: YAML aliases (*a) are not read; write the value out instead"
     assert result["kept"], "the note keeps its whole text"
+    print(f"\nalias bomb: refused in {result['seconds'] * 1000:.1f} ms, peak RSS +{result['growth']:.1f} MB")
 
 
 def test_normal_front_matter_reads_as_safe_load_reads_it() -> None:
@@ -177,6 +178,8 @@ def test_ctx_sync_indexes_the_bomb_note_as_text(tmp_path: Path, child_env: dict[
     added = runs["bomb"].seconds - runs["plain"].seconds
     grown = runs["bomb"].peak_rss_mb - runs["plain"].peak_rss_mb
     assert added < SECONDS and grown < GROWTH_MB, f"the bomb added {added:.2f} s and {grown:.1f} MB"
+    print(f"\nctx sync: {runs['plain'].seconds:.2f} s / {runs['plain'].peak_rss_mb:.0f} MB without the bomb, "
+          f"{runs['bomb'].seconds:.2f} s / {runs['bomb'].peak_rss_mb:.0f} MB with it")
 
 
 @pytest.mark.anyio
@@ -210,6 +213,8 @@ async def test_a_served_watched_folder_takes_the_bomb_and_searches_stay_fast(tmp
     assert found_after is not None and found_after < 2.0, "the bomb note is indexed, as text, within a second or so"
     assert slowest < 0.5, f"a search took {slowest:.2f} s (4.2 s before the fix)"
     assert grown < GROWTH_MB, f"the server's peak RSS grew {grown:.1f} MB"
+    print(f"\nserved: the bomb note found after {found_after:.2f} s, slowest search {slowest * 1000:.0f} ms, "
+          f"peak RSS +{grown:.1f} MB")
 
 
 def test_ctx_agent_list_reports_the_bomb_agent_unavailable(tmp_path: Path, child_env: dict[str, str]) -> None:
@@ -229,3 +234,5 @@ def test_ctx_agent_list_reports_the_bomb_agent_unavailable(tmp_path: Path, child
     added = runs["bomb"].seconds - runs["plain"].seconds
     grown = runs["bomb"].peak_rss_mb - runs["plain"].peak_rss_mb
     assert added < SECONDS and grown < GROWTH_MB, f"the bomb added {added:.2f} s and {grown:.1f} MB"
+    print(f"\nctx agent list: {runs['plain'].seconds:.2f} s / {runs['plain'].peak_rss_mb:.0f} MB without the bomb, "
+          f"{runs['bomb'].seconds:.2f} s / {runs['bomb'].peak_rss_mb:.0f} MB with it")

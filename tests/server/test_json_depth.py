@@ -106,6 +106,7 @@ def test_stdio_answers_deep_lines_and_serves_the_next(workspace: Path, child_env
     assert proc.returncode == 0, stderr[-3000:]
     assert "Traceback" not in stderr and "RecursionError" not in stderr, stderr[-3000:]
     assert took < 10, f"{took:.1f} s for four deep lines"  # ~0.1 s
+    print(f"\nstdio: four deep lines refused and each next ping answered in {took:.2f} s")
 
 
 def test_the_id_is_sniffed_safely_from_a_deep_line() -> None:
