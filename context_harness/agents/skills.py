@@ -21,6 +21,7 @@ from context_harness.formats import yamlsafe
 from context_harness.formats.markdown import read_front_matter
 
 SKILL_FILE = "SKILL.md"
+MAX_SKILL_BYTES = 1024 * 1024  # as an agent file (``sources.MAX_FILE_BYTES``)
 SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -48,6 +49,9 @@ def skill_files(folder: Path) -> list[Path]:
 
 def load_skill(path: Path) -> Skill:
     try:
+        size = path.stat().st_size
+        if size > MAX_SKILL_BYTES:
+            raise ConfigError(f"skill {path}: {size:,} bytes; a skill file may hold at most {MAX_SKILL_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"skill {path}: cannot read ({exc.__class__.__name__})") from None

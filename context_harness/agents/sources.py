@@ -14,7 +14,8 @@ load unchanged::
     ---
     You are a senior reviewer ...  # the body is the system prompt
 
-Files without front matter (a README) and everything inside skill folders are skipped. Front matter
+Files without front matter (a README) and everything inside skill folders are skipped; a file over
+``MAX_FILE_BYTES`` (1 MiB) is unavailable, not read. Front matter
 past a bound of the YAML loader (``formats.yamlsafe``: an alias, over 64 KiB, over 64 levels) makes
 the file unavailable, naming the bound.
 """
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 
 MARKDOWN_KEYS = ("name", "description", "tools", "skills", "disabled_skills", "arguments")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+MAX_FILE_BYTES = 1024 * 1024  # an agent or skill file (a system prompt of ~250,000 tokens)
 
 
 # -- TOML -----------------------------------------------------------------------------------------
@@ -86,6 +88,9 @@ def markdown_files(folder: Path) -> tuple[list[Path], list[Path]]:
 def markdown_spec(path: Path) -> AgentSpec | None:
     """The agent a Markdown file defines, or None when it has no front matter (not an agent file)."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(f"agent file {path}: {size:,} bytes; an agent file may hold at most {MAX_FILE_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"agent file {path}: cannot read ({exc.__class__.__name__})") from None

@@ -236,3 +236,17 @@ def test_ctx_agent_list_reports_the_bomb_agent_unavailable(tmp_path: Path, child
     assert added < SECONDS and grown < GROWTH_MB, f"the bomb added {added:.2f} s and {grown:.1f} MB"
     print(f"\nctx agent list: {runs['plain'].seconds:.2f} s / {runs['plain'].peak_rss_mb:.0f} MB without the bomb, "
           f"{runs['bomb'].seconds:.2f} s / {runs['bomb'].peak_rss_mb:.0f} MB with it")
+
+
+def test_an_agent_or_skill_file_past_a_mebibyte_is_not_read(tmp_path: Path) -> None:
+    from context_harness.agents.skills import load_skill
+    from context_harness.agents.sources import markdown_spec
+    from context_harness.errors import ConfigError
+
+    huge = "---\nname: big\n---\n" + "x" * (1024 * 1024)
+    (tmp_path / "big.md").write_text(huge, encoding="utf-8")
+    (tmp_path / "SKILL.md").write_text(huge, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"agent file .*big\.md: 1,048,594 bytes; an agent file may hold at most "):
+        markdown_spec(tmp_path / "big.md")
+    with pytest.raises(ConfigError, match=r"skill .*SKILL\.md: 1,048,594 bytes; a skill file may hold at most "):
+        load_skill(tmp_path / "SKILL.md")
