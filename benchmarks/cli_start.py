@@ -64,12 +64,18 @@ def server(folder: Path) -> Iterator[None]:
         deadline = time.monotonic() + 120
         while not answers(folder / "data" / "serving.sock"):
             if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
                 raise SystemExit(f"ctx serve --http did not start: {process.communicate()[1][-500:]}")
             time.sleep(0.2)
         yield
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=60)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
 
 
 def answers(path: Path) -> bool:
