@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from context_harness.common import jsonlimits
 from context_harness.config import EmbeddingConfig
 from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
@@ -163,7 +164,7 @@ class OpenAIEmbedder(BaseEmbedder):
 
     def _parse(self, raw: bytes, expected: int) -> np.ndarray:
         try:
-            data = json.loads(raw)
+            data = jsonlimits.loads(raw)  # nested past the limit: a ValueError, not a RecursionError
             items = sorted(data["data"], key=lambda item: item.get("index", 0))
             vectors = np.asarray([_vector(item["embedding"]) for item in items], dtype=np.float32)
         except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
@@ -197,7 +198,7 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
     """The server's own error message, shortened; never echoes our request."""
     try:
         body = exc.read(4096)
-        data = json.loads(body)
+        data = jsonlimits.loads(body)
         error = data.get("error", data)
         message = error.get("message") if isinstance(error, dict) else error
         text = str(message) if message else ""

@@ -26,6 +26,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from context_harness.common import jsonlimits
 from context_harness.common.deadline import Deadline
 from context_harness.config import Config, RetrievalConfig
 from context_harness.errors import NotConfigured
@@ -92,7 +93,7 @@ class HttpReranker:
                 raw = answer.read(MAX_ANSWER_BYTES + 1)
                 if len(raw) > MAX_ANSWER_BYTES:
                     raise RerankFailed(f"the reranker's answer is over {MAX_ANSWER_BYTES >> 20} MB")
-                payload = json.loads(raw)
+                payload = jsonlimits.loads(raw)  # an answer nested 1,000 deep is a ValueError, not a RecursionError
             except (OSError, ValueError, http.client.HTTPException) as exc:
                 if deadline.expired:
                     raise RerankFailed(f"no answer within rerank_budget_ms ({seconds * 1000:.0f} ms)") from None

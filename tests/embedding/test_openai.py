@@ -63,6 +63,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(401, {"error": {"message": "Incorrect API key provided"}})
         if action == "garbage":
             return self._send(200, b"<html>not json</html>")
+        if action == "deep":  # nested 100,000 levels: json.loads would raise RecursionError
+            return self._send(200, b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
         if action != 200:
             return self._send(int(action), {"error": {"message": f"injected {action}"}}, {"Retry-After": "0"})
         if self.path != "/v1/embeddings":
@@ -170,6 +172,9 @@ def test_auth_failure_is_clear_and_not_retried(server: FakeOpenAI) -> None:
 
 def test_bad_responses(server: FakeOpenAI) -> None:
     server.script = ["garbage"]
+    with pytest.raises(EmbeddingsUnavailable, match="not OpenAI embeddings JSON"):
+        _embedder(server).embed_documents(["x"])
+    server.script = ["deep"]
     with pytest.raises(EmbeddingsUnavailable, match="not OpenAI embeddings JSON"):
         _embedder(server).embed_documents(["x"])
     with pytest.raises(EmbeddingsUnavailable, match="set dims = 8"):

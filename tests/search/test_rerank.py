@@ -53,7 +53,8 @@ def endpoint() -> Iterator[tuple[str, FakeRerank]]:
                 self.send_response(500)
                 self.end_headers()
                 return
-            answer: Any = b"not json {" if fake.behaviour == "garbage" else fake.answer if fake.behaviour == "answer" \
+            answer: Any = b"not json {" if fake.behaviour == "garbage" else b"[" * 100_000 + b"]" * 100_000 \
+                if fake.behaviour == "deep" else fake.answer if fake.behaviour == "answer" \
                 else json.dumps({"results": [
                 {"index": i, "relevance_score": 0.9 if fake.favourite in doc else 0.1 - i / 100}
                 for i, doc in enumerate(body["documents"])]}).encode()
@@ -128,7 +129,7 @@ async def test_top_n_reranks_only_the_head(sample_docs, endpoint, monkeypatch) -
 
 
 @pytest.mark.parametrize("behaviour, says", [("slow", "within rerank_budget_ms"), ("500", "HTTP 500"),
-                                             ("garbage", "no JSON")])
+                                             ("garbage", "no JSON"), ("deep", "no JSON")])
 async def test_a_failed_or_slow_reranker_keeps_the_fused_order_with_a_notice(sample_docs, endpoint, monkeypatch,
                                                                               caplog, behaviour, says) -> None:
     url, fake = endpoint
