@@ -108,7 +108,7 @@ ALLOWED: dict[str, set[str]] = {
     "tools": LOWER | {"lua", "agents", "registries"},
     "notes": LOWER,
     "core.context": LOWER,
-    "core.writeback": LOWER | {"agents", "connectors", "notes", "store"},
+    "core.writeback": LOWER | {"agents", "connectors", "formats", "notes", "store"},
     "core.scripts": LOWER | {"lua", "tools", "connectors", "core.context", "agents", "registries"},
     "core.catalog": LOWER | {"agents", "tools", "core.context"},
     "core.activity": LOWER,

@@ -46,6 +46,7 @@ from context_harness.formats.markdown import (
     front_matter_tags,
     front_matter_time,
     json_safe,
+    note_tags,
     split_front_matter,
 )
 
@@ -575,7 +576,7 @@ def text_item(source_id: str, text: str, file_time: dt.datetime, url: str,
         source_url=url,
         content_type=outlines.CONTENT_TYPES[kind] if kind else _CONTENT_TYPES.get(suffix, "text/plain"),
         metadata=json_safe(meta),
-        tags=front_matter_tags(meta),
+        tags=note_tags(meta, body) if suffix in (".md", ".markdown", ".mdx") else front_matter_tags(meta),
         created_at=front_matter_time(meta, "created", "created_at", "date") or born,
         updated_at=front_matter_time(meta, "updated", "updated_at", "modified") or file_time,
     )

@@ -5,8 +5,10 @@ searchable at once, and logs one INFO line."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import unicodedata
 from contextvars import ContextVar
 from dataclasses import asdict
 from functools import partial
@@ -19,6 +21,7 @@ from context_harness.connectors.base import ScanReport, Writable, WriteSettings,
 from context_harness.connectors.filesystem import FilesystemConnector
 from context_harness.connectors.names import escape_name, unescape_name
 from context_harness.errors import BadRequest, ConfigError, Conflict, NotConfigured, NotFound
+from context_harness.formats.markdown import tags_line
 from context_harness.models import (
     NoteDeleteRequest,
     NoteEditRequest,
@@ -254,24 +257,52 @@ def loaded_by(config: Config) -> list[tuple[Path, bool, str]]:
 
 
 def _new_note(content: str, title: str | None, tags: list[str] | None, front_matter: bool) -> str:
+    """The note's text: front matter (``front_matter``) or a ``# Title`` line and a ``Tags: a, b`` line
+    of the one shape the Markdown reader takes as the document's tags (``formats.markdown.tags_line``),
+    so the tags are searchable with the ``tags`` filter at once and after a re-sync from the files."""
+    title = " ".join(title.split()) if title else None  # one line: a line break would end the heading
+    tags = _tags(tags or [])
     head = ""
     if front_matter and (title or tags):
-        lines = ["---"] + ([f"title: {title!r}"] if title else []) + ([f"tags: {list(tags)!r}"] if tags else [])
+        lines = ["---"] + ([f"title: {json.dumps(title, ensure_ascii=False)}"] if title else [])
+        lines += [f"tags: {json.dumps(tags, ensure_ascii=False)}"] if tags else []
         head = "\n".join([*lines, "---", ""]) + ("\n" if not title else f"\n# {title}\n\n")
     else:
         head = (f"# {title}\n\n" if title else "") + (f"Tags: {', '.join(tags)}\n\n" if tags else "")
     return head + content + ("" if content.endswith("\n") else "\n")
 
 
+def _tags(tags: list[str]) -> list[str]:
+    """Each tag on one line, without a comma (the ``Tags:`` line separates by commas) or a control
+    character, once."""
+    out: dict[str, None] = {}
+    for tag in tags:
+        if "," in tag:
+            raise BadRequest(f"tag {tag!r} holds a comma; give each tag as its own item of tags")
+        one = " ".join(tag.split()).lstrip("#").strip()
+        if any(unicodedata.category(c) == "Cc" for c in one):
+            raise BadRequest(f"tag {tag!r} holds a control character; give tags as plain words")
+        if one:
+            out.setdefault(one, None)
+    return list(out)
+
+
+def _head_end(text: str) -> int:
+    """Where the note's own text starts: after its front matter, and after the title and ``Tags:`` lines
+    ``note_write`` wrote (prepend and replace_section keep the tags where the reader finds them)."""
+    at = edits.front_matter_end(text)
+    return at + tags_line(text[at:])[1]
+
+
 def _apply(text: str, request: NoteEditRequest) -> str:
     if request.op == "append":
         return edits.append(text, request.text or "")
     if request.op == "prepend":
-        return edits.prepend(text, request.text or "")
+        return edits.prepend(text, request.text or "", _head_end(text))
     if request.op == "replace_section":
         if not request.heading:
             raise BadRequest("replace_section needs heading: the heading text, or a path 'Parent > Child'")
-        return edits.replace_section(text, request.heading, request.text or "")
+        return edits.replace_section(text, request.heading, request.text or "", _head_end(text))
     if request.find is None or request.replace is None:
         raise BadRequest("find_replace needs find and replace (and count, when more than one is expected)")
     return edits.find_replace(text, request.find, request.replace, request.count)

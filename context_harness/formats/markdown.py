@@ -5,6 +5,11 @@ levels). Front matter that is not YAML, not a mapping, or past a bound is not fr
 note keeps its whole text as its body (so it is still indexed and found, the would-be front matter
 searchable as text), and ``read_front_matter`` says why for the callers that report it (an agent or
 skill file is then unavailable, naming the reason).
+
+A note's tags are its front matter's ``tags`` (or ``keywords``) and those of a ``Tags: a, b`` line of
+the exact shape ``note_write`` writes without front matter (``tags_line``): the body's first line, or
+the line after a first-line ``# Title`` and one blank line, followed by a blank line or the end.
+A ``Tags:`` line anywhere else is prose.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ log = logging.getLogger(__name__)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _SETEXT_H1 = re.compile(r"^(\S[^\n]*)\n=+[ \t]*$", re.MULTILINE)
+_TAGS_LINE = re.compile(r"(?:#[ \t]+[^\r\n]*\r?\n\r?\n)?Tags: ([^\r\n]{1,6000})(?:\r?\n\r?\n|\r?\n?\Z)")
 
 
 class FrontMatter(NamedTuple):
@@ -90,6 +96,24 @@ def front_matter_tags(meta: dict[str, Any]) -> list[str]:
     for tag in items:
         seen.setdefault(tag.strip().lstrip("#"), None)
     return [t for t in seen if t]
+
+
+def tags_line(body: str) -> tuple[list[str], int]:
+    """The tags of the ``Tags: a, b`` line ``note_write`` writes when a source has no front matter, and
+    where the text after the line (and its blank line) starts; ``([], 0)`` without one. Only that
+    line's exact place counts (the module's docstring): a user's "Tags:" line elsewhere stays prose."""
+    match = _TAGS_LINE.match(body)
+    if match is None:
+        return [], 0
+    seen: dict[str, None] = {}
+    for tag in match.group(1).split(","):
+        seen.setdefault(tag.strip().lstrip("#").strip(), None)
+    return [t for t in seen if t], match.end()
+
+
+def note_tags(meta: dict[str, Any], body: str) -> list[str]:
+    """A Markdown note's tags: its front matter's, then its ``Tags:`` line's (``tags_line``)."""
+    return list(dict.fromkeys(front_matter_tags(meta) + tags_line(body)[0]))
 
 
 def front_matter_time(meta: dict[str, Any], *keys: str) -> dt.datetime | None:

@@ -20,13 +20,18 @@ def front_matter_end(text: str) -> int:
 
 
 def append(text: str, addition: str) -> str:
-    if text and not text.endswith("\n"):
-        text += "\n"
+    """``addition`` as a new paragraph at the end: one blank line between it and the note's last
+    line (none added when the note ends with one already, or is empty)."""
+    if text.strip():
+        text = text.rstrip("\n") + "\n\n" if not text.endswith("\n\n") else text
+        addition = addition.lstrip("\n")
     return text + addition + ("" if addition.endswith("\n") else "\n")
 
 
-def prepend(text: str, addition: str) -> str:
-    at = front_matter_end(text)
+def prepend(text: str, addition: str, at: int | None = None) -> str:
+    """``addition`` at the top: at ``at`` (after what must stay first, such as the title and tags lines
+    ``note_write`` wrote), else after the front matter."""
+    at = front_matter_end(text) if at is None else at
     return text[:at] + addition + ("" if addition.endswith("\n") else "\n") + text[at:]
 
 
@@ -49,9 +54,10 @@ def _headings(text: str) -> list[tuple[int, int, int, list[str]]]:
     return out
 
 
-def replace_section(text: str, heading: str, body: str) -> str:
+def replace_section(text: str, heading: str, body: str, keep: int = 0) -> str:
     """Replace the body under ``heading`` (its text, or a path ``A > B``) up to the next heading of the
-    same or a higher level; the heading line itself stays."""
+    same or a higher level; the heading line itself stays, and so does what comes before ``keep``
+    (the tags line ``note_write`` writes under the title)."""
     wanted = [part.strip() for part in heading.split(">") if part.strip()]
     if not wanted:
         raise BadRequest("heading is empty; give a heading's text, or a path such as 'Plans > Friday'")
@@ -67,7 +73,8 @@ def replace_section(text: str, heading: str, body: str) -> str:
         body += "\n"
     if end < len(text) and body:
         body += "\n"
-    return text[:line_end] + body + text[end:]
+    start = min(max(line_end, keep), end)
+    return text[:start] + body + text[end:]
 
 
 def find_replace(text: str, find: str, replace: str, count: int = 1) -> str:

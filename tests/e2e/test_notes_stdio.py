@@ -79,7 +79,7 @@ async def test_an_assistant_remembers_edits_safely_and_links_over_stdio(tmp_path
             assert not edited.is_error, edited.content[0].text
             with anyio.fail_after(5):
                 assert await updates.__anext__() == ResourceUpdated(uri=uri)
-        assert note.read_text().endswith("Confirmed by Sam.\nVenue: hall B.\n")
+        assert note.read_text().endswith("Confirmed by Sam.\n\nVenue: hall B.\n")
 
         # a page that links to the note: related lists the backlink
         await client.call_tool("note_write", {"source": "notes", "path": "projects.md", "overwrite": True,

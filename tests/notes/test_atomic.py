@@ -25,7 +25,7 @@ def test_crlf_and_bom_are_kept_through_an_edit(tmp_path: Path) -> None:
     note = read_text(path)
     assert (note.crlf, note.bom, note.text) == (True, True, "# Title\n\nbody\n")
     write_atomic(path, encode(Text(edits.append(note.text, "more"), note.crlf, note.bom)))
-    assert path.read_bytes() == "\ufeff# Title\r\n\r\nbody\r\nmore\r\n".encode()
+    assert path.read_bytes() == "\ufeff# Title\r\n\r\nbody\r\n\r\nmore\r\n".encode()
     assert path.stat().st_mode & 0o777 == 0o640
 
 

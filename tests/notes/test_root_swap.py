@@ -98,7 +98,7 @@ async def test_a_root_swapped_for_a_symlink_is_refused_never_followed(tmp_path: 
         (tmp_path / "notes-real").rename(notes)
         await call("note_edit", {"id": note["id"], "op": "append", "text": "more", "expected_version": note["version"]})
         await call("note_restore", {"trash_id": deleted["trash_id"]})
-        assert (notes / "a.md").read_text() == "mine\nmore\n" and (notes / "b.md").exists()
+        assert (notes / "a.md").read_text() == "mine\n\nmore\n" and (notes / "b.md").exists()
     assert tree_hash(outside) == before
 
 

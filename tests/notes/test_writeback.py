@@ -47,7 +47,7 @@ async def test_write_search_edit_conflict_delete_restore(tmp_path: Path) -> None
         await harness.sync_paths("filesystem:notes", ["inbox/release.md"])  # what the watcher would do
         now = (await harness.get(written.id)).version
         fresh = await harness.note_edit(edit.model_copy(update={"expected_version": now, "text": "more"}))
-        assert path.read_text().endswith("User's own line.\nmore\n") and fresh.action == "edited"
+        assert path.read_text().endswith("User's own line.\n\nmore\n") and fresh.action == "edited"
         deleted = await harness.note_delete(NoteDeleteRequest(id=written.id, expected_version=fresh.version))
         assert not path.exists() and deleted.trash_id is not None and deleted.version is None
         assert (await harness.search(SearchRequest(query="release friday", mode="keyword"))).results == []
