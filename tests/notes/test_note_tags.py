@@ -133,3 +133,12 @@ async def test_a_tag_the_tags_line_cannot_hold_is_refused(tmp_path: Path) -> Non
         assert (tmp_path / "notes" / "c.md").read_text().startswith("# Two lines\n\nTags: spaced out\n\n")
         assert await tagged(harness, "spaced out") == ["c.md"]
     assert not (tmp_path / "notes" / "c.md.tmp").exists()
+
+
+async def test_front_matter_reads_back_the_title_and_tags_as_given(tmp_path: Path) -> None:
+    async with Harness.open(_config(tmp_path, front_matter=True)) as harness:
+        out = await harness.note_write(NoteWriteRequest(source="notes", path="fm.md", content="event loop",
+                                                        title='C:\\notes "quoted" it\'s 🎉', tags=["it's", "a\\b"]))
+        doc = await harness.get(out.id)
+        assert doc.title == 'C:\\notes "quoted" it\'s 🎉'
+        assert await tagged(harness, "a\\b") == ["fm.md"] and await tagged(harness, "it's") == ["fm.md"]
