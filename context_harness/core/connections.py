@@ -103,6 +103,8 @@ class Connections:
 
         def semantic(self) -> Any: ...
 
+        def embedding_now(self) -> bool: ...
+
         async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T: ...
 
     async def recent(self, request: RecentRequest) -> RecentResponse:
@@ -242,6 +244,11 @@ class Connections:
 
         stored = self.vectors.vectors_of([c.content_hash for c in self.store.chunks(row.id)])
         if not stored:
+            if self.embedding_now():  # this process (a server) is embedding: say how far it is
+                stats = self.vectors.stats()
+                total = stats.embedded_chunks + stats.pending_chunks
+                return [], (f"embedding in progress: {stats.embedded_chunks:,} of {total:,} chunks; similar "
+                            "documents will appear as this document's chunks are computed")
             return [], "this document's embeddings are not computed yet (ctx sync computes them)"
         mean = np.mean(np.stack([np.asarray(v, dtype=np.float32) for v in stored.values()]), axis=0)
         norm = float(np.linalg.norm(mean))
