@@ -39,6 +39,7 @@ def test_pages_render_with_csp_and_escape_every_value(hostile_config, start_serv
         found = ui.get("/ui/search", params={"q": "payload", "mode": "keyword", "explain": "1"})
         assert found.status_code == 200
         assert PAYLOAD_TITLE not in found.text and "&lt;script&gt;alert(" in found.text
+        assert re.search(r'<div class="path">filesystem:\w+ · payload\.md[ <]', found.text)  # the path
         assert "<img src=x" not in found.text and "&lt;img src=x" in found.text
         assert '<svg class="bars"' in found.text and "keyword" in found.text
         link = re.search(r'href="(/ui/doc\?id=[^"]+)"', found.text).group(1).replace("&amp;", "&")
