@@ -142,3 +142,18 @@ async def test_front_matter_reads_back_the_title_and_tags_as_given(tmp_path: Pat
         doc = await harness.get(out.id)
         assert doc.title == 'C:\\notes "quoted" it\'s 🎉'
         assert await tagged(harness, "a\\b") == ["fm.md"] and await tagged(harness, "it's") == ["fm.md"]
+
+
+async def test_over_mcp_note_write_tags_are_found_by_search_s_tags_filter_at_once(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from context_harness.server.mcp import build_server
+
+    async with Harness.open(_config(tmp_path)) as harness, Client(build_server(harness)) as client:
+        written = await client.call_tool("note_write", {"source": "notes", "path": "inbox/loop.md", "title": "Loops",
+                                                        "tags": ["asyncio"], "content": "The event loop."})
+        assert not written.is_error
+        found = await client.call_tool("search", {"query": "event loop", "filters": {"tags": ["asyncio"]}})
+        results = found.structured_content["results"]
+        assert [r["id"] for r in results] == [written.structured_content["id"]]
+        assert set(results[0]) >= {"id", "score", "title", "source", "source_id", "updated_at", "snippet", "source_url"}
