@@ -4,11 +4,14 @@ and the checks of the new-skill fieldset.
 Tools come as ticked boxes (``tool``, one per tool the server offers) plus a text field (``tools``)
 for other names, comma-separated (Claude Code's own, in a file Claude Code also reads). Arguments
 come as numbered rows, ``arg-N-name``, ``-description``, ``-required``, ``-enum``, ``-default`` and
-``-sample`` (the preview's value), in the order of N."""
+``-sample`` (the preview's value), in the order of N. ``choices`` reads a saved agent's allowed values
+for its "Try it" form (a select where an argument has them)."""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.datastructures import FormData
@@ -52,6 +55,24 @@ def argument_rows(form: FormData) -> list[ArgumentRow]:
     return rows
 
 
+@dataclass(frozen=True)
+class Choice:
+    """An argument with a fixed set of values: the values and the default (None: none)."""
+
+    values: list[str]
+    default: str | None
+
+
+def choices(definition: str) -> dict[str, Choice]:
+    """The arguments of an ``agent://NAME`` definition (JSON) that have allowed values, by name."""
+    try:
+        arguments = json.loads(definition).get("arguments") or []
+    except (ValueError, AttributeError):
+        return {}
+    return {a["name"]: Choice([str(v) for v in a["enum"]], None if a.get("default") is None else str(a["default"]))
+            for a in arguments if isinstance(a, dict) and isinstance(a.get("name"), str) and a.get("enum")}
+
+
 def skill_errors(name: str, known: set[str], folder: Path | None) -> str | None:
     if folder is None:
         return "no skill folder is configured: set [agents] skill_paths in the config file"
@@ -62,4 +83,4 @@ def skill_errors(name: str, known: set[str], folder: Path | None) -> str | None:
     return None
 
 
-__all__ = ["MAX_ROWS", "argument_rows", "draft_from_form", "skill_errors"]
+__all__ = ["MAX_ROWS", "Choice", "argument_rows", "choices", "draft_from_form", "skill_errors"]

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from context_harness.console.agent_form import draft_from_form, skill_errors
+from context_harness.console.agent_form import choices, draft_from_form, skill_errors
 from context_harness.console.pages import Pages, error_message
 from context_harness.core.face import (
     CLAUDE_CODE_TOOLS,
@@ -279,7 +279,11 @@ class AgentPages:
             return self.pages.render(request, "message.html", 404, title="No such agent",
                                      message=f"unknown agent {name!r}; the Agents page lists them")
         values = {arg.name: request.query_params.get(arg.name, "") for arg in info.arguments}
-        context: dict[str, Any] = {"agent": info, "values": values, "where": WHERE,
+        try:
+            fixed = choices(self.harness.read_agent_resource(f"agent://{name}"))
+        except (HarnessError, NotFound):
+            fixed = {}
+        context: dict[str, Any] = {"agent": info, "values": values, "where": WHERE, "choices": fixed,
                                    "editable": info.source == "markdown"}
         if request.query_params.get("run") == "1":
             given = {key: value for key, value in values.items() if value != ""}

@@ -435,3 +435,42 @@ async def test_try_it_of_a_lua_agent_shows_the_context_it_fetched_and_the_messag
         got = await mcp.get_prompt("responder", {"service": "search"})
     assert shown == [m.content.text for m in got.messages] and len(shown) == 2
     assert shown[1].startswith("Found ") and "Runbook: Runbook: search down" in shown[0]
+
+
+TONER = """---
+name: toner
+description: Sounds a way.
+arguments:
+  - name: tone
+    description: How to sound
+    enum: [calm, brisk]
+    default: calm
+  - name: mood
+    required: true
+    enum: [glad, grim]
+  - name: topic
+---
+Be {{tone}} and {{mood}} about {{topic}}.
+"""
+
+
+def test_try_it_offers_an_argument_with_allowed_values_as_a_select(zoo_config: Path, start_server):
+    (zoo_config.parent / "agents" / "toner.md").write_text(TONER, encoding="utf-8")
+    server = start_server(config_mod.load_file(zoo_config))
+    with client(server) as ui:
+        page = ui.get("/ui/agents/toner").text
+        tone = re.search(r'<select id="(arg-\d)" name="tone">(.*?)</select>', page, re.S)
+        assert tone, page
+        assert re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', tone.group(2)) == [
+            ("", "not given (the default: calm)"), ("calm", "calm"), ("brisk", "brisk")]
+        assert f'<label for="{tone.group(1)}">tone — How to sound' in page
+        mood = re.search(r'<select id="arg-\d" name="mood" required>(.*?)</select>', page, re.S)
+        assert mood and re.findall(r'<option value="([^"]*)"', mood.group(1)) == ["", "glad", "grim"]
+        assert re.search(r'<input id="arg-\d" name="topic" value="">', page), "no allowed values: a text box"
+        resolved = ui.get("/ui/agents/toner", params={"run": "1", "mood": "grim", "tone": "brisk", "topic": "tides"}).text
+        assert "Be brisk and grim about tides." in html.unescape(resolved)
+        assert re.search(r'<option value="brisk" selected>brisk</option>', resolved)
+        assert re.search(r'<option value="grim" selected>grim</option>', resolved)
+        odd = ui.get("/ui/agents/toner", params={"run": "1", "mood": "<b>x</b>"}).text
+        assert '<option value="&lt;b&gt;x&lt;/b&gt;" selected>&lt;b&gt;x&lt;/b&gt; (not allowed)</option>' in odd
+        assert 'role="alert"' in odd
