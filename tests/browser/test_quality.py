@@ -35,7 +35,12 @@ SERVE = {"extra": '[connectors.filesystem.notes]\nroot = "notes"\nwritable = tru
                    "tools/signal.lua": 'tool = { description = "Signal a boat", parameters = {\n'
                    '  { name = "word", type = "string", required = true, description = "What to signal" },\n'
                    '  { name = "loud", type = "boolean", default = false, description = "Upper-case it" } } }\n'
-                   "function tool.execute(params) return { said = params.word } end\n"}}
+                   "function tool.execute(params) return { said = params.word } end\n",
+                   # An agent whose arguments have allowed values: "Try it" offers them as selects.
+                   "agents/pilot.md": "---\nname: pilot\ndescription: Guides boats.\narguments:\n"
+                   "  - name: hour\n    description: When to sail\n    enum: [dawn, noon]\n    default: noon\n"
+                   "  - name: berth\n    required: true\n    enum: [east quay, west quay]\n"
+                   "---\nGuide the boat to {{berth}} at {{hour}}.\n"}}
 MANUAL = document_id("filesystem:docs", "manual.md")
 PERMIT = document_id("filesystem:notes", "projects/garden-shed/permit.md")
 # Every page of the console a logged-in user can open by a link (the login page is checked apart).
@@ -55,6 +60,7 @@ PAGES = {
     "tool form": "/ui/tools/signal",
     "agents": "/ui/agents",
     "agent": "/ui/agents/harbourmaster?run=1",
+    "agent with choices": "/ui/agents/pilot?run=1&berth=east+quay",
     "agent builder": "/ui/new-agent",
     "agent edit": "/ui/agents/harbourmaster/edit",
     "runs": "/ui/runs",
@@ -229,7 +235,8 @@ PHONE = {"width": 375, "height": 740}
 OVERFLOW = """() => ({page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
   nav: [...document.querySelectorAll("header nav a")].filter(a => a.getBoundingClientRect().right > innerWidth)
        .map(a => a.textContent),
-  tables: [...document.querySelectorAll(".table-box")].map(b => b.scrollWidth > b.clientWidth)})"""
+  tables: [...document.querySelectorAll(".table-box")].map(b => b.scrollWidth > b.clientWidth),
+  times: [...document.querySelectorAll("time")].filter(t => t.getClientRects().length !== 1).map(t => t.textContent)})"""
 
 
 def test_every_page_fits_a_phone_screen(browser: Any, console: Console) -> None:
@@ -242,8 +249,10 @@ def test_every_page_fits_a_phone_screen(browser: Any, console: Console) -> None:
         fit = page.evaluate(OVERFLOW)
         assert fit["page"] <= 0, f"{name}: the page scrolls sideways by {fit['page']} px at 375 px"
         assert fit["nav"] == [], f"{name}: navigation links off screen: {fit['nav']}"
+        assert fit["times"] == [], f"{name}: times broken over lines: {fit['times']}"
     page.goto(console.url + "/ui/sources")
     assert page.evaluate(OVERFLOW)["tables"][0] is True, "the sources table does not scroll inside its box"
+    assert page.locator("td.last-sync time").count() >= 1
     box = page.locator(".table-box").first  # then the sync history's tables, one per source
     box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
     assert box.evaluate("b => b.scrollLeft") > 0

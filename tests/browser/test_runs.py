@@ -60,6 +60,14 @@ def test_a_run_started_and_approved_in_the_browser(page: Any, console: Console, 
     assert "note_write: approved by a person" in page.locator("#run-steps").inner_text()
     assert NOTE["content"] in (console.root / "notes" / "projects" / "meeting.md").read_text(encoding="utf-8")
     shoot(page, "run", full_page=True)
+    page.set_viewport_size({"width": 375, "height": 800})  # a tool's output is one long line of JSON
+    boxes = page.evaluate("() => [...document.querySelectorAll('#run-steps pre')].map(p => [p.scrollWidth, p.clientWidth])")
+    assert len(boxes) >= 2 and all(scroll <= client + 1 for scroll, client in boxes), boxes
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"), "the page scrolls sideways"
+    started = page.locator("#run-steps dd time").first
+    assert started.get_attribute("datetime") == started.inner_text()
+    assert page.evaluate("() => [...document.querySelectorAll('time')].every(t => t.getClientRects().length === 1)")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     page.goto(f"{console.url}/ui/runs")
     row = page.locator("table tbody tr").first

@@ -101,7 +101,7 @@ def test_documents_render_with_their_links_to_console_pages(vault, start_server)
     assert re.search(r'<a href="/ui/search\?q=nowhere%20yet" class="wikilink unresolved"[^>]*>nowhere yet</a>', body)
     aside = re.search(r'<aside class="connections".*?</aside>', page, re.S).group(0)
     assert "Shed permit" in aside.split("<h2>Backlinks</h2>")[0] and "nowhere yet" in aside
-    assert "<h2>History</h2>" in aside and "added 20" in aside
+    assert "<h2>History</h2>" in aside and re.search(r"added <time datetime=\"20[^\"]+\">20", aside)
     back = re.search(r"<h2>Backlinks</h2>(.*?)<h2>", permit_page, re.S).group(1)
     assert f'href="/ui/doc?id={garden.replace(":", "%3A")}">Garden plan</a>' in back
     assert "version <code" in page
@@ -174,14 +174,15 @@ def test_a_failed_sync_is_not_shown_with_the_time_of_the_last_good_one(config, c
         page = ui.get("/ui/sources").text
         assert ui.post("/ui/sources/sync", data={"csrf": re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1),
                                                  "source": "filesystem:docs"}).status_code == 303
-        synced = re.search(r'<td class="last-sync">(20[^<]*) · ok</td>', ui.get("/ui/sources").text).group(1)
+        synced = re.search(r'<td class="last-sync"><time datetime="(20[^"]*)">\1</time> · ok</td>',
+                           ui.get("/ui/sources").text).group(1)
         shutil.rmtree(config_path.parent / "docs")
         time.sleep(1.1)  # times are to the second: the failing sync's must differ from the good one's
         ui.post("/ui/sources/sync", data={"csrf": re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1),
                                           "source": "filesystem:docs"})
         row = ui.get("/ui/sources").text
-    failed = re.search(r'<td class="last-sync"><span class="error">(20[^<]*) · error</span><br>last successful: '
-                       rf"{re.escape(synced)}</td>", row)
+    failed = re.search(r'<td class="last-sync"><span class="error"><time datetime="(20[^"]*)">\1</time> · error</span>'
+                       rf'<br>last successful: <time datetime="{re.escape(synced)}">{re.escape(synced)}</time></td>', row)
     assert failed, row  # the failing sync's own time beside "error", the good one's after "last successful"
     assert failed.group(1) > synced and f"{synced} · error" not in row
 
@@ -208,3 +209,28 @@ def test_the_graph_of_a_neighbourhood_and_of_the_whole(vault, start_server):
 async def test_the_whole_graph_is_refused_past_its_most(harness) -> None:
     graph = await harness.link_graph(None, most=2)
     assert graph["nodes"] == [] and "more than the 2 the whole graph draws" in graph["note"]
+
+
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
+def test_every_stored_time_is_a_time_element_kept_on_one_line(vault, config_path: Path, start_server):
+    """A raw ISO stamp wrapped at its hyphens in a narrow table cell: each is a <time datetime> now, and the
+    console's stylesheet keeps a <time> on one line."""
+    server = start_server(vault)
+    with client(server) as ui:
+        page = ui.get("/ui/sources").text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+        assert ui.post("/ui/sources/sync", data={"csrf": csrf, "source": "filesystem:docs"}).status_code == 303
+        pages = {path: ui.get(path).text for path in
+                 ("/ui/sources", f"/ui/doc?id={document_id('filesystem:docs', 'garden.md')}", "/ui/trash")}
+        css = ui.get("/ui/static/console.css").text
+    assert re.search(r"(?m)^time \{ white-space: nowrap; \}", css)
+    stamped = 0
+    for path, text in pages.items():
+        times = re.findall(r'<time datetime="([^"]+)">([^<]+)</time>', text)
+        assert all(a == b and ISO.fullmatch(a) for a, b in times), (path, times)
+        stamped += len(times)
+        bare = ISO.findall(re.sub(r'<time datetime="[^"]+">[^<]+</time>', "", text))
+        assert bare == [], f"{path}: stamps outside <time>: {bare}"
+    assert stamped >= 4  # the last sync, the sync history, the document's update and its history
