@@ -210,7 +210,7 @@ def assert_answers_how_to_connect(results: list[dict]) -> None:
 
 
 def test_demo_indexes_the_bundled_sample_and_says_how_far_it_is(tmp_path: Path) -> None:
-    """The first demo embeds ~900 chunks (9-60 s on a 2-core machine): not on a terminal, it says so
+    """The first demo embeds ~1,060 chunks (19-60 s on a 2-core machine): not on a terminal, it says so
     on stderr at once, then how far the embedding is every few seconds; stdout is the result alone."""
     import os
     import time
