@@ -16,6 +16,7 @@ snippets of a dozen results take well under a millisecond even for long document
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,7 +97,8 @@ def _prose(matches: list[tuple[int, int, str]], text: str) -> list[tuple[int, in
     spans = _code_spans(text) if "```" in text or "~~~" in text else []
     if not spans:
         return matches
-    outside = [m for m in matches if not any(a <= m[0] < b for a, b in spans)]
+    starts = [a for a, _ in spans]  # in order, not overlapping: the span before a match is the only one to ask
+    outside = [m for m in matches if (k := bisect_right(starts, m[0]) - 1) < 0 or m[0] >= spans[k][1]]
     if outside and len(outside) < len(matches) and {m[2] for m in outside} == {m[2] for m in matches}:
         return outside
     return matches
