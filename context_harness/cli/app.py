@@ -318,8 +318,8 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
     for part in response.get("set_aside", []):
         what = "HTTP serving" if part["kind"] == "http" else f"{part['kind']} {part['name']}"
         click.echo(f"set aside: {what} — {part['message']}")
-    for overlap in response.overlaps:
-        click.echo(f"warning: {overlap.message}")
+    for overlap in response.get("overlaps") or []:
+        click.echo(f"warning: {overlap['message']}")
     click.echo(_embedder_line(embedding))
 
 

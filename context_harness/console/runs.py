@@ -3,8 +3,9 @@ the background of the serving knowledge base (``Harness.start_agent_run``); a ru
 follows it while it goes (htmx polls its steps every 2 s) and asks the person at the page to approve
 each write (yes / always for this run / no). A write no one answers within ``APPROVAL_SECONDS`` is
 refused, and the run goes on. The form names the call it answers (the request's id and the digest of
-its tool and arguments): it answers that call once, and a replayed or stale form approves nothing. Starting a run and answering approvals are writes: a logged-in session,
-the CSRF token, and a console that is not read-only."""
+its tool and arguments): it answers that call once, and a replayed or stale form approves nothing.
+Starting a run and answering approvals are writes: a logged-in session, the CSRF token, and a
+console that is not read-only."""
 
 from __future__ import annotations
 
