@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,6 +20,7 @@ from context_harness.connectors.filesystem import FilesystemConnector
 from context_harness.core.harness import Harness
 from context_harness.errors import Conflict, HarnessError, NotConfigured
 from context_harness.models import SourceOut
+from support.root_swap import start_flipper
 from support.waiting import source_ids, wait_for
 from support.workspace import Workspace, config_toml
 
@@ -164,26 +163,6 @@ async def _shows(h: Harness, query: str, expected: list[str]) -> bool:
 
 # -- the root-swap battery -----------------------------------------------------------------------
 
-FLIPPER = r"""
-import os, random, sys, time
-root, outside = sys.argv[1], sys.argv[2]
-real, stop = root + "-real", root + "-stop"
-rng, flips = random.Random(7), 0
-print("ready", flush=True)
-while not os.path.exists(stop):
-    time.sleep(rng.uniform(0, 0.004))
-    try:  # the root becomes a symlink to the canary folder, then comes back
-        os.rename(root, real)
-        os.symlink(outside, root)
-        flips += 1
-        time.sleep(rng.uniform(0, 0.002))
-        os.unlink(root)
-        os.rename(real, root)
-    except OSError as exc:
-        print("flip failed:", exc, file=sys.stderr, flush=True)
-print(flips, flush=True)
-"""
-
 NOTES = [f"x{i}.md" for i in range(8)]
 
 
@@ -208,10 +187,8 @@ async def test_syncs_never_read_outside_while_the_root_is_swapped(workspace: Wor
         async with Harness.open(workspace.config()) as h:
             await h.sync(embed=False)
             assert await source_ids(h, "wombat") == NOTES
-            flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(workspace.docs), str(outside)],
-                                       stdout=subprocess.PIPE, text=True)
+            flipper = start_flipper(workspace.docs, outside, seed=7, pause=0.004, hold=0.002)
             try:
-                assert flipper.stdout is not None and flipper.stdout.readline() == "ready\n"
                 for index in range(ROUNDS):
                     name = NOTES[index % len(NOTES)]
                     _save(folder_fd, name, f"# {name}\n\nwombat {name} round {index}\n")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable
@@ -26,6 +24,7 @@ from context_harness.errors import HarnessError
 from context_harness.models import NoteDeleteRequest, NoteEditRequest, NoteWriteRequest
 from context_harness.server.mcp import build_server
 from support.results import error_of
+from support.root_swap import start_flipper
 from support.workspace import writable_notes_config
 
 pytestmark = pytest.mark.anyio
@@ -145,27 +144,6 @@ async def test_a_trash_swapped_for_a_symlink_is_neither_written_nor_restored_fro
 
 # -- the root-swap race battery ---------------------------------------------------------------------
 
-FLIPPER = r"""
-import os, random, sys, time
-root, outside = sys.argv[1], sys.argv[2]
-real, stop = root + "-real", root + "-stop"
-rng, flips = random.Random(11), 0
-print("ready", flush=True)
-while not os.path.exists(stop):
-    time.sleep(rng.uniform(0, 0.008))
-    try:  # the root becomes a symlink to the canary folder, then comes back
-        os.rename(root, real)
-        os.symlink(outside, root)
-        flips += 1
-        time.sleep(rng.uniform(0, 0.001))
-        os.unlink(root)
-        os.rename(real, root)
-    except OSError as exc:
-        print("flip failed:", exc, file=sys.stderr, flush=True)
-print(flips, flush=True)
-"""
-
-
 async def _round(harness: Harness, index: int, outcomes: dict[str, Counter[str]]) -> None:
     """write -> edit -> delete -> restore of ``xN.md``; each outcome counted by error code."""
 
@@ -201,10 +179,8 @@ async def test_the_note_calls_never_act_outside_while_the_root_is_swapped(tmp_pa
     outcomes: dict[str, Counter[str]] = {op: Counter() for op in ("write", "edit", "delete", "restore")}
     started = time.monotonic()
     async with Harness.open(config) as harness:
-        flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(root), str(outside)],
-                                   stdout=subprocess.PIPE, text=True)
+        flipper = start_flipper(root, outside, seed=11, pause=0.008, hold=0.001)
         try:
-            assert flipper.stdout is not None and flipper.stdout.readline() == "ready\n"
             for index in range(ROUNDS):
                 await _round(harness, index, outcomes)
         finally:
