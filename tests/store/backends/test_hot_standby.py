@@ -189,6 +189,7 @@ async def test_reads_go_to_the_standby_and_fall_back_to_the_primary(
         caplog.set_level(logging.WARNING, logger="context_harness.store.postgres.standby")
         note(workspace, "fourth", "bilby desert")
         await writer.sync()
+        fell_back = time.monotonic()  # before the first read that fails on the standby starts its back-off
         for _ in range(5):
             assert await found(reader, "bilby") == {"fourth.md"}
             assert (await reader.get(_doc_id(writer, "fourth.md"))).source_id == "fourth.md"
@@ -202,7 +203,8 @@ async def test_reads_go_to_the_standby_and_fall_back_to_the_primary(
         note(workspace, "fifth", "dingo dune")
         await writer.sync()
         fifth = _doc_id(writer, "fifth.md")
-        assert await found(reader, "dingo") == {"fifth.md"}  # from the primary: the back-off has not passed
+        if time.monotonic() - fell_back < standby_mod.RETRY_SECONDS:  # a loaded machine may take longer to get here
+            assert await found(reader, "dingo") == {"fifth.md"}  # from the primary: the back-off has not passed
         await within(standby_mod.RETRY_SECONDS + LAG_SECONDS, lambda: _misses(reader, fifth))
         pair.sql("standby", "SELECT pg_wal_replay_resume()")
         await within(LAG_SECONDS, lambda: _sees(reader, "dingo", "fifth.md"))
