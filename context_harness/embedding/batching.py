@@ -68,6 +68,9 @@ class DocumentRunner:
         self.token_budget = max(1, token_budget)
         self.tokenizer = Tokenizer.from_str(tokenizer.to_str())
         self.tokenizer.no_padding()
+        # Start the tokenizers' process-wide thread pool from this (normal-priority) thread: started on a
+        # background embedding's lowered thread, its threads would keep that nice value for good.
+        self.tokenizer.encode_batch(["", ""])
         workers = max(1, min(threads, MAX_WORKERS))
         self.sessions = [_session(model_path, max(1, threads // workers)) for _ in range(workers)]
         self.dims = dims

@@ -202,6 +202,9 @@ class LocalEmbedder(BaseEmbedder):
         ``background_workers()`` sessions, so a serving process answers first."""
         if priority.in_background():
             workers = min(self.threads or _cores(), priority.background_workers())
+            # Sessions and the tokenizer's thread pool live as long as the process: made here, at
+            # normal priority, not on the lowered thread (threads started there inherit its nice value).
+            self.document_runner(workers)
             return priority.run_lowered(lambda: self._embed_now(texts, workers))
         return self._embed_now(texts, None)
 

@@ -105,3 +105,35 @@ def test_background_embedding_runs_lowered_on_fewer_sessions_with_the_same_vecto
     workers = priority.background_workers()
     assert workers == max(1, priority.cores() // 2)
     assert len(embedder.document_runner(workers).sessions) == min(2, workers)
+
+
+FIRST_EMBEDDING_IN_BACKGROUND = """
+import os, sys, time
+from pathlib import Path
+from context_harness.config import EmbeddingConfig
+from context_harness.embedding import priority
+from context_harness.embedding.local import LocalEmbedder
+
+embedder = LocalEmbedder(EmbeddingConfig(threads=2), cache_dir=Path(sys.argv[1]))
+with priority.background():
+    embedder.embed_documents([f"note {i} about lighthouses" for i in range(64)])
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline:
+    nices = [os.getpriority(os.PRIO_PROCESS, int(task.name)) for task in Path("/proc/self/task").iterdir()]
+    if priority.BACKGROUND_NICE not in nices:
+        break
+    time.sleep(0.05)
+print(sorted(nices))
+"""
+
+
+@linux_only
+def test_a_process_whose_first_embedding_is_background_keeps_no_lowered_threads(model_cache: Path) -> None:
+    """The model's sessions and the tokenizer's thread pool outlive the call: started on the lowered
+    thread, they kept nice 10 for the life of the process (and later foreground work ran on them)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", FIRST_EMBEDDING_IN_BACKGROUND, str(model_cache)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    nices = done.stdout.strip()
+    assert str(priority.BACKGROUND_NICE) not in nices.strip("[]").split(", "), nices
