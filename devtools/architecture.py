@@ -27,6 +27,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.jsonlimits": "JSON from outside parsed with its nesting bounded",
         "common.terminal": "text from elsewhere made safe to show at a terminal",
         "common.localsocket": "how the CLI asks a serving process of the same workspace",
+        "common.analysis": "text analysis for keyword search by script and language",
         "errors": "the error hierarchy and the one table mapping it to every rim",
         "config": "the config file as one validated object; ${VAR} expansion",
         "models": "the Pydantic models at the edges (MCP, REST, --json)",
@@ -80,7 +81,7 @@ LAYERS: dict[str, dict[str, str]] = {
 RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
-         "common.terminal", "common.localsocket"}
+         "common.terminal", "common.localsocket", "common.analysis"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -93,7 +94,8 @@ ALLOWED: dict[str, set[str]] = {
     "common.jsonlimits": set(),
     "common.terminal": set(),
     "common.localsocket": set(),
-    "config": {"errors", "common.redaction"},
+    "common.analysis": set(),
+    "config": {"errors", "common.redaction", "common.analysis"},
     "models": {"errors", "common.timestamps"},
     "common.validation": {"errors", "models", "common.jsonlimits"},
     "formats": LOWER,
