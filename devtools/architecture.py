@@ -19,6 +19,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.redaction": "secrets scrubbed from every text that leaves the process",
         "common.timestamps": "the one stored form of a timestamp",
         "common.passages": "where chunks lie in a body; the windows get returns",
+        "common.text": "text in any script: grapheme clusters, sentence ends, token estimates",
         "common.links": "links a document makes (Markdown, wikilinks)",
         "common.deadline": "a total time limit on a network exchange",
         "common.pipes": "framed messages to helper processes",
@@ -79,14 +80,16 @@ LAYERS: dict[str, dict[str, str]] = {
 }
 
 RIMS = {"cli", "server", "console", "__main__"}
-LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.pipes",
+LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.text",
+         "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
          "common.terminal", "common.localsocket", "common.analysis"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
     "common.timestamps": set(),
-    "common.passages": set(),
+    "common.passages": {"common.text"},
+    "common.text": set(),
     "common.links": set(),
     "common.deadline": set(),
     "common.pipes": set(),

@@ -2,11 +2,13 @@
 
 Chunk texts are not verbatim slices of the body: the chunker re-joins blocks with blank lines,
 strips lines and may lead a chunk with the tail of the one before (``chunking.overlap_tokens``).
-It only ever changes whitespace, though, so every word of a chunk is a word of the body, in order.
-A chunk's *span* is therefore found from its words:
+It only ever changes whitespace, though, so every word of a chunk is a word of the body, in order
+(or a piece of one: a run without spaces, Chinese or Japanese text, is cut at its sentence ends or,
+when longer than a chunk, between grapheme clusters). A chunk's *span* is therefore found from its words:
 
 - it begins where its own first words (those after any overlap carried from the previous chunk)
-  appear in the body, at or after the end of the previous chunk's words; chunk 0 begins at 0. The
+  appear in the body, at or after the end of the previous chunk's words, at the start of a word of
+  the body, else (a chunk cut from inside a run) where they go on from there; chunk 0 begins at 0. The
   overlap is the longest run of the previous chunk's last words that the chunk starts with, at most
   ``overlap`` words (``chunking.overlap_tokens``: a word is at least one token), so repetitive text
   is not mistaken for one when the chunks were made without;
@@ -18,11 +20,11 @@ store's back) gets an empty span at the previous chunk's start.
 
 A window is a range ``[start, end)`` of character offsets (Python ``str`` offsets, so a code point is
 never split). A window that stops before the end of the body ends on a paragraph break, else a line
-break, else a space, else after CJK punctuation (。！？；，、), when one lies in its last quarter; the next
-window starts exactly there, so concatenating the windows reproduces the body. Where no break is near,
-the cut never falls inside a grapheme cluster either: not before a combining mark, a variation
-selector, a skin-tone modifier or a tag character, not beside a zero-width joiner, not between the two
-regional indicators of a flag nor inside ``\r\n`` (unless one cluster is longer than the whole budget).
+break, else a space, else after CJK punctuation (。！？；，、 and their halfwidth forms), when one lies
+in its last quarter; the next window starts exactly there, so concatenating the windows reproduces the
+body. Where no break is near, the cut never falls inside a grapheme cluster either (``common.text``:
+combining marks, emoji ZWJ sequences and flags, Hangul jamo, Thai and Lao AM, Indic conjuncts,
+``\r\n``), unless one cluster is longer than the whole budget.
 
 The window of a chunk (``section_window``) is its *section*: from the heading line the chunk's heading
 path ends with to the next heading of the same or a higher level (Markdown ATX headings, outside fenced
@@ -34,18 +36,18 @@ to a window of the budget centred on the chunk, ending on breaks as above.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
+
+from context_harness.common.text import cluster_cut, splits_cluster
 
 ANCHOR_WORDS = 12  # words of a chunk that must match, in order, to place it
 SEARCH_REACH = 4096  # characters past the expected start searched first (whitespace and dropped headings)
 BOUNDARY_REACH = 4  # a window may end up to 1/4 of its budget early, to end on a break
 BREAKS = ("\n\n", "\n", " ")  # where a window prefers to end, best first
-CJK_BREAKS = ("。", "！", "？", "；", "，", "、")  # after these where no space is near (CJK text has none)
+CJK_BREAKS = ("。", "｡", "！", "？", "；", "，", "、", "､")  # after these where no space is near (CJK text has none)
 _HEADING = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*")  # the chunker's (``ingest/chunking.py``), whole line
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' breaks
-_ZWJ = "\u200d"
 
 
 def _overlap(previous: list[str], words: list[str], most: int) -> int:
@@ -63,21 +65,23 @@ def _overlap(previous: list[str], words: list[str], most: int) -> int:
         i += 1
 
 
-def _matches_at(body: str, anchor: str, pos: int) -> bool:
+def _matches_at(body: str, anchor: str, pos: int, inside: bool = False) -> bool:
     """Whether the words of ``anchor`` (single-spaced) are those of ``body`` at ``pos``, whatever
-    whitespace separates them there."""
-    if pos > 0 and not body[pos - 1].isspace():
+    whitespace separates them there; from the start to the end of words of the body, unless ``inside``
+    (the anchor may begin and end inside runs without spaces)."""
+    if pos > 0 and not inside and not body[pos - 1].isspace():
         return False
     flat = " ".join(body[pos:pos + 2 * len(anchor) + 64].split())
-    return flat.startswith(anchor) and (len(flat) == len(anchor) or flat[len(anchor)] == " ")
+    return flat.startswith(anchor) and (inside or len(flat) == len(anchor) or flat[len(anchor)] == " ")
 
 
-def _find(body: str, words: list[str], start: int, stop: int) -> int:
-    """The first offset in ``[start, stop)`` where ``words`` begin, or -1."""
+def _find(body: str, words: list[str], start: int, stop: int, inside: bool = False) -> int:
+    """The first offset in ``[start, stop)`` where ``words`` begin (at a word's start, or anywhere
+    with ``inside``), or -1."""
     anchor = " ".join(words)
     pos = body.find(words[0], start, stop)
     while pos != -1:
-        if _matches_at(body, anchor, pos):
+        if _matches_at(body, anchor, pos, inside):
             return pos
         pos = body.find(words[0], pos + 1, stop)
     return -1
@@ -95,7 +99,10 @@ def chunk_starts(body: str, texts: Iterable[str], overlap: int = 0, until: int |
         last = starts[-1] if starts else 0
         anchor = -1
         if own:
-            anchor = _find(body, own[:ANCHOR_WORDS], floor, min(len(body), floor + len(text) + SEARCH_REACH))
+            reach = min(len(body), floor + len(text) + SEARCH_REACH)
+            anchor = _find(body, own[:ANCHOR_WORDS], floor, reach)
+            if anchor == -1:  # a chunk that starts inside a run without spaces (CJK text): where it goes on
+                anchor = _find(body, own[:ANCHOR_WORDS], floor, reach, inside=True)
             if anchor == -1:
                 anchor = _find(body, own[:ANCHOR_WORDS], last, len(body))
         starts.append(0 if not starts else anchor if anchor != -1 else last)
@@ -123,43 +130,6 @@ def chunk_at(body: str, texts: Iterable[str], offset: int, overlap: int = 0) -> 
     starts = chunk_starts(body, texts, overlap, until=offset)
     holding = [i for i, start in enumerate(starts) if start <= offset]
     return holding[-1] if holding else None
-
-
-def _joins_previous(ch: str) -> bool:
-    """Whether ``ch`` belongs to the grapheme cluster of the character before it (a cut before it
-    would split the cluster): combining marks, variation selectors, emoji modifiers, tags, ZWJ."""
-    code = ord(ch)
-    return (unicodedata.combining(ch) != 0 or unicodedata.category(ch) in ("Mn", "Me", "Mc") or ch == _ZWJ
-            or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F
-            or 0xE0100 <= code <= 0xE01EF)
-
-
-def _regional(ch: str) -> bool:
-    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
-
-
-def splits_cluster(body: str, pos: int) -> bool:
-    """Whether a cut at ``pos`` falls inside a grapheme cluster (see the module docstring)."""
-    if pos <= 0 or pos >= len(body):
-        return False
-    before, after = body[pos - 1], body[pos]
-    if _joins_previous(after) or before == _ZWJ or (before == "\r" and after == "\n"):
-        return True
-    if _regional(before) and _regional(after):
-        run = pos - 1
-        while run > 0 and _regional(body[run - 1]):
-            run -= 1
-        return (pos - run) % 2 == 1  # an odd count before: the cut parts a flag's pair
-    return False
-
-
-def cluster_cut(body: str, pos: int, floor: int) -> int:
-    """``pos``, or the nearest cut before it (not below ``floor``) outside a grapheme cluster; ``pos``
-    itself when the cluster reaches back past ``floor`` (one cluster larger than the whole window)."""
-    cut = pos
-    while cut > floor and splits_cluster(body, cut):
-        cut -= 1
-    return cut if cut > floor else pos
 
 
 def _last_break(body: str, lo: int, hi: int) -> int:
@@ -190,7 +160,7 @@ def window_end(body: str, start: int, max_chars: int) -> int:
     if end >= len(body):
         return len(body)
     cut = _last_break(body, max(start, end - max_chars // BOUNDARY_REACH), end)
-    return cut if cut > start else cluster_cut(body, end, start)
+    return cut if cut > start and not splits_cluster(body, cut) else cluster_cut(body, end, start)
 
 
 def _snap_start(body: str, lo: int, limit: int) -> int:

@@ -3,11 +3,15 @@
 A document is split into blocks (headings, paragraphs, fenced code), then blocks are packed into
 chunks of at most ``max_tokens`` estimated tokens. A heading starts a new chunk once the current
 one holds a fair amount of text; fenced code stays whole where it fits; oversized blocks split at
-sentence, then line, then word boundaries. Each chunk carries the heading path it starts under.
+sentence, then line, then word boundaries, and a word (a run without spaces: Chinese or Japanese
+text, a long identifier) larger than a chunk at grapheme cluster boundaries. Sentences end where
+``common.text.sentences`` says: at ``. ! ?`` before a space and a capital, and at ``。！？`` and their
+kin with no space after them. Each chunk carries the heading path it starts under.
 
-Token counts are estimated without a tokenizer (fast, deterministic). The estimate is calibrated
-against the bundled MiniLM WordPiece tokenizer on SciFact: the real count stays within 7 % above
-the estimate, so the default size keeps every chunk inside the model's 256-token window.
+Token counts are estimated without a tokenizer (fast, deterministic: ``common.text.estimate_tokens``).
+The estimate is calibrated against the bundled MiniLM WordPiece tokenizer on SciFact: the real count
+stays within 7 % above the estimate, so the default size keeps every chunk inside the model's
+256-token window.
 """
 
 from __future__ import annotations
@@ -17,51 +21,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = 4  # 4: chunks carry where their span begins in the body
+from context_harness.common.text import cluster_cut, estimate_tokens, sentences
+
+# 4: chunks carry where their span begins in the body; 5: CJK sentence ends, runs without spaces cut
+CHUNKER_VERSION = 5
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines breaks at
-
-
-# Token estimate: every run of ASCII letters, every run of digits and every other non-space
-# character is a token; a letter run of n >= 7 adds (n - 4) // 3 pieces, a digit run of n >= 3 adds
-# (n - 1) // 2. Computed with bytes.translate/split (C speed) on an ASCII stand-in of the text.
-_LETTERS = bytes(0x61 if (65 <= i <= 90 or 97 <= i <= 122) else 0x20 for i in range(256))
-_DIGITS = bytes(0x30 if 48 <= i <= 57 else 0x20 for i in range(256))
-_NOT_SINGLE = bytes(i for i in range(128) if chr(i).isalnum() or chr(i).isspace())
-_LETTER_EXTRA = [(n - 4) // 3 if n >= 7 else 0 for n in range(1 << 12)]
-_DIGIT_EXTRA = [(n - 1) // 2 if n >= 3 else 0 for n in range(1 << 12)]
-_STAND_IN: dict[int, str] = {}  # non-ASCII code point -> " " (space), "0" (digit) or "." (other)
-
-
-def _ascii_stand_in(text: str) -> str:
-    """``text`` with each non-ASCII character replaced by an ASCII one of the same token class."""
-    table = {}
-    for ch in set(text):
-        code = ord(ch)
-        if code > 127:
-            stand_in = _STAND_IN.get(code)
-            if stand_in is None:
-                stand_in = _STAND_IN[code] = " " if ch.isspace() else "0" if ch.isdecimal() else "."
-            table[code] = stand_in
-    return text.translate(table)
-
-
-def estimate_tokens(text: str) -> int:
-    """Estimated WordPiece tokens: long words split into several pieces, numbers every 3 digits."""
-    if not text.isascii():
-        text = _ascii_stand_in(text)
-    raw = text.encode("ascii")
-    words = raw.translate(_LETTERS).split()
-    numbers = raw.translate(_DIGITS).split()
-    n = len(words) + len(numbers) + len(raw.translate(None, _NOT_SINGLE))
-    try:
-        return (n + sum(map(_LETTER_EXTRA.__getitem__, map(len, words)))
-                + sum(map(_DIGIT_EXTRA.__getitem__, map(len, numbers))))
-    except IndexError:  # a run of 4,096 letters or digits or more
-        return (n + sum((len(w) - 4) // 3 for w in words if len(w) >= 7)
-                + sum((len(d) - 1) // 2 for d in numbers if len(d) >= 3))
 
 
 def embedding_text(title: str | None, heading: str, text: str) -> str:
@@ -93,9 +59,35 @@ class _Block:
     tokens: int
     heading_path: list[str]
     kind: str  # "heading", "text", "code"
-    pieces: list[tuple[str, int]] | None = None  # sentences with their estimates, when measured that way
-    group: int | None = None  # pieces of one split block share a group and are re-joined with ``joiner``
-    joiner: str = "\n\n"
+    pieces: list[Piece] | None = None  # sentences with their estimates, when measured that way
+    group: int | None = None  # pieces of one split block share a group; one is joined to the one
+    joiner: str = "\n\n"  # before it with its ``joiner`` ("" where the body had no space between them)
+
+
+Piece = tuple[str, int, str]  # a sentence (or line, or word), its estimate, the joiner before it
+
+
+def _sentence_pieces(text: str) -> list[Piece]:
+    """The sentences of ``text`` with their estimates and joiners: " " where spaces part them, ""
+    between CJK sentences the body writes without."""
+    return [(p, estimate_tokens(p), " " if sep else "") for p, sep in sentences(text) if p]
+
+
+def _cut_run(word: str, max_tokens: int) -> Iterator[str]:
+    """``word`` (a run without spaces) in pieces of at most ``max_tokens`` estimated tokens, cut
+    between grapheme clusters (a single cluster larger than that stays whole)."""
+    start = 0
+    while start < len(word):
+        rest = estimate_tokens(word[start:])
+        if rest <= max_tokens:
+            yield word[start:]
+            return
+        end = start + max(1, (len(word) - start) * max_tokens // rest)
+        while end - start > 1 and estimate_tokens(word[start:end]) > max_tokens:
+            end = start + max(1, (end - start) * 9 // 10)
+        end = cluster_cut(word, end, start)
+        yield word[start:end]
+        start = end
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -125,8 +117,8 @@ def _blocks(body: str) -> Iterator[_Block]:
                 if kind == "text" and len(text) > 600:
                     # Measure long paragraphs sentence by sentence: the sum is the paragraph's estimate,
                     # and a split (likely at this size) reuses the pieces instead of measuring again.
-                    pieces = [(p, estimate_tokens(p)) for p in _SENTENCE_END.split(text) if p]
-                    blocks.append(_Block(text, sum(n for _, n in pieces), current_path(), kind, pieces))
+                    pieces = _sentence_pieces(text)
+                    blocks.append(_Block(text, sum(n for _, n, _ in pieces), current_path(), kind, pieces))
                 else:
                     blocks.append(_Block(text, estimate_tokens(text), current_path(), kind))
             buf.clear()
@@ -167,34 +159,38 @@ def _blocks(body: str) -> Iterator[_Block]:
 
 
 def _split_oversized(block: _Block, max_tokens: int, group: int) -> list[_Block]:
-    """Cut a block larger than ``max_tokens`` into sentence (or line) pieces, and pieces of words
-    where one sentence alone is too large. Packing re-joins neighbouring pieces up to the limit."""
+    """Cut a block larger than ``max_tokens`` into sentence (or line) pieces, pieces of words where
+    one sentence alone is too large, and pieces of a word where one word alone is (``_cut_run``).
+    Packing re-joins neighbouring pieces up to the limit."""
     if block.kind == "code":
-        pieces = [(p, estimate_tokens(p)) for p in block.text.split("\n")]
-        joiner = "\n"
+        pieces = [(p, estimate_tokens(p), "\n") for p in block.text.split("\n")]
     else:
-        pieces = block.pieces or [(p, estimate_tokens(p)) for p in _SENTENCE_END.split(block.text) if p]
-        joiner = " "
+        pieces = block.pieces or _sentence_pieces(block.text)
     out: list[_Block] = []
 
-    def piece(text: str, tokens: int) -> None:
+    def piece(text: str, tokens: int, joiner: str) -> None:
         out.append(_Block(text, tokens, block.heading_path, block.kind, None, group, joiner))
 
-    for text, tokens in pieces:
+    for text, tokens, joiner in pieces:
         if tokens <= max_tokens:
-            piece(text, tokens)
+            piece(text, tokens, joiner)
             continue
         part: list[str] = []
         part_tokens = 0
         for word in text.split(" "):
             word_tokens = estimate_tokens(word)
             if part and part_tokens + word_tokens > max_tokens:
-                piece(" ".join(part), part_tokens)
-                part, part_tokens = [], 0
+                piece(" ".join(part), part_tokens, joiner)
+                part, part_tokens, joiner = [], 0, " "
+            if word_tokens > max_tokens:
+                for i, run in enumerate(_cut_run(word, max_tokens)):
+                    piece(run, estimate_tokens(run), joiner if i == 0 else "")
+                joiner = " "
+                continue
             part.append(word)
             part_tokens += word_tokens
         if part:
-            piece(" ".join(part), part_tokens)
+            piece(" ".join(part), part_tokens, joiner)
     return out
 
 

@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from context_harness.common.passages import chunk_starts
+from context_harness.common.text import splits_cluster
 from context_harness.config import ChunkingConfig
 from context_harness.ingest.chunking import chunk_markdown, estimate_tokens
 from support.paths import REPO
@@ -36,6 +38,7 @@ Search words here.
 
 def _estimate_by_definition(text: str) -> int:
     """The estimate as the chunker's docs define it, with plain regular expressions."""
+    text = re.sub("[\u0300-\u036f\u0e34-\u0e3a\u20dd]", "", text)  # combining marks count nothing
     n = len(re.findall(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]", text))
     n += sum((len(w) - 4) // 3 for w in re.findall(r"[A-Za-z]{7,}", text))
     return n + sum((len(d) - 1) // 2 for d in re.findall(r"\d{3,}", text))
@@ -43,7 +46,7 @@ def _estimate_by_definition(text: str) -> int:
 
 def test_token_estimate_follows_its_definition_on_any_text() -> None:
     rng = random.Random(7)
-    alphabet = "abcXYZ0123456789 \n\t\x0b\x1c.,;-_éü٣中\xa0\u2009𝔘"
+    alphabet = "abcXYZ0123456789 \n\t\x0b\x1c.,;-_éü٣中\xa0\u2009𝔘\u0301\u0e34\u20dd"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
     texts += ["internationalization 1234567 x" * 3, "a" * 5000, "9" * 5000, ""]
     assert [estimate_tokens(t) for t in texts] == [_estimate_by_definition(t) for t in texts]
@@ -80,6 +83,44 @@ def test_oversized_paragraph_splits_at_sentences_with_overlap() -> None:
 def test_a_word_longer_than_the_limit_is_still_cut() -> None:
     chunks = chunk_markdown("x " * 500, max_tokens=40)
     assert all(estimate_tokens(c.text) <= 40 for c in chunks) and len(chunks) > 10
+
+
+CHINESE = ("我们的发布流程需要先在预发布环境中完成回归测试。测试通过以后，由值班工程师在变更系统中登记发布窗口！"
+           "如果回归测试失败，是否还能发布？不能。")
+JAPANESE = "リリースの前にステージング環境で回帰テストを行います。「本当に必要ですか？」はい、必ず必要です｡"
+
+
+def _placed(body: str, chunks: list) -> list[int]:
+    """Where each chunk begins in ``body`` (as ``get`` finds it), checked to be where its text is."""
+    starts = chunk_starts(body, [c.text for c in chunks])
+    assert starts == sorted(set(starts)), "every chunk has a span of its own"
+    for chunk, start in zip(chunks, starts, strict=True):
+        assert body.startswith(chunk.text, start), (start, chunk.text[:20])
+    return starts
+
+
+@pytest.mark.parametrize("paragraph", [CHINESE, JAPANESE])
+def test_a_long_cjk_paragraph_is_cut_at_its_sentence_ends(paragraph: str) -> None:
+    body = paragraph * 12  # one paragraph, no spaces at all
+    chunks = chunk_markdown(body, max_tokens=64)
+    assert len(chunks) > 5 and all(estimate_tokens(c.text) <= 64 for c in chunks)
+    assert all(c.text[-1] in "。！？｡」" for c in chunks)  # every chunk ends a sentence
+    assert "".join(c.text for c in chunks) == body  # nothing added (no space between sentences), nothing lost
+    _placed(body, chunks)
+
+
+def test_a_run_without_sentence_ends_is_cut_between_clusters() -> None:
+    rng = random.Random(3)
+    clusters = ["中", "文", "\u1100\u1161\u11a8", "\u0e19\u0e49\u0e33", "\u0915\u094d\u0937", "e\u0301",
+                "\U0001F469\u200d\U0001F4BB"]
+    run = "".join(rng.choice(clusters) for _ in range(4_000))
+    body = "# 标题\n\nIntro words here. " + run + " and after."
+    chunks = chunk_markdown(body, max_tokens=50)
+    assert all(estimate_tokens(c.text) <= 50 for c in chunks) and len(chunks) > 40
+    starts = _placed(body, chunks)
+    assert not [s for s in starts if splits_cluster(body, s)]
+    assert "".join(c.text for c in chunks if c.text[0] != "#").replace(" ", "").endswith(
+        (run + "andafter.").replace(" ", ""))
 
 
 def test_empty_and_heading_only_documents() -> None:
