@@ -24,6 +24,7 @@ import anyio
 
 from context_harness.common import jsonlimits
 from context_harness.common.redaction import redact
+from context_harness.common.text import estimate_tokens
 from context_harness.config import ModelConfig
 from context_harness.errors import ModelError
 
@@ -88,7 +89,7 @@ class OpenAIChat:
         if self.config.temperature is not None:
             body["temperature"] = self.config.temperature
         raw = await self._post(body, min(timeout, self.config.timeout))
-        return self._reply(raw, len(json.dumps(body)) // 4)
+        return self._reply(raw, estimate_tokens(json.dumps(body, ensure_ascii=False)))
 
     async def _post(self, body: dict[str, Any], timeout: float) -> bytes:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -130,7 +131,8 @@ class OpenAIChat:
         return b"".join(parts)
 
     def _reply(self, data: bytes, sent: int) -> ChatReply:
-        """The reply in ``data``; ``sent``: the request's size in tokens, estimated (a quarter of its characters)."""
+        """The reply in ``data``; ``sent``: the request's size in tokens, estimated (``estimate_tokens``: a
+        Chinese, Japanese or Korean character is a token, as an ASCII word is)."""
         try:
             payload = jsonlimits.loads(data, max_depth=REPLY_DEPTH)
         except jsonlimits.TooDeep:
@@ -156,7 +158,8 @@ class OpenAIChat:
                           tool_calls=[_tool_call(raw, n) for n, raw in enumerate(calls, 1)],
                           finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None)
         reply.prompt_tokens = _count(usage.get("prompt_tokens"), sent)  # an endpoint that does not count: estimated
-        reply.completion_tokens = _count(usage.get("completion_tokens"), len(data) // 4)
+        said = reply.content + "".join(call.arguments for call in reply.tool_calls)
+        reply.completion_tokens = _count(usage.get("completion_tokens"), estimate_tokens(said))
         return reply
 
 

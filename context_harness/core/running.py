@@ -18,7 +18,8 @@ may only run agents whose tools fit inside that agent's (``RunRequest.within``).
 
 Budgets hold inside a reply too: before every tool call the run's time and tokens are checked, a reply
 may ask for at most ``CALLS_PER_REPLY`` calls, and a tool call waits at most for the time the run has
-left. An endpoint that reports no token counts is charged an estimate (a token per four characters).
+left. An endpoint that reports no token counts is charged an estimate (``common.text.estimate_tokens``:
+a token per ASCII word or mark and per Chinese, Japanese or Korean character).
 
 Each step is appended to the record in the workspace as it happens (``add_run_step``), so a crash leaves
 what happened so far and a long run costs the same per step; secrets are scrubbed from every string in

@@ -17,6 +17,7 @@ from typing import Any
 
 import mcp.types as t
 
+from context_harness.common.text import estimate_tokens
 from context_harness.core.face import Approval, Approver, ChatReply, ClientSide, StepListener, ToolCall
 from context_harness.errors import ModelError
 
@@ -99,8 +100,8 @@ def from_sampling(result: Any) -> ChatReply:
     text = "".join(b.text for b in content if isinstance(b, t.TextContent))
     calls = [ToolCall(id=b.id, name=b.name, arguments=json.dumps(b.input)) for b in content
              if isinstance(b, t.ToolUseContent)]
-    size = len(text) + sum(len(c.arguments) for c in calls)
-    return ChatReply(content=text, tool_calls=calls, completion_tokens=size // 4,
+    said = text + "".join(c.arguments for c in calls)
+    return ChatReply(content=text, tool_calls=calls, completion_tokens=estimate_tokens(said),
                      finish_reason=getattr(result, "stop_reason", None))
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from context_harness.common.text import estimate_tokens
 from support.agent_runs import PERMIT_ID, run_workspace, steps_of
 from support.chat_server import (
     Reply,
@@ -205,13 +206,13 @@ def test_max_run_tokens(tmp_path: Path) -> None:
 
 
 def test_max_run_tokens_of_an_endpoint_that_does_not_count(tmp_path: Path) -> None:
-    """Without ``usage`` the tokens are estimated, the prompt's from what was sent (a quarter of its
-    characters), so the budget still holds."""
+    """Without ``usage`` the tokens are estimated, the prompt's from what was sent (``estimate_tokens``
+    of its JSON), so the budget still holds."""
     script = [tool_calls([("search", {"query": "shed"})], usage={}), message("never", usage={})]
     done, record, _, chat = run(tmp_path, script, model_keys="max_run_tokens = 300")
     assert done.returncode == 1
     assert (record["status"], record["reason"]) == ("budget", "max tokens (300) reached")
-    sent = len(json.dumps(chat.requests[0])) // 4
+    sent = estimate_tokens(json.dumps(chat.requests[0], ensure_ascii=False))
     assert sent > 300 and abs(record["tokens"]["prompt"] - sent) < sent * 0.1
 
 
