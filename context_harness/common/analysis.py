@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 AUTO = "auto"
 UNDETERMINED = "und"
+DEFAULT = "en"  # the analysis of a query when the index holds no document yet
 MAX_TERM_CHARS = 40  # a longer token is indexed as pieces of this many characters
 DETECT_CHARS = 400  # the prefix of a text its language is told from (py3langid walks it byte by byte in Python)
 
@@ -57,6 +58,7 @@ _CJK_CHARS = ("\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035
               "\U00020000-\U0003ffff")
 # Thai, Lao, Myanmar (and its extensions), Khmer (and its symbols): written without spaces between words.
 _SEA_CHARS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
+UNSPACED_CHARS = _CJK_CHARS + _SEA_CHARS  # for a regex character class: the scripts written without spaces
 _SPECIAL = re.compile(f"([{_CJK_CHARS}]+|[{_SEA_CHARS}]+)")
 _CJK = re.compile(f"[{_CJK_CHARS}]")
 # A word for Tantivy's regex tokenizer: what the simple tokenizer keeps (alphabetic or numeric characters)
@@ -191,8 +193,8 @@ def phrase_terms(text: str, language: str = AUTO) -> list[str]:
 def query_terms(text: str, languages: Iterable[str]) -> list[str]:
     """The terms a query looks for, given the languages of the indexed documents: each word as each of
     their analyses makes it, de-duplicated, in order of position (the first language's form first).
-    With no languages (an empty index) the words are not stemmed."""
-    stemmers = list(dict.fromkeys(stemmer_of(language) for language in languages)) or [None]
+    With no languages (an empty index), English: what snippets of text never indexed stem with."""
+    stemmers = list(dict.fromkeys(stemmer_of(language) for language in languages)) or [stemmer_of(DEFAULT)]
     if len(stemmers) == 1:
         return list(dict.fromkeys(_terms(text, stemmers[0])))
     out: dict[str, None] = {}
@@ -211,6 +213,6 @@ def has_unspaced(text: str) -> bool:
     return _SPECIAL.search(text) is not None
 
 
-__all__ = ["AUTO", "LANGUAGES", "MAX_TERM_CHARS", "STEMMERS", "UNDETERMINED", "bigrams", "detect_language",
-           "has_cjk", "has_unspaced", "index_terms", "phrase_terms", "query_terms", "resolve_language",
-           "segment", "stemmer_of"]
+__all__ = ["AUTO", "DEFAULT", "LANGUAGES", "MAX_TERM_CHARS", "STEMMERS", "UNDETERMINED", "UNSPACED_CHARS",
+           "bigrams", "detect_language", "has_cjk", "has_unspaced", "index_terms", "phrase_terms", "query_terms",
+           "resolve_language", "segment", "stemmer_of"]

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from context_harness.common import redaction
+from context_harness.common import analysis, redaction
+from context_harness.config.language import LanguageField as _Language
 from context_harness.config.messages import REFERENCE
 from context_harness.config.messages import (
     describe_validation_error as describe_validation_error,  # re-exported: agents and registries use it
@@ -252,7 +253,7 @@ class UiConfig(_Section):
                             "no embedding, no agent saved); for shared deployments")
 
 
-class FilesystemConnectorConfig(_Section, _Interval):
+class FilesystemConnectorConfig(_Section, _Interval, _Language):
     """``[connectors.filesystem.NAME]``: a folder, watched while serving; source label ``filesystem:NAME``."""
 
     root: Path = Field(description="the folder to index")
@@ -271,7 +272,7 @@ class FilesystemConnectorConfig(_Section, _Interval):
                                "YAML front matter (off: a '# Title' line and a 'Tags:' line)")
 
 
-class GitConnectorConfig(_Section, _Interval):
+class GitConnectorConfig(_Section, _Interval, _Language):
     """``[connectors.git.NAME]``: a git repository, cloned and pulled; source label ``git:NAME``."""
 
     sync_interval: str | None = Field(default="10m", description="how often a server (or `ctx watch`) fetches and "
@@ -287,7 +288,7 @@ class GitConnectorConfig(_Section, _Interval):
     shallow: bool = Field(default=True, description="clone and fetch with --depth 1")
 
 
-class S3ConnectorConfig(_Section, _Interval):
+class S3ConnectorConfig(_Section, _Interval, _Language):
     """``[connectors.s3.NAME]``: objects of an S3 bucket (AWS or S3-compatible: MinIO, R2, B2, LocalStack);
     source label ``s3:NAME``. Needs the extra ``context-harness[s3]``."""
 
@@ -354,7 +355,7 @@ class ScriptConfig(BaseModel):
         self._grant = grant
 
 
-class ScriptConnectorConfig(ScriptConfig, _Interval):
+class ScriptConnectorConfig(ScriptConfig, _Interval, _Language):
     """``[connectors.script.NAME]``: a Lua connector script defining ``connector.scan(config)``; source label
     ``script:NAME``. Every key not listed here reaches the script in its ``config`` table."""
 
@@ -382,6 +383,13 @@ class ConnectorsConfig(_Section):
         """``{type: {name: table}}`` for connector types that are not built in."""
         return dict(self.model_extra or {})
 
+
+    def languages(self) -> dict[str, str]:
+        """``{source label: language}`` of the built-in sources whose ``language`` is set (not "auto")."""
+        tables: dict[str, dict[str, _Language]] = {"filesystem": dict(self.filesystem), "git": dict(self.git),
+                                                   "s3": dict(self.s3), "script": dict(self.script)}
+        return {f"{kind}:{name}": entry.language for kind, entries in tables.items()
+                for name, entry in entries.items() if entry.language != analysis.AUTO}
 
 class ToolsConfig(_Section):
     """``[tools]``: user tools; ``[tools.script.NAME]`` is a Lua tool named NAME."""

@@ -11,21 +11,32 @@ among them (a how-to's shell transcript repeats the words the paragraph after it
 
 Finding words costs one ``str.find`` scan per query word and a cached stem per candidate word, so
 snippets of a dozen results take well under a millisecond even for long documents.
+
+In scripts written without spaces (Chinese, Japanese, Korean, Thai ...) a query term is a character
+pair or a segmented word (``common/analysis.py``): it is found where it stands, inside its run, and a
+snippet is cut there at most ``MAX_WIDEN`` characters from the matches, never inside a grapheme cluster.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from context_harness.common.analysis import UNSPACED_CHARS, has_unspaced
+from context_harness.common.text import splits_cluster
+
 MAX_TERMS = 12  # the rarest query words a snippet looks for
 MIN_WEIGHT = 0.25  # ...each at least this fraction of the rarest one's weight ("a", "of" rarely are)
 MAX_MATCHES = 32  # occurrences of one word considered
 REPEAT_WEIGHT = 0.1  # a word already in the window adds this fraction of its weight again
-_WORD_AT = re.compile(r"[^\W_]+")
+MAX_WIDEN = 30  # characters a cut may move to reach a space (a run without spaces is cut anywhere)
+_WORD_AT = re.compile(f"[^\\W_{UNSPACED_CHARS}]+")  # a word of a spaced script (combining marks: _word_end)
+_UNSPACED = re.compile(f"[{UNSPACED_CHARS}]")
+_SENTENCE_ENDS = (". ", "\n", "。", "！", "？")
 _MARKUP = " \t\r\n#>*-_`"  # what may stand before a snippet's first word without hiding text
 _FENCE = re.compile(r"^ {0,3}(?:```|~~~)(.*)$", re.MULTILINE)
 
@@ -54,25 +65,53 @@ def salient(weights: dict[str, float]) -> dict[str, float]:
     return {term: w for term, w in ranked if w >= MIN_WEIGHT * top}
 
 
+def _word_end(text: str, pos: int) -> int:
+    """Where the word of a spaced script starting at ``pos`` ends (its combining marks in it: a virama,
+    a decomposed accent); ``pos`` when none starts there."""
+    end = pos
+    while (word := _WORD_AT.match(text, end)) or (end > pos and end < len(text)
+                                                  and unicodedata.category(text[end])[0] == "M"):
+        end = word.end() if word else end + 1
+    return end
+
+
+def _in_word(text: str, pos: int) -> bool:
+    """Whether ``pos`` is inside a word of a spaced script (not at its start)."""
+    before = text[pos - 1] if pos > 0 else " "
+    return (before.isalnum() or unicodedata.category(before)[0] == "M") and not _UNSPACED.match(before)
+
+
+def _unspaced_matches(lower: str, term: str) -> list[tuple[int, int, str]]:
+    """Where a term of an unspaced script (a character pair, a Thai word) stands: found inside runs."""
+    found: list[tuple[int, int, str]] = []
+    pos = lower.find(term)
+    while pos != -1 and len(found) < MAX_MATCHES:
+        found.append((pos, pos + len(term), term))
+        pos = lower.find(term, pos + 1)
+    return found
+
+
 def _matches(text: str, weights: dict[str, float], stem: Callable[[str], str | None]) -> list[tuple[int, int, str]]:
     """(start, end, term) of the words of ``text`` whose indexed form is a query term, in order."""
     lower = _lowered(text)
     found: list[tuple[int, int, str]] = []
     for term in weights:
+        if has_unspaced(term):
+            found.extend(_unspaced_matches(lower, term))
+            continue
         # A stem is a prefix of its words, give or take its last letter ("studi" <- "study").
         prefix = term[:-1] if len(term) >= 3 else term
         pos = lower.find(prefix)
         count = 0
         while pos != -1 and count < MAX_MATCHES:
-            if pos > 0 and lower[pos - 1].isalnum():
+            if _in_word(lower, pos):
                 pos = lower.find(prefix, pos + 1)  # inside a longer word
                 continue
-            word = _WORD_AT.match(lower, pos)
-            end = word.end() if word else pos + len(prefix)
-            if word and stem(word.group()) == term:
+            end = _word_end(lower, pos)
+            if end > pos and stem(lower[pos:end]) == term:
                 found.append((pos, end, term))
                 count += 1
-            pos = lower.find(prefix, end)
+            pos = lower.find(prefix, max(end, pos + 1))
     found.sort()
     return found
 
@@ -122,12 +161,25 @@ def _best_window(matches: list[tuple[int, int, str]], weights: dict[str, float],
     return best
 
 
+def _widened(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start`` and ``end`` moved out to the spaces around the words they fall in (at most
+    ``MAX_WIDEN`` characters; in a run without spaces, where they stand), then out of any grapheme
+    cluster they would split."""
+    floor, ceiling = max(start - MAX_WIDEN, 0), min(end + MAX_WIDEN, len(text))
+    while start > floor and not text[start - 1].isspace() and not _UNSPACED.match(text[start - 1]):
+        start -= 1
+    while end < ceiling and not text[end].isspace() and not _UNSPACED.match(text[end]):
+        end += 1
+    while start > 0 and splits_cluster(text, start):
+        start -= 1
+    while end < len(text) and splits_cluster(text, end):
+        end += 1
+    return start, end
+
+
 def _cut(text: str, start: int, end: int) -> str:
     """``text[start:end]`` widened to whole words, whitespace collapsed, with ellipses where cut."""
-    while start > 0 and not text[start - 1].isspace():
-        start -= 1
-    while end < len(text) and not text[end].isspace():
-        end += 1
+    start, end = _widened(text, start, end)
     body = " ".join(text[start:end].split())
     if not text[:start].strip():
         body = body.lstrip("#> ")  # a heading or quote marker, not words
@@ -143,7 +195,11 @@ def lead(text: str, chars: int) -> str:
         if len(short) <= chars:
             return short
     cut = short.rfind(" ", 0, chars)
-    return short[: cut if cut > chars // 2 else chars] + " …"
+    if cut <= chars // 2:  # no space near the end (a run without spaces): cut between grapheme clusters
+        cut = chars
+        while cut > 0 and splits_cluster(short, cut):
+            cut -= 1
+    return short[:cut] + " …"
 
 
 def make_snippet(text: str, weights: dict[str, float], stem: Callable[[str], str | None], chars: int) -> Snippet:
@@ -163,7 +219,7 @@ def make_snippet(text: str, weights: dict[str, float], stem: Callable[[str], str
     # Spend what the matches leave of the budget on context: a little before, the rest after.
     spare = max(chars - (last - first), 0)
     start = max(first - min(spare // 4, 60), 0)
-    sentence = max(text.rfind(". ", start, first), text.rfind("\n", start, first))
+    sentence = max(text.rfind(end, start, first) for end in _SENTENCE_ENDS)
     if sentence != -1:
         start = sentence + 1  # begin at the sentence the first match is in, when it starts nearby
     end = min(max(last, start + chars), len(text))

@@ -1,8 +1,11 @@
 """Tantivy BM25 index of documents, derived from the SQLite store.
 
-One entry per document: its title and whole body, both stemmed (``en_stem``), plus raw fields for
-filters. Documents are ranked as wholes (BM25 over the full text beats best-chunk BM25 on SciFact);
-the snippet of a result is cut from its text afterwards (``search/snippets.py``).
+One entry per document: its title, headings and whole body as the terms ``common/analysis.py`` makes
+of them (words of alphabetic scripts lowercased and stemmed in the document's language, CJK as
+character bigrams, Thai and its neighbours as words), fed pre-analysed to whitespace-tokenised fields,
+plus raw fields for filters and the document's language. Documents are ranked as wholes (BM25 over the
+full text beats best-chunk BM25 on SciFact); the snippet of a result is cut from its text afterwards
+(``search/snippets.py``). A query is analysed in every language the index holds (``languages``).
 
 User text never reaches Tantivy's query parser: queries are built from analysed terms, so no input
 can raise a parser error or turn into a match-all.
@@ -20,13 +23,22 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import tantivy
-from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
+from tantivy import Occur, Query
 
+from context_harness.common.analysis import (
+    AUTO,
+    DEFAULT,
+    LANGUAGES,
+    index_terms,
+    phrase_terms,
+    query_terms,
+    resolve_language,
+)
 from context_harness.common.memory import release_free_memory
 from context_harness.errors import StoreBusy
 from context_harness.store.faults import fault_of, is_panic
@@ -34,7 +46,7 @@ from context_harness.store.records import DocumentHit, IndexedDocument, KeywordF
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 4  # 3: one entry per document (2 held chunks); 4: a headings field
+INDEX_VERSION = 5  # 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script
 MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
 RELOAD_CHECK_SECONDS = 0.05  # searches look for another process's commit at most this often
@@ -47,9 +59,11 @@ _DELETE_FILE = re.compile(r"([0-9a-f]{32})\.(\d+)\.del")
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("doc_id", stored=True, tokenizer_name="raw")
-    sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
-    sb.add_text_field("headings", stored=False, tokenizer_name="en_stem")
-    sb.add_text_field("body", stored=False, tokenizer_name="en_stem")  # text lives in SQLite
+    # Pre-analysed terms (common/analysis.py), one per space: Tantivy only counts and positions them.
+    sb.add_text_field("title", stored=False, tokenizer_name="whitespace")
+    sb.add_text_field("headings", stored=False, tokenizer_name="whitespace")
+    sb.add_text_field("body", stored=False, tokenizer_name="whitespace")  # text lives in SQLite
+    sb.add_text_field("language", stored=False, tokenizer_name="raw")  # the language it was analysed in
     sb.add_text_field("source", stored=False, tokenizer_name="raw")
     sb.add_text_field("source_type", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
@@ -75,31 +89,44 @@ def headings(body: str, title: str = "") -> list[str]:
     return out
 
 
-def _analyzer() -> tantivy.TextAnalyzer:
-    # The same chain as Tantivy's built-in "en_stem" tokenizer.
-    return (TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.remove_long(40))
-            .filter(Filter.lowercase()).filter(Filter.stemmer("english")).build())
+def document_fields(d: IndexedDocument, source_languages: Mapping[str, str]) -> dict:
+    """The fields of ``d``'s entry: its text analysed in its language (the one given, else its source's
+    configured one, else detected from its text) and that language."""
+    title = d.title or ""
+    configured = d.language if d.language != AUTO else source_languages.get(d.source, AUTO)
+    language = resolve_language(f"{title}\n{d.body}", configured)
+    fields: dict = {
+        "doc_id": d.doc_id, "title": " ".join(index_terms(title, language)),
+        "body": " ".join(index_terms(d.body, language)), "language": language, "source": d.source,
+        "headings": " ".join(index_terms("\n".join(headings(d.body, title)), language)),
+        "source_type": d.source.split(":", 1)[0], "tags": [t.lower() for t in d.tags],
+    }
+    if d.updated is not None:
+        fields["updated"] = d.updated
+    return fields
 
 
 class Stemmer:
-    """The indexed form of single words (as ``en_stem`` makes it: lowercased, stemmed), remembered:
-    snippets ask for the same words again and again. Both keyword backends stem with it."""
+    """The indexed form of single words, remembered: snippets ask for the same words again and again.
+    Analysed in the first of ``languages()`` (the index's most common language; English without it)."""
 
     MAX_REMEMBERED = 100_000
 
-    def __init__(self) -> None:
-        self.analyzer = _analyzer()
-        self._stems: dict[str, str | None] = {}
+    def __init__(self, languages: Callable[[], list[str]] | None = None) -> None:
+        self.languages = languages
+        self._stems: dict[tuple[str, str], str | None] = {}
 
     def stem(self, word: str) -> str | None:
-        """The indexed form of one word, or None when the analyser drops it (or splits it)."""
-        stem = self._stems.get(word, "")
+        """The indexed form of one word, or None when the analysis splits it (or finds no word in it)."""
+        languages = self.languages() if self.languages is not None else []
+        key = (languages[0] if languages else DEFAULT, word)
+        stem = self._stems.get(key, "")
         if stem == "":
-            tokens = self.analyzer.analyze(word)
-            stem = tokens[0] if len(tokens) == 1 else None
+            terms = index_terms(word, key[0])
+            stem = terms[0] if len(terms) == 1 else None
             if len(self._stems) > self.MAX_REMEMBERED:
                 self._stems.clear()
-            self._stems[word] = stem
+            self._stems[key] = stem
         return stem
 
 
@@ -111,13 +138,15 @@ class KeywordIndex:
     one last seen (a ``stat``), instead of waiting for Tantivy's own watcher (~0.5 s).
     """
 
-    def __init__(self, path: Path, title_boost: float = 0.25, heading_boost: float = 0.0) -> None:
+    def __init__(self, path: Path, title_boost: float = 0.25, heading_boost: float = 0.0,
+                 source_languages: Mapping[str, str] | None = None) -> None:
         self.path = Path(path)
         self.title_boost = title_boost
         self.heading_boost = heading_boost
+        self.source_languages = dict(source_languages or {})  # source label -> configured language code
         self.schema = _schema()
-        self.stemmer = Stemmer()
-        self.analyzer = self.stemmer.analyzer
+        self.stemmer = Stemmer(self.languages)
+        self._languages: list[str] | None = None  # of the searcher last loaded
         self._write_lock = threading.Lock()
         self._meta_seen: tuple[int, int, int] | None = None
         self._next_check = 0.0
@@ -129,11 +158,13 @@ class KeywordIndex:
         fresh = False
         if self.path.exists():
             try:
-                version = json.loads(marker.read_text())["version"]
-            except (OSError, ValueError, KeyError):
+                kept = json.loads(marker.read_text())
+                version = kept["version"], kept.get("languages", {})
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 version = None
-            if version != INDEX_VERSION:
-                log.info("keyword index at %s is missing or from another version; rebuilding", self.path)
+            if version != self._marker_key():
+                log.info("keyword index at %s is missing, from another version or made for other source "
+                         "languages; rebuilding", self.path)
                 self._discard()
         if not self.path.exists():
             self._create()
@@ -159,7 +190,8 @@ class KeywordIndex:
         staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}-new-", dir=self.path.parent))
         try:
             tantivy.Index(self.schema, path=str(staging), reuse=False)
-            (staging / "ctx-index.json").write_text(json.dumps({"version": INDEX_VERSION}))
+            version, languages = self._marker_key()
+            (staging / "ctx-index.json").write_text(json.dumps({"version": version, "languages": languages}))
             os.rename(staging, self.path)
         except OSError:
             if not (self.path / "ctx-index.json").exists():
@@ -167,6 +199,11 @@ class KeywordIndex:
             # another process put its index in place first; use that one
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+    def _marker_key(self) -> tuple[int, dict[str, str]]:
+        """What ``ctx-index.json`` records: the version of the index's layout and analysis, and the
+        configured source languages its documents were analysed with (a change rebuilds it)."""
+        return INDEX_VERSION, dict(sorted(self.source_languages.items()))
 
     def _discard(self) -> None:
         """Move the index folder aside, then delete it (a rename is atomic; a delete is not)."""
@@ -184,6 +221,7 @@ class KeywordIndex:
             self._create()
             self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
             self._meta_seen = None
+            self._languages = None
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -245,7 +283,7 @@ class KeywordIndex:
         with self._write_lock:
             writer = self._writer()
             try:
-                yield IndexSession(writer)
+                yield IndexSession(writer, self.source_languages)
                 writer.commit()
                 writer.wait_merging_threads()
             except BaseException:
@@ -254,6 +292,7 @@ class KeywordIndex:
             finally:
                 del writer
             self.index.reload()
+            self._languages = None
         release_free_memory()  # the writer's buffers, freed, would otherwise stay in RSS (memory.py)
 
     def clear(self) -> None:
@@ -267,6 +306,7 @@ class KeywordIndex:
                 _release(writer)
                 raise
             self.index.reload()
+            self._languages = None
 
     def all_doc_ids(self) -> set[str]:
         return set(self.doc_id_counts())
@@ -296,13 +336,28 @@ class KeywordIndex:
             if meta != self._meta_seen:
                 self._meta_seen = meta
                 self.index.reload()
+                self._languages = None
         return self.index.searcher()
 
+    def languages(self) -> list[str]:
+        """The languages the indexed documents were analysed in, the most common first (then by code)."""
+        languages = self._languages
+        if languages is not None and time.monotonic() < self._next_check:
+            return languages  # no commit to look for yet: snippets ask for every word they stem
+        searcher = self.searcher()
+        languages = self._languages
+        if languages is None:
+            counts = {code: searcher.doc_freq("language", code) for code in LANGUAGES}
+            languages = sorted((code for code, n in counts.items() if n), key=lambda code: (-counts[code], code))
+            self._languages = languages
+        return languages
+
     def terms(self, text: str) -> list[str]:
-        return list(dict.fromkeys(self.analyzer.analyze(text)))
+        """The terms a query looks for: its words as each language of the index analyses them."""
+        return query_terms(text, self.languages())
 
     def stem(self, word: str) -> str | None:
-        """The indexed form of one word (lowercased, stemmed), or None when the analyser drops it."""
+        """The indexed form of one word (lowercased, stemmed), or None when the analysis splits it."""
         return self.stemmer.stem(word)
 
     def term_weights(self, text: str) -> dict[str, float]:
@@ -325,16 +380,19 @@ class KeywordIndex:
         clauses: list[tuple[Occur, Query]] = []
         phrases = [p for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
         rest = _PHRASE.sub(" ", text).replace('"', " ")
+        languages = self.languages() or [DEFAULT]
         for phrase in phrases:
-            words: list[str | tuple[int, str]] = list(self.analyzer.analyze(phrase))
-            if not words:
-                continue
+            # The phrase as each language of the index analyses it (one form, mostly).
+            forms = dict.fromkeys(tuple(phrase_terms(phrase, language)) for language in languages)
             per_field = []
-            for field, boost in self._fields():
-                q = (Query.term_query(self.schema, field, words[0]) if len(words) == 1
-                     else Query.phrase_query(self.schema, field, words))
-                per_field.append((Occur.Should, Query.boost_query(q, boost) if boost != 1.0 else q))
-            clauses.append((Occur.Must, Query.boolean_query(per_field)))
+            for form in filter(None, forms):
+                words: list[str | tuple[int, str]] = list(form)
+                for field, boost in self._fields():
+                    q = (Query.term_query(self.schema, field, form[0]) if len(form) == 1
+                         else Query.phrase_query(self.schema, field, words))
+                    per_field.append((Occur.Should, Query.boost_query(q, boost) if boost != 1.0 else q))
+            if per_field:
+                clauses.append((Occur.Must, Query.boolean_query(per_field)))
         for term in self.terms(rest)[:MAX_QUERY_TERMS]:
             for field, boost in self._fields():
                 q = Query.term_query(self.schema, field, term)
@@ -419,8 +477,9 @@ def _release(writer: tantivy.IndexWriter) -> None:
 class IndexSession:
     """Adds and deletes inside one uncommitted writer (Tantivy indexes in its own threads meanwhile)."""
 
-    def __init__(self, writer: tantivy.IndexWriter) -> None:
+    def __init__(self, writer: tantivy.IndexWriter, source_languages: Mapping[str, str] | None = None) -> None:
         self.writer = writer
+        self.source_languages = source_languages or {}
 
     def clear(self) -> None:
         """Drop every entry, in this session's commit (documents added after it stay)."""
@@ -430,11 +489,4 @@ class IndexSession:
         for doc_id in doc_ids:
             self.writer.delete_documents_by_term("doc_id", doc_id)
         for d in documents:
-            fields: dict = {
-                "doc_id": d.doc_id, "title": d.title or "", "body": d.body, "source": d.source,
-                "headings": "\n".join(headings(d.body, d.title or "")),
-                "source_type": d.source.split(":", 1)[0], "tags": [t.lower() for t in d.tags],
-            }
-            if d.updated is not None:
-                fields["updated"] = d.updated
-            self.writer.add_document(tantivy.Document(**fields))
+            self.writer.add_document(tantivy.Document(**document_fields(d, self.source_languages)))

@@ -33,7 +33,7 @@ def open_backend(config: Config, index_lock: WriterLock) -> Backend:
     from context_harness.store.embedded import open_embedded
 
     backend = open_embedded(config.db.path, config.retrieval.title_boost, with_vectors,
-                            config.retrieval.heading_boost)
+                            config.retrieval.heading_boost, config.connectors.languages())
     store, index = backend.documents, backend.keyword
     if store.queued(1):
         # Queued documents are a write in progress elsewhere (that writer flushes them when it

@@ -140,6 +140,7 @@ class IndexedDocument:
     source: str
     tags: list[str]
     updated: dt.datetime | None
+    language: str = "auto"  # an ISO code to analyse it in; "auto": its source's configured one, else detected
 
 
 @dataclass

@@ -9,6 +9,7 @@ in ``store/``, because they also hold what both backends share (see ``store/__in
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from context_harness.store.backend import Backend
@@ -16,12 +17,13 @@ from context_harness.store.documents import DocumentStore
 from context_harness.store.keyword import KeywordIndex
 
 
-def open_embedded(db_path: Path, title_boost: float, with_vectors: bool, heading_boost: float = 0.0) -> Backend:
+def open_embedded(db_path: Path, title_boost: float, with_vectors: bool, heading_boost: float = 0.0,
+                  source_languages: Mapping[str, str] | None = None) -> Backend:
     """Open SQLite and the keyword index (and the vectors, ``with_vectors``). A keyword index made
-    anew (missing, or from another version) gets every document queued for indexing; the caller
-    flushes the queue when no other writer is at work."""
+    anew (missing, from another version, or analysed for other ``source_languages``) gets every
+    document queued for indexing; the caller flushes the queue when no other writer is at work."""
     store = DocumentStore(db_path)
-    index = KeywordIndex(db_path.parent / "tantivy", title_boost, heading_boost)
+    index = KeywordIndex(db_path.parent / "tantivy", title_boost, heading_boost, source_languages)
     stale = db_path.parent / "tantivy-docs"  # the document index of 0.1 workspaces, now in tantivy/
     if stale.is_dir():
         shutil.rmtree(stale, ignore_errors=True)
