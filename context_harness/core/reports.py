@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 #: Documents whose language is detected for ``_language_advice`` (spread over all of them), and the
 #: characters of each read (the detector reads a bounded prefix anyway).
-LANGUAGE_SAMPLE = 200
-LANGUAGE_CHARS = 2000
+LANGUAGE_SAMPLE = 100
+LANGUAGE_CHARS = 400
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,9 @@ def render_sources(payload: dict[str, Any]) -> str:
             line += f" ({s['notes']})"
         line += live_state(s)
         lines.append(line)
+    advice = (payload.get("embedding") or {}).get("language_advice")
+    if advice:  # most documents in languages the embedding model does not read, with the line that fixes it
+        lines.append(f"Note: {advice['message']}")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ import httpx2
 import numpy as np
 import pytest
 import uvicorn
+from mcp import Client
 
 from context_harness.config import EmbeddingConfig
 from context_harness.core.harness import Harness
@@ -36,6 +37,7 @@ from context_harness.embedding.catalog import (
 from context_harness.errors import EmbeddingsUnavailable
 from context_harness.models import SearchRequest
 from context_harness.server.http import build_app
+from context_harness.server.mcp import build_server
 from support.http import free_port
 from support.paths import BIN
 from support.workspace import Workspace, config_toml, write_files
@@ -154,6 +156,10 @@ async def test_sources_carries_the_advice_for_a_chinese_knowledge_base(workspace
         advice = (await h.sources()).embedding["language_advice"]
         assert (advice["language"], advice["share"], advice["fix"]) == ("zh", 0.7, MULTILINGUAL_LINE)
         assert advice["model"] == "all-MiniLM-L6-v2"
+        async with Client(build_server(h), mode="legacy") as client:  # what an assistant reads over MCP
+            result = await client.call_tool("sources", {})
+        text = "\n".join(getattr(part, "text", "") for part in result.content)
+        assert "Note: 70% of the documents (7) are in languages" in text and MULTILINGUAL_LINE in text
     write_files(workspace.docs, {f"more{i}.md": f"# More {i}\n\nAnother English note about the weekly plan {i}.\n"
                                  for i in range(8)})
     async with Harness.open(workspace.config()) as h:
