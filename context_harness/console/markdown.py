@@ -23,6 +23,8 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markupsafe import Markup
 
+from context_harness.common.analysis import UNDETERMINED, has_unspaced, index_terms
+
 TAGS = {"a", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li",
         "ol", "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul"}
 ATTRIBUTES = {"a": {"href", "class", "title"}, "div": {"class"}, "code": {"class"}, "span": {"class", "id"},
@@ -221,15 +223,27 @@ def plain(text: str) -> str:
     return " ".join(text.split()).strip(" ·")
 
 
-def snippet(text: str, query: str) -> Markup:
-    """``plain(text)``, escaped, with each word that starts with one of the query's words in ``<mark>``
-    (its words of three letters or more, when it has any: "in" and "of" are marked everywhere else)."""
+def _highlighted(query: str) -> re.Pattern[str] | None:
+    """What ``snippet`` marks: each word starting with a query word (of three letters or more, when the
+    query has any: "in" and "of" are marked everywhere else); in scripts written without spaces, the
+    query's runs and their character pairs (or words) wherever they stand."""
     found = {w.lower() for w in _WORD.findall(query)}
-    words = sorted({w for w in found if len(w) > 2} or found, key=len, reverse=True)  # not "in", "of" when longer
+    unspaced = {w for w in found if has_unspaced(w)}
+    spaced = found - unspaced
+    words = sorted({w for w in spaced if len(w) > 2} or spaced, key=len, reverse=True)
+    pieces = sorted({p for w in unspaced for p in (w, *index_terms(w, UNDETERMINED)) if has_unspaced(p)},
+                    key=len, reverse=True)
+    alternatives = ([r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")\w*"] if words else []) + [
+        re.escape(p) for p in pieces]
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+
+
+def snippet(text: str, query: str) -> Markup:
+    """``plain(text)``, escaped, with the query's words in ``<mark>`` (see ``_highlighted``)."""
     shown = plain(text)
-    if not words:
+    pattern = _highlighted(query)
+    if pattern is None:
         return Markup(html.escape(shown))
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
     out, at = [], 0
     for match in pattern.finditer(shown):
         out.append(html.escape(shown[at:match.start()]))

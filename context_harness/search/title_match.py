@@ -11,14 +11,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
+from context_harness.common.analysis import UNDETERMINED, has_unspaced, index_terms
 from context_harness.search.fusion import Fused
 
 _WORD = re.compile(r"\w+")
 
 
 def title_terms(title: str, stem: Callable[[str], str | None]) -> set[str]:
-    """The indexed forms of a title's words."""
-    return {s for s in (stem(w) for w in _WORD.findall(title)) if s}
+    """The indexed forms of a title's words (a run of an unspaced script: its character pairs or words,
+    as the index holds them whatever the language)."""
+    out: set[str] = set()
+    for word in _WORD.findall(title):
+        if has_unspaced(word):
+            out.update(index_terms(word, UNDETERMINED))
+        elif form := stem(word):
+            out.add(form)
+    return out
 
 
 def lift_titled(fused: list[Fused], query_terms: Collection[str], titles: dict[str, str | None],

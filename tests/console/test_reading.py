@@ -149,6 +149,13 @@ def test_short_query_words_are_marked_only_when_nothing_longer_is_asked() -> Non
     assert str(snippet("Go in production", "go")) == "<mark>Go</mark> in production"
 
 
+def test_words_of_unspaced_scripts_are_marked_where_they_stand() -> None:
+    assert str(snippet("我们的发布流程需要先在预发布环境中完成回归测试。", "发布流程")) == (
+        "我们的<mark>发布流程</mark>需要先在预<mark>发布</mark>环境中完成回归测试。")
+    assert str(snippet("ภาษาไทยเป็นภาษาที่สวยงาม", "สวยงาม")) == "ภาษาไทยเป็นภาษาที่<mark>สวยงาม</mark>"
+    assert str(snippet("우리는 학교에서 공부합니다", "학교")) == "우리는 <mark>학교</mark>에서 공부합니다"
+
+
 def test_more_results_pages_on_up_to_the_search_tools_most(config, config_path: Path, start_server):
     docs = config_path.parent / "docs" / "boats"
     docs.mkdir()

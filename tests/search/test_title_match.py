@@ -48,3 +48,10 @@ async def test_the_note_titled_sourdough_ranks_above_a_passing_mention(workspace
     workspace.config_path.write_text(workspace.config_path.read_text() + "\n[retrieval]\ntitle_match = 0\n")
     async with Harness.open(workspace.config()) as h:
         assert (await h.search(SearchRequest(query="sourdough"))).results[0].title == "Team offsite ideas"
+
+
+def test_a_chinese_title_holding_the_query_is_lifted() -> None:
+    fused = _fused(("other", 0.70), ("release", 0.58))
+    titles = {"other": "发布说明", "release": "发布流程说明"}
+    lifted, ids = lift_titled(fused, {"发布", "布流", "流程"}, titles, str.lower, 0.15)
+    assert ids == {"release"} and lifted[0].doc_id == "release"
