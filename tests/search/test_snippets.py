@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from context_harness.common.text import splits_cluster
 from context_harness.search.snippets import lead, make_snippet, salient
 from context_harness.store.keyword import KeywordIndex
 
@@ -102,3 +103,21 @@ def test_code_is_shown_when_only_code_holds_a_query_word(index: KeywordIndex) ->
     text = "Set the hook up.\n\n```toml\n[hooks]\npelican = true\n```\n\nThen restart the hook.\n"
     snippet = make_snippet(text, weights_for(index, "pelican hook", {"pelican": 5.0, "hook": 1.0}), index.stem, 40)
     assert "pelican = true" in snippet.text
+
+
+def test_cjk_terms_are_found_inside_a_run_and_the_cut_stays_near(index: KeywordIndex) -> None:
+    run = "天地玄黄宇宙洪荒日月盈昃辰宿列张" * 400  # 6,400 characters, no space
+    text = run[:3000] + "我们的发布流程需要先在预发布环境中完成回归测试。" + run[3000:]
+    snippet = make_snippet(text, weights_for(index, "回归测试"), index.stem, 80)
+    assert snippet.matched and text[snippet.start:].startswith("回归")
+    assert "回归测试" in snippet.text and len(snippet.text) <= 80 + 4 + 2 * 30
+
+
+def test_a_cut_never_splits_a_grapheme_cluster(index: KeywordIndex) -> None:
+    thai = "ภาษาไทยเป็นภาษาที่สวยงาม" * 30  # vowel and tone marks join the consonant before them
+    for chars in range(20, 60):
+        shown = lead(thai, chars).removesuffix(" …")
+        assert thai.startswith(shown) and not splits_cluster(thai, len(shown)), chars
+    hindi = "हिन्दी भाषा " * 3 + "x" * 50 + " फिर हिन्दी"
+    snippet = make_snippet(hindi, weights_for(index, "हिन्दी"), index.stem, 30)
+    assert snippet.matched and snippet.text.startswith("हिन्दी")  # the word whole, its virama inside it
