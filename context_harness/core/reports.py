@@ -139,15 +139,18 @@ class Reports:
         return dict(kept[1]) if kept[1] else None
 
     def _document_languages(self) -> dict[str, int]:
-        """Documents by detected language, over a sample spread evenly over the sorted ids."""
-        from context_harness.common.analysis import detect_language
+        """Documents by language, over a sample spread evenly over the sorted ids: the language of
+        their source where ``[connectors.*] language`` sets one, else detected."""
+        from context_harness.common.analysis import AUTO, resolve_language
 
         assert self.store is not None
+        configured = self.config.connectors.languages()
         ids = sorted(self.store.all_ids())
         step = max(1, -(-len(ids) // LANGUAGE_SAMPLE))
         counts: dict[str, int] = {}
         for row in self.store.documents(ids[::step][:LANGUAGE_SAMPLE]).values():
-            language = detect_language(f"{row.title or ''}\n{row.body[:LANGUAGE_CHARS]}")
+            language = resolve_language(f"{row.title or ''}\n{row.body[:LANGUAGE_CHARS]}",
+                                        configured.get(row.source, AUTO))
             counts[language] = counts.get(language, 0) + 1
         return counts
 

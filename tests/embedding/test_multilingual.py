@@ -172,6 +172,19 @@ async def test_sources_carries_the_advice_for_a_chinese_knowledge_base(workspace
         assert "language_advice" not in (await h.sources()).embedding, "the configured model reads Chinese"
 
 
+async def test_a_sources_configured_language_counts_over_detection(workspace: Workspace) -> None:
+    write_files(workspace.docs, ENGLISH)
+    multilingual_config(workspace, None)
+    async with Harness.open(workspace.config()) as h:
+        await h.sync(embed=False)
+        assert "language_advice" not in (await h.sources()).embedding
+    workspace.config_path.write_text(workspace.config_path.read_text() + 'language = "ru"\n', encoding="utf-8")
+    async with Harness.open(workspace.config()) as h:
+        await h.sync(embed=False)
+        advice = (await h.sources()).embedding["language_advice"]
+        assert (advice["language"], advice["share"]) == ("ru", 1.0)
+
+
 def ctx(workspace: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CTX_CONFIG"} | {"NO_COLOR": "1", "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "-c", "from context_harness.cli import main; main()", *args, "--config", str(workspace.config_path)],
