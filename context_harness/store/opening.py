@@ -29,7 +29,8 @@ def open_backend(config: Config, index_lock: WriterLock) -> Backend:
         local = config.db.path.parent / "replica-keyword" if config.db.keyword_index == "replica" else None
         return open_postgres(config.db.url, config.retrieval.title_boost, with_vectors, config.db.pool_size,
                              config.db.pool_wait, local, config.db.read_url,
-                             heading_boost=config.retrieval.heading_boost)
+                             heading_boost=config.retrieval.heading_boost,
+                             source_languages=config.connectors.languages())
     from context_harness.store.embedded import open_embedded
 
     backend = open_embedded(config.db.path, config.retrieval.title_boost, with_vectors,
@@ -60,7 +61,7 @@ def migrate_to_postgres(source: Backend, url: str, config: Config) -> MigrationR
 
     started = time.perf_counter()
     target = open_postgres(url, config.retrieval.title_boost, source.vectors is not None, config.db.pool_size,
-                           config.db.pool_wait)
+                           config.db.pool_wait, source_languages=config.connectors.languages())
     try:
         counts = copy_embedded(source, target)
         identity = target.vectors.identity() if target.vectors is not None else None

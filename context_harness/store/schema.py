@@ -29,6 +29,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from context_harness.errors import ConfigError
 from context_harness.store.connections import LinkSql
@@ -268,11 +269,12 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 # -- PostgreSQL (``store/postgres``) ----------------------------------------------------------------
 # The same tables, plus what SQLite keeps elsewhere: ``postings`` (term frequencies per field, from
-# PostgreSQL's English stemmer) and ``keyword_stats`` (documents and tokens per field) for BM25, a
-# ``tsv`` column for phrases, and pgvector's ``vector`` column (its HNSW index is made per dimension
-# when the embedder is known: ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
+# the shared analysis) and ``keyword_stats`` (documents and tokens per field) for BM25, the documents
+# counted per ``language`` (``keyword_languages``), a ``tsv`` column for phrases, and pgvector's
+# ``vector`` column (its HNSW index is made per dimension when the embedder is known:
+# ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 7
+POSTGRES_SCHEMA_VERSION = 8
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -416,8 +418,27 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
         PRIMARY KEY(run_id, seq)
     )
     """,
+    # 8: the keyword data from the shared analysis (``common/analysis.py``; ``store/postgres/postings.py``):
+    # each document's language, the languages present (what queries are analysed for), and every
+    # document's postings, lengths and phrase tsvector recomputed (they were PostgreSQL's ``english``
+    # lexemes; filled by ``POSTGRES_FILLS``)
+    8: """
+    ALTER TABLE documents ADD COLUMN IF NOT EXISTS language TEXT NOT NULL DEFAULT 'und';
+    CREATE TABLE IF NOT EXISTS keyword_languages(language TEXT PRIMARY KEY, documents BIGINT NOT NULL)
+    """,
 }
-POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn), 7: lambda conn: RunSql("%s").move_steps(conn)}
+
+
+def _recompute_postings(conn: Any) -> None:
+    """Schema 8's fill: every document's keyword data by the shared analysis (languages detected; a
+    source's configured language is applied when the backend opens: ``postings.follow_languages``)."""
+    from context_harness.store.postgres.postings import recompute
+
+    recompute(conn, {}, "schema 8 (the keyword data by the shared analysis)")
+
+
+POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn), 7: lambda conn: RunSql("%s").move_steps(conn),
+                  8: _recompute_postings}
 
 POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Cosine distance over vectors of one dimension (an expression index: the column takes any); the

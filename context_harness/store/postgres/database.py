@@ -26,7 +26,7 @@ and the config's redaction hides the rest.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -164,6 +164,15 @@ class Database:
                                        "extension installed)") from None
                 conn.execute("INSERT INTO ctx_meta(key, value) VALUES('schema_version', %s) "
                              "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(target),))
+
+    def follow_languages(self, languages: Mapping[str, str]) -> None:
+        """Recompute the keyword data of the sources whose configured language changed
+        (``postings.follow_languages``), one process at a time (the schema's lock)."""
+        from context_harness.store.postgres.postings import follow_languages
+
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            follow_languages(conn, languages, self.where)
 
     @property
     def schema_version(self) -> int:

@@ -1,8 +1,8 @@
 """Documents, chunks and sync state in PostgreSQL (the ``DocumentStorage`` of ``store/backend.py``).
 
 The keyword data shares every write's transaction: ``apply`` stores a document, its chunks, its
-postings (terms per field from PostgreSQL's ``english`` configuration, with their frequencies) and
-the corpus statistics BM25 needs, or deletes all of them, at once. So there is no keyword queue to
+postings (the terms of each field by the shared analysis, ``postings.py``, with their frequencies)
+and the corpus statistics BM25 needs, or deletes all of them, at once. So there is no keyword queue to
 replay after a crash (``queued`` is always empty) and every replica sees a commit at once.
 """
 
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from context_harness.common.analysis import AUTO
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.postgres.database import Database
+from context_harness.store.postgres.postings import analyse, count_languages, store_postings
 from context_harness.store.records import (
     ChunkPlace,
     DocumentRow,
@@ -56,34 +59,6 @@ base AS (SELECT CASE WHEN %(around)s THEN coalesce((SELECT start FROM picked ORD
 SELECT {_PART_COLUMNS}, char_length(d.body), n.count, base.base, p.*
 FROM documents d CROSS JOIN n CROSS JOIN span CROSS JOIN base
 LEFT JOIN LATERAL (SELECT {_CHUNK_ARRAYS} FROM picked) p ON true WHERE d.id = %(id)s"""
-MAX_INDEXED_CHARS = 500_000  # of a body, for the keyword data (a tsvector holds at most 1 MB)
-
-# Postings, lengths and ``tsv`` of the documents just written (``%(ids)s``), from the same analysis as
-# queries: one statement, each field analysed once. Postings have no foreign key (its check per row
-# was a third of their cost): ``_forget`` deletes them with their documents.
-_POSTINGS = f"""
-WITH v AS (
-    SELECT d.id, to_tsvector('english', coalesce(d.title, '')) AS tt,
-           to_tsvector('english', left(d.body, {MAX_INDEXED_CHARS})) AS bt
-    FROM documents d WHERE d.id = ANY(%(ids)s)),
-t AS (
-    SELECT u.lexeme, 't'::"char" AS field, v.id, coalesce(array_length(u.positions, 1), 1) AS tf
-    FROM v, unnest(v.tt) u
-    UNION ALL
-    SELECT u.lexeme, 'b'::"char", v.id, coalesce(array_length(u.positions, 1), 1) FROM v, unnest(v.bt) u),
-ins AS (
-    INSERT INTO postings(term, field, doc_id, tf, dl)
-    SELECT lexeme, field, id, tf, sum(tf) OVER (PARTITION BY id, field) FROM t),
-l AS (
-    SELECT id, sum(tf) FILTER (WHERE field = 't') AS title_len, sum(tf) FILTER (WHERE field = 'b') AS body_len
-    FROM t GROUP BY id)
-UPDATE documents d SET title_len = coalesce(l.title_len, 0), body_len = coalesce(l.body_len, 0),
-    tsv = setweight(v.tt, 'A') || v.bt
-FROM v LEFT JOIN l ON l.id = v.id WHERE d.id = v.id
-RETURNING d.title_len, d.body_len
-"""
-
-
 def _row(r: tuple) -> DocumentRow:
     return DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13])
 
@@ -94,8 +69,9 @@ def _strip_nul(text: str | None) -> str | None:
 
 
 class PgDocumentStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, source_languages: Mapping[str, str] | None = None) -> None:
         self.db = db
+        self.languages = dict(source_languages or {})  # a source's configured language by its label (else "auto")
 
     def close(self) -> None:
         pass  # the pool closes with the backend
@@ -164,28 +140,42 @@ class PgDocumentStore:
             return
         conn.execute("DELETE FROM postings WHERE doc_id = ANY(%s)", (doc_ids,))
         conn.execute(
-            "WITH gone AS (DELETE FROM documents WHERE id = ANY(%s) RETURNING title_len, body_len) "
-            "UPDATE keyword_stats SET documents = documents - (SELECT count(*) FROM gone), "
+            "WITH gone AS (DELETE FROM documents WHERE id = ANY(%s) RETURNING title_len, body_len, language), "
+            "stats AS (UPDATE keyword_stats SET documents = documents - (SELECT count(*) FROM gone), "
             "title_tokens = title_tokens - (SELECT coalesce(sum(title_len), 0) FROM gone), "
-            "body_tokens = body_tokens - (SELECT coalesce(sum(body_len), 0) FROM gone)", (doc_ids,))
+            "body_tokens = body_tokens - (SELECT coalesce(sum(body_len), 0) FROM gone)) "
+            "UPDATE keyword_languages k SET documents = k.documents - g.n "
+            "FROM (SELECT language, count(*) AS n FROM gone GROUP BY language) g WHERE k.language = g.language",
+            (doc_ids,))
 
     def _insert(self, conn: Any, writes: list[DocumentWrite], synced: str) -> None:
+        """Insert documents with their keyword columns, their chunks, and their postings (one COPY)."""
+        rows = [w.row for w in writes]
+        bodies = [_strip_nul(r.body) or "" for r in rows]
+        analysed = [analyse(r.id, _strip_nul(r.title), body, self.language_of(r.source))
+                    for r, body in zip(rows, bodies, strict=True)]
         with conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO documents({_DOC_COLUMNS}, tags_lower, synced_at) "
-                "VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                f"INSERT INTO documents({_DOC_COLUMNS}, tags_lower, synced_at, language, title_len, body_len, tsv) "
+                "VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector)",
                 [(r.id, r.source, _strip_nul(r.source_id), r.source_url, _strip_nul(r.title), r.author, r.created_at,
-                  r.updated_at, r.content_type, _strip_nul(r.body), json.dumps(r.metadata, ensure_ascii=False),
+                  r.updated_at, r.content_type, body, json.dumps(r.metadata, ensure_ascii=False),
                   json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint,
-                  [t.lower() for t in r.tags], synced) for r in (w.row for w in writes)])
+                  [t.lower() for t in r.tags], synced, a.language, len(a.title), len(a.body), a.tsv)
+                 for r, body, a in zip(rows, bodies, analysed, strict=True)])
             cur.executemany(
                 f"INSERT INTO chunks({_CHUNK_COLUMNS}, doc_id) VALUES(%s,%s,%s,%s,%s,%s,%s)",
                 [(c.id, c.idx, _strip_nul(c.text), c.content_hash, c.heading, c.start, w.row.id)
                  for w in writes for c in w.chunks])
-        lengths = conn.execute(_POSTINGS, {"ids": [w.row.id for w in writes]}).fetchall()
+        store_postings(conn, analysed)
         conn.execute("UPDATE keyword_stats SET documents = documents + %s, title_tokens = title_tokens + %s, "
                      "body_tokens = body_tokens + %s",
-                     (len(lengths), sum(t for t, _ in lengths), sum(b for _, b in lengths)))
+                     (len(analysed), sum(len(a.title) for a in analysed), sum(len(a.body) for a in analysed)))
+        count_languages(conn, Counter(a.language for a in analysed))
+
+    def language_of(self, source: str) -> str:
+        """The language a source's documents are analysed in: its configured one, else "auto"."""
+        return self.languages.get(source, AUTO)
 
     def record_sync(self, source: str, notes: str | None, keep_notes: bool = False) -> None:
         with self.db.transaction() as conn:
@@ -334,6 +324,12 @@ class PgDocumentStore:
     def document(self, doc_id: str) -> DocumentRow | None:
         rows = self._read(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = %s", (doc_id,), point=True)
         return _row(rows[0]) if rows else None
+
+    def languages_of(self, doc_ids: list[str]) -> dict[str, str]:
+        """The language each of ``doc_ids`` was analysed in (a writer-path read: the replica index's)."""
+        if not doc_ids:
+            return {}
+        return dict(self._all("SELECT id, language FROM documents WHERE id = ANY(%s)", (doc_ids,)))
 
     def documents(self, doc_ids: list[str]) -> dict[str, DocumentRow]:
         if not doc_ids:

@@ -35,11 +35,13 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from context_harness.common.analysis import AUTO
 from context_harness.store.backend import indexed_document
 from context_harness.store.keyword import KeywordIndex, replaced_entries
 from context_harness.store.postgres.database import Database
@@ -64,11 +66,12 @@ class ReplicaKeywordIndex:
     rebuilt = False
 
     def __init__(self, db: Database, store: PgDocumentStore, path: Path, title_boost: float,
-                 sql: PgKeywordIndex, heading_boost: float = 0.0) -> None:
+                 sql: PgKeywordIndex, heading_boost: float = 0.0, source_languages: Mapping[str, str] | None = None,
+                 ) -> None:
         self.db = db
         self.store = store
         self.sql = sql
-        self.local = KeywordIndex(path, title_boost, heading_boost)
+        self.local = KeywordIndex(path, title_boost, heading_boost, source_languages)
         self.record = Path(path) / FOLLOW_FILE
         self.ready = False
         self._lock = threading.Lock()  # one catch-up at a time in this process
@@ -210,8 +213,7 @@ class ReplicaKeywordIndex:
                     for ids in self._all_ids():
                         if self._newest_seq() != seq:
                             raise _ChangeArrived
-                        rows = self.store.documents(ids)
-                        session.replace([], [indexed_document(row) for row in rows.values()])
+                        session.replace([], self._indexed(ids))
                         total += len(ids)
             except _ChangeArrived:  # rolled back: catch up first, compact at a later quiet moment
                 took = time.monotonic() - started
@@ -240,8 +242,14 @@ class ReplicaKeywordIndex:
             after = ids[-1]
 
     def _apply(self, doc_ids: list[str]) -> None:
+        self.local.replace(doc_ids, self._indexed(doc_ids))
+
+    def _indexed(self, doc_ids: list[str]) -> list[IndexedDocument]:
+        """The stored documents of ``doc_ids`` as the index takes them, each with the language it was
+        analysed in when written (so that this replica analyses it alike, without detecting again)."""
         rows = self.store.documents(doc_ids)
-        self.local.replace(doc_ids, [indexed_document(row) for row in rows.values()])
+        languages = self.store.languages_of(list(rows))
+        return [replace(indexed_document(row), language=languages.get(row.id, AUTO)) for row in rows.values()]
 
     def _rebuild(self) -> int:
         """Index every document anew; returns the ``seq`` to follow from (changes after it are applied

@@ -4,10 +4,12 @@ statistics that every write maintains (``documents.py``), title boosted as in th
 PostgreSQL's own ``ts_rank`` is not BM25 (no inverse document frequency, no length normalisation
 against the corpus average); on SciFact it ranks far below (``benchmarks/postgres.py`` measures
 both), so the score here is Okapi BM25 with Tantivy's parameters (k1 1.2, b 0.75, the same IDF).
-Terms come from PostgreSQL's ``english`` configuration (Snowball stemmer, stop words dropped) for
-documents and queries alike; quoted phrases are required (``phraseto_tsquery``). Filters are a
-``WHERE`` on the documents, so they apply before the ``LIMIT``. Queries are reads serving a request
-(``Database.read``: the hot standby when there is one).
+Terms come from the analysis both backends share (``common/analysis.py``): documents' terms are
+written with them (``postings.py``), and a query looks for its words as the analysis of each language
+present makes them (``keyword_languages``, read in the same read as the ranking). Quoted phrases are
+required: a tsquery of their analysed terms at consecutive positions, matched against each document's
+``tsv`` of the same terms. Filters are a ``WHERE`` on the documents, so they apply before the
+``LIMIT``. Queries are reads serving a request (``Database.read``: the hot standby when there is one).
 """
 
 from __future__ import annotations
@@ -16,19 +18,26 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+from context_harness.common.analysis import UNDETERMINED, phrase_terms, query_terms
 from context_harness.store.keyword import Stemmer
 from context_harness.store.postgres.database import Database
 from context_harness.store.postgres.documents import filter_sql
+from context_harness.store.postgres.postings import phrase_query, quote_lexeme
 from context_harness.store.records import DocumentHit, IndexedDocument, KeywordFilters
 
 K1, B = 1.2, 0.75
 MAX_QUERY_CHARS = 4000
 MAX_PHRASES = 8
+MAX_QUERY_TERMS = 64
 _PHRASE = re.compile(r'"([^"]*)"')
+# The languages of the stored documents, the most common first (as the embedded index orders them): a
+# query is analysed for each.
+_LANGUAGES = "SELECT language FROM keyword_languages WHERE documents > 0 ORDER BY documents DESC, language"
 
 _SEARCH = """
-WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %(text)s)) LIMIT 64),
+WITH q AS MATERIALIZED (SELECT DISTINCT term FROM unnest(%(terms)s::text[]) term),
 s AS (SELECT greatest(documents, 1)::float8 AS n,
              greatest(title_tokens, 1)::float8 / greatest(documents, 1) AS avg_t,
              greatest(body_tokens, 1)::float8 / greatest(documents, 1) AS avg_b FROM keyword_stats),
@@ -57,7 +66,8 @@ class PgKeywordIndex:
     def __init__(self, db: Database, title_boost: float = 0.25) -> None:
         self.db = db
         self.title_boost = title_boost
-        self.stemmer = Stemmer()  # for snippets only: which words of a text to highlight
+        self.seen_languages: list[str] = []  # as the last query read them
+        self.stemmer = Stemmer(lambda: self.seen_languages)  # for snippets only: which words to highlight
 
     # -- writes: the documents' own transaction keeps the keyword data -------------------------
 
@@ -83,47 +93,71 @@ class PgKeywordIndex:
         text = text[:MAX_QUERY_CHARS]
         where, params = filter_sql(filters.source, filters.tags, filters.since, filters.until) if filters else ("", [])
         phrases = [p for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
-        named: dict[str, object] = {"text": _PHRASE.sub(lambda m: " " + m.group(1) + " ", text).replace('"', " "),
-                                    "title_boost": self.title_boost, "k1": K1, "b": B, "limit": limit}
-        conditions = []
+        words = _PHRASE.sub(lambda m: " " + m.group(1) + " ", text).replace('"', " ")
+        named: dict[str, object] = {"title_boost": self.title_boost, "k1": K1, "b": B, "limit": limit}
         if where:
             for i, value in enumerate(params):
                 named[f"f{i}"] = value
-            conditions.append(_named(where, len(params)))
-        for i, phrase in enumerate(phrases):
-            named[f"p{i}"] = phrase
-            conditions.append(f"d.tsv @@ phraseto_tsquery('english', %(p{i})s)")
-        sql = _SEARCH.format(where=("JOIN documents d ON d.id = h.doc_id WHERE " + " AND ".join(conditions))
-                             if conditions else "")
-        rows = self.db.read(lambda conn: conn.execute(sql, named).fetchall())
-        return [DocumentHit(doc_id, float(score)) for doc_id, score in rows]
+
+        def ranked(conn: Any) -> list[tuple]:
+            languages = self._languages(conn)
+            named["terms"] = query_terms(words, languages)[:MAX_QUERY_TERMS]
+            conditions = [_named(where, len(params))] if where else []
+            for i, phrase in enumerate(phrases):
+                tsquery = _phrase_tsquery(phrase, languages)
+                if tsquery:
+                    named[f"p{i}"] = tsquery
+                    conditions.append(f"d.tsv @@ %(p{i})s::tsquery")
+            if not named["terms"]:
+                return []
+            sql = _SEARCH.format(where=("JOIN documents d ON d.id = h.doc_id WHERE " + " AND ".join(conditions))
+                                 if conditions else "")
+            return conn.execute(sql, named).fetchall()
+
+        return [DocumentHit(doc_id, float(score)) for doc_id, score in self.db.read(ranked)]
 
     def ts_rank_search(self, text: str, limit: int) -> list[DocumentHit]:
         """PostgreSQL's own ``ts_rank_cd`` over OR-ed query terms (what BM25 is measured against)."""
-        sql = ("WITH q AS (SELECT to_tsquery('english', coalesce(string_agg(quote_literal(lexeme), ' | '), '')) AS tq "
-               "FROM unnest(to_tsvector('english', %s))) "
-               "SELECT d.id, ts_rank_cd(d.tsv, q.tq, 1) AS score FROM documents d, q WHERE d.tsv @@ q.tq "
-               "ORDER BY score DESC, d.id LIMIT %s")
-        rows = self.db.read(lambda conn: conn.execute(sql, (text[:MAX_QUERY_CHARS], limit)).fetchall())
-        return [DocumentHit(i, float(s)) for i, s in rows]
+        def ranked(conn: Any) -> list[tuple]:
+            terms = query_terms(text[:MAX_QUERY_CHARS].replace('"', " "), self._languages(conn))[:MAX_QUERY_TERMS]
+            if not terms:
+                return []
+            return conn.execute("SELECT d.id, ts_rank_cd(d.tsv, q.tq, 1) AS score FROM documents d, "
+                                "(SELECT %s::tsquery AS tq) q WHERE d.tsv @@ q.tq ORDER BY score DESC, d.id LIMIT %s",
+                                (" | ".join(quote_lexeme(t) for t in terms), limit)).fetchall()
 
-    def terms(self, text: str) -> list[str]:
-        rows = self.db.read(lambda conn: conn.execute(
-            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY positions[1]",
-            (text[:MAX_QUERY_CHARS],)).fetchall())
-        return [r[0] for r in rows]
+        return [DocumentHit(i, float(s)) for i, s in self.db.read(ranked)]
 
     def stem(self, word: str) -> str | None:
-        """The indexed form of one word, by the embedded analyser (English Snowball, as PostgreSQL's)."""
+        """The indexed form of one word, in the most common language of the documents (``Stemmer``)."""
         return self.stemmer.stem(word)
 
     def term_weights(self, text: str) -> dict[str, float]:
         """Every analysed word of a query with its BM25 IDF in the bodies (what a snippet shows)."""
-        sql = ("WITH q AS MATERIALIZED (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector('english', %s)) "
-               "LIMIT 64) SELECT q.term, (SELECT count(*) FROM postings p WHERE p.term = q.term AND p.field = 'b'), "
+        sql = ("WITH q AS MATERIALIZED (SELECT DISTINCT term FROM unnest(%s::text[]) term) "
+               "SELECT q.term, (SELECT count(*) FROM postings p WHERE p.term = q.term AND p.field = 'b'), "
                "(SELECT documents FROM keyword_stats) FROM q")
-        rows = self.db.read(lambda conn: conn.execute(sql, (text.replace('"', " ")[:MAX_QUERY_CHARS],)).fetchall())
+
+        def weighed(conn: Any) -> list[tuple]:
+            terms = query_terms(text.replace('"', " ")[:MAX_QUERY_CHARS], self._languages(conn))[:MAX_QUERY_TERMS]
+            return conn.execute(sql, (terms,)).fetchall() if terms else []
+
+        rows = self.db.read(weighed)
         return {term: math.log(1 + (max(n, 1) - df + 0.5) / (df + 0.5)) for term, df, n in rows}
+
+
+    def _languages(self, conn: Any) -> list[str]:
+        """The languages of the stored documents (none: an empty store), remembered for ``stem``."""
+        self.seen_languages = [r[0] for r in conn.execute(_LANGUAGES).fetchall()]
+        return self.seen_languages
+
+
+def _phrase_tsquery(phrase: str, languages: list[str]) -> str | None:
+    """A tsquery of ``phrase``: its terms at consecutive positions, as the analysis of any language
+    present makes them (one alternative each); None when it has no terms."""
+    alternatives = dict.fromkeys(tuple(phrase_terms(phrase, language)) for language in languages or [UNDETERMINED])
+    shown = [f"({phrase_query(list(terms))})" for terms in alternatives if terms]
+    return " | ".join(shown) or None
 
 
 def _named(where: str, count: int) -> str:
