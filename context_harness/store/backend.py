@@ -5,8 +5,8 @@ A backend is three parts over one store of truth:
 
 - ``DocumentStorage``: documents, chunks and sync state (fingerprints, last syncs, meta), plus the
   reads search and ``get`` make, and the filter that runs before every top-k cut;
-- ``KeywordRanking``: BM25 over whole documents (title boosted, English stemming), kept up to date
-  by ``session``/``replace`` as documents change;
+- ``KeywordRanking``: BM25 over whole documents (title boosted, the terms of ``common/analysis.py``), kept
+  up to date by ``session``/``replace`` as documents change;
 - ``VectorStorage``: one vector per distinct chunk text, the embedder identity that made them, and
   an index answering the best documents for a query vector (``open_index``).
 
