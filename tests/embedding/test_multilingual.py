@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -255,3 +256,39 @@ def test_ctx_doctor_warns_with_the_line(workspace: Workspace, tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr
     warning = next(line for line in done.stdout.splitlines() if "does not cover" in line)
     assert warning.startswith("  warning: 70% of the documents (7)") and MULTILINGUAL_LINE in warning
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+def test_background_embedding_runs_niced_on_at_most_the_background_workers() -> None:
+    from context_harness.embedding import priority
+
+    embedder = build_embedder(EmbeddingConfig(model="multilingual-e5-small"))
+    texts = [NOTES[name] * 2 for name in sorted(NOTES)]  # long enough to be sampled while they run
+    foreground = embedder.embed_documents(texts)
+    caller = os.getpriority(os.PRIO_PROCESS, 0)
+    niced: list[int] = [0]
+    done = threading.Event()
+
+    def sample() -> None:  # how many threads of this process are niced, every 10 ms
+        while not done.wait(0.01):
+            count = 0
+            for task in Path("/proc/self/task").iterdir():
+                try:
+                    count += os.getpriority(os.PRIO_PROCESS, int(task.name)) >= priority.BACKGROUND_NICE
+                except OSError:  # the thread ended meanwhile
+                    pass
+            niced.append(count)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with priority.background():
+            background = embedder.embed_documents(texts)
+    finally:
+        done.set()
+        sampler.join()
+    assert np.allclose(background, foreground, atol=1e-5), "the same vectors at background priority"
+    assert max(niced) >= 1, "no thread was niced while the documents embedded"
+    if caller < priority.BACKGROUND_NICE:
+        assert max(niced) <= priority.background_workers(), f"more engine threads than {priority.background_workers()}"
+    assert os.getpriority(os.PRIO_PROCESS, 0) == caller
