@@ -167,9 +167,13 @@ class Database:
 
     def follow_languages(self, languages: Mapping[str, str]) -> None:
         """Recompute the keyword data of the sources whose configured language changed
-        (``postings.follow_languages``), one process at a time (the schema's lock)."""
-        from context_harness.store.postgres.postings import follow_languages
+        (``postings.follow_languages``), one process at a time (the schema's lock); when none did (a
+        read), no transaction is made (so reads are not sent to the primary after it)."""
+        from context_harness.store.postgres.postings import follow_languages, recorded_languages
 
+        with self.connection() as conn:
+            if recorded_languages(conn) == dict(languages):
+                return
         with self.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             follow_languages(conn, languages, self.where)

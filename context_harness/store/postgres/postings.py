@@ -177,15 +177,20 @@ def count_languages(conn: Any, change: Counter[str]) -> None:
                  (list(change), list(change.values())))
 
 
-def follow_languages(conn: Any, languages: Mapping[str, str], where: str) -> int:
-    """Recompute the keyword data of the sources whose configured language differs from the one their
-    documents were analysed with (recorded in ``ctx_meta``), and record ``languages``; one process at
-    a time (the caller's transaction holds the schema lock). Returns how many documents."""
+def recorded_languages(conn: Any) -> dict[str, str]:
+    """The configured source languages the stored keyword data was made with (``ctx_meta``)."""
     row = conn.execute("SELECT value FROM ctx_meta WHERE key = %s", (LANGUAGES_KEY,)).fetchone()
     try:
-        recorded = dict(json.loads(row[0])) if row else {}
+        return dict(json.loads(row[0])) if row else {}
     except (TypeError, ValueError):
-        recorded = {}
+        return {}
+
+
+def follow_languages(conn: Any, languages: Mapping[str, str], where: str) -> int:
+    """Recompute the keyword data of the sources whose configured language differs from the one their
+    documents were analysed with (``recorded_languages``), and record ``languages``; one process at
+    a time (the caller's transaction holds the schema lock). Returns how many documents."""
+    recorded = recorded_languages(conn)
     wanted = dict(sorted(languages.items()))
     if recorded == wanted:
         return 0
