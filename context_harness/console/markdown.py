@@ -27,8 +27,11 @@ from context_harness.common.analysis import UNDETERMINED, has_unspaced, index_te
 
 TAGS = {"a", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li",
         "ol", "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul"}
+#: Blocks that take their direction from their own first strong character (``dir="auto"``), so an
+#: Arabic or Hebrew paragraph in an English note reads right to left, and the other way round.
+DIRECTED = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "blockquote", "td", "th"}
 ATTRIBUTES = {"a": {"href", "class", "title"}, "div": {"class"}, "code": {"class"}, "span": {"class", "id"},
-              "ol": {"start"}}
+              "ol": {"start"}, **{tag: {"dir"} for tag in DIRECTED}}
 _CLASSES = {"here", "unresolved", "image", "wikilink"}
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
@@ -37,7 +40,10 @@ Resolve = Callable[[str, str], str | None]  # (kind, target as written) -> docum
 
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
-    """Keep only what the renderer itself sets: ``chunk-N`` anchors, its classes, ``language-*``."""
+    """Keep only what the renderer itself sets: ``chunk-N`` anchors, its classes, ``language-*``,
+    ``dir="auto"``."""
+    if name == "dir":
+        return value if value == "auto" else None
     if name == "id":
         return value if re.fullmatch(r"chunk-\d+", value) else None
     if name == "class":
@@ -126,6 +132,9 @@ def render(text: str, resolve: Resolve, sections: Sequence[Section] = (), here: 
     ``#chunk-N`` before the block it starts in; the blocks of chunk ``here`` sit in ``div.here``."""
     tokens = _MD.parse(text)
     _rewrite_links(tokens, resolve)
+    for token in tokens:
+        if token.nesting == 1 and token.tag in DIRECTED:
+            token.attrSet("dir", "auto")
     lines = sorted((text.count("\n", 0, max(0, s.start)), s.index) for s in sections)
     here_lines = _span_of(text, sections, here)
     out: list[Token] = []
@@ -169,12 +178,12 @@ def render_plain(text: str, sections: Sequence[Section] = (), here: int | None =
     piece in a ``span#chunk-N`` (running to the next chunk's start)."""
     starts = sorted((min(max(0, s.start), len(text)), s.index) for s in sections)
     if not starts:
-        return Markup(f'<pre class="body">{html.escape(text)}</pre>')
+        return Markup(f'<pre class="body" dir="auto">{html.escape(text)}</pre>')
     cuts = [0, *[start for start, _ in starts[1:]], len(text)]
     mark = ' class="here"'
     pieces = [f'<span id="chunk-{index}"{mark if index == here else ""}>{html.escape(text[cuts[i]:cuts[i + 1]])}</span>'
               for i, (_, index) in enumerate(starts)]
-    return Markup('<pre class="body">' + "".join(pieces) + "</pre>")
+    return Markup('<pre class="body" dir="auto">' + "".join(pieces) + "</pre>")
 
 
 def _span_of(text: str, sections: Sequence[Section], here: int | None) -> tuple[int, int] | None:

@@ -193,7 +193,7 @@ def test_the_document_page_lists_every_section_of_a_long_document(config, config
     assert all(f">Long manual &gt; Part {i}<" in toc for i in range(30)), "every section is listed"
     assert toc.count('aria-current="location"') == 1
     assert f'<span id="{link.split("#")[1]}"></span><div class="here">' in doc
-    assert len(re.search(r'<article class="markdown">(.*?)</article>', doc, re.S).group(1)) < 30 * 3000  # a window
+    assert len(re.search(r'<article class="markdown" dir="auto">(.*?)</article>', doc, re.S).group(1)) < 30 * 3000  # a window
 
 
 def test_the_table_of_contents_of_a_huge_document_lists_the_sections_near_the_page(config, config_path: Path,
@@ -214,7 +214,7 @@ def test_the_table_of_contents_of_a_huge_document_lists_the_sections_near_the_pa
 
     def toc_of(page: str) -> tuple[str, list[int]]:
         toc = re.search(r'<nav class="toc".*?</nav>', page, re.S).group(0)
-        return toc, [int(n) for n in re.findall(r'chunk=(\d+)#chunk-\d+">[^<]*</a></li>', toc)]
+        return toc, [int(n) for n in re.findall(r'chunk=(\d+)#chunk-\d+" dir="auto">[^<]*</a></li>', toc)]
 
     toc, listed = toc_of(middle)
     assert count > 600 and listed[0] <= here - 200 + 2 and here + 200 - 2 <= listed[-1] <= here + 200

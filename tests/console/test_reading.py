@@ -47,7 +47,7 @@ class Elements(HTMLParser):
 
 
 def article_of(page: str) -> str:
-    return re.search(r'<article class="markdown">(.*?)</article>', page, re.S).group(1)
+    return re.search(r'<article class="markdown" dir="auto">(.*?)</article>', page, re.S).group(1)
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_hostile_markdown_comes_out_inert(vault, start_server):
             assert not name.startswith("on") and name not in {"style", "src", "srcdoc"}, (tag, name)
             if name == "href":
                 assert value and value.startswith(("/ui/", "https://", "http://", "mailto:", "#")), value
-    assert "<h1>Hostile note</h1>" in body and "<em>emphasis</em>" in body
+    assert '<h1 dir="auto">Hostile note</h1>' in body and "<em>emphasis</em>" in body
     assert "<code>&lt;b&gt;code&lt;/b&gt;</code>" in body  # code shows the text, escaped
     assert "&lt;script&gt;alert" in body  # raw HTML shows as text
     assert '<a href="https://example.org/page" rel="noopener noreferrer">web</a>' in body
@@ -94,7 +94,7 @@ def test_documents_render_with_their_links_to_console_pages(vault, start_server)
         page = ui.get("/ui/doc", params={"id": garden}).text
         permit_page = ui.get("/ui/doc", params={"id": permit}).text
     body = article_of(page)
-    assert "<h1>Garden plan</h1>" in body and "<td>beans</td>" in body and "```" not in body
+    assert '<h1 dir="auto">Garden plan</h1>' in body and '<td dir="auto">beans</td>' in body and "```" not in body
     assert '<pre><code class="language-python">print(' in body
     assert '<a href="/ui/doc?id=' + permit.replace(":", "%3A") + '" class="wikilink"' in body  # [[garden-shed/permit]]
     assert f'<a href="/ui/doc?id={permit.replace(":", "%3A")}" rel="noopener noreferrer">permit file</a>' in body
@@ -103,7 +103,7 @@ def test_documents_render_with_their_links_to_console_pages(vault, start_server)
     assert "Shed permit" in aside.split("<h2>Backlinks</h2>")[0] and "nowhere yet" in aside
     assert "<h2>History</h2>" in aside and re.search(r"added <time datetime=\"20[^\"]+\">20", aside)
     back = re.search(r"<h2>Backlinks</h2>(.*?)<h2>", permit_page, re.S).group(1)
-    assert f'href="/ui/doc?id={garden.replace(":", "%3A")}">Garden plan</a>' in back
+    assert f'href="/ui/doc?id={garden.replace(":", "%3A")}" dir="auto">Garden plan</a>' in back
     assert "version <code" in page
 
 
@@ -111,7 +111,7 @@ def test_snippets_are_plain_words_with_the_match_marked(vault, start_server):
     server = start_server(vault)
     with client(server) as ui:
         page = ui.get("/ui/search", params={"q": "beans daily", "mode": "keyword"}).text
-    shown = [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in re.findall(r'<p class="snippet">(.*?)</p>', page, re.S)]
+    shown = [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in re.findall(r'<p class="snippet" dir="auto">(.*?)</p>', page, re.S)]
     garden = next(s for s in shown if "Water" in s)
     assert "`" not in garden and "](" not in garden and "**" not in garden and "[[" not in garden
     assert "Water the beans daily, says the permit note." in garden
@@ -207,7 +207,7 @@ def test_the_graph_of_a_neighbourhood_and_of_the_whole(vault, start_server):
     assert around["edges"] == [{"from": garden, "to": permit}]  # two links from garden, one edge
     assert [n["here"] for n in around["nodes"] if n["id"] == permit] == [True]
     assert len(whole["nodes"]) == 7 and {"from": garden, "to": permit} in whole["edges"]  # KB_DOCS, garden, permit, hostile
-    assert "<h1>Around Shed permit</h1>" in page and "Garden plan → Shed permit" in page
+    assert '<h1>Around <bdi dir="auto">Shed permit</bdi></h1>' in page and "Garden plan → Shed permit" in page
     assert '<script src="/ui/static/d3-force.min.js" defer></script>' in page
     assert missing.status_code == 404 and "no-such-doc" in missing.text
 

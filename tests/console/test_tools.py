@@ -202,7 +202,7 @@ def test_a_server_scoped_to_an_agent_offers_only_its_tools(tools_config, start_s
 def hits(ui: httpx2.Client, **params: str) -> list[str]:
     page = ui.get("/ui/search", params={"q": "zebra", "mode": "keyword", **params})
     assert page.status_code == 200
-    return sorted(html.unescape(t) for t in re.findall(r'<a href="/ui/doc\?[^"]*">([^<]*)</a>', page.text))
+    return sorted(html.unescape(t) for t in re.findall(r'<a href="/ui/doc\?[^"]*" dir="auto">([^<]*)</a>', page.text))
 
 
 def test_search_filters_by_tag_and_date_and_keeps_them_in_the_form(tools_config, start_server):

@@ -50,7 +50,7 @@ def test_new_edit_preview_move_delete_restore(writable, config_path: Path, start
         version = hidden(edit.text, "version")
         preview = ui.post("/ui/notes/edit", data={"csrf": csrf, "id": doc_id, "version": version, "do": "preview",
                                                   "text": "# Shed\r\n\r\nPaint it **blue**.\r\n"})
-        assert '<article class="markdown preview"><h1>Shed</h1>\n<p>Paint it <strong>blue</strong>.</p>' in preview.text
+        assert '<article class="markdown preview"><h1 dir="auto">Shed</h1>\n<p dir="auto">Paint it <strong>blue</strong>.</p>' in preview.text
         assert "green" in (docs / "inbox" / "shed.md").read_text(encoding="utf-8"), "a preview writes nothing"
         saved = ui.post("/ui/notes/edit", data={"csrf": csrf, "id": doc_id, "version": version, "do": "save",
                                                 "text": "# Shed\r\n\r\nPaint it **blue**.\r\n"})
