@@ -18,6 +18,12 @@ off: ``.. include::`` and ``.. raw:: :file:`` read nothing) and fetches no URL; 
 parsed, and a parse stops at its next piece of text once past ``PARSE_SECONDS``. Text docutils
 cannot parse (a ``RecursionError`` from deep nesting, any exception of the parser) or stopped falls
 back to plain text: ``None`` is returned and the caller keeps the file as it is.
+
+Titles in Chinese, Japanese or Korean are underlined as their writers count them: one ``=`` a
+character, where docutils wants one a column (two for a wide character) and reads a title of two
+characters underlined ``==`` as a paragraph. Before the parse (only), an adornment at least as long
+as its title's characters is widened to the title's columns (``_widened``); the lines keep their
+places, so the body is rewritten from the source as written.
 """
 
 from __future__ import annotations
@@ -85,7 +91,7 @@ def read_rest(text: str) -> Structured | None:
                      widest, cells, MAX_TABLE_COLUMNS, MAX_TABLE_CELLS)
             return None
     try:
-        document = _parse(text)
+        document = _parse(_widened(text) if not text.isascii() else text)
     except TooSlow:
         log.info("reStructuredText took over %.0f s to parse: kept as text", PARSE_SECONDS)
         return None
@@ -132,6 +138,28 @@ def _parse(text: str) -> Any:
     document.transformer.add_transform(DocTitle)
     document.transformer.apply_transforms()
     return document
+
+
+def _widened(text: str) -> str:
+    """``text`` with each title's under- and overline that is as long as the title's characters but
+    shorter than its columns (a title of wide characters) lengthened to its columns; nothing else
+    changes, lines and their order included."""
+    from docutils.utils import column_width
+
+    lines = text.split("\n")
+    for i in range(1, len(lines)):
+        adornment = _ADORNMENT.match(lines[i].rstrip("\r"))
+        title = lines[i - 1].strip()
+        if adornment is None or not title or title.isascii() or _ADORNMENT.match(title):
+            continue
+        mark, length, width = adornment.group(1), len(lines[i].rstrip()), column_width(title)
+        if len(title) <= length < width:
+            end = "\r" if lines[i].endswith("\r") else ""
+            lines[i] = mark * width + end
+            over = lines[i - 2].rstrip() if i >= 2 else ""
+            if over and set(over) == {mark} and len(over) == length:
+                lines[i - 2] = mark * width + end
+    return "\n".join(lines)
 
 
 def _tables(text: str) -> tuple[int, int]:

@@ -89,6 +89,37 @@ def test_rest_lines_the_chunker_would_misread_stay_text() -> None:
     assert "end" in chunks[0].text
 
 
+WIDE_TITLES = [
+    ("==\n概要\n==\n\n正文。\n\n第一节\n---\n\n内容。\n", "概要", ["# 概要", "## 第一节"]),  # one mark a character
+    ("はじめに\n========\n\n本文です。\n\n手順\n----\n\n内容。\n", "はじめに", ["# はじめに", "## 手順"]),  # one a column
+    ("개요\r\n==\r\n\r\n본문.\r\n", "개요", ["# 개요"]),
+    ("مقدمة\n=====\n\nنص.\n\nالخطوات\n-------\n\nنص.\n", "مقدمة", ["# مقدمة", "## الخطوات"]),
+    ("ภาษาไทย\n=======\n\nเนื้อหา\n\nบทนำ\n----\n\nเนื้อหา\n", "ภาษาไทย", ["# ภาษาไทย", "## บทนำ"]),
+]
+
+
+@pytest.mark.parametrize(("text", "title", "headings"), WIDE_TITLES)
+def test_rest_titles_in_any_script(text: str, title: str, headings: list[str]) -> None:
+    """A title of wide characters underlined one mark a character (docutils counts columns, and read
+    ``概要`` over ``==`` as a paragraph) is a title all the same; Arabic and Thai ones too."""
+    read = rest.read_rest(text)
+    assert read is not None and read.title == title
+    assert [line.rstrip("\r") for line in read.body.splitlines() if line.startswith("#")] == headings
+    assert not any(set(line.strip()) <= set("=-") and line.strip() for line in read.body.splitlines())
+    assert [h.lstrip("# ") for h in headings] in [c.heading_path for c in chunk_markdown(read.body, 8)]
+
+
+def test_markdown_asciidoc_and_org_titles_in_any_script() -> None:
+    from context_harness.formats.markdown import first_heading
+
+    assert first_heading("发布流程\n====\n\n正文。") == "发布流程"
+    assert first_heading("# دليل الإصدار #\n") == "دليل الإصدار"
+    assert first_heading("```\n# 不是\n```\n# ภาษาไทย\n") == "ภาษาไทย"
+    assert outlines.structured("a.adoc", "= 发布流程\n\n== 第一节\n\n内容\n") == outlines.Structured(
+        "发布流程", "# 发布流程\n\n## 第一节\n\n内容\n")
+    assert outlines.structured("a.org", "#+TITLE: 発表\n* 第一節\n内容\n").title == "発表"
+
+
 def test_include_and_raw_file_read_nothing(tmp_path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOPSECRETVALUE\n")
