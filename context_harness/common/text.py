@@ -88,11 +88,13 @@ CJK_SENTENCE_ENDS = "。｡．！？‼⁇⁈⁉"
 #: Closing quotes and brackets that stay with the sentence before them.
 CJK_CLOSERS = "」』）】〕〗〙〛》〉”’\"')］｝｣"
 _ENDS, _CLOSE = re.escape(CJK_SENTENCE_ENDS), re.escape(CJK_CLOSERS)
+_LATIN_BREAK = r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])"
 #: Where one sentence ends and the next begins; the match is the space between them (empty after
 #: a CJK end with no space after it).
 SENTENCE_BREAK = re.compile(
-    r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])"
-    rf"|(?:(?<=[{_ENDS}])|(?<=[{_ENDS}][{_CLOSE}])|(?<=[{_ENDS}][{_CLOSE}]{{2}}))(?![{_CLOSE}0-9０-９])\s*(?=\S)")
+    _LATIN_BREAK
+    + rf"|(?:(?<=[{_ENDS}])|(?<=[{_ENDS}][{_CLOSE}])|(?<=[{_ENDS}][{_CLOSE}]{{2}}))(?![{_CLOSE}0-9０-９])\s*(?=\S)")
+_LATIN_SENTENCE_BREAK = re.compile(_LATIN_BREAK)  # text without a CJK end: the same, faster
 
 
 def sentences(text: str) -> list[tuple[str, str]]:
@@ -100,7 +102,8 @@ def sentences(text: str) -> list[tuple[str, str]]:
     ""); joined back with their separators they give ``text`` again."""
     out: list[tuple[str, str]] = []
     start, separator = 0, ""
-    for found in SENTENCE_BREAK.finditer(text):
+    cjk = not text.isascii() and any(end in text for end in CJK_SENTENCE_ENDS)
+    for found in (SENTENCE_BREAK if cjk else _LATIN_SENTENCE_BREAK).finditer(text):
         if found.start() > start:
             out.append((text[start:found.start()], separator))
             start, separator = found.end(), found.group()

@@ -73,21 +73,25 @@ def _sentence_pieces(text: str) -> list[Piece]:
     return [(p, estimate_tokens(p), " " if sep else "") for p, sep in sentences(text) if p]
 
 
-def _cut_run(word: str, max_tokens: int) -> Iterator[str]:
-    """``word`` (a run without spaces) in pieces of at most ``max_tokens`` estimated tokens, cut
-    between grapheme clusters (a single cluster larger than that stays whole)."""
-    start = 0
+def _cut_run(word: str, max_tokens: int) -> Iterator[tuple[str, int]]:
+    """``word`` (a run without spaces) in pieces of at most ``max_tokens`` estimated tokens (with
+    their estimates), cut
+    between grapheme clusters (a single cluster larger than that stays whole). A piece is looked for
+    within ``4 * max_tokens + 8`` characters (a token is at most about three letters), so a run of
+    any length costs time in proportion to it."""
+    start, reach = 0, 4 * max_tokens + 8
     while start < len(word):
-        rest = estimate_tokens(word[start:])
-        if rest <= max_tokens:
-            yield word[start:]
-            return
-        end = start + max(1, (len(word) - start) * max_tokens // rest)
-        while end - start > 1 and estimate_tokens(word[start:end]) > max_tokens:
-            end = start + max(1, (end - start) * 9 // 10)
-        end = cluster_cut(word, end, start)
-        yield word[start:end]
-        start = end
+        end = min(len(word), start + reach)
+        tokens = estimate_tokens(word[start:end])
+        if tokens > max_tokens:
+            end = start + max(1, (end - start) * max_tokens // tokens)
+            while (tokens := estimate_tokens(word[start:end])) > max_tokens and end - start > 1:
+                end = start + max(1, (end - start) * 9 // 10)
+        cut = cluster_cut(word, end, start)
+        if cut != end:
+            tokens = estimate_tokens(word[start:cut])
+        yield word[start:cut], tokens
+        start = cut
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -183,8 +187,8 @@ def _split_oversized(block: _Block, max_tokens: int, group: int) -> list[_Block]
                 piece(" ".join(part), part_tokens, joiner)
                 part, part_tokens, joiner = [], 0, " "
             if word_tokens > max_tokens:
-                for i, run in enumerate(_cut_run(word, max_tokens)):
-                    piece(run, estimate_tokens(run), joiner if i == 0 else "")
+                for i, (run, run_tokens) in enumerate(_cut_run(word, max_tokens)):
+                    piece(run, run_tokens, joiner if i == 0 else "")
                 joiner = " "
                 continue
             part.append(word)
