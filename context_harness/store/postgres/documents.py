@@ -18,7 +18,7 @@ from context_harness.common.analysis import AUTO
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.postgres.database import Database
-from context_harness.store.postgres.postings import analyse, count_languages, store_postings
+from context_harness.store.postgres.postings import Analysed, analyse, count_languages, store_postings
 from context_harness.store.records import (
     ChunkPlace,
     DocumentRow,
@@ -116,6 +116,7 @@ class PgDocumentStore:
         synced = now_iso()
         writes, deletes = list(writes), list(deletes)
         ids = [w.row.id for w in writes]
+        analysed = self._analyse(writes)  # before the transaction: it stays as short as before
         with self.db.transaction() as conn:
             known = dict(conn.execute("SELECT id, created_at FROM documents WHERE id = ANY(%s)", (ids,)).fetchall())
             _LINKS.note_changes(conn, [w.row for w in writes], deletes, synced, _LINKS.known(conn, ids + deletes))
@@ -127,7 +128,7 @@ class PgDocumentStore:
                 if r.created_at is None:  # no creation date from the source: its first sync stands for it
                     r.created_at = known.get(r.id) or synced
             if writes:
-                self._insert(conn, writes, synced)
+                self._insert(conn, writes, analysed, synced)
                 _LINKS.write_links(conn, [w.row for w in writes])  # _forget's cascade took the old rows
             if touches:
                 with conn.cursor() as cur:
@@ -148,12 +149,15 @@ class PgDocumentStore:
             "FROM (SELECT language, count(*) AS n FROM gone GROUP BY language) g WHERE k.language = g.language",
             (doc_ids,))
 
-    def _insert(self, conn: Any, writes: list[DocumentWrite], synced: str) -> None:
+    def _analyse(self, writes: list[DocumentWrite]) -> list[Analysed]:
+        """The keyword data of the documents of ``writes`` (as stored: without NUL characters)."""
+        return [analyse(r.id, _strip_nul(r.title), _strip_nul(r.body) or "", self.language_of(r.source))
+                for r in (w.row for w in writes)]
+
+    def _insert(self, conn: Any, writes: list[DocumentWrite], analysed: list[Analysed], synced: str) -> None:
         """Insert documents with their keyword columns, their chunks, and their postings (one COPY)."""
         rows = [w.row for w in writes]
         bodies = [_strip_nul(r.body) or "" for r in rows]
-        analysed = [analyse(r.id, _strip_nul(r.title), body, self.language_of(r.source))
-                    for r, body in zip(rows, bodies, strict=True)]
         with conn.cursor() as cur:
             cur.executemany(
                 f"INSERT INTO documents({_DOC_COLUMNS}, tags_lower, synced_at, language, title_len, body_len, tsv) "
