@@ -100,6 +100,15 @@ def test_thai_is_segmented_into_words() -> None:
     assert set(query_terms("สวยงาม", ["th"])) <= set(index_terms("ภาษาไทยเป็นภาษาที่สวยงาม", "th"))
 
 
+def test_lao_khmer_and_myanmar_are_segmented_too() -> None:
+    if analysis._word_breaker() is None:
+        pytest.skip("icu4py is not installed on this platform")
+    assert segment("ພາສາລາວເປັນພາສາທີ່ສວຍງາມ")[:2] == ["ພາສາ", "ລາວ"]
+    for run in ("ភាសាខ្មែរគឺជាភាសា", "မြန်မာဘာသာစကား"):
+        words = segment(run)
+        assert len(words) > 1 and "".join(words) == run  # split, every character kept
+
+
 def test_thai_without_icu_falls_back_to_bigrams(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analysis, "_word_breaker", lambda: None)
     assert segment("ภาษาไทย") == ["ภา", "าษ", "ษา", "าไ", "ไท", "ทย"]
