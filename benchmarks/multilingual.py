@@ -19,7 +19,11 @@ raw JSON-RPC peer of ``benchmarks/mcp.py`` after a few untimed warm-up questions
 - ``postgres-sql``: the same database with ``keyword_index = "database"`` (BM25 in SQL).
 
 Modes: ``keyword``; ``hybrid`` with ``[embedding] model = "multilingual-e5-small"`` (``--model``), run only
-when that model's package is installed (otherwise skipped with a note in ``skipped``).
+when that model's package is installed (otherwise skipped with a note in ``skipped``). With hybrid, a
+language's PostgreSQL database is first filled by ``ctx db migrate`` from its SQLite workspace of the same
+run (the vectors copied, not computed twice), then synced like the others. ``--workspace DIR`` keeps the
+workspaces, so a later run (``ctx sync --full``: every document analysed and chunked again) re-embeds
+only chunks that changed.
 
 The anchor of each language is computed in this process the way the XQuAD README's anchors were:
 raw tantivy-py BM25 (title and body fields) over lower-cased ``\\w+`` words (tokens of 40 bytes or
@@ -41,6 +45,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -186,14 +191,27 @@ def write_config(workspace: Path, backend: str, url: str | None, model: str | No
     return config
 
 
-def sync(config: Path) -> float:
-    """``ctx sync`` of the workspace (embedding too when a model is configured); seconds taken."""
+def ctx(*args: str) -> float:
+    """Run ``ctx ARGS``; seconds taken (RuntimeError with the end of its stderr when it fails)."""
     started = time.perf_counter()
-    done = subprocess.run([str(bench_mcp.BIN / "ctx"), "sync", "--config", str(config), "--progress", "none"],
-                          capture_output=True, text=True)
+    done = subprocess.run([str(bench_mcp.BIN / "ctx"), *args], capture_output=True, text=True)
     if done.returncode:
-        raise RuntimeError(f"ctx sync failed ({done.returncode}): {done.stderr.strip()[-600:]}")
+        raise RuntimeError(f"ctx {args[0]} failed ({done.returncode}): {done.stderr.strip()[-600:]}")
     return time.perf_counter() - started
+
+
+def sync(config: Path) -> float:
+    """``ctx sync --full`` of the workspace (every document analysed and chunked by this code, chunks
+    already embedded by the same model kept); seconds taken."""
+    return ctx("sync", "--full", "--config", str(config), "--progress", "none")
+
+
+def migrate(sqlite_config: Path, url: str) -> float:
+    """``ctx db migrate`` of the language's SQLite workspace into the empty database at ``url`` (its
+    vectors copied, not computed again), on a copy of the config (the command rewrites it)."""
+    copy = sqlite_config.with_name(f"migrate-{url.rsplit('/', 1)[-1].split('?')[0]}.toml")
+    shutil.copyfile(sqlite_config, copy)
+    return ctx("db", "migrate", "--to", "postgres", "--url", url, "--config", str(copy))
 
 
 def ask(peer: Any, question: str, mode: str) -> list[str]:
@@ -212,8 +230,10 @@ class LoggedPeer(bench_mcp.StdioPeer):  # type: ignore[name-defined]
         self.started = time.perf_counter()
         self.log = log
         with open(log, "wb") as sink:
+            # cwd: the workspace (``-m`` puts the cwd first on sys.path; the code is the installed one)
             self.proc = subprocess.Popen([sys.executable, "-m", "context_harness", "--config", str(config)],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink)
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink,
+                                         cwd=config.parent)
         self.next_id = 1
 
     def tail(self) -> str:
@@ -229,14 +249,18 @@ class Language:
         self.docs, self.questions = load_language(code, questions)
         self.anchor = anchor(self.docs, self.questions)
         self.workspace = root / code
-        write_markdown(self.docs, self.workspace / "docs")
+        if not (self.workspace / "docs").is_dir():  # kept with --workspace: unchanged files are not re-read
+            write_markdown(self.docs, self.workspace / "docs")
         self.peer: Any = None
+        self.served: set[str] = set()
         self.sync_s = 0.0
         self.scores: dict[str, list[tuple[float, float, float]]] = {}
 
-    def serve(self, config: Path) -> None:
-        """Sync the workspace, then start its stdio server (a new one per backend)."""
-        self.sync_s = sync(config)
+    def serve(self, config: Path, migrate_from: Path | None = None, url: str | None = None) -> None:
+        """Sync the workspace (a new PostgreSQL database first filled by migrating ``migrate_from``, so
+        that its vectors are not computed twice), then start its stdio server (a new one per backend)."""
+        self.sync_s = migrate(migrate_from, url) if migrate_from and url else 0.0
+        self.sync_s += sync(config)
         self.peer = LoggedPeer(config, config.with_suffix(".log"))
         try:
             self.peer.handshake()
@@ -337,10 +361,14 @@ def run_backend(backend: str, sets: list[Language], args: argparse.Namespace, pg
     modes = [m for m in args.modes if m != "hybrid" or model]
     try:
         for language in sets:
+            fresh = pg is not None and backend != "sqlite" and f"xquad_{language.code}" not in pg.known
             url = pg.database(f"xquad_{language.code}") if pg and backend != "sqlite" else None
             config = write_config(language.workspace, backend, url, model)
+            embedded = language.workspace / "ctx-sqlite.toml"
+            source = embedded if fresh and model and "sqlite" in language.served else None
             try:
-                language.serve(config)
+                language.serve(config, source, url)
+                language.served.add(backend)
             except RuntimeError as exc:
                 notes.append(f"{language.code} {backend}: {exc}")
                 language.close()
@@ -380,7 +408,11 @@ def run(args: argparse.Namespace) -> dict:
             hybrid_model = args.model
     rows: list[dict] = []
     with contextlib.ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctx-xquad-")))
+        if args.workspace:  # kept, so that a later run embeds nothing again
+            root = Path(args.workspace)
+            root.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctx-xquad-")))
         url = args.url or os.environ.get("CTX_DATABASE_URL")
         pg = Postgres(stack, url) if set(args.backends) - {"sqlite"} else None
         sets = [Language(code, args.questions, root) for code in args.languages]
@@ -402,6 +434,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", default=MODEL, help="the [embedding] model of hybrid runs")
     parser.add_argument("--questions", type=int, default=None, help="questions per language (default 300)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_QUESTIONS} questions per language")
+    parser.add_argument("--workspace", default=None,
+                        help="keep the languages' workspaces (documents, SQLite, vectors) here and reuse them")
     parser.add_argument("--url", default=None,
                         help="a PostgreSQL server to use (databases xquad_LANG are dropped and created on it)")
     args = parser.parse_args(argv)
