@@ -98,4 +98,4 @@ async def test_the_console_shows_an_empty_note(kb) -> None:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=build_app(kb)), base_url="http://127.0.0.1") as ui:
         page = await ui.get("/ui/doc", params={"id": ids["empty.md"]})
     assert page.status_code == 200 and "Later sections" not in page.text
-    assert '<article class="markdown"></article>' in page.text  # an empty body, rendered as nothing
+    assert '<article class="markdown" dir="auto"></article>' in page.text  # an empty body, rendered as nothing
