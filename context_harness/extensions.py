@@ -33,14 +33,13 @@ discovered wherever a Harness is opened from the command line.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from context_harness.agents.base import Agent, AgentContext
-from context_harness.agents.models import AgentArgument, AgentMessage, AgentPrompt
 from context_harness.config import Config
 from context_harness.connectors.base import Candidate, Connector, ScanReport, SourceItem
 from context_harness.connectors.kinds import ConnectorFactory, ConnectorKinds, default_kinds
@@ -54,7 +53,16 @@ from context_harness.errors import (
     Timeout,
     ToolError,
 )
-from context_harness.tools.base import Tool
+
+if TYPE_CHECKING:  # imported on first use (``__getattr__`` below): ``ctx search`` opens a Harness, and with it
+    # this module, without importing agents, Lua or tools (issue 50)
+    from context_harness.agents.base import Agent, AgentContext
+    from context_harness.agents.models import AgentArgument, AgentMessage, AgentPrompt
+    from context_harness.tools.base import Tool
+
+_LAZY = {"Agent": "context_harness.agents.base", "AgentContext": "context_harness.agents.base",
+         "AgentArgument": "context_harness.agents.models", "AgentMessage": "context_harness.agents.models",
+         "AgentPrompt": "context_harness.agents.models", "Tool": "context_harness.tools.base"}
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +175,15 @@ def collect_extensions(*, agents: Iterable[Any] = (), tools: Iterable[Tool] = ()
             raise ConfigError(f"tool {tool.name!r} is defined twice: {seen[tool.name]} and {origin}")
         seen[tool.name] = origin
     return ext
+
+
+def __getattr__(name: str) -> Any:
+    """``Agent``, ``AgentPrompt``, ``Tool`` ...: imported from where they live on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 
 @dataclass

@@ -208,6 +208,34 @@ def test_every_public_call_of_the_harness_is_in_one_part_of_the_face() -> None:
     assert all(len([n for n in vars(part) if not n.startswith("_")]) <= 12 for part in PARTS)
 
 
+def type_checking_imports(path: Path) -> dict[str, tuple[str, str | None]]:
+    """The names a module imports under ``if TYPE_CHECKING:``, as (module, attribute; None: a module)."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module, ast.dump(imp)
+                for alias in imp.names:
+                    submodule = f"{imp.module}.{alias.name}"
+                    found[alias.asname or alias.name] = (submodule, None) if submodule in modules() else \
+                        (imp.module, alias.name)
+    return found
+
+
+def test_the_face_lends_each_name_from_where_it_lives() -> None:
+    """The face imports its names on first use (``ctx search`` then imports no agents, Lua or tools):
+    its table is the list mypy reads under ``TYPE_CHECKING``, and each name there is the object it names."""
+    import importlib
+
+    from context_harness.core import face
+
+    assert face._LAZY == type_checking_imports(PACKAGE / "core" / "face.py")
+    for name, (module, attribute) in face._LAZY.items():
+        target = importlib.import_module(module)
+        assert getattr(face, name) is (target if attribute is None else getattr(target, attribute)), name
+    assert all(hasattr(face, name) for name in face.__all__)
+
+
 MCP_ADAPTER = ("context_harness.server.mcp", "context_harness.server.stdio", "context_harness.server.sdk",
                "context_harness.server.rpc", "context_harness.server.compat", "mcp")
 

@@ -21,23 +21,16 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from context_harness.agents.editing import unknown_tools, unknown_tools_message
-from context_harness.agents.models import SkillOut, StructuredAgent, dump
-from context_harness.agents.render import compiled_text, prompt_get_messages, with_skills
-from context_harness.agents.settings import load_settings
-from context_harness.agents.skills import SKILL_FILE, Skill
-from context_harness.agents.sources import parse_markdown_agent
-from context_harness.core.context import BlockingKnowledgeBase, HarnessContext
 from context_harness.errors import BadRequest, ConfigError, NotConfigured
-from context_harness.formats.markdown import split_front_matter
-from context_harness.notes.atomic import write_atomic
-from context_harness.tools.agentzoo import zoo_tools
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # agents, tools and formats are imported by the calls that use them: a knowledge base opened
+    # to search imports none of them (issue 50)
     from collections.abc import Callable
 
+    from context_harness.agents.skills import Skill
     from context_harness.config import Config
     from context_harness.core.catalog import Catalog
+    from context_harness.core.context import BlockingKnowledgeBase
 
 _WRITE_LOCK = threading.Lock()  # a version check and its write happen together
 
@@ -52,6 +45,8 @@ class AgentFile:
 
     def parts(self) -> tuple[dict[str, Any], str]:
         """(front matter, body), as the loader splits them."""
+        from context_harness.formats.markdown import split_front_matter
+
         return split_front_matter(self.text)
 
 
@@ -92,10 +87,14 @@ class Authoring:
 
     def agent_folder(self) -> Path | None:
         """Where a new Markdown agent is written, or None when no ``[agents] paths`` folder is configured."""
+        from context_harness.agents.settings import load_settings
+
         return _first(load_settings(self.config).agent_paths)
 
     def skill_folder(self) -> Path | None:
         """Where a new skill is written, or None when no ``[agents] skill_paths`` folder is configured."""
+        from context_harness.agents.settings import load_settings
+
         return _first(load_settings(self.config).skill_paths)
 
     def skills(self) -> list[Skill]:
@@ -122,6 +121,8 @@ class Authoring:
         self._check_tools(text, path)
 
         def write() -> AgentFile | None:
+            from context_harness.notes.atomic import write_atomic
+
             with _WRITE_LOCK:
                 if version is not None:
                     current = read_agent_file(path) if path.exists() else AgentFile(path, "", "")
@@ -140,6 +141,9 @@ class Authoring:
         return [t.name for t in self.catalog.tools()] + [u.name for u in self.catalog.toolset.unavailable()]
 
     def _check_tools(self, text: str, path: Path) -> None:
+        from context_harness.agents.editing import unknown_tools, unknown_tools_message
+        from context_harness.agents.sources import parse_markdown_agent
+
         try:
             spec = parse_markdown_agent(text, path)
         except ConfigError as exc:
@@ -155,6 +159,11 @@ class Authoring:
         """Agent file ``text`` (not written; as if at ``path``) resolved with ``arguments``, as
         ``prompts/get`` and ``agent_inject`` will return it once saved. ``BadRequest`` for a text the
         loader refuses, a skill that is not loaded or arguments the agent refuses."""
+        from context_harness.agents.models import SkillOut, StructuredAgent, dump
+        from context_harness.agents.render import compiled_text, prompt_get_messages, with_skills
+        from context_harness.agents.sources import parse_markdown_agent
+        from context_harness.core.context import HarnessContext
+
         skills = {s.name: s for s in self.skills()}
         context = HarnessContext(cast("BlockingKnowledgeBase", self))
 
@@ -189,6 +198,9 @@ class Authoring:
         folder = self.skill_folder()
         if folder is None:
             raise NotConfigured("no skill folder is configured: set [agents] skill_paths in the config file")
+        from context_harness.agents.skills import SKILL_FILE
+        from context_harness.notes.atomic import write_atomic
+
         path = folder / name / SKILL_FILE
         await self.run_blocking(write_atomic, path, text.encode("utf-8"), overwrite=False)
         await self.catalog.reload()
@@ -196,6 +208,8 @@ class Authoring:
 
     async def zoo_inject(self, name: str, arguments: dict[str, Any], format: str) -> dict[str, Any]:
         """What ``agent_zoo_inject`` returns for agent ``name`` (its own code, offered or not)."""
+        from context_harness.tools.agentzoo import zoo_tools
+
         catalog = self.catalog
         [inject] = [t for t in zoo_tools(catalog.agent_library, catalog.compile_agent) if t.name == "agent_zoo_inject"]
         return await inject.call({"agentId": name, "format": format, "arguments": arguments})

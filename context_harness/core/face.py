@@ -19,69 +19,73 @@ else; ``tests/test_architecture.py`` checks it. What the face offers, in named p
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from context_harness.agents.chat import ChatReply, ToolCall
-from context_harness.agents.editing import (
-    CLAUDE_CODE_TOOLS,
-    NEW_SKILL,
-    AgentDraft,
-    ArgumentRow,
-    agent_text,
-    check_draft,
-    checked_text,
-    draft_from_file,
-)
-from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
-from context_harness.agents.models import AgentInfo, AgentPrompt
-from context_harness.agents.render import prompt_get_messages
-from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
-from context_harness.agents.settings import load_settings as agent_settings
-from context_harness.agents.skills import SKILL_FILE, SKILL_NAME, Skill, parse_skill, skill_text
-from context_harness.config import Config, Unavailable
-from context_harness.connectors.base import Connector
-from context_harness.core import scripts
-from context_harness.core.authoring import AgentFile, AgentPreview
-from context_harness.core.catalog import AgentResolution, ToolResult
-from context_harness.core.harness import DocumentChanges, Harness
-from context_harness.core.recovery import check_installed
-from context_harness.core.reports import SourceDetail
-from context_harness.core.running import needs_approval, new_run_id
-from context_harness.core.workspace import init_workspace
-from context_harness.core.writeback import CLIENT
-from context_harness.extensions import ServerSetup, prepare_server
-from context_harness.ingest.sync import ProgressFn
-from context_harness.models import (
-    CheckReport,
-    DocumentListing,
-    DocumentOut,
-    EmbedSummary,
-    GetRequest,
-    MigrationReport,
-    NoteDeleteRequest,
-    NoteEditRequest,
-    NoteMoveRequest,
-    NoteResult,
-    NoteWriteRequest,
-    RecentRequest,
-    RecentResponse,
-    RelatedRequest,
-    RelatedResponse,
-    SearchRequest,
-    SearchResponse,
-    SourcesResponse,
-    StatsOut,
-    SyncReport,
-    SyncSummary,
-    TrashEntryOut,
-)
-from context_harness.registries import service as registries
-from context_harness.registries.results import ExtensionRow
-from context_harness.sample import demo_config
-from context_harness.search.windows import Headings
-from context_harness.tools.base import Tool, hints, render_json
-from context_harness.tools.notes import render_note
+if TYPE_CHECKING:  # at run time each name is imported on first use (``__getattr__`` below): a command
+    # that opens the knowledge base to search imports no agents, Lua, registries or tools (issue 50)
+    from context_harness.agents.chat import ChatReply, ToolCall
+    from context_harness.agents.editing import (
+        CLAUDE_CODE_TOOLS,
+        NEW_SKILL,
+        AgentDraft,
+        ArgumentRow,
+        agent_text,
+        check_draft,
+        checked_text,
+        draft_from_file,
+    )
+    from context_harness.agents.library import AGENT_SCHEME, SKILL_SCHEME
+    from context_harness.agents.models import AgentInfo, AgentPrompt
+    from context_harness.agents.render import prompt_get_messages
+    from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
+    from context_harness.agents.settings import load_settings as agent_settings
+    from context_harness.agents.skills import SKILL_FILE, SKILL_NAME, Skill, parse_skill, skill_text
+    from context_harness.config import Config, Unavailable
+    from context_harness.connectors.base import Connector
+    from context_harness.core import scripts
+    from context_harness.core.authoring import AgentFile, AgentPreview
+    from context_harness.core.catalog import AgentResolution, ToolResult
+    from context_harness.core.harness import Harness
+    from context_harness.core.recovery import check_installed
+    from context_harness.core.reports import SourceDetail
+    from context_harness.core.running import needs_approval, new_run_id
+    from context_harness.core.workspace import init_workspace
+    from context_harness.core.writeback import CLIENT
+    from context_harness.extensions import ServerSetup, prepare_server
+    from context_harness.ingest.sync import DocumentChanges, ProgressFn
+    from context_harness.models import (
+        CheckReport,
+        DocumentListing,
+        DocumentOut,
+        EmbedSummary,
+        GetRequest,
+        MigrationReport,
+        NoteDeleteRequest,
+        NoteEditRequest,
+        NoteMoveRequest,
+        NoteResult,
+        NoteWriteRequest,
+        RecentRequest,
+        RecentResponse,
+        RelatedRequest,
+        RelatedResponse,
+        SearchRequest,
+        SearchResponse,
+        SourcesResponse,
+        StatsOut,
+        SyncReport,
+        SyncSummary,
+        TrashEntryOut,
+    )
+    from context_harness.registries import service as registries
+    from context_harness.registries.results import ExtensionRow
+    from context_harness.sample import demo_config
+    from context_harness.search.windows import Headings
+    from context_harness.tools.base import Tool, hints, render_json
+    from context_harness.tools.notes import render_note
+
 
 # -- the parts of an open knowledge base --------------------------------------------------------
 
@@ -213,6 +217,98 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 
 # -- outside a workspace: ``registries`` (``registries/service.py``), ``scripts`` (``core/scripts.py``),
 # ``init_workspace``, ``check_installed``, ``demo_config``; ``ServerSetup`` and ``prepare_server`` (imported above)
+
+_LAZY: dict[str, tuple[str, str | None]] = {  # name: (module, attribute; None: the module itself)
+    "ChatReply": ("context_harness.agents.chat", "ChatReply"),
+    "ToolCall": ("context_harness.agents.chat", "ToolCall"),
+    "CLAUDE_CODE_TOOLS": ("context_harness.agents.editing", "CLAUDE_CODE_TOOLS"),
+    "NEW_SKILL": ("context_harness.agents.editing", "NEW_SKILL"),
+    "AgentDraft": ("context_harness.agents.editing", "AgentDraft"),
+    "ArgumentRow": ("context_harness.agents.editing", "ArgumentRow"),
+    "agent_text": ("context_harness.agents.editing", "agent_text"),
+    "check_draft": ("context_harness.agents.editing", "check_draft"),
+    "checked_text": ("context_harness.agents.editing", "checked_text"),
+    "draft_from_file": ("context_harness.agents.editing", "draft_from_file"),
+    "AGENT_SCHEME": ("context_harness.agents.library", "AGENT_SCHEME"),
+    "SKILL_SCHEME": ("context_harness.agents.library", "SKILL_SCHEME"),
+    "AgentInfo": ("context_harness.agents.models", "AgentInfo"),
+    "AgentPrompt": ("context_harness.agents.models", "AgentPrompt"),
+    "prompt_get_messages": ("context_harness.agents.render", "prompt_get_messages"),
+    "RUN_CLIENT": ("context_harness.agents.runs", "RUN_CLIENT"),
+    "Approval": ("context_harness.agents.runs", "Approval"),
+    "Approver": ("context_harness.agents.runs", "Approver"),
+    "ClientSide": ("context_harness.agents.runs", "ClientSide"),
+    "RunRequest": ("context_harness.agents.runs", "RunRequest"),
+    "StepListener": ("context_harness.agents.runs", "StepListener"),
+    "agent_settings": ("context_harness.agents.settings", "load_settings"),
+    "SKILL_FILE": ("context_harness.agents.skills", "SKILL_FILE"),
+    "SKILL_NAME": ("context_harness.agents.skills", "SKILL_NAME"),
+    "Skill": ("context_harness.agents.skills", "Skill"),
+    "parse_skill": ("context_harness.agents.skills", "parse_skill"),
+    "skill_text": ("context_harness.agents.skills", "skill_text"),
+    "Config": ("context_harness.config", "Config"),
+    "Unavailable": ("context_harness.config", "Unavailable"),
+    "Connector": ("context_harness.connectors.base", "Connector"),
+    "scripts": ("context_harness.core.scripts", None),
+    "AgentFile": ("context_harness.core.authoring", "AgentFile"),
+    "AgentPreview": ("context_harness.core.authoring", "AgentPreview"),
+    "AgentResolution": ("context_harness.core.catalog", "AgentResolution"),
+    "ToolResult": ("context_harness.core.catalog", "ToolResult"),
+    "DocumentChanges": ("context_harness.ingest.sync", "DocumentChanges"),
+    "Harness": ("context_harness.core.harness", "Harness"),
+    "check_installed": ("context_harness.core.recovery", "check_installed"),
+    "SourceDetail": ("context_harness.core.reports", "SourceDetail"),
+    "needs_approval": ("context_harness.core.running", "needs_approval"),
+    "new_run_id": ("context_harness.core.running", "new_run_id"),
+    "init_workspace": ("context_harness.core.workspace", "init_workspace"),
+    "CLIENT": ("context_harness.core.writeback", "CLIENT"),
+    "ServerSetup": ("context_harness.extensions", "ServerSetup"),
+    "prepare_server": ("context_harness.extensions", "prepare_server"),
+    "ProgressFn": ("context_harness.ingest.sync", "ProgressFn"),
+    "CheckReport": ("context_harness.models", "CheckReport"),
+    "DocumentListing": ("context_harness.models", "DocumentListing"),
+    "DocumentOut": ("context_harness.models", "DocumentOut"),
+    "EmbedSummary": ("context_harness.models", "EmbedSummary"),
+    "GetRequest": ("context_harness.models", "GetRequest"),
+    "MigrationReport": ("context_harness.models", "MigrationReport"),
+    "NoteDeleteRequest": ("context_harness.models", "NoteDeleteRequest"),
+    "NoteEditRequest": ("context_harness.models", "NoteEditRequest"),
+    "NoteMoveRequest": ("context_harness.models", "NoteMoveRequest"),
+    "NoteResult": ("context_harness.models", "NoteResult"),
+    "NoteWriteRequest": ("context_harness.models", "NoteWriteRequest"),
+    "RecentRequest": ("context_harness.models", "RecentRequest"),
+    "RecentResponse": ("context_harness.models", "RecentResponse"),
+    "RelatedRequest": ("context_harness.models", "RelatedRequest"),
+    "RelatedResponse": ("context_harness.models", "RelatedResponse"),
+    "SearchRequest": ("context_harness.models", "SearchRequest"),
+    "SearchResponse": ("context_harness.models", "SearchResponse"),
+    "SourcesResponse": ("context_harness.models", "SourcesResponse"),
+    "StatsOut": ("context_harness.models", "StatsOut"),
+    "SyncReport": ("context_harness.models", "SyncReport"),
+    "SyncSummary": ("context_harness.models", "SyncSummary"),
+    "TrashEntryOut": ("context_harness.models", "TrashEntryOut"),
+    "registries": ("context_harness.registries.service", None),
+    "ExtensionRow": ("context_harness.registries.results", "ExtensionRow"),
+    "demo_config": ("context_harness.sample", "demo_config"),
+    "Headings": ("context_harness.search.windows", "Headings"),
+    "Tool": ("context_harness.tools.base", "Tool"),
+    "hints": ("context_harness.tools.base", "hints"),
+    "render_json": ("context_harness.tools.base", "render_json"),
+    "render_note": ("context_harness.tools.notes", "render_note"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the face, imported from where it lives on first use (PEP 562), then kept here."""
+    try:
+        module, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AGENT_SCHEME", "AgentDraft", "AgentFile", "AgentFiles", "AgentInfo", "AgentPreview", "AgentPrompt",

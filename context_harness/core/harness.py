@@ -29,20 +29,15 @@ from context_harness.config import Config
 from context_harness.connectors.base import ERROR_SKIP_REASONS, Connector, runnable, settings_of
 from context_harness.core.activity import NEVER_SYNCED, Activity, error_skips, indexing_notice
 from context_harness.core.authoring import Authoring
-from context_harness.core.catalog import Catalog, Listener
 from context_harness.core.connections import Connections
 from context_harness.core.offering import Offering
 from context_harness.core.reports import Reports
 from context_harness.core.running import Running
-from context_harness.core.services import RELOAD_INTERVAL, Services
 from context_harness.core.writeback import WriteBack
 from context_harness.embedding import priority as embedding_priority
 from context_harness.embedding.base import Embedder, EmbedderIdentity, Warming
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, embeddings_disabled
 from context_harness.extensions import Extensions, collect_extensions
-from context_harness.ingest.check import check as check_store
-from context_harness.ingest.embed import embedding_status
-from context_harness.ingest.sync import DocumentChanges, ProgressFn, Syncer, SyncOptions, passed_by
 from context_harness.models import (
     MAX_GET_CHARS,
     CheckReport,
@@ -58,15 +53,19 @@ from context_harness.models import (
     SyncSummary,
 )
 from context_harness.registries.apply import apply as apply_registries
-from context_harness.search import windows
 from context_harness.search.engine import SearchEngine, SemanticBackend
 from context_harness.store.backend import Backend, DocumentStorage, KeywordRanking, VectorStorage, flush_index
 from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.opening import migrate_to_postgres, open_backend
 from context_harness.store.writer_lock import WAIT_SECONDS, WriterLock
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the catalog (tools, agents, Lua) and the sync are imported where they are first used, so a
+    # knowledge base opened to search (`ctx search`) imports neither (issue 50)
+    from context_harness.core.catalog import Catalog, Listener
+    from context_harness.core.services import Services
     from context_harness.ingest.reembed import VectorSets  # what a model switch needs of the store
+    from context_harness.ingest.sync import DocumentChanges, ProgressFn
+    from context_harness.search.windows import Headings
     from context_harness.store.vectors import VectorStore  # what ``embed_pending`` is typed for
 
 log = logging.getLogger(__name__)
@@ -74,7 +73,7 @@ log = logging.getLogger(__name__)
 REBUILD_PROBE = "context-harness checks that the embedder works before a rebuild"
 
 T = TypeVar("T")
-DocumentListener = Callable[[DocumentChanges], None]
+DocumentListener = Callable[["DocumentChanges"], None]
 """Called (on the event loop) with the ids of the documents a committed sync added, updated, deleted."""
 
 
@@ -124,13 +123,16 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         return cls.open(config, collect_extensions())
 
     @asynccontextmanager
-    async def serving(self, reload_interval: float = RELOAD_INTERVAL) -> AsyncIterator[Services]:
+    async def serving(self, reload_interval: float | None = None) -> AsyncIterator[Services]:
         """Run the services of a serving knowledge base (sync on start, the live index, reloads of
         tools, config and agents, warm-up on request) until the block ends. Builds the catalog first, so a Lua tool
-        or agent that cannot load fails here, at start, with its ``ConfigError``."""
+        or agent that cannot load fails here, at start, with its ``ConfigError``. ``reload_interval``: seconds
+        between checks for changed files (default ``services.RELOAD_INTERVAL``)."""
+        from context_harness.core.services import RELOAD_INTERVAL, Services
+
         await self.run_blocking(lambda: self.catalog)
         async with anyio.create_task_group() as tg:
-            services = Services(self, tg, reload_interval)
+            services = Services(self, tg, RELOAD_INTERVAL if reload_interval is None else reload_interval)
             self._services = services
             services.start()
             try:
@@ -230,6 +232,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         """The tools and agents, composed on first use (blocking: loads Lua scripts and agent files)."""
         with self._catalog_lock:
             if self._catalog is None:
+                from context_harness.core.catalog import Catalog
+
                 self._catalog = Catalog(self.config, self, agents=[a for a, _ in self.extensions.agents],
                                         tools=[t for t, _ in self.extensions.tools])
             return self._catalog
@@ -288,12 +292,16 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         """Without ``request`` (Lua's and agents' ``context.get``: scripts) the whole document, with one
         the window it names (``max_chars`` default ``[server] get_max_chars``); at most ``MAX_GET_CHARS``
         characters either way (``windows.read``)."""
+        from context_harness.search import windows
+
         assert self.store is not None
         default = MAX_GET_CHARS if request is None else self.config.server.get_max_chars
         return windows.read(self.store, doc_id.strip().lower(), request, default, self.config.chunking.overlap_tokens)
 
-    async def document_headings(self, doc_id: str, around: int, reach: int) -> windows.Headings:
+    async def document_headings(self, doc_id: str, around: int, reach: int) -> Headings:
         """The headings of the chunks near chunk ``around`` (the console's table of contents)."""
+        from context_harness.search import windows
+
         assert self.store is not None
         return await self.run_blocking(windows.headings_near, self.store, doc_id.strip().lower(), around, reach)
 
@@ -319,6 +327,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
             return await self.run_blocking(self._check_blocking, True)
 
     def _check_blocking(self, repair: bool) -> CheckReport:
+        from context_harness.ingest.check import check as check_store
+
         assert self.store is not None and self.index is not None
         problems = check_store(self.store, self.index, self.vectors, self.config.chunking, repair)
         if repair and self._semantic is not None:
@@ -337,6 +347,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
     def embedding_status(self) -> dict[str, Any]:
         """Embedded and pending chunks, the embedder the config selects and the one the stored vectors
         were made by, and whether they differ (``ingest/embed.py``)."""
+        from context_harness.ingest.embed import embedding_status
+
         return embedding_status(self.config.embedding.provider, cast("VectorStore | None", self.vectors),
                                 lambda: self.semantic().embedder.identity.key)
 
@@ -376,6 +388,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         """Sync connectors, then (unless ``embed`` is False or embeddings are disabled) embed new chunks."""
         if limit is not None and limit < 1:
             raise BadRequest("--limit must be a positive number")
+        from context_harness.ingest.sync import DocumentChanges
+
         connectors = self.select(target)
         async with self._sync_lock:
             changes = DocumentChanges()
@@ -448,6 +462,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         connector = next((c for c in self.connectors if c.label == label), None)
         if connector is None:
             raise BadRequest(f"unknown source {label!r}")
+        from context_harness.ingest.sync import DocumentChanges
+
         async with self._sync_lock:
             changes = DocumentChanges()
             try:
@@ -457,6 +473,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
                 self._documents_changed(changes)
 
     def _sync_paths_blocking(self, connector: Connector, rel_paths: list[str], changes: DocumentChanges) -> SyncSummary:
+        from context_harness.ingest.sync import Syncer
+
         assert self.store is not None and self.index is not None
         syncer = Syncer(self.store, self.index, self.config.chunking)
         with self.activity.syncing(connector.label, "paths") as state:
@@ -494,6 +512,8 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
     def _sync_blocking(self, connectors: list[Connector], target: str, full: bool, dry_run: bool,
                        limit: int | None, progress: ProgressFn | None,
                        changes: DocumentChanges | None = None) -> SyncReport:
+        from context_harness.ingest.sync import Syncer, SyncOptions, passed_by
+
         assert self.store is not None and self.index is not None
         syncer = Syncer(self.store, self.index, self.config.chunking)
         options = SyncOptions(full=full, dry_run=dry_run, limit=limit)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from context_harness.agents.models import AgentInfo
-from context_harness.config import Config, Unavailable
-from context_harness.core.catalog import AgentResolution, Catalog, ToolResult
-from context_harness.core.context import BlockingKnowledgeBase
-from context_harness.core.scripts import try_tool
-from context_harness.models import DocumentOut, GetRequest
-from context_harness.tools.base import Tool
-from context_harness.tools.render import render_document
+if TYPE_CHECKING:  # the catalog, tools and scripts are imported on first use: a knowledge base opened to search
+    # imports none of them (issue 50)
+    from context_harness.agents.models import AgentInfo
+    from context_harness.config import Config, Unavailable
+    from context_harness.core.catalog import AgentResolution, Catalog, ToolResult
+    from context_harness.core.context import BlockingKnowledgeBase
+    from context_harness.models import DocumentOut, GetRequest
+    from context_harness.tools.base import Tool
 
 
 class Offering:
@@ -49,7 +49,9 @@ class Offering:
     async def try_tool(self, target: str, params: list[str]) -> dict[str, Any]:
         """``ctx tool test``: Lua tool ``target`` (a configured NAME or a ``.lua`` path) called once
         over this knowledge base, its other tools left unloaded (``scripts.try_tool``)."""
-        return await try_tool(target, params, self.config, cast(BlockingKnowledgeBase, self))
+        from context_harness.core.scripts import try_tool
+
+        return await try_tool(target, params, self.config, cast("BlockingKnowledgeBase", self))
 
     # -- agents -------------------------------------------------------------------------------
 
@@ -84,6 +86,8 @@ class Offering:
         """The window of a document ``request`` names as Markdown (title, metadata, body), ending, when
         more follows, with how to read on: ``read_on`` formatted with the document's ``id`` and
         ``next_offset``."""
+        from context_harness.tools.render import render_document
+
         doc = (await self.get(request)).model_dump(mode="json")
         return render_document(doc, read_on.format(id=doc["id"], next_offset=doc["next_offset"]))
 

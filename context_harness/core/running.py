@@ -40,10 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from context_harness.agents.base import CLAUDE_CODE_MODELS, AgentSpec, standing_grant
-from context_harness.agents.chat import ChatModel, ChatReply, OpenAIChat, ToolCall
-from context_harness.agents.runs import RUN_CLIENT, Approval, Approver, ClientSide, RunRequest, StepListener
-from context_harness.agents.settings import load_settings
 from context_harness.common import jsonlimits
 from context_harness.common.redaction import redact
 from context_harness.errors import (
@@ -56,7 +52,11 @@ from context_harness.errors import (
     as_harness_error,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agents' code is imported when a run starts: a knowledge base opened to search imports none
+    # of it (issue 50)
+    from context_harness.agents.base import AgentSpec
+    from context_harness.agents.chat import ChatModel, ChatReply, ToolCall
+    from context_harness.agents.runs import Approver, RunRequest, StepListener
     from context_harness.config import Config, ModelConfig
     from context_harness.core.catalog import AgentResolution, Catalog, ToolResult
     from context_harness.store.backend import DocumentStorage
@@ -117,6 +117,9 @@ class Running:
                        model: ChatModel | None, fallback: ChatModel | None) -> Run:
         if not request.task.strip():
             raise BadRequest("the task is empty: say what the agent should do")
+        from context_harness.agents.base import CLAUDE_CODE_MODELS, standing_grant
+        from context_harness.agents.settings import load_settings
+
         spec = self.catalog.agent_library.spec(request.agent)  # NotFound, naming close matches
         spec.check_arguments(request.arguments)  # BadRequest before a run begins
         if request.within is not None:
@@ -139,6 +142,9 @@ class Running:
 
     def _chat_model(self, spec: AgentSpec, override: str | None) -> tuple[ChatModel, str | None]:
         """The model a run uses: ``--model``, else the agent's, else the only (or ``default``) one."""
+        from context_harness.agents.base import CLAUDE_CODE_MODELS
+        from context_harness.agents.chat import OpenAIChat
+
         models = self.config.models
         named = override or spec.run.model
         note = None
@@ -405,6 +411,8 @@ class Run:
             return True
         by = self._standing_approval(tool.name)
         refused_by = "a person said no" if self.approver is not None else "no one could be asked"
+        from context_harness.agents.runs import Approval
+
         asked = Approval(tool.name, arguments, why)
         if by is None and self.approver is not None:
             answer = "no"
@@ -534,5 +542,4 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["RUN_CLIENT", "Approval", "Approver", "ClientSide", "RunRequest", "Running", "StepListener",
-           "needs_approval", "new_run_id"]
+__all__ = ["Running", "needs_approval", "new_run_id"]

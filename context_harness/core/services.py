@@ -10,18 +10,20 @@ the rims only hear about their effects (``Catalog`` listeners: ``tools``, ``prom
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.abc
 
 from context_harness.common.memory import limit_malloc_arenas
 from context_harness.config import Config
-from context_harness.core.catalog import Catalog
 from context_harness.core.live import LiveHost, LiveIndex
 from context_harness.core.local_reads import Reads, serve_reads
 from context_harness.errors import HarnessError, NotConfigured
 from context_harness.models import SyncReport
+
+if TYPE_CHECKING:  # built on first use (Harness.catalog): ctx search never builds it
+    from context_harness.core.catalog import Catalog
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from context_harness.agents.settings import load_settings
 from context_harness.config import Config
 from context_harness.connectors.base import ScanReport, Writable, WriteSettings, write_settings
 from context_harness.connectors.filesystem import FilesystemConnector
@@ -243,6 +242,8 @@ def loaded_by(config: Config) -> list[tuple[Path, bool, str]]:
     out: list[tuple[Path, bool, str]] = []
     if config.source_path is not None:
         out.append((config.source_path, False, "the config file"))
+    from context_harness.agents.settings import load_settings
+
     try:
         agents = load_settings(config)
     except ConfigError:  # the catalog says so; what is read from the file is still kept off

@@ -19,10 +19,7 @@ import logging
 import re
 from typing import Any, NamedTuple
 
-import yaml
-
 from context_harness.common import timestamps
-from context_harness.formats import yamlsafe
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +41,10 @@ def read_front_matter(text: str) -> FrontMatter:
     match = _FRONT_MATTER.match(text)
     if not match:
         return FrontMatter({}, text)
+    import yaml  # here: a process that reads no front matter (``ctx search``) does not load PyYAML
+
+    from context_harness.formats import yamlsafe
+
     try:
         data = yamlsafe.load(match.group(1) or "", first_line=2) or {}
     except yamlsafe.Refused as exc:

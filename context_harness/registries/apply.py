@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-from context_harness.agents.settings import DEFAULT_AGENT_PATHS
 from context_harness.config import Config, ScriptConfig, ScriptConnectorConfig, Unavailable
-from context_harness.lua.grant import Grant
-from context_harness.registries.check import Verdict
-from context_harness.registries.resolve import Copy, Registries, grant_for, project_folder
+from context_harness.registries.project import project_folder
+
+if TYPE_CHECKING:  # imported once a config has registries or a project folder: cheap when it has none
+    from context_harness.lua.grant import Grant
+    from context_harness.registries.check import Verdict
+    from context_harness.registries.resolve import Copy, Registries
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=ScriptConfig)
@@ -32,6 +34,8 @@ def apply(config: Config) -> Config:
     config.registries_applied = True
     if not config.registries.named() and not project_folder(config).is_dir():
         return config
+    from context_harness.registries.resolve import Registries
+
     known = Registries(config)
     for error in known.errors:  # a broken entry is left out; the others serve
         log.warning("extension registry: %s", error)
@@ -66,6 +70,8 @@ def apply(config: Config) -> Config:
 
 def _add_agent_folders(config: Config, folders: list[Path]) -> None:
     """Add ``folders`` to ``[agents] paths`` (its defaults kept), leaving out any it already searches."""
+    from context_harness.agents.settings import DEFAULT_AGENT_PATHS
+
     agents = config.agents
     paths = agents.get("paths")
     if paths is None:
@@ -84,6 +90,8 @@ def _entry(entry: E, grant: Grant) -> E:
 def _grant(copy: Copy, values: dict[str, object], verdict: Verdict) -> Grant:
     """The copy's grant, held to the script's checked bytes when a consent or the pin vouches for them
     (a project file that needs no consent stays editable while a server runs)."""
+    from context_harness.registries.resolve import grant_for
+
     return grant_for(copy, values, verdict.fingerprint.script_sha256 if verdict.consented or verdict.pinned else "")
 
 
@@ -117,6 +125,8 @@ def _grant_explicit(known: Registries, entry: ScriptConfig, tool: bool, name: st
         return
     registry = known.inside_copy(entry.path)
     if registry is not None:  # a file of a registry its manifest does not list: the pure tables only
+        from context_harness.lua.grant import Grant
+
         entry.set_grant(Grant(f"{kind}/{name} (a file of registry {registry} not in its manifest)"))
 
 

@@ -30,6 +30,7 @@ from context_harness.registries.check import Checker, Verdict
 from context_harness.registries.consent import source_of
 from context_harness.registries.manifest import CONFIG_HOST, MANIFEST, Extension, ExtensionEntry, Manifest, load
 from context_harness.registries.manifest import parse as parse_manifest
+from context_harness.registries.project import project_folder
 from context_harness.registries.store import Pin, State, Store
 
 log = logging.getLogger(__name__)
@@ -86,12 +87,6 @@ class Resolution:
 def table_key(ext_id: str) -> str:
     kind, name = ext_id.split("/", 1)
     return {"tools": f"tools.script.{name}", "connectors": f"connectors.script.{name}"}.get(kind, f"agents.{name}")
-
-
-def project_folder(config: Config) -> Path:
-    """The project's ``.ctx/`` folder: beside the config file, or the config's own folder."""
-    base = config.base_dir
-    return base if base.name == ".ctx" else base / ".ctx"
 
 
 @dataclass

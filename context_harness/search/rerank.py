@@ -16,7 +16,6 @@ in the response's notice.
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import math
@@ -72,6 +71,8 @@ class HttpReranker:
         """The endpoint's scores, within ``seconds`` in all (connecting, sending, reading): at the
         deadline the socket is shut down, so a server that stalls or drips its answer costs no more
         time, and no thread or socket stays behind."""
+        import http.client  # here, not at the top: a search without an HTTP reranker never needs it
+
         body = json.dumps({"model": self.model, "query": query, "documents": list(texts),
                            "top_n": len(texts)}).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
