@@ -128,6 +128,14 @@ def test_detect_language() -> None:
     assert detect_language("我们的发布流程需要先在预发布环境中完成回归测试。") == "zh"
     assert detect_language("ภาษาไทยเป็นภาษาที่สวยงาม") == "th"
     assert detect_language("12345 !!! ---") == "und"
+
+
+def test_a_short_note_the_detector_only_guesses_at_is_analysed_as_english() -> None:
+    """py3langid calls "Quokkas live on Rottnest island" Estonian (p 0.17): stemmed as Estonian (no
+    stemmer), "Quokkas" stayed "quokkas" and a search for "quokka" found nothing."""
+    text = "Quokkas live on Rottnest island"
+    assert detect_language(text) == "en"
+    assert index_terms(text)[0] in query_terms("quokka", ["en"])
     assert index_terms("Die Häuser in der Altstadt sind sehr alt und schön.") == index_terms(
         "Die Häuser in der Altstadt sind sehr alt und schön.", "de")
 
