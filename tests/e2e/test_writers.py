@@ -166,7 +166,9 @@ async def seen_within(client: Client, query: str, arguments: dict[str, Any], lim
 
 
 async def test_a_second_server_starts_and_serves_while_the_first_syncs(tmp_path, env) -> None:
-    cfg = workspace(tmp_path, server="sync_on_start = true", slow=4)
+    # The slow source outlasts the second server's start on a loaded machine (4 s did not: the first had
+    # finished and the second held the lock when it answered).
+    cfg = workspace(tmp_path, server="sync_on_start = true", slow=12)
     lock = tmp_path / "data" / "writer.lock"
     async with server(cfg, env, "one") as (one, one_pid, one_err):
         with anyio.fail_after(60):  # the first server's sync on start holds the writer lock
