@@ -384,13 +384,13 @@ class ConnectorsConfig(_Section):
         """``{type: {name: table}}`` for connector types that are not built in."""
         return dict(self.model_extra or {})
 
-
     def languages(self) -> dict[str, str]:
         """``{source label: language}`` of the built-in sources whose ``language`` is set (not "auto")."""
         tables: dict[str, dict[str, _Language]] = {"filesystem": dict(self.filesystem), "git": dict(self.git),
                                                    "s3": dict(self.s3), "script": dict(self.script)}
         return {f"{kind}:{name}": entry.language for kind, entries in tables.items()
                 for name, entry in entries.items() if entry.language != analysis.AUTO}
+
 
 class ToolsConfig(_Section):
     """``[tools]``: user tools; ``[tools.script.NAME]`` is a Lua tool named NAME."""
