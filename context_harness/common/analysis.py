@@ -137,20 +137,31 @@ def segment(run: str) -> list[str]:
     return _bounded([word for word in breaker(run, "th") if not word.isspace()])
 
 
+def _words(text: str, stemmer: str | None, ascii_only: bool) -> list[str]:
+    """The words of ``text`` through Tantivy's analyser, each at most ``MAX_TERM_CHARS`` long. A word
+    the stemmer empties (Greek "όταν", Turkish "ları", a run of Arabic tatweel) stays as it was written,
+    lower-cased: an empty term would be no term (PostgreSQL refuses it in a tsvector)."""
+    words = _analyzer(stemmer, ascii_only).analyze(text)
+    if stemmer is not None and "" in words:
+        plain = _analyzer(None, ascii_only).analyze(text)
+        words = ([word or written for word, written in zip(words, plain, strict=True)] if len(plain) == len(words)
+                 else [word for word in words if word])
+    return _bounded(words)
+
+
 def _terms(text: str, stemmer: str | None) -> list[str]:
     """The analysed terms of ``text`` with ``stemmer`` (None: not stemmed)."""
     if text.isascii():
-        return _bounded(_analyzer(stemmer, True).analyze(text))
+        return _words(text, stemmer, True)
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
-    analyzer = _analyzer(stemmer, False)
     if not _SPECIAL.search(text):
-        return _bounded(analyzer.analyze(text))
+        return _words(text, stemmer, False)
     out: list[str] = []
     for i, part in enumerate(_SPECIAL.split(text)):
         if i % 2 == 0:
             if part and not part.isspace():
-                out.extend(_bounded(analyzer.analyze(part)))
+                out.extend(_words(part, stemmer, False))
         elif _CJK.match(part):
             out.extend(bigrams(part))
         else:

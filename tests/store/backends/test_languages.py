@@ -98,6 +98,23 @@ async def test_every_script_is_found_by_its_words(workspace: Workspace, kind: st
             assert reads == [False]
 
 
+async def test_words_a_stemmer_empties_are_indexed_as_written(workspace: Workspace, kind: str,
+                                                                url: str | None) -> None:
+    """Snowball reduces Greek "όταν", Turkish "ları" and a run of Arabic tatweel to nothing: the empty
+    term made PostgreSQL refuse the whole batch ("syntax error in tsvector"; XQuAD ar, el and tr did
+    not sync). Such a word is indexed as written and found by itself."""
+    fake.register()
+    workspace.write("el.md", "# Ελληνικά\n\nΌταν η βροχή σταματήσει, τα ίδια παιδιά παίζουν στον κήπο της γειτονιάς.\n")
+    workspace.write("tr.md", "# Türkçe\n\nBilim insanları DNA'ları inceledi ve sonuçları yayımladı bu yıl.\n")
+    workspace.write("ar.md", "# عربي\n\nذهب الطلاب إلى المكتبة ــــ لقراءة الكتب الجديدة في المساء.\n")
+    async with Harness.open(kind_config(workspace, kind, url)) as h:
+        await h.sync()
+        await ready(h)
+        assert (await found(h, "όταν"))[:1] == ["el.md"]
+        assert (await found(h, "DNA'ları"))[:1] == ["tr.md"]
+        assert (await found(h, "المكتبة"))[:1] == ["ar.md"]
+
+
 async def test_phrases_in_chinese_and_korean(workspace: Workspace, kind: str, url: str | None) -> None:
     """A quoted phrase is required in order: its characters adjacent, not merely present."""
     fake.register()
