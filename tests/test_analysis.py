@@ -146,3 +146,12 @@ def test_detected_labels_are_the_models() -> None:
     labels = set(LanguageIdentifier.from_model_file(MODEL_FILE).labels)
     assert labels == analysis.DETECTED
     assert {"auto"}.isdisjoint(analysis.LANGUAGES)
+
+
+def test_index_text_of_a_long_text_is_its_terms_analysed_slice_by_slice(monkeypatch) -> None:
+    """A long body is analysed a slice at a time (a 50 MB body as one list of terms doubled the
+    sync's peak memory); the terms are the same wherever the slices end at a space."""
+    monkeypatch.setattr(analysis, "SLICE_CHARS", 128)
+    text = " ".join(["Die Häuser", "the running dogs", "发布流程", "ภาษาไทย", "x" * 90, "\nend"] * 20)
+    assert analysis.index_text(text, "de") == " ".join(index_terms(text, "de"))
+    assert analysis.index_text("short text", "en") == "short text"

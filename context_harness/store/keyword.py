@@ -33,8 +33,10 @@ from tantivy import Occur, Query
 from context_harness.common.analysis import (
     AUTO,
     DEFAULT,
+    DETECT_CHARS,
     LANGUAGES,
     index_terms,
+    index_text,
     phrase_terms,
     query_terms,
     resolve_language,
@@ -94,10 +96,10 @@ def document_fields(d: IndexedDocument, source_languages: Mapping[str, str]) -> 
     configured one, else detected from its text) and that language."""
     title = d.title or ""
     configured = d.language if d.language != AUTO else source_languages.get(d.source, AUTO)
-    language = resolve_language(f"{title}\n{d.body}", configured)
+    language = resolve_language(f"{title}\n{d.body[:DETECT_CHARS]}", configured)
     fields: dict = {
         "doc_id": d.doc_id, "title": " ".join(index_terms(title, language)),
-        "body": " ".join(index_terms(d.body, language)), "language": language, "source": d.source,
+        "body": index_text(d.body, language), "language": language, "source": d.source,
         "headings": " ".join(index_terms("\n".join(headings(d.body, title)), language)),
         "source_type": d.source.split(":", 1)[0], "tags": [t.lower() for t in d.tags],
     }
