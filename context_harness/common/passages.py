@@ -48,6 +48,7 @@ CJK_BREAKS = ("。", "｡", "！", "？", "；", "，", "、", "､")  # after t
 _HEADING = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*")  # the chunker's (``ingest/chunking.py``), whole line
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' breaks
+_SPACE = re.compile(r"\s+")
 
 
 def _overlap(previous: list[str], words: list[str], most: int) -> int:
@@ -81,6 +82,14 @@ def _find(body: str, words: list[str], start: int, stop: int, inside: bool = Fal
     anchor = " ".join(words)
     pos = body.find(words[0], start, stop)
     while pos != -1:
+        if not inside and pos > 0 and not body[pos - 1].isspace():
+            # Inside a word: go on after the next space, not one character on (a 200,000-character run
+            # of "<" held the word at every offset: quadratic, 5 s for one feed entry).
+            space = _SPACE.search(body, pos, stop)
+            if space is None:
+                return -1
+            pos = body.find(words[0], space.end(), stop)
+            continue
         if _matches_at(body, anchor, pos, inside):
             return pos
         pos = body.find(words[0], pos + 1, stop)
