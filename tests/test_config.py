@@ -170,3 +170,17 @@ def test_a_misspelt_agent_key_is_answered_too(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_settings(config_mod.load_file(cfg_file))
     assert "agents.reviewer.system_promt: unknown key; did you mean system_prompt?" in err.value.message
+
+
+def test_public_url_is_kept_without_its_trailing_slash(tmp_path: Path) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", '[server]\npublic_url = "https://kb.example.com/"\n')
+    assert config_mod.load_file(cfg_file).server.public_url == "https://kb.example.com"
+
+
+@pytest.mark.parametrize("url", ["kb.example.com", "ftp://kb.example.com", "https://kb.example.com/?a=1", "https://"])
+def test_a_public_url_that_is_not_an_absolute_http_url_names_the_key(tmp_path: Path, url: str) -> None:
+    cfg_file = write(tmp_path / "ctx.toml", f'[server]\npublic_url = "{url}"\n')
+    with pytest.raises(ConfigError) as err:
+        config_mod.load_file(cfg_file)
+    assert "server.public_url" in err.value.message
+    assert "absolute http(s) URL" in err.value.message

@@ -1,0 +1,77 @@
+"""``[server]`` and ``[ui]``: what a serving process does, the HTTP transport's guards, the console."""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def public_url(text: str) -> str:
+    """``text`` as a public base URL (http or https, a host, no query or fragment), without a trailing slash.
+    ``ValueError`` naming the expected form otherwise."""
+    url = text.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(f'expected an absolute http(s) URL such as "https://kb.example.com", got {text!r}')
+    return url
+
+
+class ServerConfig(_Section):
+    """``[server]``: what a serving process does (stdio and HTTP), and the HTTP transport's guards."""
+
+    sync_on_start: bool = Field(default=True, description="sync stale connectors in the background when the server "
+                                "starts")
+    watch: bool = Field(default=True, description="while serving (and in `ctx watch`), watch each filesystem "
+                        "connector's root and apply changes as they are saved; false: sources follow their "
+                        "sync_interval only")
+    bind: str = Field(default="127.0.0.1:7331", description="HOST:PORT that `ctx serve --http` listens on")
+    allowed_hosts: list[str] = Field(default_factory=list, description="extra Host header values accepted over HTTP "
+                                     "(DNS-rebinding protection)")
+    allowed_origins: list[str] = Field(default_factory=list, description="extra Origin header values accepted over "
+                                       "HTTP")
+    cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS (off when empty)")
+    auth_token: str | None = Field(default=None, description='bearer token required on every HTTP route but /health, '
+                                   'e.g. "${CTX_TOKEN}"; required to serve HTTP on any address but loopback')
+    allow_unauthenticated: bool = Field(default=False, description="serve HTTP on a non-loopback address without "
+                                        "auth_token anyway (logged loudly at every start)")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="bytes an HTTP request body, or one stdio "
+                                "message (a line), may have; a larger one is refused (HTTP 413; over stdio a "
+                                "JSON-RPC error -32600) and the server goes on")
+    agent_tools: bool = Field(default=True, description="offer the agent tools agent_list, agent_get and "
+                              "agent_inject (when at least one agent is defined)")
+    get_max_chars: int = Field(default=18_000, ge=0, le=1_000_000, description="characters of body a `get` returns "
+                               "when the request gives no max_chars (with the chunks listed, a default window "
+                               "stays under 25 kB); 0: whole documents, up to the 1,000,000 characters one get returns "
+                               "at most")
+    compat: list[Literal["agentzoo", "orchestr8"]] = Field(
+        default_factory=list, description="Speak the names and shapes of the systems this one replaces.")
+    session_idle_timeout: float = Field(default=600, gt=0, le=86_400, description="seconds an MCP session over "
+                                        "HTTP may stay idle before the server closes it")
+    max_sessions: int = Field(default=1000, ge=1, description="most MCP sessions open at once over HTTP; one more "
+                              "initialize is answered 503")
+    header_timeout: float = Field(default=10, gt=0, le=600, description="seconds a client has to send a request line "
+                                  "and headers before the connection is closed (slowloris)")
+    max_connections: int = Field(default=1000, ge=1, description="most HTTP connections open at once; one more is "
+                                 "answered 503 and closed")
+    public_url: str | None = Field(default=None, description='the URL clients reach `ctx serve --http` at, behind a '
+                                   'tunnel or proxy, e.g. "https://kb.example.com"; OAuth and links to the console\'s '
+                                   'pages are built on it (unset: none)')
+
+    @field_validator("public_url")
+    @classmethod
+    def _absolute_url(cls, value: str | None) -> str | None:
+        return None if value is None else public_url(value)
+
+
+class UiConfig(_Section):
+    """``[ui]``: the web console that `ctx serve --http` serves at ``/ui``."""
+
+    enabled: bool | None = Field(default=None, description="serve the web console at /ui (unset: on on loopback binds)")
+    read_only: bool = Field(default=False, description="the console shows but never changes anything (no sync, "
+                            "no embedding, no agent saved); for shared deployments")
