@@ -62,6 +62,10 @@ class ServerConfig(_Section):
     public_url: str | None = Field(default=None, description='the URL clients reach `ctx serve --http` at, behind a '
                                    'tunnel or proxy, e.g. "https://kb.example.com"; OAuth and links to the console\'s '
                                    'pages are built on it (unset: none)')
+    profile: Literal["auto", "standard", "chatgpt"] = Field(
+        default="auto", description='the shapes of `search` and `fetch` over MCP: "auto" gives OpenAI\'s clients '
+        '(clientInfo name "openai-mcp") ChatGPT connector shapes and every other client the standard ones; '
+        '"chatgpt" gives every client ChatGPT\'s; "standard" gives every client the standard ones')
 
     @field_validator("public_url")
     @classmethod
