@@ -337,3 +337,17 @@ def write_long_document(root: Path, server: str = "sync_on_start = false", chunk
     cfg.write_text(config_toml(server=server, extra=f"\n[chunking]\n{chunking}\n" if chunking else ""),
                    encoding="utf-8")
     return cfg
+
+
+def backend_config(workspace: Workspace, backend: str, url: str | None, *, embedding: str = "fake",
+                   language: str | None = None) -> Config:
+    """``workspace``'s config with one folder source ``docs`` on ``backend``: "embedded", "postgres" (keyword
+    search from the replicas' own index) or "postgres-sql" (BM25 in SQL), PostgreSQL at ``url``."""
+    db = 'path = "data/ctx.sqlite"\n'
+    if backend != "embedded":
+        db += f'backend = "postgres"\nurl = "{url}"\n'
+        db += 'keyword_index = "database"\n' if backend == "postgres-sql" else ""
+    source = f'language = "{language}"\n' if language else ""
+    workspace.config_path.write_text(f'[db]\n{db}\n[embedding]\nprovider = "{embedding}"\n\n'
+                                     f'[connectors.filesystem.docs]\nroot = "docs"\n{source}', encoding="utf-8")
+    return workspace.config()

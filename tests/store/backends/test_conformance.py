@@ -9,40 +9,22 @@ nothing behind, ``ctx check``.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import anyio
 import pytest
 
-from context_harness import config as config_mod
 from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.errors import NotFound
 from context_harness.models import SearchFilters, SearchRequest
 from context_harness.store.records import DocumentRow, DocumentWrite, StoredChunk
 from context_harness.store.schema import POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION
-from support.workspace import Workspace, write_sample_docs
+from support.workspace import Workspace, backend_config, write_sample_docs
 
 pytestmark = pytest.mark.anyio
 
 BACKENDS = ["embedded", "postgres"]
-
-
-def backend_config(workspace: Workspace, backend: str, url: str | None) -> config_mod.Config:
-    db = 'path = "data/ctx.sqlite"\n'
-    if backend == "postgres":
-        db += f'backend = "postgres"\nurl = "{url}"\n'
-    workspace.config_path.write_text(textwrap.dedent(f"""\
-        [db]
-        {db}
-        [embedding]
-        provider = "fake"
-
-        [connectors.filesystem.docs]
-        root = "docs"
-        """), encoding="utf-8")
-    return workspace.config()
 
 
 async def titles(h: Harness, query: str, **kw) -> list[str | None]:

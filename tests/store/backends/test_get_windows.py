@@ -7,23 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from context_harness import config as config_mod
 from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest, NotFound
 from context_harness.models import GetRequest
 from context_harness.search import windows
-from support.workspace import Workspace, long_markdown
+from support.workspace import Workspace, backend_config, long_markdown
 
 pytestmark = pytest.mark.anyio
 BODY = long_markdown()
 BACKENDS = ["embedded", "postgres"]
-
-
-def backend_config(workspace: Workspace, backend: str, url: str | None) -> config_mod.Config:
-    db = 'path = "data/ctx.sqlite"\n' + (f'backend = "postgres"\nurl = "{url}"\n' if backend == "postgres" else "")
-    workspace.config_path.write_text(f'[db]\n{db}\n[embedding]\nprovider = "disabled"\n\n'
-                                     '[connectors.filesystem.docs]\nroot = "docs"\n', encoding="utf-8")
-    return workspace.config()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -32,7 +24,7 @@ async def test_windows_read_alone_are_the_windows_of_the_whole_document(workspac
     workspace.write("manual.md", BODY)
     workspace.write("empty.md", "")
     url = request.getfixturevalue("pg_url") if backend == "postgres" else None
-    async with Harness.open(backend_config(workspace, backend, url)) as h:
+    async with Harness.open(backend_config(workspace, backend, url, embedding="disabled")) as h:
         await h.sync()
         ids = {(await h.get(d.id)).source_id: d.id for d in (await h.document_listing()).documents}
         doc_id = ids["manual.md"]

@@ -6,16 +6,14 @@ word of any script is found by its words, and the same query ranks the same docu
 from __future__ import annotations
 
 import random
-import textwrap
 
 import anyio
 import pytest
 
-from context_harness import config as config_mod
 from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.models import SearchRequest
-from support.workspace import Workspace
+from support.workspace import Workspace, backend_config
 
 pytestmark = pytest.mark.anyio
 
@@ -33,23 +31,6 @@ RUSSIAN = ("Библиотеки города получили новые кни
 CORPUS = {"zh.md": f"# 发布说明\n\n{CHINESE}\n", "ja.md": f"# 会議\n\n{JAPANESE}\n", "ko.md": f"# 학교\n\n{KOREAN}\n",
           "th.md": f"# ระบบ\n\n{THAI}\n", "de.md": f"# Häuser\n\n{GERMAN}\n", "en.md": f"# Release\n\n{ENGLISH}\n",
           "ru.md": f"# Библиотека\n\n{RUSSIAN}\n"}
-
-
-def kind_config(workspace: Workspace, kind: str, url: str | None, language: str | None = None) -> config_mod.Config:
-    db = 'path = "data/ctx.sqlite"\n'
-    if kind != "embedded":
-        db += f'backend = "postgres"\nurl = "{url}"\n'
-        db += 'keyword_index = "database"\n' if kind == "postgres-sql" else ""
-    workspace.config_path.write_text(textwrap.dedent(f"""\
-        [db]
-        {db}
-        [embedding]
-        provider = "fake"
-
-        [connectors.filesystem.docs]
-        root = "docs"
-        """) + (f'language = "{language}"\n' if language else ""), encoding="utf-8")
-    return workspace.config()
 
 
 @pytest.fixture(params=KINDS)
@@ -79,7 +60,7 @@ async def test_every_script_is_found_by_its_words(workspace: Workspace, kind: st
     fake.register()
     for name, text in CORPUS.items():
         workspace.write(name, text)
-    async with Harness.open(kind_config(workspace, kind, url)) as h:
+    async with Harness.open(backend_config(workspace, kind, url)) as h:
         await h.sync()
         await ready(h)
         for query, name in [("发布流程", "zh.md"), ("回归测试", "zh.md"), ("検索エンジン", "ja.md"),
@@ -107,7 +88,7 @@ async def test_words_a_stemmer_empties_are_indexed_as_written(workspace: Workspa
     workspace.write("el.md", "# Ελληνικά\n\nΌταν η βροχή σταματήσει, τα ίδια παιδιά παίζουν στον κήπο της γειτονιάς.\n")
     workspace.write("tr.md", "# Türkçe\n\nBilim insanları DNA'ları inceledi ve sonuçları yayımladı bu yıl.\n")
     workspace.write("ar.md", "# عربي\n\nذهب الطلاب إلى المكتبة ــــ لقراءة الكتب الجديدة في المساء.\n")
-    async with Harness.open(kind_config(workspace, kind, url)) as h:
+    async with Harness.open(backend_config(workspace, kind, url)) as h:
         await h.sync()
         await ready(h)
         assert (await found(h, "όταν"))[:1] == ["el.md"]
@@ -121,7 +102,7 @@ async def test_phrases_in_chinese_and_korean(workspace: Workspace, kind: str, ur
     workspace.write("zh.md", f"# 发布说明\n\n{CHINESE}\n")
     workspace.write("zh2.md", "# 测试\n\n测试流程很长，发布以后再说。\n")  # 发布 and 流程 present, not adjacent
     workspace.write("ko.md", f"# 학교\n\n{KOREAN}\n")
-    async with Harness.open(kind_config(workspace, kind, url)) as h:
+    async with Harness.open(backend_config(workspace, kind, url)) as h:
         await h.sync()
         await ready(h)
         assert sorted(await found(h, "发布 流程")) == ["zh.md", "zh2.md"]
@@ -141,7 +122,7 @@ async def test_a_long_run_of_cjk_is_found_by_any_two_adjacent_characters(workspa
     run = "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(10_000))
     workspace.write("run.md", f"# 长文\n\n{run}\n")
     workspace.write("other.md", "# Other\n\nNothing in Han here at all.\n")
-    async with Harness.open(kind_config(workspace, kind, url)) as h:
+    async with Harness.open(backend_config(workspace, kind, url)) as h:
         await h.sync()
         await ready(h)
         for at in [0, 1, 4_999, 9_998, *rng.sample(range(9_999), 12)]:
@@ -165,7 +146,7 @@ async def test_the_same_corpus_ranks_alike_on_every_backend(workspace: Workspace
                "发布 学校 검색 release"]
     seen: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for kind in KINDS:
-        async with Harness.open(kind_config(workspace, kind, pg_url)) as h:
+        async with Harness.open(backend_config(workspace, kind, pg_url)) as h:
             await h.sync()
             await ready(h)
             seen[kind] = {}
@@ -197,17 +178,17 @@ async def test_a_sources_configured_language_is_followed(workspace: Workspace, k
     their keyword data recomputed on open; both Tantivy indexes rebuilt)."""
     fake.register()
     workspace.write("haeuser.md", "# Notes\n\nThe Häuser and the gardens of the old town, seen on a walk.\n")
-    async with Harness.open(kind_config(workspace, kind, url)) as h:
+    async with Harness.open(backend_config(workspace, kind, url)) as h:
         await h.sync()
         await ready(h)
         assert await found(h, "Haus") == []  # detected as English: häuser is not stemmed to haus
-    async with Harness.open(kind_config(workspace, kind, url, language="de")) as h:
+    async with Harness.open(backend_config(workspace, kind, url, language="de")) as h:
         await ready(h)
         assert await found(h, "Haus") == ["haeuser.md"]
         if kind != "embedded":
             assert h.store is not None
             assert h.store.languages_of(list(h.store.all_ids())) == {next(iter(h.store.all_ids())): "de"}  # type: ignore[attr-defined]
-    async with Harness.open(kind_config(workspace, kind, url)) as h:  # back to "auto"
+    async with Harness.open(backend_config(workspace, kind, url)) as h:  # back to "auto"
         await ready(h)
         assert await found(h, "Haus") == []
 
@@ -245,7 +226,7 @@ async def test_a_database_of_english_lexemes_is_migrated_to_the_shared_terms(
     fake.register()
     for name, text in CORPUS.items():
         workspace.write(name, text)
-    config = kind_config(workspace, "postgres-sql", pg_url)
+    config = backend_config(workspace, "postgres-sql", pg_url)
     async with Harness.open(config) as h:
         await h.sync()
         fresh = keyword_data(h)

@@ -9,9 +9,7 @@ import pytest
 from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.models import NoteWriteRequest, SearchFilters, SearchRequest
-from support.workspace import Workspace, write_sample_docs
-
-from .test_conformance import backend_config
+from support.workspace import Workspace, backend_config, write_sample_docs
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,7 @@ from context_harness.embedding import fake
 from context_harness.errors import StoreBusy
 from context_harness.models import SearchRequest
 from context_harness.store.postgres.lock import AdvisoryLock
-from support.workspace import Workspace, write_sample_docs
-
-from .test_conformance import backend_config
+from support.workspace import Workspace, backend_config, write_sample_docs
 
 pytestmark = pytest.mark.anyio
 

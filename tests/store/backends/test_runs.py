@@ -17,9 +17,7 @@ from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.store.backend import DocumentStorage
 from context_harness.store.schema import POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION
-from support.workspace import Workspace, write_sample_docs
-
-from .test_conformance import backend_config
+from support.workspace import Workspace, backend_config, write_sample_docs
 
 pytestmark = pytest.mark.anyio
 
