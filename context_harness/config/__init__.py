@@ -38,10 +38,15 @@ from context_harness.errors import ConfigError
 
 CONFIG_ENV = "CTX_CONFIG"
 DEFAULT_INCLUDE_GLOBS = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
-# PDF, DOCX and HTML join the default globs when the extra `context-harness[documents]` is installed:
-# these are the modules it brings (formats/documents.py converts with them).
-DOCUMENT_INCLUDE_GLOBS = ["**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm"]
-DOCUMENTS_EXTRA_MODULES = ("pypdfium2", "docx", "lxml")
+# Documents join the default globs when the extra `context-harness[documents]` is installed, each glob
+# when the module that converts it imports (formats/documents.py FORMATS). CSV and e-mail are read by the
+# standard library: they join with the extra (python-docx stands for it), not on every install.
+DOCUMENT_INCLUDE_GLOBS = {
+    "**/*.pdf": "pypdfium2", "**/*.docx": "docx", "**/*.html": "lxml", "**/*.htm": "lxml",
+    "**/*.pptx": "pptx", "**/*.xlsx": "openpyxl", "**/*.ods": "odf", "**/*.odt": "odf", "**/*.epub": "ebooklib",
+    "**/*.ipynb": "nbformat", "**/*.csv": "docx", "**/*.eml": "docx", "**/*.mbox": "docx",
+}
+DOCUMENTS_EXTRA_MODULES = tuple(dict.fromkeys(DOCUMENT_INCLUDE_GLOBS.values()))
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 MIN_SYNC_INTERVAL = 1.0
@@ -83,12 +88,16 @@ class _Interval(BaseModel):
 
 
 def default_include_globs() -> list[str]:
-    """Markdown, text and rst; PDF, DOCX and HTML too when the documents extra is installed."""
+    """Markdown, text and rst; the documents (PDF, DOCX, HTML, PPTX, XLSX, ODS, ODT, EPUB, notebooks, CSV,
+    e-mail) too, each when the documents extra's module that converts it is installed."""
+    return DEFAULT_INCLUDE_GLOBS + [glob for glob, module in DOCUMENT_INCLUDE_GLOBS.items() if _importable(module)]
+
+
+def _importable(module: str) -> bool:
     try:
-        extra = all(importlib.util.find_spec(m) is not None for m in DOCUMENTS_EXTRA_MODULES)
+        return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
-        extra = False
-    return DEFAULT_INCLUDE_GLOBS + (DOCUMENT_INCLUDE_GLOBS if extra else [])
+        return False
 
 
 class DbConfig(_Section):

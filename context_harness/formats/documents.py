@@ -1,28 +1,34 @@
-"""Documents, not only text: PDF, DOCX and HTML bytes -> Markdown-ish text and a title.
+"""Documents, not only text: PDF, DOCX, HTML and more -> Markdown-ish text, a title and metadata.
 
 The converters come from the optional extra ``context-harness[documents]``: ``pypdfium2`` (PDF),
-``python-docx`` (DOCX) and ``lxml`` (HTML), imported only when a document is converted. Headings
+``python-docx`` (DOCX) and ``lxml`` (HTML) here; slides and ODT (``office.py``), spreadsheets and CSV
+(``sheets.py``), EPUB (``ebooks.py``), notebooks (``notebooks.py``) and e-mail (``mail.py``) in
+modules of their own, each library imported only when a document is converted. Headings
 become Markdown ``#`` headings (HTML ``<h1>``-``<h6>``, DOCX "Heading N" and "Title" styles, PDF
 bookmarks at the top of their page) so the chunker's heading paths work. Titles come from the
 document's metadata (PDF ``/Title``, DOCX core properties, HTML ``<title>``), else its first heading
 (DOCX, HTML), else None (the caller falls back to the file name). A document that cannot be
 converted raises ``ConversionFailed`` with a short reason: ``encrypted``, ``corrupt``, ``no_text``
-(a scan without a text layer, an empty page) or ``needs_documents_extra``. Conversion runs in the
-sync, in the chunk helper processes on large syncs.
+(a scan without a text layer, an empty page), ``needs_documents_extra``, or a bound that a hostile
+file passed (``too_large``: a zip that unpacks far past its size; ``too_many_cells``,
+``too_many_messages``). Conversion runs in the sync, in the chunk helper processes on large syncs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import importlib
 import importlib.util
 import io
 import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from context_harness.config.install import InstallHint
 
-CONVERTER_VERSION = 1  # part of a converted document's content hash: a better converter re-converts
+CONVERTER_VERSION = 2  # part of a converted document's content hash: a better converter re-converts
 EXTRA_HINT = InstallHint("documents")  # the command for this install (a checkout, a git URL, uv, pipx)
 
 
@@ -39,6 +45,16 @@ FORMATS = {
         "DOCX", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "docx"),
     ".html": DocumentFormat("HTML", "text/html", "lxml"),
     ".htm": DocumentFormat("HTML", "text/html", "lxml"),
+    ".pptx": DocumentFormat(
+        "PPTX", "application/vnd.openxmlformats-officedocument.presentationml.presentation", "pptx"),
+    ".xlsx": DocumentFormat("XLSX", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "openpyxl"),
+    ".ods": DocumentFormat("ODS", "application/vnd.oasis.opendocument.spreadsheet", "odf"),
+    ".odt": DocumentFormat("ODT", "application/vnd.oasis.opendocument.text", "odf"),
+    ".csv": DocumentFormat("CSV", "text/csv", "csv"),
+    ".epub": DocumentFormat("EPUB", "application/epub+zip", "ebooklib"),
+    ".ipynb": DocumentFormat("notebook", "application/x-ipynb+json", "nbformat"),
+    ".eml": DocumentFormat("e-mail", "message/rfc822", "email"),
+    ".mbox": DocumentFormat("mbox", "application/mbox", "mailbox"),
 }
 CONVERTED_TYPES = frozenset(f.content_type for f in FORMATS.values())
 
@@ -53,8 +69,15 @@ class ConversionFailed(Exception):
 
 @dataclass
 class Converted:
+    """A converted document: its text, and what its own metadata says (the file's name and times
+    stand in for what it does not)."""
+
     title: str | None
     text: str
+    author: str | None = None
+    created: dt.datetime | None = None
+    updated: dt.datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # e-mail: from, to, cc, date, message_id ...
 
 
 def document_format(suffix: str) -> DocumentFormat | None:
@@ -71,9 +94,7 @@ def available(fmt: DocumentFormat) -> bool:
 
 def convert(raw: bytes, content_type: str) -> Converted:
     """Convert one document; raises ``ConversionFailed``. Never raises anything else for bad input."""
-    converter = _CONVERTERS.get(content_type)
-    if converter is None:
-        raise ValueError(f"no converter for {content_type}")
+    converter = _converter(content_type)
     try:
         converted = converter(raw)
     except ConversionFailed:
@@ -88,7 +109,30 @@ def convert(raw: bytes, content_type: str) -> Converted:
     title = " ".join((converted.title or "").split()) or None
     if title and _PLACEHOLDER_TITLE.match(title):
         title = None
-    return Converted(title, text + "\n")
+    author = " ".join((converted.author or "").split()) or None
+    return Converted(title, text + "\n", author, _date(converted.created), _date(converted.updated),
+                     converted.metadata)
+
+
+def _converter(content_type: str) -> Callable[[bytes], Converted]:
+    """The function converting ``content_type``: here, or in the module named (imported when needed)."""
+    name = _CONVERTERS.get(content_type)
+    if name is None:
+        raise ValueError(f"no converter for {content_type}")
+    if callable(name):
+        return name
+    module, function = name.split(":")
+    converter: Callable[[bytes], Converted] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    return converter
+
+
+def _date(value: object) -> dt.datetime | None:
+    """A metadata date as a datetime, or None (a format's field may hold anything)."""
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    return None
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\ufffe\uffff]")
@@ -115,7 +159,7 @@ def _pdf(raw: bytes) -> Converted:
             locked = getattr(exc, "err_code", None) in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY)
             raise ConversionFailed("encrypted" if locked else "corrupt") from None
         try:
-            title = doc.get_metadata_dict().get("Title") or None
+            info = doc.get_metadata_dict()
             headings = _pdf_bookmarks(doc)
             pages = []
             for i in range(len(doc)):
@@ -129,7 +173,28 @@ def _pdf(raw: bytes) -> Converted:
                     pages.append(text)
         finally:
             doc.close()
-    return Converted(title, "\n\n".join(pages))
+    return Converted(info.get("Title") or None, "\n\n".join(pages), info.get("Author") or None,
+                     pdf_date(info.get("CreationDate")), pdf_date(info.get("ModDate")))
+
+
+_PDF_DATE = re.compile(r"D:(\d{4})(\d\d)?(\d\d)?(\d\d)?(\d\d)?(\d\d)?(?:([Zz+-])(\d\d)?'?(\d\d)?)?")
+
+
+def pdf_date(value: str | None) -> dt.datetime | None:
+    """A PDF date string (``D:20250131120000+01'00'``) as a datetime, or None when it is not one."""
+    match = _PDF_DATE.match(value or "")
+    if not match:
+        return None
+    year, month, day, hour, minute, second, sign, off_h, off_m = match.groups()
+    zone = dt.UTC
+    if sign in ("+", "-") and off_h:
+        offset = dt.timedelta(hours=int(off_h), minutes=int(off_m or 0))
+        zone = dt.timezone(offset if sign == "+" else -offset)
+    try:
+        return dt.datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
+                           int(second or 0), tzinfo=zone)
+    except ValueError:
+        return None
 
 
 def _pdf_bookmarks(doc: Any) -> dict[int, list[str]]:
@@ -147,13 +212,24 @@ def _pdf_bookmarks(doc: Any) -> dict[int, list[str]]:
     return headings
 
 
-# -- DOCX (python-docx) ---------------------------------------------------------------------------
+# -- zip-based formats: DOCX, PPTX, XLSX, ODS, ODT, EPUB -------------------------------------------
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a password-protected Office file is an OLE container
-# A DOCX is a zip: what its parts unpack to, not its size, is what parsing holds (a 180 kB file whose
-# XML unpacked to 50 MB took 660 MB and 8 s). Its parts may unpack to at most this plus twice the
-# file's size (pictures hardly compress); more is a zip bomb, skipped as ``too_large``.
-DOCX_MAX_UNPACKED = 32 << 20
+# DOCX, PPTX, XLSX, EPUB and the OpenDocument formats are zips: what their parts unpack to, not their
+# size, is what parsing holds (a 180 kB DOCX whose XML unpacked to 50 MB took 660 MB and 8 s). Their
+# parts may unpack to at most this plus twice the file's size (pictures hardly compress); more is a
+# zip bomb, skipped as ``too_large`` before any library parses it.
+ZIP_MAX_UNPACKED = 32 << 20
+DOCX_MAX_UNPACKED = ZIP_MAX_UNPACKED
+
+
+def check_zip(raw: bytes) -> None:
+    """Raise ``ConversionFailed``: ``encrypted`` for a password-protected Office file (an OLE
+    container), ``too_large`` for a zip that unpacks far past its size (see ``ZIP_MAX_UNPACKED``)."""
+    if raw.startswith(_OLE_MAGIC):
+        raise ConversionFailed("encrypted" if "EncryptedPackage".encode("utf-16-le") in raw else "corrupt")
+    if _unpacked_size(raw) > ZIP_MAX_UNPACKED + 2 * len(raw):
+        raise ConversionFailed("too_large")
 
 
 def _unpacked_size(raw: bytes) -> int:
@@ -168,11 +244,10 @@ def _unpacked_size(raw: bytes) -> int:
         return 0
 
 
+# -- DOCX (python-docx) ---------------------------------------------------------------------------
+
 def _docx(raw: bytes) -> Converted:
-    if raw.startswith(_OLE_MAGIC):
-        raise ConversionFailed("encrypted" if "EncryptedPackage".encode("utf-16-le") in raw else "corrupt")
-    if _unpacked_size(raw) > DOCX_MAX_UNPACKED + 2 * len(raw):
-        raise ConversionFailed("too_large")
+    check_zip(raw)
     import docx
     from docx.oxml.ns import qn
 
@@ -180,8 +255,9 @@ def _docx(raw: bytes) -> Converted:
     styles = {s.style_id: s.name or "" for s in doc.styles}
     walker = _DocxWalker(styles, qn)
     walker.container(doc.element.body)
-    title = doc.core_properties.title or walker.first_heading
-    return Converted(title, "\n\n".join(walker.blocks))
+    props = doc.core_properties
+    return Converted(props.title or walker.first_heading, "\n\n".join(walker.blocks), props.author, props.created,
+                     props.modified)
 
 
 class _DocxWalker:
@@ -252,6 +328,11 @@ _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
 def _html(raw: bytes) -> Converted:
+    return html_text(raw)
+
+
+def html_text(raw: bytes, base_level: int = 0) -> Converted:
+    """An HTML page's text, headings ``base_level`` deeper (an EPUB chapter's, an HTML e-mail's)."""
     import lxml.etree
     import lxml.html
 
@@ -267,7 +348,7 @@ def _html(raw: bytes) -> Converted:
     title_el = root.find(".//title")
     title = _SPACE.sub(" ", title_el.text_content()).strip() if title_el is not None else ""
     body = root.find("body")
-    walker = _HtmlWalker()
+    walker = _HtmlWalker(base_level)
     walker.walk(body if body is not None else root, lxml.etree.iterwalk)
     return Converted(title or walker.first_heading, "\n\n".join(walker.blocks))
 
@@ -275,9 +356,10 @@ def _html(raw: bytes) -> Converted:
 class _HtmlWalker:
     """Text in document order: blocks become paragraphs, headings ``#`` lines, ``<pre>`` fenced code."""
 
-    def __init__(self) -> None:
+    def __init__(self, base_level: int = 0) -> None:
         self.blocks: list[str] = []
         self.first_heading: str | None = None
+        self.base_level = base_level
         self._line: list[str] = []
 
     def flush(self) -> None:
@@ -317,7 +399,7 @@ class _HtmlWalker:
             text = _SPACE.sub(" ", el.text_content()).strip()
             if text:
                 self.first_heading = self.first_heading or text
-                self.blocks.append("#" * _HTML_HEADINGS[tag] + " " + text)
+                self.blocks.append("#" * min(6, _HTML_HEADINGS[tag] + self.base_level) + " " + text)
         elif tag == "pre":
             self.flush()
             code = el.text_content().strip("\n")
@@ -325,8 +407,17 @@ class _HtmlWalker:
                 self.blocks.append("```\n" + code.replace("```", "`\u200b``") + "\n```")
 
 
-_CONVERTERS = {
+_CONVERTERS: dict[str, Callable[[bytes], Converted] | str] = {
     "application/pdf": _pdf,
     FORMATS[".docx"].content_type: _docx,
     "text/html": _html,
+    FORMATS[".pptx"].content_type: "office:pptx",
+    FORMATS[".odt"].content_type: "office:odt",
+    FORMATS[".xlsx"].content_type: "sheets:xlsx",
+    FORMATS[".ods"].content_type: "sheets:ods",
+    "text/csv": "sheets:csv_text",
+    "application/epub+zip": "ebooks:epub",
+    FORMATS[".ipynb"].content_type: "notebooks:notebook",
+    "message/rfc822": "mail:eml",
+    "application/mbox": "mail:mbox",
 }

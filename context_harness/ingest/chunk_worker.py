@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from context_harness.common import pipes
@@ -38,14 +38,14 @@ DocumentText = tuple[str, str | None, str]  # (doc_id, title, body)
 DocumentFile = tuple[str, str | None, bytes, str]  # (doc_id, title unless it names one, raw bytes, content type)
 Job = DocumentText | DocumentFile
 ChunkRow = tuple[str, int, str, str, str, int]  # StoredChunk fields
-# Per document: its chunk rows; a converted one's (title, text, rows); or why it could not be converted.
-Outcome = list[ChunkRow] | tuple[str | None, str, list[ChunkRow]] | str
+# Per document: its chunk rows; a converted one's (conversion, rows); or why it could not be converted.
+Outcome = list[ChunkRow] | tuple[Converted, list[ChunkRow]] | str
 
 
 @dataclass
 class ChunkedDocument:
     chunks: list[StoredChunk]
-    converted: Converted | None = None  # a converted document's title and text
+    converted: Converted | None = None  # a converted document's title, text and metadata
     failure: str | None = None  # why a document could not be converted (a skip reason); then no chunks
 
 
@@ -73,8 +73,8 @@ def _process(doc: Job, max_tokens: int, overlap_tokens: int) -> Outcome:
         converted = convert(raw, content_type)
     except ConversionFailed as exc:
         return exc.reason
-    title = converted.title or fallback_title
-    return title, converted.text, chunk_rows(doc_id, title, converted.text, max_tokens, overlap_tokens)
+    converted = replace(converted, title=converted.title or fallback_title)
+    return converted, chunk_rows(doc_id, converted.title, converted.text, max_tokens, overlap_tokens)
 
 
 def _chunk_all(docs: list[Job], max_tokens: int, overlap_tokens: int) -> list[Outcome]:
@@ -85,8 +85,8 @@ def _chunked(outcome: Outcome) -> ChunkedDocument:
     if isinstance(outcome, str):
         return ChunkedDocument([], failure=outcome)
     if isinstance(outcome, tuple):
-        title, text, rows = outcome
-        return ChunkedDocument([StoredChunk(*row) for row in rows], converted=Converted(title, text))
+        converted, rows = outcome
+        return ChunkedDocument([StoredChunk(*row) for row in rows], converted=converted)
     return ChunkedDocument([StoredChunk(*row) for row in outcome])
 
 

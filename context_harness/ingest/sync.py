@@ -44,6 +44,7 @@ from context_harness.connectors.base import (
     runnable,
     settings_of,
 )
+from context_harness.formats.documents import Converted
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
@@ -105,6 +106,15 @@ def document_row(source: str, item: SourceItem, fingerprint: str | None, content
         updated_at=to_iso(item.updated_at), content_type=item.content_type or "text/plain", body=item.body,
         metadata=item.metadata or {}, tags=list(item.tags or []), content_hash=content_hash, fingerprint=fingerprint,
     )
+
+
+def converted_row(row: DocumentRow, converted: Converted) -> DocumentRow:
+    """``row`` with a converted document's text, and its title, author, dates and metadata where the
+    document's own metadata gives them (else the file's name and times stay)."""
+    return replace(row, title=converted.title or row.title, body=converted.text, author=converted.author or row.author,
+                   created_at=to_iso(converted.created) or row.created_at,
+                   updated_at=to_iso(converted.updated) or row.updated_at,
+                   metadata={**row.metadata, **converted.metadata} if converted.metadata else row.metadata)
 
 
 def settings_signature(connector: Connector) -> str:
@@ -274,7 +284,7 @@ class _Writer:
             self.failed(row, done.failure)
             return
         if done.converted is not None:
-            row = replace(row, title=done.converted.title or row.title, body=done.converted.text)
+            row = converted_row(row, done.converted)
         self._writes.append(DocumentWrite(row, done.chunks))
 
     def _flush(self) -> None:

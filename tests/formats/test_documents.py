@@ -110,9 +110,11 @@ def test_a_missing_converter_library_is_named(monkeypatch: pytest.MonkeyPatch) -
 
 def test_default_globs_hold_documents_when_the_extra_is_installed() -> None:
     assert {"**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm"} <= set(config_mod.default_include_globs())
-    # The config's list of the extra's modules is the converters' list.
-    assert set(config_mod.DOCUMENTS_EXTRA_MODULES) == {f.module for f in FORMATS.values()}
+    # Each format's glob joins the defaults with the module converting it; the standard library's with the extra.
     assert {g.removeprefix("**/*") for g in config_mod.DOCUMENT_INCLUDE_GLOBS} == set(FORMATS)
+    for suffix, fmt in FORMATS.items():
+        module = config_mod.DOCUMENT_INCLUDE_GLOBS["**/*" + suffix]
+        assert module == fmt.module or (fmt.module in sys.stdlib_module_names and module == "docx")
 
 
 def test_helper_processes_convert_as_inline_conversion_does() -> None:
