@@ -1,11 +1,13 @@
-"""The MCP clients ``ctx setup`` configures: where each keeps its config file on Linux, macOS and
-Windows, the entry it expects for a stdio server, and a merge that changes only that entry.
+"""The merge ``ctx setup`` makes into an MCP client's config file (the clients, their files and formats
+are in ``client_table``): it changes only the server's entry.
 
 Plain data and files, no click: ``plan`` reads the client's file and computes the new content,
 ``apply`` writes it (after a backup; through a temporary file of its own, with the file's mode),
-``Plan.diff`` says what changes. A file that is not a JSON object, that could not be written back
-as JSON (``NaN``, ``1e400``, a lone surrogate) or nests past ``CLIENT_FILE_DEPTH``, or a read-only
-file, is refused with a ``ConfigError`` and left as it is. ``foreign_server`` tells ``ctx doctor``
+``Plan.diff`` says what changes. A JSON file is written back whole, as JSON; a file with comments
+(Zed's, Gemini CLI's) or TOML (Codex's) is edited in place, every comment and other line kept
+(``file_edit``). A file that is not an object (a table), that could not be written back (``NaN``,
+``1e400``, a lone surrogate) or nests past ``CLIENT_FILE_DEPTH``, or a read-only file, is refused
+with a ``ConfigError`` and left as it is. ``foreign_server`` tells ``ctx doctor``
 whether a project file's entry is this installation's server.
 """
 
@@ -26,65 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The client table, re-exported: ``setup`` and ``doctor`` take it from here.
+from context_harness.cli.client_table import CLIENTS as CLIENTS
+from context_harness.cli.client_table import PLATFORM_ENV as PLATFORM_ENV
+from context_harness.cli.client_table import Client as Client
+from context_harness.cli.client_table import config_file as config_file
+from context_harness.cli.client_table import current_platform as current_platform
 from context_harness.errors import ConfigError
 
-PLATFORM_ENV = "CTX_SETUP_PLATFORM"  # linux, darwin or win32: whose file locations to use (tests, --print)
 # Keys of an existing entry that describe how to reach the server: replaced, never merged. Any other key
-# the user added to the entry (env, cwd, disabled ...) is kept.
-TRANSPORT_KEYS = frozenset({"type", "command", "args", "url", "headers", "transport"})
-
-
-@dataclass(frozen=True)
-class Client:
-    name: str  # as on the command line
-    title: str
-    servers_key: str  # the top-level object that maps server names to entries
-    typed: bool  # whether an entry names its transport ("type": "stdio")
-    project_file: str | None  # relative to the project folder; None: the client has no project scope
-
-
-CLIENTS = {
-    "claude-desktop": Client("claude-desktop", "Claude Desktop", "mcpServers", False, None),
-    "claude-code": Client("claude-code", "Claude Code", "mcpServers", True, ".mcp.json"),
-    "cursor": Client("cursor", "Cursor", "mcpServers", False, ".cursor/mcp.json"),
-    "vscode": Client("vscode", "VS Code", "servers", True, ".vscode/mcp.json"),
-}
-
-
-def current_platform() -> str:
-    """``linux``, ``darwin`` or ``win32``: ``$CTX_SETUP_PLATFORM`` if set, else this machine's
-    (any other Unix counts as Linux: the same XDG locations)."""
-    name = os.environ.get(PLATFORM_ENV) or sys.platform
-    if name not in ("linux", "darwin", "win32"):
-        return "linux"
-    return name
-
-
-def _app_data(platform: str) -> Path:
-    """Where desktop apps (Electron: Claude Desktop, VS Code) keep their per-user folders."""
-    home = Path.home()
-    if platform == "darwin":
-        return home / "Library" / "Application Support"
-    if platform == "win32":
-        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
-    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-
-
-def config_file(client: Client, scope: str, platform: str, project: Path) -> Path:
-    """The file ``client`` reads its MCP servers from: the user's (``scope="user"``) or the
-    project's (``scope="project"``, relative to ``project``)."""
-    if scope == "project":
-        if client.project_file is None:
-            raise ValueError(f"{client.title} has no project scope")
-        return project / client.project_file
-    home = Path.home()
-    if client.name == "claude-desktop":
-        return _app_data(platform) / "Claude" / "claude_desktop_config.json"
-    if client.name == "claude-code":  # CLAUDE_CONFIG_DIR moves Claude Code's whole configuration
-        return Path(os.environ.get("CLAUDE_CONFIG_DIR") or home) / ".claude.json"
-    if client.name == "cursor":
-        return home / ".cursor" / "mcp.json"
-    return _app_data(platform) / "Code" / "User" / "mcp.json"
+# the user added to the entry (env, cwd, disabled ...) is kept. Besides the common ones: Gemini CLI's httpUrl,
+# Windsurf's serverUrl, Cline's transportType, Codex's bearer token and headers.
+TRANSPORT_KEYS = frozenset({"type", "command", "args", "url", "headers", "transport", "httpUrl", "serverUrl",
+                            "transportType", "bearer_token_env_var", "http_headers", "env_http_headers"})
 
 
 # -- the server command ---------------------------------------------------------------------------
@@ -215,23 +171,33 @@ def dumps(data: dict[str, Any]) -> str:
 
 @dataclass
 class Plan:
-    """What ``ctx setup`` would do to one file: ``before`` is None when the file does not exist."""
+    """What ``ctx setup`` would do to one file: ``before`` is None when the file does not exist.
+    ``text`` is the new content of a file edited in place (comments kept); None: ``dumps(after)``."""
 
     path: Path
     before: dict[str, Any] | None
     after: dict[str, Any]
     client: Client | None = None
+    text: str | None = None
+    old_text: str | None = None
 
     @property
     def changed(self) -> bool:
         return self.before != self.after
 
+    def content(self) -> str:
+        """What ``apply`` writes."""
+        return self.text if self.text is not None else dumps(self.after)
+
     def diff(self) -> str:
-        """A unified diff of the file's content, before and after (both as ``ctx setup`` writes JSON)."""
+        """A unified diff of the file's content, before and after (as ``ctx setup`` writes it)."""
         import difflib
 
-        old = dumps(self.before).splitlines() if self.before is not None else []
-        lines = difflib.unified_diff(old, dumps(self.after).splitlines(), lineterm="", n=2,
+        if self.text is not None:
+            old = (self.old_text or "").splitlines()
+        else:
+            old = dumps(self.before).splitlines() if self.before is not None else []
+        lines = difflib.unified_diff(old, self.content().splitlines(), lineterm="", n=2,
                                      fromfile="/dev/null" if self.before is None else str(self.path),
                                      tofile=str(self.path))
         return "\n".join(lines)
@@ -273,26 +239,35 @@ def _int(text: str) -> int:
         raise _NotKept(f"holds a number of {len(text)} digits, which is too large to read") from None
 
 
-def read_object(path: Path, client: Client) -> dict[str, Any] | None:
-    """The file's JSON object; None when there is no file, ``{}`` when it is empty. Refused (a
-    ``ConfigError`` naming the file, which stays as it is): text that is not UTF-8 or not JSON, JSON
-    that is not an object, nested deeper than ``CLIENT_FILE_DEPTH``, or holding what could not be
-    written back as JSON (``NaN``, ``Infinity``, a number past a float's range, a lone surrogate)."""
-    from context_harness.common import jsonlimits
-
+def _read_text(path: Path, client: Client) -> str | None:
+    """The file's text; None when there is no file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
         raise _refuse(path, "is not UTF-8 text", client) from None
     except OSError as exc:
         raise ConfigError(f"{exc.filename or path}: cannot be read ({exc.strerror})") from None
-    if not text.strip():
-        return {}
+
+
+def _parse(text: str, path: Path, client: Client) -> dict[str, Any]:
+    """``text`` as the client's format: JSON, JSON with comments, or TOML (see ``read_object``)."""
+    from context_harness.cli.file_edit import EditError, read_jsonc, read_toml
+    from context_harness.common import jsonlimits
+
     try:
-        data = jsonlimits.loads(text, max_depth=CLIENT_FILE_DEPTH, parse_constant=_constant, parse_float=_float,
-                                parse_int=_int)
+        if client.format == "toml":
+            return read_toml(text)
+        if client.format == "jsonc":
+            data = read_jsonc(text, parse_float=_float, parse_int=_int)[0]
+        else:
+            data = jsonlimits.loads(text, max_depth=CLIENT_FILE_DEPTH, parse_constant=_constant, parse_float=_float,
+                                    parse_int=_int)
+    except EditError as exc:
+        kind = "TOML" if client.format == "toml" else "JSON (comments are fine)"
+        problem = str(exc) if str(exc).startswith("is not") else f"is not valid {kind}: {exc}"
+        raise _refuse(path, problem, client) from None
     except jsonlimits.TooDeep as exc:
         raise _refuse(path, f"is nested more than {exc.limit} levels deep (line {exc.lineno}, column {exc.colno}); "
                       "no client file needs that", client) from None
@@ -313,18 +288,43 @@ def read_object(path: Path, client: Client) -> dict[str, Any] | None:
     return data
 
 
+def read_object(path: Path, client: Client) -> dict[str, Any] | None:
+    """The file's object (JSON, JSON with comments or TOML, as the client writes it); None when there
+    is no file, ``{}`` when it is empty. Refused (a ``ConfigError`` naming the file, which stays as it
+    is): text that is not UTF-8 or not of the format, a JSON value that is not an object, nested deeper
+    than ``CLIENT_FILE_DEPTH``, or holding what could not be written back (``NaN``, ``Infinity``, a
+    number past a float's range, a lone surrogate)."""
+    text = _read_text(path, client)
+    if text is None:
+        return None
+    return _parse(text, path, client) if text.strip() else {}
+
+
 def plan(client: Client, path: Path, name: str, entry: dict[str, Any]) -> Plan:
-    """The file with server ``name`` set to ``entry``; every other key and server kept as it is."""
-    before = read_object(path, client)
+    """The file with server ``name`` set to ``entry``; every other key and server kept as it is (and,
+    for a file with comments or TOML, every other line as written)."""
+    from context_harness.cli.file_edit import EditError, set_jsonc, set_toml
+
+    old_text = _read_text(path, client)
+    before = None if old_text is None else _parse(old_text, path, client) if old_text.strip() else {}
     after = copy.deepcopy(before) if before is not None else {}
     servers = after.setdefault(client.servers_key, {})
     if not isinstance(servers, dict):
-        raise _refuse(path, f'has "{client.servers_key}" set to a JSON {_kind(servers)}, not an object of '
-                      "servers", client)
+        kind = "TOML value" if client.format == "toml" else f"JSON {_kind(servers)}"
+        raise _refuse(path, f'has "{client.servers_key}" set to a {kind}, not an object of servers', client)
     current = servers.get(name)
     kept = {k: v for k, v in current.items() if k not in TRANSPORT_KEYS} if isinstance(current, dict) else {}
     servers[name] = {**entry, **kept}
-    return Plan(path, before, after, client)
+    if client.format == "json" or before == after:
+        return Plan(path, before, after, client)
+    try:
+        if client.format == "toml":
+            text = set_toml(old_text or "", client.servers_key, name, entry, TRANSPORT_KEYS, after)
+        else:
+            text = set_jsonc(old_text or "", client.servers_key, name, servers[name], after)
+    except EditError as exc:
+        raise _refuse(path, f"could not be edited keeping its comments ({exc})", client) from None
+    return Plan(path, before, after, client, text, old_text)
 
 
 def backup_name(path: Path) -> Path:
@@ -392,7 +392,7 @@ def apply(plan: Plan) -> Path | None:
         with os.fdopen(descriptor, "wb") as out:
             if hasattr(os, "fchmod"):
                 os.fchmod(out.fileno(), mode)
-            out.write(dumps(plan.after).encode("utf-8"))
+            out.write(plan.content().encode("utf-8"))
             out.flush()
             os.fsync(out.fileno())
         if not hasattr(os, "fchmod"):

@@ -5,12 +5,13 @@ that fails, with the fix and the server's stderr, which clients hide ("Failed to
 Which entries: CLIENT's (user and project files, and for Claude Code the current folder's "local"
 entry in ``~/.claude.json``, where ``claude mcp add`` puts it); without CLIENT, every client file that has the
 server (``--name``, default ``context-harness``); when none has it, the entry ``ctx setup`` would
-write. The environment: Claude Code passes the shell's own; Claude Desktop, Cursor and VS Code
-start servers from the app, with only the MCP SDKs' default variables (``HOME``, ``PATH``,
-``SHELL``, ``TERM``, ``USER``, ``LOGNAME``), plus the entry's ``env`` in every case. The folder: the
+write. The environment: Claude Code and Gemini CLI pass the shell's own; the others start servers from
+the app (Codex: with a short list of variables), with only the MCP SDKs' default variables (``HOME``,
+``PATH``, ``SHELL``, ``TERM``, ``USER``, ``LOGNAME``), plus the entry's ``env`` in every case. The folder: the
 entry's ``cwd``, else ``/`` for Claude Desktop and the current folder for the others.
 
-A project file (``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json``) came with the folder, maybe a
+A project file (``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json``, ``.codex/config.toml``,
+``.gemini/settings.json``, ``.zed/settings.json``) came with the folder, maybe a
 clone: its entry starts only if it is this installation's server as it stands (``clients.foreign_server``)
 or a person at the terminal says yes; without a terminal it is shown and not started.
 """
@@ -35,7 +36,6 @@ from context_harness.errors import NotConfigured
 if TYPE_CHECKING:  # the client table, the MCP client and anyio load when the command runs
     from context_harness.cli.clients import Client
 
-SHELL_ENV_CLIENTS = frozenset({"claude-code"})  # the others start servers with the SDK's default variables
 PROBLEM_PREFIX = "context-harness cannot serve: "  # server/stdio.py serve_problem's instructions
 STDERR_SHOWN = 12  # last lines of the server's stderr shown with a failure
 _UNSET = re.compile(r"environment variables? ([A-Z_][A-Z0-9_]*(?:, [A-Z_][A-Z0-9_]*)*) not set")
@@ -104,7 +104,7 @@ def launch(target: Target) -> tuple[str, list[str], dict[str, str], str]:
     """(command, args, environment, folder) as the client starts the server."""
     entry = target.entry
     env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()} if isinstance(entry.get("env"), dict) else {}
-    inherits = target.client is None or target.client.name in SHELL_ENV_CLIENTS
+    inherits = target.client is None or target.client.shell_env  # else the SDK's default variables
     full = {**os.environ, **env} if inherits else env  # the MCP SDK adds its default variables to this
     folder = entry.get("cwd") or ("/" if target.client is not None and target.client.name == "claude-desktop"
                                   else os.getcwd())

@@ -31,24 +31,39 @@ def server_args(ctx: click.Context, config_path: str | None, root: str | None) -
     return ["--config", str(path)]
 
 
-CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode")  # clients.CLIENTS, without importing it
+def snippet(servers_key: str, name: str, entry: dict[str, object], toml: bool) -> str:
+    """The entry as it goes into the client's file, to paste by hand: JSON, or a TOML table."""
+    if not toml:
+        return json.dumps({servers_key: {name: entry}}, indent=2, ensure_ascii=False)
+    import tomlkit
+
+    table = tomlkit.table()
+    table.update(entry)
+    return tomlkit.dumps({servers_key: {name: table}}).strip()
+
+
+CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "codex", "gemini", "windsurf", "zed", "cline",
+                "lm-studio")  # client_table.CLIENTS, without importing it
 SERVER_NAME = "context-harness"
 
 
 @click.command()
 @click.argument("client", type=click.Choice(CLIENT_NAMES))
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
-              help="The user's config file, or the project's in the current folder (not for claude-desktop).")
+              help="The user's config file, or the project's in the current folder (claude-code, cursor, vscode, "
+              "codex, gemini, zed).")
 @click.option("--name", default=SERVER_NAME, show_default=True, help="The server's name in the client.")
 @click.option("--print", "print_only", is_flag=True, help="Show the entry and what would change; write nothing.")
 @config_option
 @click.pass_context
 def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bool, config_path: str | None,
           root: str | None) -> None:
-    """Add this install's MCP server to CLIENT's config (claude-desktop, claude-code, cursor, vscode).
+    """Add this install's MCP server to CLIENT's config (claude-desktop, claude-code, cursor, vscode, codex,
+    gemini, windsurf, zed, cline, lm-studio).
 
-    Merges one entry into the file: other servers and settings stay, the old file is kept as a backup,
-    a second run changes nothing. The entry runs the installed `context-harness` with --config FILE."""
+    Merges one entry into the file: other servers and settings stay (comments too, in Zed's, Gemini CLI's
+    and Codex's files), the old file is kept as a backup, a second run changes nothing. The entry runs the
+    installed `context-harness` with --config FILE."""
     import shlex
 
     from context_harness.cli.clients import (
@@ -75,7 +90,7 @@ def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bo
         click.echo("warning: this command lives in uv's cache, which uv may clean; install first "
                    "(`uv tool install`, `pipx install`) and run `ctx setup` from that install", err=True)
     if print_only:
-        click.echo(json.dumps({chosen.servers_key: {name: entry}}, indent=2, ensure_ascii=False))
+        click.echo(snippet(chosen.servers_key, name, entry, chosen.format == "toml"))
     result = plan(chosen, path, name, entry)
     if not result.changed:
         click.echo(f"{path} already has this entry; nothing changed")
