@@ -28,6 +28,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.jsonlimits": "JSON from outside parsed with its nesting bounded",
         "common.terminal": "text from elsewhere made safe to show at a terminal",
         "common.localsocket": "how the CLI asks a serving process of the same workspace",
+        "common.lineage": "who started this process, and whether they still live (no orphans)",
         "common.analysis": "text analysis for keyword search by script and language",
         "errors": "the error hierarchy and the one table mapping it to every rim",
         "config": "the config file as one validated object; ${VAR} expansion",
@@ -83,7 +84,7 @@ RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.text",
          "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
-         "common.terminal", "common.localsocket", "common.analysis"}
+         "common.terminal", "common.localsocket", "common.analysis", "common.lineage"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -97,6 +98,7 @@ ALLOWED: dict[str, set[str]] = {
     "common.jsonlimits": set(),
     "common.terminal": set(),
     "common.localsocket": set(),
+    "common.lineage": set(),
     "common.analysis": set(),
     "config": {"errors", "common.redaction", "common.analysis"},
     "models": {"errors", "common.timestamps"},

@@ -59,6 +59,11 @@ class ServerConfig(_Section):
                                   "and headers before the connection is closed (slowloris)")
     max_connections: int = Field(default=1000, ge=1, description="most HTTP connections open at once; one more is "
                                  "answered 503 and closed")
+    exit_with_parent: bool | None = Field(default=None, description="end the server, cleanly, within seconds of "
+                                          "the process that started it dying (its client, or the client above a "
+                                          "launcher such as uvx), even while something else holds its stdin; "
+                                          "unset: over stdio yes, over HTTP no (a daemonised HTTP server is "
+                                          "legitimate); false: never, for servers daemonised on purpose")
     public_url: str | None = Field(default=None, description='the URL clients reach `ctx serve --http` at, behind a '
                                    'tunnel or proxy, e.g. "https://kb.example.com"; OAuth and links to the console\'s '
                                    'pages are built on it (unset: none)')

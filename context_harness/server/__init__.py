@@ -11,6 +11,7 @@ the one rim module that imports ``extensions``: its public entry takes what ``pr
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -48,6 +49,8 @@ def run_stdio(load: Callable[[], Config], agent: str | None = None) -> HarnessEr
     once the client has closed (at once when stdin is a terminal); None after a normal serve. Blocks."""
     from context_harness.server.stdio import serve_problem, serve_stdio
 
+    parent = os.getppid()  # now: should the client die while the config loads, the watch still sees it
+
     async def main() -> HarnessError | None:
         async with AsyncExitStack() as stack:
             try:
@@ -60,9 +63,9 @@ def run_stdio(load: Callable[[], Config], agent: str | None = None) -> HarnessEr
                 sys.stderr.write(f"error: {error.message}\n")
                 sys.stderr.flush()
                 if not sys.stdin.isatty():  # a person at a terminal has read it: no client to tell
-                    await serve_problem(error)
+                    await serve_problem(error, parent)
                 return error
-            await serve_stdio(harness, agent)
+            await serve_stdio(harness, agent, parent)
         return None
 
     return anyio.run(main)

@@ -14,6 +14,11 @@ One JSON-RPC message per line (issue 39):
 - when stdin ends, the requests already read are finished and answered, for at most
   ``EOF_GRACE_SECONDS``; what is still running then is answered "Connection closed". Then the
   server exits.
+- when the client dies and stdin does not end (another process holds the pipe: a helper the client
+  started, a terminal multiplexer), ``common/lineage.py`` notices within a second or two, also through
+  a launcher that stays alive such as ``uvx``: the server then ends as at the end of stdin (the
+  requests already read are finished, their answers dropped, the services stopped, the workspace
+  closed). ``[server] exit_with_parent = false`` turns this off.
 
 A server that cannot serve (the config does not load, the workspace does not open) still completes
 the handshake rather than exit before it, which a client shows only as "failed to connect":
@@ -36,6 +41,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.dispatcher import as_request_id, coerce_request_id
@@ -52,6 +59,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from context_harness.common import jsonlimits
+from context_harness.common.lineage import watching
 from context_harness.core.face import Harness
 from context_harness.errors import HarnessError, InvalidRequest, ParseError, outcome
 from context_harness.server.mcp import build_server
@@ -64,22 +72,24 @@ WRITE_GRACE_SECONDS = 5.0  # on the way out: the longest the last answers may ta
 ID_SNIFF_BYTES = 4096  # of an oversized line, kept to find its id
 
 
-async def serve_stdio(harness: Harness, agent: str | None = None) -> None:
-    """Serve ``harness`` over stdin/stdout until the client closes stdin, with the core's services
-    running (sync on start, reloads, warm-up)."""
+async def serve_stdio(harness: Harness, agent: str | None = None, parent: int | None = None) -> None:
+    """Serve ``harness`` over stdin/stdout until the client closes stdin or dies, with the core's
+    services running (sync on start, reloads, warm-up). ``parent``: the process that started this one,
+    as ``os.getppid()`` said at start (default: now)."""
     async with harness.serving():
         server = build_server(harness, agent)
         with _claimed_stdio() as (source, sink):
             wire = StdioWire(source, sink, harness.config.server.max_body_bytes)
             async with server.lifespan(server) as state, wire.streams() as (read_stream, write_stream):
-                # init_options=None: the runner asks the server at `initialize`, so the instructions are current.
-                await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
+                with watching(harness.config.server.exit_with_parent is not False, parent, wire.on_client_gone()):
+                    # init_options=None: the runner asks the server at `initialize`, so the instructions are current.
+                    await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
 
 
 PROBLEM_TOOLS = ("search", "get", "sources")  # what a server that cannot serve lists: each answers the error
 
 
-async def serve_problem(error: HarnessError) -> None:
+async def serve_problem(error: HarnessError, parent: int | None = None) -> None:
     """Serve over stdin/stdout a server that only says ``error``: in its ``initialize`` instructions,
     and as the ``isError`` answer of every tool call (see the module docstring)."""
     import mcp.types as t
@@ -103,7 +113,8 @@ async def serve_problem(error: HarnessError) -> None:
     with _claimed_stdio() as (source, sink):
         wire = StdioWire(source, sink, PROBLEM_BODY_BYTES)
         async with server.lifespan(server) as state, wire.streams() as (read_stream, write_stream):
-            await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
+            with watching(True, parent, wire.on_client_gone()):  # the config that could say otherwise did not load
+                await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state=state)
 
 
 PROBLEM_BODY_BYTES = 1_048_576  # the default [server] max_body_bytes: the config that sets it did not load
@@ -258,6 +269,7 @@ class StdioWire:
         self.settled = anyio.Event()  # set while nothing is pending
         self.settled.set()
         self.sink_open = True
+        self.reading = anyio.CancelScope()  # around reading stdin; cancelled when the client is gone
 
     @asynccontextmanager
     async def streams(self) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -288,7 +300,8 @@ class StdioWire:
                         answer: MemoryObjectSendStream[SessionMessage]) -> None:
         async with deliver, answer:
             try:
-                await self._relay(deliver, answer)
+                with self.reading:
+                    await self._relay(deliver, answer)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the serving loop is over
                 return
             if self.pending:
@@ -317,6 +330,23 @@ class StdioWire:
             elif message is not None:
                 self._note_inbound(message.message)
                 await deliver.send(message)
+
+    def client_gone(self) -> None:
+        """The client died without closing stdin: end as at the end of stdin, writing nothing more."""
+        self.sink_open = False
+        self.reading.cancel()
+
+    def on_client_gone(self) -> Callable[[str], None]:
+        """``client_gone`` as another thread calls it (a ``ParentWatch``'s ``on_gone``)."""
+        token = anyio.lowlevel.current_token()
+
+        def gone(reason: str) -> None:
+            try:
+                anyio.from_thread.run_sync(self.client_gone, token=token)
+            except RuntimeError:  # the event loop has ended meanwhile: so has serving
+                pass
+
+        return gone
 
     def _note_inbound(self, message: Any) -> None:
         if isinstance(message, JSONRPCRequest):
