@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from context_harness.common import pipes
+from context_harness.common.lineage import exit_with_parent
 from context_harness.common.passages import chunk_starts
 from context_harness.formats.documents import ConversionFailed, Converted, convert
 from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
@@ -245,6 +246,7 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
 
 def main() -> None:
+    exit_with_parent()  # even in the middle of a long conversion, and while another process holds the pipes
     # Keep the result pipe to ourselves: anything printed by accident goes to stderr instead.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

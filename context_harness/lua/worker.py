@@ -24,6 +24,7 @@ import traceback
 from collections import OrderedDict
 from typing import IO, Any
 
+from context_harness.common.lineage import exit_with_parent
 from context_harness.errors import ConfigError, HarnessError, Timeout
 from context_harness.lua.engine import LocalScript, item_rows
 from context_harness.lua.runtime import DEFAULT_MEMORY_LIMIT, HostError
@@ -220,18 +221,10 @@ class Worker:
             self.link.tell(reply)
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit when the host is gone, even while a script is stuck in a C call (Lua runs without the
-    interpreter lock, so this thread keeps running). Not PR_SET_PDEATHSIG: that fires when the host
-    THREAD that started the worker ends, and hosts start workers from short-lived threads."""
-    while True:
-        time.sleep(PARENT_CHECK_SECONDS)
-        if os.getppid() != parent:
-            os._exit(1)
-
-
 def main() -> None:
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="ctx-lua-watch", daemon=True).start()
+    # Exit when the host is gone, even while a script is stuck in a C call (Lua runs without the
+    # interpreter lock, so the watching thread keeps running).
+    exit_with_parent(PARENT_CHECK_SECONDS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

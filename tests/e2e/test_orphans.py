@@ -104,9 +104,9 @@ class Wire:
 
 
 @contextmanager
-def served(workspace: Path, env: dict[str, str], command: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], int, Wire]]:
-    """The client started with ``command`` (the server, or a launcher of it); yields the client, the
-    server's pid and the wire. Everything still running at the end is killed."""
+def started(workspace: Path, env: dict[str, str], command: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], int, Wire]]:
+    """The client started with ``command``; yields the client, its child's pid and the wire to that
+    child, whose other ends this process holds. Everything still running at the end is killed."""
     stdin_read, stdin_write = os.pipe()
     stdout_read, stdout_write = os.pipe()
     pidfile = workspace / "server.pid"
@@ -116,23 +116,29 @@ def served(workspace: Path, env: dict[str, str], command: list[str]) -> Iterator
                                   stderr=stderr)
     os.close(stdin_read)
     os.close(stdout_write)
-    server_pid = 0
+    child = 0
     try:
         deadline = time.monotonic() + ANSWER_BOUND
         while not pidfile.exists() or not pidfile.read_text():
-            assert time.monotonic() < deadline and client.poll() is None, "the client did not start the server"
+            assert time.monotonic() < deadline and client.poll() is None, "the client did not start its child"
             time.sleep(0.05)
-        server_pid = int(pidfile.read_text())
-        wire = Wire(stdin_write, stdout_read)
-        wire.initialize()
-        yield client, server_pid, wire
+        child = int(pidfile.read_text())
+        yield client, child, Wire(stdin_write, stdout_read)
     finally:
-        for pid in (client.pid, server_pid, *children(server_pid)):
+        for pid in (client.pid, child, *children(child)):
             if pid and alive(pid):
                 os.kill(pid, signal.SIGKILL)
         client.wait()
         os.close(stdin_write)
         os.close(stdout_read)
+
+
+@contextmanager
+def served(workspace: Path, env: dict[str, str], command: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], int, Wire]]:
+    """``started`` with the server (or a launcher of it) as the child, initialized."""
+    with started(workspace, env, command) as (client, server, wire):
+        wire.initialize()
+        yield client, server, wire
 
 
 def alive(pid: int) -> bool:
@@ -338,3 +344,17 @@ def test_the_workers_of_a_killed_server_go_with_it(tmp_path: Path, child_env: di
         os.kill(server, signal.SIGKILL)
         took = wait_gone(workers, EXIT_BOUND)
     print(f"\nserver SIGKILLed: its {len(workers)} workers exited {took:.2f} s later")
+
+
+@pytest.mark.parametrize("module", ["context_harness.lua.worker", "context_harness.ingest.chunk_worker"])
+def test_a_worker_whose_host_is_killed_exits_though_its_pipes_are_held(tmp_path: Path, child_env: dict[str, str],
+                                                                       module: str) -> None:
+    """A worker mid-way through a long job, or whose pipes another process inherited, does not wait
+    for the end of its input: it watches its host."""
+    with started(tmp_path, child_env, [sys.executable, "-m", module]) as (client, worker, _wire):
+        time.sleep(1.5)  # started, watching
+        assert alive(worker)
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+        took = wait_gone([worker], EXIT_BOUND)
+    print(f"\n{module}: its host SIGKILLed, pipes held, it exited {took:.2f} s later")
