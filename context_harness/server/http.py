@@ -37,6 +37,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_harness import __version__
+from context_harness.common.lineage import watching
 from context_harness.common.validation import decode_json, plain_int
 from context_harness.config import Config, ServerConfig
 from context_harness.console import SecurityHeaders, console_routes, ui_enabled
@@ -310,7 +311,9 @@ async def serve_http(harness: Harness, bind: str | None = None, agent: str | Non
             console = ui_enabled(harness.config, is_loopback(host))
             sys.stderr.write("".join(line + "\n" for line in startup_lines(harness, url, agent, console)))
             sys.stderr.flush()
-            await server.serve(sockets=[sock])
+            # Daemonised on purpose is legitimate: only `[server] exit_with_parent = true` ends it with its parent.
+            with watching(settings.exit_with_parent is True, None, lambda _: setattr(server, "should_exit", True)):
+                await server.serve(sockets=[sock])
 
 
 @contextmanager

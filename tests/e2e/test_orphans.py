@@ -280,38 +280,30 @@ def test_a_server_told_not_to_watch_its_client_outlives_it(tmp_path: Path, child
         assert alive(server) and wire.request("ping")["result"] == {}
 
 
-def test_an_http_server_outlives_the_process_that_started_it(tmp_path: Path, child_env: dict[str, str]) -> None:
-    """Daemonised on purpose: ``ctx serve --http`` does not watch its parent unless told to."""
+@pytest.mark.parametrize("told", [False, True])
+def test_an_http_server_outlives_the_process_that_started_it_unless_told(tmp_path: Path, child_env: dict[str, str],
+                                                                          told: bool) -> None:
+    """Daemonised on purpose: ``ctx serve --http`` does not watch its parent unless
+    ``exit_with_parent = true``; then it ends with it, through uvicorn's graceful shutdown."""
     from support.http import free_port
 
-    workspace = notes_workspace(tmp_path)
+    workspace = notes_workspace(tmp_path, extra="exit_with_parent = true\n" if told else "")
     port = free_port()
-    stdin_read, stdin_write = os.pipe()
-    stdout_read, stdout_write = os.pipe()
-    pidfile = workspace / "server.pid"
-    with open(workspace / "server.stderr", "wb") as stderr:
-        client = subprocess.Popen([sys.executable, "-c", CLIENT, str(stdin_read), str(stdout_write), str(pidfile),
-                                   str(BIN / "ctx"), "serve", "--http", "--bind", f"127.0.0.1:{port}", "--config",
-                                   "ctx.toml"], pass_fds=(stdin_read, stdout_write), cwd=workspace, env=child_env,
-                                  stderr=stderr)
-    for fd in (stdin_read, stdout_write, stdin_write, stdout_read):
-        os.close(fd)
-    server = 0
-    try:
+    command = [str(BIN / "ctx"), "serve", "--http", "--bind", f"127.0.0.1:{port}", "--config", "ctx.toml"]
+    with started(workspace, child_env, command) as (client, server, _wire):
         deadline = time.monotonic() + ANSWER_BOUND
         while not health(port):
             assert time.monotonic() < deadline, server_log(workspace)[-3000:]
             time.sleep(0.1)
-        server = int(pidfile.read_text())
         client.send_signal(signal.SIGKILL)
         client.wait()
-        time.sleep(5)
-        assert alive(server) and health(port)
-    finally:
-        for pid in (client.pid, server):
-            if pid and alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        client.wait()
+        if told:
+            took = wait_gone([server], EXIT_BOUND)
+            assert "Traceback" not in server_log(workspace)
+            print(f"\nHTTP server told to exit with its parent: exited {took:.2f} s after it")
+        else:
+            time.sleep(5)
+            assert alive(server) and health(port)
 
 
 def health(port: int) -> bool:
