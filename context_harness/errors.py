@@ -173,6 +173,20 @@ class Forbidden(HarnessError):
     code = "forbidden"
 
 
+class InvalidToken(Unauthorized):
+    """An OAuth access token that is unknown, revoked, expired or issued for another resource (RFC 6750
+    ``invalid_token``); the message says which and what to do."""
+
+    code = "invalid_token"
+
+
+class InsufficientScope(Forbidden):
+    """A call the OAuth token's scopes do not cover (RFC 6750 ``insufficient_scope``); the message names
+    the scope needed. Over MCP an ``isError`` result the model can read."""
+
+    code = "insufficient_scope"
+
+
 class MisdirectedHost(Forbidden):
     """A ``Host`` header this server does not answer for (HTTP 421 Misdirected Request)."""
 
@@ -230,6 +244,8 @@ OUTCOMES: dict[type[HarnessError], Outcome] = {
     Conflict: Outcome(409, True, INVALID_PARAMS),
     Unauthorized: Outcome(401, False, INVALID_PARAMS),
     Forbidden: Outcome(403, False, INVALID_PARAMS),
+    InvalidToken: Outcome(401, False, INVALID_PARAMS),
+    InsufficientScope: Outcome(403, True, INVALID_PARAMS),
     MisdirectedHost: Outcome(421, False, INVALID_PARAMS),
     BodyTooLarge: Outcome(413, False, INVALID_PARAMS),
     MethodNotAllowed: Outcome(405, False, INVALID_PARAMS),

@@ -138,7 +138,8 @@ ALLOWED: dict[str, set[str]] = {
     "sample": LOWER,
     "core.face": LOWER | {"core.harness", "core.catalog", "core.writeback", "core.scripts", "core.recovery",
                           "core.workspace", "core.authoring", "core.reports", "core.running", "agents", "tools",
-                          "registries", "extensions", "sample", "connectors", "ingest", "search"},
+                          "registries", "extensions", "sample", "connectors", "ingest", "search",
+                          "store"},  # store: the OAuth grant store (store.grants) the HTTP server keeps
     # The rims reach the core through its face alone (and each other: the CLI starts servers, the
     # server mounts the console).
     "console": LOWER | {"core.face"},

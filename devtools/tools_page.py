@@ -2,8 +2,9 @@
 
 The tool set is built four times, as the server builds it: for a config without agents (the
 built-in tools), with one agent (plus the agent tools), with ``[server] compat = ["agentzoo"]``
-(plus AgentZoo's) and with a writable folder (plus the note tools). The schemas are the ones
-``tools/list`` publishes (``server/schemas.py``).
+(plus AgentZoo's) and with a writable folder (plus the note tools); then once for each tool profile
+(``[server] profile``: ChatGPT's ``search`` and ``fetch``). The schemas are the ones ``tools/list``
+publishes (``server/schemas.py``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,18 @@ LAYERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
-def registry_tools(extra: dict[str, Any]) -> list[Any]:
-    """The tools a server publishes for a config made of ``extra`` (no extensions, no agent files)."""
+PROFILES: tuple[tuple[str, str, str], ...] = (
+    ("ChatGPT's tools", "Published to OpenAI's clients (`clientInfo` name `openai-mcp`), or to every client with "
+     '`[server] profile = "chatgpt"`: `search` in place of the one above, and `fetch` beside `get`, with OpenAI\'s '
+     "names and shapes for ChatGPT connectors (deep research, company knowledge). Each answer is exactly one text "
+     "item holding the JSON, which is also the `structuredContent`. The session's other tools stay listed. See the "
+     "how-to *Use from ChatGPT*.", "chatgpt"),
+)
+
+
+def registry_tools(extra: dict[str, Any], profile: str | None = None) -> list[Any]:
+    """The tools a server publishes for a config made of ``extra`` (no extensions, no agent files), to a
+    session of tool profile ``profile``."""
     from context_harness.config import from_dict
     from context_harness.core.harness import Harness
     from context_harness.extensions import Extensions
@@ -38,7 +49,15 @@ def registry_tools(extra: dict[str, Any]) -> list[Any]:
     with tempfile.TemporaryDirectory() as folder:
         agents = {"paths": [], "skill_paths": [], **extra.get("agents", {})}
         raw = {**extra, "db": {"path": str(Path(folder) / "ctx.sqlite")}, "agents": agents}
-        return list(Harness(from_dict(raw, None), Extensions()).tools())
+        return list(Harness(from_dict(raw, None), Extensions()).tools(None, profile))
+
+
+def profile_layers() -> list[tuple[str, str, list[Any]]]:
+    """``(title, when, tools)``: each profile's own tools (headed ``NAME (profile)`` on the page)."""
+    from context_harness.tools.chatgpt import STANDS_FOR
+
+    return [(title, when, [t for t in registry_tools({}, profile) if t.name in STANDS_FOR])
+            for title, when, profile in PROFILES]
 
 
 def layers() -> list[tuple[str, str, list[Any]]]:
@@ -85,7 +104,8 @@ def page() -> str:
     from context_harness.tools.base import hints
 
     found = layers()
-    problems = missing(found)
+    profiles = profile_layers()
+    problems = missing(found + profiles)
     if problems:
         raise Undocumented("reference/mcp-tools.md", problems, "the tool's module (description=, the request "
                            "model's Field(description=...))")
@@ -96,11 +116,13 @@ def page() -> str:
            "installed extension registers is published the same way: `ctx tool list` shows them all.", "",
            "The annotations below are those of a config whose agents are all TOML or Markdown agents: "
            "`agent_inject` is not read-only, and open-world, when a Lua or Python agent may reach the network.", ""]
-    for title, when, tools in found:
+    for (title, when, tools), suffix in [*((layer, "") for layer in found),
+                                         *((layer, f" ({profile})") for layer, (_, _, profile) in zip(
+                                             profiles, PROFILES, strict=True))]:
         out += [f"## {title}", "", when, ""]
         for tool in tools:
             annotations = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in hints(tool).items() if k != "title")
-            out += [f"### {tool.name}", "", f"**{tool.title}**" if tool.title else "", "", tool.description, "",
+            out += [f"### {tool.name}{suffix}", "", f"**{tool.title}**" if tool.title else "", "", tool.description, "",
                     f"Annotations: {annotations}.", "", "Arguments (`inputSchema`):", ""]
             out += schema_block(portable_input(tool.input_schema))
             out += ["Result (`outputSchema`):", ""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -20,6 +20,22 @@ def public_url(text: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
         raise ValueError(f'expected an absolute http(s) URL such as "https://kb.example.com", got {text!r}')
     return url
+
+
+class OAuthConfig(_Section):
+    """``[server.oauth]``: OAuth 2.1 on `ctx serve --http` for remote connectors (claude.ai, ChatGPT)."""
+
+    enabled: bool = Field(default=False, description="serve as an OAuth 2.1 authorization server and protected "
+                          "resource (the MCP authorization spec), so remote connectors can sign in; needs "
+                          "[server] public_url and auth_token (the owner logs in to the console with it to approve "
+                          "each client)")
+    access_token_lifetime: int = Field(default=3600, ge=60, le=86_400, description="seconds an OAuth access token "
+                                       "is valid; the client refreshes it after that")
+    refresh_token_lifetime: int = Field(default=30 * 86_400, ge=3600, le=365 * 86_400, description="seconds a "
+                                        "refresh token is valid; each use rotates it, and a reused one revokes its "
+                                        "whole grant")
+    max_clients: int = Field(default=100, ge=1, le=100_000, description="most registered OAuth clients not yet "
+                             "approved kept at once; one more registration drops the oldest of them")
 
 
 class ServerConfig(_Section):
@@ -72,10 +88,39 @@ class ServerConfig(_Section):
         '(clientInfo name "openai-mcp") ChatGPT connector shapes and every other client the standard ones; '
         '"chatgpt" gives every client ChatGPT\'s; "standard" gives every client the standard ones')
 
+    oauth: OAuthConfig = Field(default_factory=OAuthConfig)
+
     @field_validator("public_url")
     @classmethod
     def _absolute_url(cls, value: str | None) -> str | None:
         return None if value is None else public_url(value)
+
+    @model_validator(mode="after")
+    def _oauth_needs(self) -> ServerConfig:
+        if self.oauth.enabled:
+            problem = oauth_problem(self.public_url, self.auth_token)
+            if problem:
+                raise ValueError(f"[server.oauth] enabled = true {problem}")
+        return self
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def oauth_problem(url: str | None, token: str | None) -> str | None:
+    """Why OAuth cannot be served with this ``public_url`` and ``auth_token``, or None."""
+    if url is None:
+        return ('needs [server] public_url, the https URL clients reach this server at (e.g. public_url = '
+                '"https://kb.example.com", the tunnel\'s or proxy\'s address)')
+    parts = urlsplit(url)
+    if parts.scheme != "https" and parts.hostname not in LOOPBACK_NAMES:
+        return f"needs an https [server] public_url (got {url!r}; plain http is allowed on loopback only)"
+    if parts.path not in ("", "/"):
+        return f"needs a [server] public_url without a path (got {url!r}): serve the server at the root of its host"
+    if not token:
+        return ('needs [server] auth_token: the owner logs in to the console with it to approve each client '
+                '(e.g. auth_token = "${CTX_TOKEN}")')
+    return None
 
 
 class UiConfig(_Section):

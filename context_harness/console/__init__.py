@@ -24,6 +24,7 @@ from context_harness.console.agents import AgentPages
 from context_harness.console.graph import GraphPages
 from context_harness.console.markdown import snippet
 from context_harness.console.notes import NotePages
+from context_harness.console.oauth import Approvals, OAuthPages
 from context_harness.console.pages import Pages
 from context_harness.console.runs import RunPages
 from context_harness.console.session import Sessions
@@ -76,10 +77,14 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def console_routes(harness: Harness, token: str | None, agent: str | None = None) -> list[BaseRoute]:
+def console_routes(harness: Harness, token: str | None, agent: str | None = None,
+                   approvals: Approvals | None = None) -> list[BaseRoute]:
     """The ``/ui`` mount: pages, the login form and the vendored static files; ``agent``: the agent
-    the server is scoped to (``ctx serve --agent``), whose tools are the only ones the console calls."""
-    pages = Pages(harness, Sessions(token), templates(), read_only(harness.config))
+    the server is scoped to (``ctx serve --agent``), whose tools are the only ones the console calls;
+    ``approvals``: the OAuth authorization server, whose pages it adds (``[server.oauth]``)."""
+    env = templates()
+    env.globals["oauth"] = approvals is not None
+    pages = Pages(harness, Sessions(token), env, read_only(harness.config))
 
     async def home(request: Request) -> Response:
         return RedirectResponse("/ui/search", status_code=303)
@@ -94,6 +99,7 @@ def console_routes(harness: Harness, token: str | None, agent: str | None = None
         *AgentPages(pages).routes(),
         *RunPages(pages).routes(),
         *ToolPages(pages, agent).routes(),
+        *(OAuthPages(pages, approvals).routes() if approvals is not None else []),
     ]
     return [Mount("/ui", app=SecurityHeaders(Router(routes=routes)))]
 

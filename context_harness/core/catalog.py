@@ -34,6 +34,7 @@ from context_harness.tools.agents import AGENT_TOOL_NAMES, AgentTool, agent_tool
 from context_harness.tools.agentzoo import ZOO_TOOL_NAMES, zoo_tools
 from context_harness.tools.base import Tool, ToolChanges, describe, render
 from context_harness.tools.builtin import KnowledgeBase, builtin_tools
+from context_harness.tools.chatgpt import CHATGPT, STANDS_FOR, chatgpt_tools, with_profile
 from context_harness.tools.notes import NoteHost, note_tools
 from context_harness.tools.script import CallGate
 from context_harness.tools.toolset import ToolSet
@@ -94,6 +95,7 @@ class Catalog:
         self.toolset.load_scripts()
         self._listeners: list[Listener] = []
         self._agent_gates: dict[str, CallGate] = {}  # Lua agents' admission, like Lua tools'
+        self._chatgpt: list[Tool] | None = None  # ChatGPT's search and fetch, made on first use
 
     # -- listeners ----------------------------------------------------------------------------
 
@@ -110,16 +112,29 @@ class Catalog:
 
     # -- tools --------------------------------------------------------------------------------
 
-    def tools(self, agent: str | None = None) -> list[Tool]:
-        """Every tool, or only those agent ``agent`` may use (``NotFound`` for an unknown agent)."""
+    def tools(self, agent: str | None = None, profile: str | None = None) -> list[Tool]:
+        """Every tool, or only those agent ``agent`` may use (``NotFound`` for an unknown agent);
+        ``profile`` (``"chatgpt"``): with that client's shapes of some tools (``tools.chatgpt``)."""
         tools = self.toolset.tools()
-        if agent is None:
-            return tools
-        allowed = set(self.agent_scope(agent))
-        return [tool for tool in tools if tool.name in allowed]
+        if agent is not None:
+            allowed = set(self.agent_scope(agent))
+            tools = [tool for tool in tools if tool.name in allowed]
+        return with_profile(tools, self._profile_tools(profile, agent)) if profile else tools
 
-    def tool(self, name: str, agent: str | None = None) -> Tool:
+    def _profile_tools(self, profile: str | None, agent: str | None) -> list[Tool]:
+        """``profile``'s tools that agent ``agent`` may use (each as the tool it stands for)."""
+        if profile != CHATGPT:
+            return []
+        if self._chatgpt is None:
+            self._chatgpt = chatgpt_tools(self.host, self.config)
+        scope = set(self.agent_scope(agent)) if agent is not None else None
+        return [tool for tool in self._chatgpt if scope is None or STANDS_FOR[tool.name] in scope]
+
+    def tool(self, name: str, agent: str | None = None, profile: str | None = None) -> Tool:
         """Tool ``name`` (in agent ``agent``'s scope): ``UnknownTool``, or ``NotConfigured`` when set aside."""
+        own = next((tool for tool in self._profile_tools(profile, agent) if tool.name == name), None)
+        if own is not None:
+            return own
         tool = self.toolset.get(name)
         if tool is None or (agent is not None and name not in self.agent_scope(agent)):
             missing = next((u for u in self.toolset.unavailable() if u.name == name), None)
@@ -140,8 +155,9 @@ class Catalog:
                                     "message": u.message} for u in missing]
         return body
 
-    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
-        tool = self.tool(name, agent)
+    async def call_tool(self, name: str, arguments: Any, agent: str | None = None,
+                        profile: str | None = None) -> ToolResult:
+        tool = self.tool(name, agent, profile)
         scope = _CALLER_SCOPE.set(frozenset(self.agent_scope(agent)) if agent is not None else None)
         try:  # agent_run reads the caller's scope: the agent it runs must fit inside it
             return ToolResult(tool, await tool.call(arguments if arguments is not None else {}))

@@ -83,7 +83,8 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (``__getattr
     from context_harness.registries.results import ExtensionRow
     from context_harness.sample import demo_config
     from context_harness.search.windows import Headings
-    from context_harness.tools.base import Tool, hints, render_json
+    from context_harness.store.grants import AuthorizedClient, CodeRow, GrantStore, digest
+    from context_harness.tools.base import SCOPES, Tool, hints, render_json, required_scope
     from context_harness.tools.notes import render_note
 
 
@@ -160,9 +161,10 @@ class Notes(Protocol):
 class Tools(Protocol):
     """The tools offered (built-in, write-back, Lua, agents' and extensions'), and calling one."""
 
-    def tools(self, agent: str | None = None) -> list[Tool]: ...
+    def tools(self, agent: str | None = None, profile: str | None = None) -> list[Tool]: ...
     def tool_listing(self, agent: str | None = None) -> dict[str, Any]: ...
-    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult: ...
+    async def call_tool(self, name: str, arguments: Any, agent: str | None = None,
+                        profile: str | None = None) -> ToolResult: ...
     async def try_tool(self, target: str, params: list[str]) -> dict[str, Any]: ...
 
 
@@ -293,6 +295,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {  # name: (module, attribute; None: 
     "Headings": ("context_harness.search.windows", "Headings"),
     "Tool": ("context_harness.tools.base", "Tool"),
     "hints": ("context_harness.tools.base", "hints"),
+    "SCOPES": ("context_harness.tools.base", "SCOPES"),
+    "AuthorizedClient": ("context_harness.store.grants", "AuthorizedClient"),
+    "CodeRow": ("context_harness.store.grants", "CodeRow"),
+    "GrantStore": ("context_harness.store.grants", "GrantStore"),
+    "digest": ("context_harness.store.grants", "digest"),
+    "required_scope": ("context_harness.tools.base", "required_scope"),
     "render_json": ("context_harness.tools.base", "render_json"),
     "render_note": ("context_harness.tools.notes", "render_note"),
 }
@@ -319,4 +327,5 @@ __all__ = [
     "Unavailable", "agent_settings", "agent_text", "check_draft", "check_installed", "checked_text", "demo_config",
     "draft_from_file", "hints", "init_workspace", "needs_approval", "new_run_id", "parse_skill", "prepare_server",
     "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
+    "SCOPES", "required_scope", "AuthorizedClient", "CodeRow", "GrantStore", "digest",
 ]

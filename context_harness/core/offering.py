@@ -33,18 +33,21 @@ class Offering:
 
     # -- tools --------------------------------------------------------------------------------
 
-    def tools(self, agent: str | None = None) -> list[Tool]:
-        """Every tool, or those agent ``agent`` may use (``NotFound`` for an unknown agent)."""
-        return self.catalog.tools(agent)
+    def tools(self, agent: str | None = None, profile: str | None = None) -> list[Tool]:
+        """Every tool, or those agent ``agent`` may use (``NotFound`` for an unknown agent); ``profile``
+        (``"chatgpt"``): with that client's shapes of ``search`` and ``fetch`` (``tools.chatgpt``)."""
+        return self.catalog.tools(agent, profile)
 
     def tool_listing(self, agent: str | None = None) -> dict[str, Any]:
         """The body of ``GET /tools/list`` and ``ctx tool list --json`` (``Catalog.tool_listing``)."""
         return self.catalog.tool_listing(agent)
 
-    async def call_tool(self, name: str, arguments: Any, agent: str | None = None) -> ToolResult:
-        """Call tool ``name``: ``UnknownTool`` when there is none (or agent ``agent`` may not use it),
-        ``NotConfigured`` for a Lua tool set aside, else what the tool raises."""
-        return await self.catalog.call_tool(name, arguments, agent)
+    async def call_tool(self, name: str, arguments: Any, agent: str | None = None,
+                        profile: str | None = None) -> ToolResult:
+        """Call tool ``name`` (of ``profile``'s tools, see ``tools``): ``UnknownTool`` when there is none
+        (or agent ``agent`` may not use it), ``NotConfigured`` for a Lua tool set aside, else what the
+        tool raises."""
+        return await self.catalog.call_tool(name, arguments, agent, profile)
 
     async def try_tool(self, target: str, params: list[str]) -> dict[str, Any]:
         """``ctx tool test``: Lua tool ``target`` (a configured NAME or a ``.lua`` path) called once

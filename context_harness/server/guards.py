@@ -10,6 +10,7 @@ import hmac
 import ipaddress
 import logging
 import re
+from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -114,8 +115,10 @@ class HostOriginGuard:
     user's back.
     """
 
-    def __init__(self, app: ASGIApp, settings: ServerConfig, bind_host: str | None = None) -> None:
+    def __init__(self, app: ASGIApp, settings: ServerConfig, bind_host: str | None = None,
+                 any_origin_paths: tuple[str, ...] = ()) -> None:
         self.app = app
+        self.any_origin_paths = any_origin_paths  # OAuth endpoints: no cookies, called from any origin
         self.any_host = "*" in settings.allowed_hosts
         self.host_names = {h for h in LOOPBACK_HOSTS}
         self.host_exact: set[tuple[str, str]] = set()
@@ -131,6 +134,12 @@ class HostOriginGuard:
                                            else bind_host))
         self.any_origin = "*" in settings.allowed_origins
         self.origins = {o.rstrip("/").lower() for o in [*settings.allowed_origins, *settings.cors_origins]}
+        if settings.public_url:  # the server's own address as clients see it (behind a tunnel or proxy)
+            public = urlsplit(settings.public_url)
+            self.origins.add(f"{public.scheme}://{public.netloc}".lower())
+            parsed = parse_host(public.netloc)
+            if parsed is not None:  # Host exactly as the URL has it (with its port, or none)
+                self.host_exact.add((parsed[0], parsed[1] or ""))
 
     def host_ok(self, value: str | None, named: bool = False) -> bool:
         """Whether this server answers for ``Host: value`` (well formed: see ``parse_host``);
@@ -180,6 +189,8 @@ class HostOriginGuard:
                 scope, receive, send)
             return
         origin, write = headers.get("origin"), scope["method"] not in SAFE_METHODS
+        if scope["path"] in self.any_origin_paths:
+            origin = None
         scheme = str(scope.get("scheme") or "http")
         if not self.origin_ok(origin, host, write, scheme):
             log.warning("rejected a %s from Origin %r (not in [server] allowed_origins)", scope["method"], origin)

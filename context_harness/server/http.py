@@ -61,6 +61,9 @@ from context_harness.server.guards import (
     split_host,
 )
 from context_harness.server.mcp import HarnessServer, build_server
+from context_harness.server.oauth import open_provider
+from context_harness.server.oauth.gate import OAuthGate, check_tool
+from context_harness.server.oauth.routes import ENDPOINTS, OPEN_PATHS, oauth_routes
 from context_harness.server.rpc import JsonRpcGuard
 
 log = logging.getLogger(__name__)
@@ -171,6 +174,7 @@ class RestShim:
         arguments = await _json_body(request) if request.method == "POST" else {}
         if not isinstance(arguments, dict):
             raise BadRequest("the request body must be a JSON object")
+        check_tool(self.harness, name, self.agent, request.scope)
         try:
             result = await self.harness.call_tool(name, arguments, self.agent)
         except UnknownTool:
@@ -204,19 +208,30 @@ def build_app(harness: Harness, agent: str | None = None, bind_host: str | None 
     server = build_server(harness, agent)
     mcp_app, mcp_run = streamable_http(server, settings)
     console = ui_enabled(harness.config, bind_host is None or is_loopback(bind_host))
+    provider = open_provider(harness.config)
+    if provider is not None and not console:
+        raise ConfigError("[server.oauth] enabled = true needs the web console, where the owner approves each "
+                          "client: set [ui] enabled = true")
     middleware = [Middleware(ConsoleHeaders)] if console else []
-    middleware += [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host)]
+    middleware += [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host,
+                                                        any_origin_paths=ENDPOINTS if provider else ())]
     if settings.cors_origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["*"], expose_headers=["Mcp-Session-Id", "Mcp-Protocol-Version"], max_age=600))
+    own_auth = ("/ui",) if console else ()
     middleware.append(Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes,
-                                 token=settings.auth_token or None, own_auth=("/ui",) if console else ()))
-    middleware.append(Middleware(JsonBodies, form_paths=("/ui",) if console else ()))
+                                 token=None if provider else settings.auth_token or None, own_auth=own_auth))
+    if provider is not None:
+        middleware.append(Middleware(OAuthGate, provider=provider, token=settings.auth_token,
+                                     open_paths=("/health", *OPEN_PATHS), own_auth=own_auth))
+    middleware.append(Middleware(JsonBodies, form_paths=(*own_auth, *(ENDPOINTS if provider else ()))))
     middleware.append(Middleware(UnknownErrors))
     routes: list[BaseRoute] = [*RestShim(harness, agent).routes(), Route("/mcp", mcp_app)]
+    if provider is not None:
+        routes += oauth_routes(provider)
     if console:
-        routes += console_routes(harness, settings.auth_token or None, agent)
+        routes += console_routes(harness, settings.auth_token or None, agent, approvals=provider)
     app = Starlette(routes=routes, middleware=middleware,
                     lifespan=lambda _app: mcp_run(),
                     exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
@@ -349,6 +364,9 @@ def startup_lines(harness: Harness, url: str, agent: str | None = None, console:
     lines += [f"  unavailable: {u['name']} — {u['message']}" for u in listing.get("unavailable", [])]
     lines += [f"MCP server listening on {url}", f"  MCP endpoint: {url}/mcp"]
     lines += [f"  Web console: {url}/ui/"] if console else []
+    public = harness.config.server.public_url
+    if harness.config.server.oauth.enabled and public:
+        lines += [f"  OAuth: clients sign in at {public} (authorized clients: {public}/ui/oauth/clients)"]
     return [*lines, f"  REST: {url}/tools/* and {url}/agents/* (Ctrl-C to stop)"]
 
 

@@ -68,8 +68,15 @@ from context_harness.errors import (
     as_harness_error,
     outcome,
 )
-from context_harness.server.compat import ORCHESTR8, ORCHESTR8_LIST_MIME, ORCHESTR8_READ_MIME, orchestr8_definition
+from context_harness.server.compat import (
+    ORCHESTR8,
+    ORCHESTR8_LIST_MIME,
+    ORCHESTR8_READ_MIME,
+    orchestr8_definition,
+    session_profile,
+)
 from context_harness.server.lending import lend
+from context_harness.server.oauth.gate import check_tool
 from context_harness.server.schemas import portable_input, portable_output
 
 log = logging.getLogger(__name__)
@@ -313,6 +320,13 @@ class HarnessServer(Server[dict[str, Any]]):
 
     # -- tools --------------------------------------------------------------------------------
 
+    def _profile(self, ctx: ServerRequestContext[Any]) -> str | None:
+        """The session's tool profile: ``"chatgpt"`` for OpenAI's clients (``server.compat``), else None."""
+        client = ctx.session.client_params
+        info = client.client_info if client is not None else None
+        return session_profile(self.harness.config.server.profile, info.name if info else None,
+                               info.title if info else None)
+
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
         self._remember(ctx)
@@ -320,7 +334,7 @@ class HarnessServer(Server[dict[str, Any]]):
             t.Tool(name=tool.name, title=tool.title, description=tool.description,
                    input_schema=portable_input(tool.input_schema), output_schema=portable_output(tool.output_schema),
                    annotations=t.ToolAnnotations.model_validate(hints(tool)))
-            for tool in self.harness.tools(self.agent)
+            for tool in self.harness.tools(self.agent, self._profile(ctx))
         ]
         listed, cursor = page(tools, params)
         return t.ListToolsResult(tools=listed, next_cursor=cursor)
@@ -332,7 +346,10 @@ class HarnessServer(Server[dict[str, Any]]):
             CLIENT.set(client.client_info.name if client is not None else "unknown")
             if params.name == "agent_run":  # the run may use this client's model and ask its user
                 RUN_CLIENT.set(lend(ctx.session))
-            result = await self.harness.call_tool(params.name, params.arguments or {}, self.agent)
+            check_tool(self.harness, params.name, self.agent, getattr(ctx.request, "scope", None),  # OAuth scopes
+                       self._profile(ctx))
+            result = await self.harness.call_tool(params.name, params.arguments or {}, self.agent,
+                                                  self._profile(ctx))
             text = result.text
         except UnknownTool:  # the table makes it a protocol error; the wording is MCP's
             raise protocol_error(UnknownTool(f"Unknown tool: {params.name}")) from None

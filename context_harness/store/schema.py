@@ -452,3 +452,24 @@ POSTGRES_NEXT_VECTOR_TABLE = ("CREATE TABLE IF NOT EXISTS embeddings_next(conten
 POSTGRES_NEXT_VECTOR_INDEX = ("CREATE INDEX IF NOT EXISTS embeddings_next_hnsw_{dims} ON embeddings_next "
                               "USING hnsw ((vector::vector({dims})) vector_cosine_ops) "
                               "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = {dims}")
+
+
+# -- oauth.sqlite (``store/grants.py``): OAuth clients, codes, grants and tokens, every secret hashed --
+
+OAUTH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS clients (
+    client_id TEXT PRIMARY KEY, secret_hash TEXT, metadata TEXT NOT NULL,
+    created REAL NOT NULL, approved INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS codes (
+    code_hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, family TEXT NOT NULL, scopes TEXT NOT NULL,
+    redirect_uri TEXT NOT NULL, explicit INTEGER NOT NULL, challenge TEXT NOT NULL, resource TEXT NOT NULL,
+    expires REAL NOT NULL, used INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS grants (
+    family TEXT PRIMARY KEY, client_id TEXT NOT NULL, scopes TEXT NOT NULL, resource TEXT NOT NULL,
+    created REAL NOT NULL, last_used REAL NOT NULL, revoked REAL);
+CREATE TABLE IF NOT EXISTS tokens (
+    token_hash TEXT PRIMARY KEY, kind TEXT NOT NULL, family TEXT NOT NULL, client_id TEXT NOT NULL,
+    scopes TEXT NOT NULL, resource TEXT NOT NULL, expires REAL NOT NULL, used INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS tokens_family ON tokens(family);
+CREATE INDEX IF NOT EXISTS grants_client ON grants(client_id);
+"""

@@ -177,7 +177,7 @@ def agent_tools(agents: AgentLibrary, compile_agent: Compile, run_agent: RunAgen
             "'structured' gives {name, system, skills, tools, messages}. Lua agents pre-fetch context from "
             "the knowledge base.",
             input_schema=schema_of(AgentInjectRequest), run=agent_inject,
-            annotations=inject_annotations(agents), render=render_inject),
+            annotations=inject_annotations(agents), render=render_inject, scope="read"),
         AgentTool(
             name="agent_run", title="Run an agent",
             description="Run an agent on a task: a model (the server's configured one, or yours through "
@@ -185,7 +185,7 @@ def agent_tools(agents: AgentLibrary, compile_agent: Compile, run_agent: RunAgen
             "(asked through this client where it can ask) unless the agent says approve = \"writes\". "
             "Returns the answer and the run's id (its record: ctx agent show ID).",
             input_schema=schema_of(AgentRunRequest), output_schema=schema_of(AgentRunOut, "serialization"),
-            run=agent_run, annotations=dict(RUN_ANNOTATIONS), render=render_run),
+            run=agent_run, annotations=dict(RUN_ANNOTATIONS), render=render_run, scope="agents"),
     ]
 
 

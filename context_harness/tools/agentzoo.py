@@ -203,7 +203,7 @@ def zoo_tools(agents: AgentLibrary, compile_agent: Compile) -> list[AgentTool]:
                            "single prompt string. 'structured' = JSON with systemPrompt + skills."},
                 "arguments": {"type": "object", "description": "The agent's arguments, if it declares any."}},
                 "required": ["agentId"]},
-            run=_zoo_errors(zoo.inject), annotations=inject_annotations(agents)),
+            run=_zoo_errors(zoo.inject), annotations=inject_annotations(agents), scope="read"),
         AgentTool(
             name="agent_zoo_list_agents", title="List agents (AgentZoo)",
             description="List available agents for selection.",

@@ -15,6 +15,13 @@ from typing import Any, Protocol, runtime_checkable
 READ_ONLY_LOCAL: dict[str, Any] = {"readOnlyHint": True, "openWorldHint": False, "idempotentHint": True}
 """The annotations of a tool that only reads the local knowledge base."""
 
+SCOPES: dict[str, str] = {
+    "read": "search and read the knowledge base: documents, sources, agents' definitions, read-only tools",
+    "write": "write, edit, move and delete notes, and call the other tools that change something",
+    "agents": "run agents (agent_run): a chat model works through an agent's own tools on your behalf",
+}
+"""The OAuth scopes a remote client may be granted; every tool needs exactly one (``required_scope``)."""
+
 
 @runtime_checkable
 class Tool(Protocol):
@@ -52,6 +59,7 @@ class FunctionTool:
     annotations: dict[str, Any] = field(default_factory=lambda: dict(READ_ONLY_LOCAL))
     builtin: bool = True
     render: Callable[[dict[str, Any]], str] | None = None
+    scope: str | None = None  # the OAuth scope a call needs; None: by its annotations (``required_scope``)
 
     async def call(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.run(arguments)
@@ -76,6 +84,16 @@ def hints(tool: Tool) -> dict[str, Any]:
         out["destructiveHint"] = bool(declared.get("destructiveHint", True))
         out["idempotentHint"] = bool(declared.get("idempotentHint", False))
     return out
+
+
+def required_scope(tool: Tool) -> str:
+    """The scope (``SCOPES``) a remote client needs to call ``tool``: the one the tool declares
+    (``scope``, e.g. ``agent_run``'s ``agents``), else ``read`` for a read-only tool and ``write`` for
+    any other (notes, and Lua or extension tools that do not say they only read)."""
+    declared = getattr(tool, "scope", None)
+    if declared in SCOPES:
+        return str(declared)
+    return "read" if hints(tool)["readOnlyHint"] else "write"
 
 
 def render_json(payload: dict[str, Any]) -> str:
@@ -106,4 +124,5 @@ class ToolChanges:
         return "; ".join(parts) or "no changes"
 
 
-__all__ = ["READ_ONLY_LOCAL", "FunctionTool", "Tool", "ToolChanges", "describe", "hints", "render", "render_json"]
+__all__ = ["READ_ONLY_LOCAL", "SCOPES", "FunctionTool", "Tool", "ToolChanges", "describe", "hints", "render",
+           "render_json", "required_scope"]

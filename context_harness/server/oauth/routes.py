@@ -1,0 +1,206 @@
+"""The authorization server's HTTP endpoints, built from the MCP SDK's handlers.
+
+- ``GET /.well-known/oauth-protected-resource`` (and ``.../mcp``): RFC 9728 metadata, the resource
+  being ``[server] public_url``;
+- ``GET /.well-known/oauth-authorization-server``: RFC 8414 metadata (PKCE S256 only);
+- ``GET /authorize``: the SDK's handler (client, redirect URI, scope, PKCE), then the console's page;
+- ``POST /token``: codes and refresh tokens for tokens, the client's secret checked by its hash;
+- ``POST /register``: RFC 7591 dynamic registration, at most ``REGISTRATIONS_PER_MINUTE`` (429 past
+  it), stored clients bounded by ``[server.oauth] max_clients``;
+- ``POST /revoke``: RFC 7009.
+
+Client ID metadata documents (a URL as ``client_id``) are not offered: fetching a URL a stranger
+names needs an SSRF-safe fetcher, and every client that supports them also registers (RFC 7591).
+Every refusal is logged (``Logged``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+import time
+from collections import deque
+from typing import Any
+from urllib.parse import unquote
+
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.server.auth.routes import cors_middleware
+from mcp.server.auth.settings import ClientRegistrationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, ProtectedResourceMetadata
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, request_response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from context_harness.core.face import SCOPES, digest
+from context_harness.server.oauth.provider import Provider
+
+log = logging.getLogger("context_harness.oauth")
+
+REGISTRATIONS_PER_MINUTE = 10
+RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+SERVER_METADATA = "/.well-known/oauth-authorization-server"
+ENDPOINTS = ("/authorize", "/token", "/register", "/revoke")
+OPEN_PATHS = (RESOURCE_METADATA, f"{RESOURCE_METADATA}/mcp", SERVER_METADATA, *ENDPOINTS)
+
+
+class HashedClientAuthenticator(ClientAuthenticator):
+    """The SDK's client authentication for ``/token`` and ``/revoke``, except that the stored secret is
+    its SHA-256 (``Provider.get_client`` hands out the hash), so the one given is hashed to compare."""
+
+    async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
+        form = await request.form()
+        client_id = form.get("client_id")
+        if not isinstance(client_id, str) or not client_id:
+            raise AuthenticationError("missing client_id")
+        client = await self.provider.get_client(client_id)
+        if client is None:
+            raise AuthenticationError("unknown client_id: register the client first")
+        method = client.token_endpoint_auth_method
+        given: str | None = None
+        if method == "client_secret_basic":
+            given = _basic_secret(request.headers.get("authorization", ""), client_id)
+        elif method == "client_secret_post":
+            value = form.get("client_secret")
+            given = value if isinstance(value, str) else None
+        elif method != "none":
+            raise AuthenticationError(f"unsupported token_endpoint_auth_method {method!r}")
+        if method != "none":
+            if not client.client_secret or not given:
+                raise AuthenticationError("client_secret is required for this client")
+            if not hmac.compare_digest(client.client_secret, digest(given)):
+                raise AuthenticationError("wrong client_secret")
+        return client
+
+
+def _basic_secret(header: str, client_id: str) -> str:
+    if not header.startswith("Basic "):
+        raise AuthenticationError("send the client's credentials as HTTP Basic authentication")
+    try:
+        user, _, secret = base64.b64decode(header[6:]).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise AuthenticationError("malformed Basic authentication header") from None
+    if unquote(user) != client_id:
+        raise AuthenticationError("the client_id in Basic authentication is not the form's")
+    return unquote(secret)
+
+
+class RegistrationLimit:
+    """At most ``per_minute`` registrations in any minute (the whole server: behind a tunnel every
+    client has one address); one more is answered 429 with Retry-After."""
+
+    def __init__(self, app: ASGIApp, per_minute: int = REGISTRATIONS_PER_MINUTE) -> None:
+        self.app = app
+        self.per_minute = per_minute
+        self.recent: deque[float] = deque()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            now = time.monotonic()
+            while self.recent and self.recent[0] < now - 60:
+                self.recent.popleft()
+            if len(self.recent) >= self.per_minute:
+                wait = int(self.recent[0] + 60 - now) + 1
+                log.warning("oauth: refused a client registration: more than %d a minute", self.per_minute)
+                await JSONResponse(
+                    {"error": "temporarily_unavailable", "error_description": f"too many client registrations (at "
+                     f"most {self.per_minute} a minute); try again in {wait} s"},
+                    status_code=429, headers={"Retry-After": str(wait), "Cache-Control": "no-store"},
+                )(scope, receive, send)
+                return
+            self.recent.append(now)
+        await self.app(scope, receive, send)
+
+
+class Logged:
+    """``app``, logging each refusal it answers (a 4xx with an OAuth error body) as a warning."""
+
+    def __init__(self, app: ASGIApp, what: str) -> None:
+        self.app = app
+        self.what = what
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        status = 0
+        body = b""
+
+        async def keep(message: Message) -> None:
+            nonlocal status, body
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and status >= 400 and len(body) < 4096:
+                body += message.get("body", b"")
+            await send(message)
+
+        await self.app(scope, receive, keep)
+        if status >= 400:
+            try:
+                error = json.loads(body)
+                detail = f"{error.get('error')}: {error.get('error_description')}"
+            except (ValueError, AttributeError):
+                detail = body[:200].decode("utf-8", "replace")
+            log.warning("oauth: refused a %s request (%d %s)", self.what, status, detail)
+
+
+def server_metadata(issuer: str) -> OAuthMetadata:
+    """RFC 8414 metadata; every URL built on ``issuer`` as written (no trailing slash added)."""
+    return OAuthMetadata.model_validate({
+        "issuer": issuer, "authorization_endpoint": f"{issuer}/authorize", "token_endpoint": f"{issuer}/token",
+        "registration_endpoint": f"{issuer}/register", "revocation_endpoint": f"{issuer}/revoke",
+        "scopes_supported": list(SCOPES), "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
+        "revocation_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
+        "code_challenge_methods_supported": ["S256"], "client_id_metadata_document_supported": False,
+    })
+
+
+def resource_metadata(resource: str) -> ProtectedResourceMetadata:
+    return ProtectedResourceMetadata.model_validate({
+        "resource": resource, "authorization_servers": [resource], "scopes_supported": list(SCOPES),
+        "bearer_methods_supported": ["header"], "resource_name": "context-harness"})
+
+
+def oauth_routes(provider: Provider) -> list[Route]:
+    """The authorization server's routes (see the module docstring)."""
+    issuer = provider.issuer
+    authenticator = HashedClientAuthenticator(provider)  # type: ignore[arg-type]
+    registration = RegistrationHandler(provider, ClientRegistrationOptions(  # type: ignore[arg-type]
+        enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES)))
+    server_doc = server_metadata(issuer).model_dump(mode="json", exclude_none=True)
+    resource_doc = resource_metadata(provider.resource).model_dump(mode="json", exclude_none=True)
+
+    def document(doc: dict[str, Any]) -> Any:
+        async def handle(request: Request) -> Response:
+            return JSONResponse(doc, headers={"Cache-Control": "public, max-age=3600"})
+        return cors_middleware(handle, ["GET", "OPTIONS"])
+
+    async def authorize(request: Request) -> Response:
+        return await AuthorizationHandler(provider).handle(request)  # type: ignore[arg-type]
+
+    return [
+        Route(RESOURCE_METADATA, document(resource_doc), methods=["GET", "OPTIONS"]),
+        Route(f"{RESOURCE_METADATA}/mcp", document(resource_doc), methods=["GET", "OPTIONS"]),
+        Route(SERVER_METADATA, document(server_doc), methods=["GET", "OPTIONS"]),
+        Route("/authorize", Logged(_endpoint(authorize), "authorization"), methods=["GET", "POST"]),
+        Route("/token", Logged(cors_middleware(TokenHandler(provider, authenticator).handle,  # type: ignore[arg-type]
+                                               ["POST", "OPTIONS"]), "token"), methods=["POST", "OPTIONS"]),
+        Route("/register", RegistrationLimit(Logged(cors_middleware(registration.handle, ["POST", "OPTIONS"]),
+                                                    "registration")), methods=["POST", "OPTIONS"]),
+        Route("/revoke", Logged(cors_middleware(RevocationHandler(provider, authenticator).handle,  # type: ignore[arg-type]
+                                                ["POST", "OPTIONS"]), "revocation"), methods=["POST", "OPTIONS"]),
+    ]
+
+
+def _endpoint(handler: Any) -> ASGIApp:
+    return request_response(handler)
+
+
+__all__ = ["ENDPOINTS", "OPEN_PATHS", "RESOURCE_METADATA", "SERVER_METADATA", "HashedClientAuthenticator",
+           "RegistrationLimit", "Logged", "oauth_routes", "resource_metadata", "server_metadata"]

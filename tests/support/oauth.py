@@ -1,0 +1,135 @@
+"""OAuth test helpers: a real ``ctx serve --http`` with ``[server.oauth]`` on (127.0.0.1, a free port,
+``public_url`` its own address), the owner's approval on the console's page over plain HTTP, and the
+MCP SDK's ``OAuthClientProvider`` with an in-memory token storage."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+from support.http import free_port, spawn_http
+from support.workspace import write_files
+
+TOKEN = "oauth-owner-token-7e2a"
+CALLBACK = "http://127.0.0.1:9/callback"  # never contacted: the tests read the code from the redirect
+
+
+@dataclass
+class OAuthServer:
+    url: str
+    root: Path
+    config: Path
+    process: subprocess.Popen
+    port: int
+
+
+def oauth_config(root: Path, port: int, extra_server: str = "", public_url: str | None = None) -> str:
+    docs = root / "docs"
+    return (f'[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n\n'
+            f'[server]\nsync_on_start = true\nauth_token = "{TOKEN}"\n'
+            f'public_url = "{public_url or f"http://127.0.0.1:{port}"}"\n{extra_server}\n'
+            f'[server.oauth]\nenabled = true\n\n'
+            f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\nwritable = true\n')
+
+
+def serve_oauth(root: Path, env: dict[str, str], port: int | None = None, public_url: str | None = None,
+                extra_server: str = "") -> OAuthServer:
+    """Write a one-note workspace in ``root`` and serve it with OAuth on (stderr: ``root/server.log``)."""
+    write_files(root / "docs", {"harbour.md": "# Harbour\n\nThe lighthouse keeper logs every quokka.\n"})
+    port = port or free_port()
+    config = root / "ctx.toml"
+    config.write_text(oauth_config(root, port, extra_server, public_url), encoding="utf-8")
+    log = (root / "server.log").open("ab")
+    process = spawn_http(["--config", str(config)], env, port, timeout=30, stderr=log)
+    log.close()
+    return OAuthServer(f"http://127.0.0.1:{port}", root, config, process, port)
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html) or re.search(r'name="csrf-token" content="([^"]+)"', html)
+    assert found, html[:500]
+    return found.group(1)
+
+
+async def log_in(http: httpx2.AsyncClient, base: str, token: str = TOKEN) -> None:
+    """Log ``http`` (keeping cookies) in to the console with the owner's token."""
+    page = await http.get(f"{base}/ui/login")
+    answer = await http.post(f"{base}/ui/login?next=/ui/search", data={"csrf": csrf_of(page.text), "token": token})
+    assert answer.status_code == 303, answer.text
+
+
+async def approve_over_http(authorization_url: str, base: str, scopes: tuple[str, ...] = ("write", "agents"),
+                            decision: str = "approve") -> str:
+    """Play the owner: follow ``authorization_url`` to the console's page, log in, answer it; returns
+    the URL the browser would be sent back to (the client's redirect URI with a code, or an error)."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first = await http.get(authorization_url)
+        assert first.status_code == 302, first.text
+        page_url = first.headers["location"]
+        assert page_url.startswith(f"{base}/ui/oauth/authorize?request="), page_url
+        await log_in(http, base)
+        page = await http.get(page_url)
+        assert page.status_code == 200, page.text
+        request_id = parse_qs(urlsplit(page_url).query)["request"][0]
+        form: dict[str, str | list[str]] = {"csrf": csrf_of(page.text), "request": request_id, "decision": decision,
+                                            "scope": list(scopes)}
+        answer = await http.post(f"{base}/ui/oauth/authorize", data=form)
+        assert answer.status_code == 303, answer.text
+        return str(answer.headers["location"])
+
+
+def code_of(redirect: str) -> AuthorizationCodeResult:
+    query = parse_qs(urlsplit(redirect).query)
+    assert "code" in query, redirect
+    return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
+
+
+@dataclass
+class MemoryStorage(TokenStorage):
+    """The SDK client's token storage, in memory."""
+
+    tokens: OAuthToken | None = None
+    client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@dataclass
+class Owner:
+    """The callbacks of an ``OAuthClientProvider``: where it sent the browser, and the approval
+    (``approve(url) -> redirect``) that answers it."""
+
+    approve: Callable[[str], Awaitable[str]]
+    sent_to: list[str] = field(default_factory=list)
+
+    async def redirect(self, url: str) -> None:
+        self.sent_to.append(url)
+
+    async def callback(self) -> AuthorizationCodeResult:
+        return code_of(await self.approve(self.sent_to[-1]))
+
+
+def sdk_provider(server: OAuthServer, owner: Owner, storage: MemoryStorage, scope: str | None = None
+                 ) -> OAuthClientProvider:
+    metadata = OAuthClientMetadata(redirect_uris=[CALLBACK], client_name="SDK test client",  # type: ignore[list-item]
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+                                   token_endpoint_auth_method="client_secret_post", scope=scope)
+    return OAuthClientProvider(f"{server.url}/mcp", metadata, storage, owner.redirect, owner.callback)
