@@ -38,6 +38,11 @@ class SearchFilters(BaseModel):
         default=None, description="Only documents updated at or before this ISO 8601 date/time; a bare date "
         "(2026-01-31) includes that whole day (UTC)."
     )
+    symbol: str | None = Field(
+        default=None, min_length=1, max_length=500,
+        description="Only code that defines this symbol: its path or the end of it, e.g. 'Harness.open' or "
+        "'open_stores' (code read by symbol; 'symbol:NAME' in the query says the same)."
+    )
 
     @field_validator("since", "until")
     @classmethod

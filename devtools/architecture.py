@@ -30,6 +30,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.localsocket": "how the CLI asks a serving process of the same workspace",
         "common.lineage": "who started this process, and whether they still live (no orphans)",
         "common.analysis": "text analysis for keyword search by script and language",
+        "common.symbols": "source code read as code: languages, syntax trees, symbol paths",
         "errors": "the error hierarchy and the one table mapping it to every rim",
         "config": "the config file as one validated object; ${VAR} expansion",
         "models": "the Pydantic models at the edges (MCP, REST, --json)",
@@ -84,7 +85,8 @@ RIMS = {"cli", "server", "console", "__main__"}
 LOWER = {"errors", "config", "models", "common.validation", "common.timestamps", "common.passages", "common.text",
          "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
-         "common.terminal", "common.localsocket", "common.analysis", "common.lineage"}
+         "common.terminal", "common.localsocket", "common.analysis", "common.lineage",
+         "common.symbols"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -100,6 +102,7 @@ ALLOWED: dict[str, set[str]] = {
     "common.localsocket": set(),
     "common.lineage": set(),
     "common.analysis": set(),
+    "common.symbols": set(),
     "config": {"errors", "common.redaction", "common.analysis"},
     "models": {"errors", "common.timestamps"},
     "common.validation": {"errors", "models", "common.jsonlimits"},

@@ -24,8 +24,8 @@ from urllib.parse import quote_from_bytes
 
 import pathspec
 
-from context_harness.common import timestamps
-from context_harness.config import FilesystemConnectorConfig
+from context_harness.common import symbols, timestamps
+from context_harness.config import FilesystemConnectorConfig, default_include_globs
 from context_harness.connectors.base import Candidate, PathScan, ScanReport, SourceItem, WriteSettings
 from context_harness.connectors.held import Holder, RootGuard
 from context_harness.connectors.names import escape_name
@@ -90,7 +90,7 @@ class Globs:
     extension matches whatever its case (``spellings``)."""
 
     def __init__(self, include: list[str], exclude: list[str]) -> None:
-        self.include = _spec(include)
+        self.include = _spec(symbols.expand_globs(include, default_include_globs()))  # presets: @code, @default
         self.exclude = _spec(exclude)
 
     def wanted(self, rel_path: str) -> bool:
@@ -552,10 +552,15 @@ def decode_text(raw: bytes, shown: str, source_id: str, report: ScanReport) -> s
 
 def text_item(source_id: str, text: str, file_time: dt.datetime, url: str,
               born: dt.datetime | None = None) -> SourceItem:
-    """A Markdown, reST, AsciiDoc, Org or text file as an item: front matter (Markdown) gives its title,
+    """A Markdown, reST, AsciiDoc, Org, text or code file as an item: code (``common.symbols``) titled by
+    its path, with its language as metadata; front matter (Markdown) gives its title,
     author, tags and dates; reST, AsciiDoc and Org their title and sections (``formats/outlines.py``:
     the body's headings become Markdown headings); else its first heading (not for .txt) or its name
     is the title, the file time its date."""
+    if (code := symbols.language_for(source_id)) is not None:  # read as code (ingest/code_chunking.py)
+        return SourceItem(source_id=source_id, body=text, title=source_id, source_url=url,
+                          content_type=symbols.content_type(code), metadata={"language": code},
+                          created_at=born, updated_at=file_time)
     suffix = PurePosixPath(source_id).suffix.lower()
     kind = outlines.kind_of(source_id)
     read = outlines.structured(source_id, text) if kind else None

@@ -26,8 +26,10 @@ from typing import IO, Any
 from context_harness.common import pipes
 from context_harness.common.lineage import exit_with_parent
 from context_harness.common.passages import chunk_starts
+from context_harness.common.symbols import Unparsed, language_of
 from context_harness.formats.documents import ConversionFailed, Converted, convert
-from context_harness.ingest.chunking import chunk_markdown, content_hash, embedding_text
+from context_harness.ingest.chunking import Chunk, chunk_markdown, content_hash, embedding_text
+from context_harness.ingest.code_chunking import chunk_code
 from context_harness.store.records import StoredChunk, chunk_id
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 PROCESS_THRESHOLD = 512  # documents queued for chunking before helper processes pay off
 MAX_HELPERS = 4
 
-DocumentText = tuple[str, str | None, str]  # (doc_id, title, body)
+DocumentText = tuple[str, str | None, str] | tuple[str, str | None, str, str]  # (doc_id, title, body[, type])
 DocumentFile = tuple[str, str | None, bytes, str]  # (doc_id, title unless it names one, raw bytes, content type)
 Job = DocumentText | DocumentFile
 ChunkRow = tuple[str, int, str, str, str, int]  # StoredChunk fields
@@ -50,12 +52,26 @@ class ChunkedDocument:
     failure: str | None = None  # why a document could not be converted (a skip reason); then no chunks
 
 
-def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overlap_tokens: int) -> list[ChunkRow]:
+def _chunks(title: str | None, body: str, max_tokens: int, overlap_tokens: int,
+            content_type: str | None) -> tuple[list[Chunk], int]:
+    """The chunks of a body and the overlap they were made with: code by symbol (no overlap), unless
+    it must be read as text (``symbols.Unparsed``: then the reason is logged); anything else as text."""
+    language = language_of(content_type)
+    if language is not None:
+        try:
+            return chunk_code(body, language, title or "", max_tokens), 0
+        except Unparsed as exc:
+            log.warning("%s is chunked as text, not by symbol: %s", title, exc.reason)
+    return chunk_markdown(body, max_tokens, overlap_tokens), overlap_tokens
+
+
+def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overlap_tokens: int,
+               content_type: str | None = None) -> list[ChunkRow]:
     """A document's chunks as stored: content-addressed id, position, text, embedding hash, heading
     and where its span begins in the body."""
     rows = []
     seen: dict[str, int] = {}
-    chunks = chunk_markdown(body, max_tokens, overlap_tokens)
+    chunks, overlap_tokens = _chunks(title, body, max_tokens, overlap_tokens, content_type)
     starts = chunk_starts(body, [chunk.text for chunk in chunks], overlap_tokens)
     for chunk, start in zip(chunks, starts, strict=True):
         occurrence = seen.get(chunk.text, 0)
@@ -67,8 +83,8 @@ def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overl
 
 
 def _process(doc: Job, max_tokens: int, overlap_tokens: int) -> Outcome:
-    if len(doc) == 3:
-        return chunk_rows(doc[0], doc[1], doc[2], max_tokens, overlap_tokens)
+    if isinstance(doc[2], str):
+        return chunk_rows(doc[0], doc[1], doc[2], max_tokens, overlap_tokens, doc[3] if len(doc) > 3 else None)
     doc_id, fallback_title, raw, content_type = doc
     try:
         converted = convert(raw, content_type)

@@ -47,6 +47,7 @@ from context_harness.connectors.base import (
 from context_harness.formats.documents import Converted
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
+from context_harness.ingest.code_chunking import CODE_CHUNKER_VERSION
 from context_harness.models import SkippedItem, SyncSummary
 from context_harness.store.backend import DocumentStorage, KeywordRanking, KeywordSession, flush_index, indexed_document
 from context_harness.store.records import DocumentRow, DocumentWrite, document_id
@@ -87,7 +88,7 @@ class SyncOptions:
 
 
 def chunking_signature(config: ChunkingConfig) -> str:
-    return json.dumps({"version": CHUNKER_VERSION, "max_tokens": config.max_tokens,
+    return json.dumps({"version": CHUNKER_VERSION, "code": CODE_CHUNKER_VERSION, "max_tokens": config.max_tokens,
                        "overlap_tokens": config.overlap_tokens}, sort_keys=True)
 
 
@@ -238,7 +239,8 @@ class _Writer:
     def add(self, row: DocumentRow, raw: bytes | None = None, cost: int = 1) -> None:
         """Queue ``row`` for chunking; with ``raw``, its body is converted from those bytes first."""
         self._rows.append(row)
-        self._docs.append((row.id, row.title, row.body) if raw is None else (row.id, row.title, raw, row.content_type))
+        self._docs.append((row.id, row.title, row.body, row.content_type) if raw is None
+                          else (row.id, row.title, raw, row.content_type))
         self._cost += cost
         if self._cost >= CHUNK_BATCH:
             self._submit()

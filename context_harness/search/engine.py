@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from context_harness.common import timestamps
 from context_harness.common.passages import chunk_at
@@ -35,6 +35,7 @@ from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, 
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.rerank import make_reranker, rerank
 from context_harness.search.snippets import Snippet, make_snippet, salient
+from context_harness.search.symbols import definition_chunk, symbol_names, with_inline_symbol
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, GraphKeeping, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
@@ -87,9 +88,12 @@ class SearchEngine:
         return mode
 
     def search(self, request: SearchRequest) -> SearchResponse:
+        request = with_inline_symbol(request)
         mode = self.resolve_mode(request)
         limit = request.limit or self.config.retrieval.final_limit
         filters = filters_of(request)
+        if filters is not None and filters.symbol:
+            self._symbol_index()  # a backend without one would ignore the filter
         prepared = None
         copies = self.copies if filters is None or not filters.source or ":" not in filters.source else None
         wide = limit * copies.most if copies is not None else limit  # room for the copies left out
@@ -223,8 +227,18 @@ class SearchEngine:
         return self._semantic_factory()
 
     def allowed_documents(self, filters: KeywordFilters) -> set[str]:
-        """Document ids passing the filters, computed in SQLite (for the vector top-k)."""
-        return self.store.document_ids_matching(filters.source, filters.tags, filters.since, filters.until)
+        """Document ids passing the filters, computed in SQLite (for the vector top-k); the symbol
+        filter's by the keyword index."""
+        allowed = self.store.document_ids_matching(filters.source, filters.tags, filters.since, filters.until)
+        if filters.symbol:
+            allowed &= self._symbol_index().documents_defining(filters.symbol)
+        return allowed
+
+    def _symbol_index(self) -> SymbolLookup:
+        if not isinstance(self.index, SymbolLookup):
+            raise BadRequest("the symbol filter needs the keyword index of the embedded backend ([db] backend = "
+                             '"embedded")')
+        return self.index
 
     def _render(self, candidates: list[_Candidate], request: SearchRequest, mode: str,
                 prepared: _Prepared | None = None) -> SearchResponse:
@@ -255,6 +269,11 @@ class SearchEngine:
                 shown[c.doc_id] = (make_snippet(_body(rows[c.doc_id]), weights, stem, chars), False)
         located = self._locate({c.doc_id: (_body(rows[c.doc_id]), shown[c.doc_id][0].start) for c in present
                                 if not shown[c.doc_id][1]}, rows)
+        names = symbol_names(request)  # a symbol the request names: its definition is the chunk shown
+        for c in present if names else []:
+            if (defined := definition_chunk(self.store, c.doc_id, names)) is not None:
+                shown[c.doc_id] = (make_snippet(defined.text, weights, stem, chars), False)
+                located[c.doc_id] = ChunkPlace(defined.idx, defined.heading)
         results = []
         for c in present:
             row = rows[c.doc_id]
@@ -321,9 +340,16 @@ def filters_of(request: SearchRequest) -> KeywordFilters | None:
         raise BadRequest(f"filters: {exc}") from None
     if since and until and since > until:
         raise BadRequest("filters: 'since' is after 'until'")
-    if not (f.source or f.tags or since or until):
+    if not (f.source or f.tags or since or until or f.symbol):
         return None
-    return KeywordFilters(source=f.source, tags=f.tags or None, since=since, until=until)
+    return KeywordFilters(source=f.source, tags=f.tags or None, since=since, until=until, symbol=f.symbol)
+
+
+@runtime_checkable
+class SymbolLookup(Protocol):
+    """A keyword index that knows the symbols code defines (``store/keyword.py``)."""
+
+    def documents_defining(self, symbol: str) -> set[str]: ...
 
 
 class SemanticBackend:

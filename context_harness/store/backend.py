@@ -207,7 +207,8 @@ class Backend:
 
 def indexed_document(row: DocumentRow) -> IndexedDocument:
     """What the keyword index keeps of a stored document."""
-    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at))
+    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at),
+                           content_type=row.content_type)
 
 
 def flush_index(store: DocumentStorage, index: KeywordRanking) -> int:

@@ -42,13 +42,16 @@ from context_harness.common.analysis import (
     resolve_language,
 )
 from context_harness.common.memory import release_free_memory
+from context_harness.common.symbols import file_symbols, identifier_words, language_of
 from context_harness.errors import StoreBusy
 from context_harness.store.faults import fault_of, is_panic
 from context_harness.store.records import DocumentHit, IndexedDocument, KeywordFilters
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 5  # 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script
+# 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script; 6: code's symbols
+INDEX_VERSION = 6
+SYMBOL_BOOST = 3.0  # a query word or dotted name that a code document defines (its ``symbol`` terms)
 MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
 RELOAD_CHECK_SECONDS = 0.05  # searches look for another process's commit at most this often
@@ -56,6 +59,8 @@ _PHRASE = re.compile(r'"([^"]*)"')
 _HEADING = re.compile(r"^[ ]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 _DELETE_FILE = re.compile(r"([0-9a-f]{32})\.(\d+)\.del")
+_SPECIFIC = re.compile(r"[._#:]|[a-z0-9][A-Z]")  # a dotted name, snake_case or camelCase
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|#)[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _schema() -> tantivy.Schema:
@@ -69,6 +74,9 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("source", stored=False, tokenizer_name="raw")
     sb.add_text_field("source_type", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
+    # Code (common/symbols.py): every symbol path lowercased with each of its ends ("harness.open",
+    # "open" of "harness.Harness.open"), for exact names and the symbol filter.
+    sb.add_text_field("symbol", stored=False, tokenizer_name="raw")
     sb.add_date_field("updated", stored=False, indexed=True, fast=True)
     return sb.build()
 
@@ -105,7 +113,33 @@ def document_fields(d: IndexedDocument, source_languages: Mapping[str, str]) -> 
     }
     if d.updated is not None:
         fields["updated"] = d.updated
+    if (code := language_of(d.content_type)) is not None:
+        paths = file_symbols(d.body, code, title)
+        fields["symbol"] = sorted({end for path in paths for end in symbol_ends(path)})
+        fields["headings"] = " ".join(index_terms("\n".join(p.replace(".", " ") for p in paths), language))
+        if words := identifier_words(d.body):  # openStores is found by "open stores" too
+            fields["body"] += " " + " ".join(index_terms(" ".join(words), language))
     return fields
+
+
+def symbol_key(name: str) -> str:
+    """A symbol name as the ``symbol`` field holds it: lowercased, ``::`` and ``#`` as dots."""
+    return name.strip().replace("::", ".").replace("#", ".").lower()
+
+
+def symbol_ends(path: str) -> list[str]:
+    """A symbol path's ends: ``a.B.c`` -> ``a.b.c``, ``b.c``, ``c``."""
+    parts = symbol_key(path).split(".")
+    return [".".join(parts[i:]) for i in range(len(parts))]
+
+
+def query_symbols(text: str) -> list[str]:
+    """The names a query says in a form no prose word takes (``Harness.open``, ``ns::run``,
+    ``open_stores``, ``openStores``), or its one word, as ``symbol_key`` writes them: a plain word of a
+    question ("where") would lift every file that happens to define it."""
+    names = _SYMBOL.findall(text)
+    specific = names if len(text.split()) == 1 else [n for n in names if _SPECIFIC.search(n)]
+    return list(dict.fromkeys(symbol_key(n) for n in specific))[:MAX_QUERY_TERMS]
 
 
 class Stemmer:
@@ -399,6 +433,9 @@ class KeywordIndex:
             for field, boost in self._fields():
                 q = Query.term_query(self.schema, field, term)
                 clauses.append((Occur.Should, Query.boost_query(q, boost) if boost != 1.0 else q))
+        if clauses:  # a name the query says that code defines: that code first
+            clauses.extend((Occur.Should, Query.boost_query(Query.term_query(self.schema, "symbol", name),
+                                                            SYMBOL_BOOST)) for name in query_symbols(rest))
         return clauses
 
     def _fields(self) -> list[tuple[str, float]]:
@@ -429,7 +466,17 @@ class KeywordIndex:
         if filters.since or filters.until:
             out.append(flat(Query.range_query(self.schema, "updated", tantivy.FieldType.Date,
                                               filters.since, filters.until)))
+        if filters.symbol:
+            out.append(flat(Query.term_query(self.schema, "symbol", symbol_key(filters.symbol))))
         return out
+
+    def documents_defining(self, symbol: str) -> set[str]:
+        """The ids of the code documents that define ``symbol`` (a path or its end), for the symbol
+        filter of a semantic search."""
+        searcher = self.searcher()
+        query = Query.term_query(self.schema, "symbol", symbol_key(symbol))
+        hits = searcher.search(query, max(searcher.num_docs, 1)).hits
+        return {searcher.doc(addr)["doc_id"][0] for _, addr in hits}
 
     def search(self, text: str, filters: KeywordFilters | None, limit: int) -> list[DocumentHit]:
         """The top ``limit`` documents by BM25, ties broken by document id (deterministic)."""

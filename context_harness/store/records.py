@@ -141,6 +141,7 @@ class IndexedDocument:
     tags: list[str]
     updated: dt.datetime | None
     language: str = "auto"  # an ISO code to analyse it in; "auto": its source's configured one, else detected
+    content_type: str = "text/plain"  # code (``common.symbols``) is indexed with its symbols too
 
 
 @dataclass
@@ -149,6 +150,7 @@ class KeywordFilters:
     tags: list[str] | None = None
     since: dt.datetime | None = None
     until: dt.datetime | None = None
+    symbol: str | None = None  # only code defining this symbol (a path or its end: "Harness.open")
 
 
 @dataclass
