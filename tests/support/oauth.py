@@ -31,22 +31,23 @@ class OAuthServer:
     port: int
 
 
-def oauth_config(root: Path, port: int, extra_server: str = "", public_url: str | None = None) -> str:
+def oauth_config(root: Path, port: int, extra_server: str = "", public_url: str | None = None,
+                 oauth_extra: str = "") -> str:
     docs = root / "docs"
     return (f'[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n\n'
             f'[server]\nsync_on_start = true\nauth_token = "{TOKEN}"\n'
             f'public_url = "{public_url or f"http://127.0.0.1:{port}"}"\n{extra_server}\n'
-            f'[server.oauth]\nenabled = true\n\n'
+            f'[server.oauth]\nenabled = true\n{oauth_extra}\n'
             f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\nwritable = true\n')
 
 
 def serve_oauth(root: Path, env: dict[str, str], port: int | None = None, public_url: str | None = None,
-                extra_server: str = "") -> OAuthServer:
+                extra_server: str = "", oauth_extra: str = "") -> OAuthServer:
     """Write a one-note workspace in ``root`` and serve it with OAuth on (stderr: ``root/server.log``)."""
     write_files(root / "docs", {"harbour.md": "# Harbour\n\nThe lighthouse keeper logs every quokka.\n"})
     port = port or free_port()
     config = root / "ctx.toml"
-    config.write_text(oauth_config(root, port, extra_server, public_url), encoding="utf-8")
+    config.write_text(oauth_config(root, port, extra_server, public_url, oauth_extra), encoding="utf-8")
     log = (root / "server.log").open("ab")
     process = spawn_http(["--config", str(config)], env, port, timeout=30, stderr=log)
     log.close()
@@ -133,3 +134,62 @@ def sdk_provider(server: OAuthServer, owner: Owner, storage: MemoryStorage, scop
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    token_endpoint_auth_method="client_secret_post", scope=scope)
     return OAuthClientProvider(f"{server.url}/mcp", metadata, storage, owner.redirect, owner.callback)
+
+
+# -- the protocol by hand (plain httpx), for the hostile tests -------------------------------------
+
+def pkce() -> tuple[str, str]:
+    """A PKCE ``(code_verifier, S256 code_challenge)`` pair."""
+    import base64
+    import hashlib
+    import secrets
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+async def register(http: httpx2.AsyncClient, base: str, redirect: str = CALLBACK,
+                   name: str = "hand-made client") -> httpx2.Response:
+    return await http.post(f"{base}/register", json={
+        "redirect_uris": [redirect], "client_name": name, "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"], "token_endpoint_auth_method": "client_secret_post"})
+
+
+def authorize_url(base: str, client_id: str, challenge: str, *, redirect: str = CALLBACK, resource: str | None = None,
+                  method: str = "S256", scope: str = "read write agents") -> str:
+    from urllib.parse import urlencode
+
+    query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect, "state": "st4te",
+             "code_challenge": challenge, "code_challenge_method": method, "scope": scope,
+             "resource": resource or base}
+    return f"{base}/authorize?{urlencode(query)}"
+
+
+async def exchange(http: httpx2.AsyncClient, base: str, client: dict[str, str], code: str, verifier: str,
+                   redirect: str = CALLBACK) -> httpx2.Response:
+    return await http.post(f"{base}/token", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": redirect, "code_verifier": verifier,
+        "client_id": client["client_id"], "client_secret": client["client_secret"]})
+
+
+async def signed_in(http: httpx2.AsyncClient, base: str, scopes: tuple[str, ...] = ("write", "agents")
+                    ) -> tuple[dict[str, str], dict[str, str]]:
+    """A client registered, approved by the owner and holding tokens: ``(client, tokens)``."""
+    client = (await register(http, base)).json()
+    verifier, challenge = pkce()
+    redirect = await approve_over_http(authorize_url(base, client["client_id"], challenge), base, scopes)
+    tokens = await exchange(http, base, client, code_of(redirect).code, verifier)
+    assert tokens.status_code == 200, tokens.text
+    return client, tokens.json()
+
+
+def child_environment(root: Path) -> dict[str, str]:
+    """Environment for a spawned server: isolated XDG folders (as the ``child_env`` fixture)."""
+    import os
+
+    kept = ("PATH", "HOME", "LANG", "SYSTEMROOT", "TMPDIR", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k in kept}
+    env.update(XDG_DATA_HOME=str(root / "xdg-data"), XDG_CONFIG_HOME=str(root / "xdg-config"),
+               XDG_CACHE_HOME=str(root / "xdg-cache"), HF_HUB_OFFLINE="1")
+    return env
