@@ -118,3 +118,65 @@ def test_what_ctx_setup_writes_passes_and_setup_says_how_to_check_it(tmp_path: P
     done = doctor(tmp_path, "claude-code")
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith(f"Claude Code (user) {tmp_path / 'home' / '.claude.json'}\n")
+
+
+# -- the six clients of issue 49: their files and formats, the environment each passes -------------------
+
+ZED_SETTINGS = """// Zed settings
+{
+  "theme": "One Dark", // mine
+  "context_servers": {
+    "context-harness": {"command": "%s", "args": ["--config", "%s"]},
+  },
+}
+"""
+
+
+def test_zed_and_codex_entries_are_found_in_their_own_formats_and_pass(tmp_path: Path, kb: Path) -> None:
+    zed = tmp_path / "home" / ".config" / "zed" / "settings.json"
+    zed.parent.mkdir(parents=True)
+    zed.write_text(ZED_SETTINGS % (SERVER, kb), encoding="utf-8")  # JSON with comments and trailing commas
+    done = doctor(tmp_path, "zed")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"Zed (user) {zed}\n") and "  ok: MCP handshake in " in done.stdout
+
+    codex = tmp_path / "work" / ".codex" / "config.toml"  # a project's: this installation's server, so it starts
+    codex.parent.mkdir()
+    codex.write_text(f'# mine\n[mcp_servers.context-harness]\ncommand = "{SERVER}"\nargs = ["--config", "{kb}"]\n',
+                     encoding="utf-8")
+    done = doctor(tmp_path, "codex")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"Codex (project) {codex}\n") and "  ok: MCP handshake in " in done.stdout
+
+
+def test_a_gone_command_and_a_missing_entry_name_the_clients_own_fix(tmp_path: Path, kb: Path) -> None:
+    gone = str(tmp_path / "old-venv" / "bin" / "context-harness")
+    settings = tmp_path / "home" / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"mcpServers": {"context-harness": {"command": gone, "args": []}}}),
+                        encoding="utf-8")
+    done = doctor(tmp_path, "gemini")
+    assert done.returncode == 1
+    assert f"  FAILED: cannot run {gone!r}: no such program here" in done.stdout
+    assert "run `ctx setup gemini` again" in done.stdout
+
+    missing = doctor(tmp_path, "lm-studio")
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip() == (f"error: no server 'context-harness' in {tmp_path / 'home' / '.lmstudio' / 'mcp.json'}"
+                                      ": run `ctx setup lm-studio` first")
+
+
+def test_gemini_cli_passes_the_shells_variables_and_windsurf_does_not(tmp_path: Path, kb: Path) -> None:
+    kb.write_text(config_toml(docs_root=f"${{{VAR}}}"), encoding="utf-8")
+    entry = {"command": SERVER, "args": ["--config", str(kb)]}
+    for path in (tmp_path / "home" / ".gemini" / "settings.json",
+                 tmp_path / "home" / ".codeium" / "windsurf" / "mcp_config.json"):
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"mcpServers": {"context-harness": entry}}), encoding="utf-8")
+    docs = str(tmp_path / "kb" / "docs")
+    gemini = doctor(tmp_path, "gemini", **{VAR: docs})
+    assert gemini.returncode == 0, gemini.stdout  # started from this shell, it passes the shell's variables
+    windsurf = doctor(tmp_path, "windsurf", **{VAR: docs})
+    assert windsurf.returncode == 1
+    assert (f"{VAR} is set in this shell, not in what Windsurf passes: add \"env\": {{\"{VAR}\": \"...\"}} to the "
+            f"entry in {tmp_path / 'home' / '.codeium' / 'windsurf' / 'mcp_config.json'}") in windsurf.stdout
