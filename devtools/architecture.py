@@ -37,7 +37,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "__init__": "the version",
     },
     "domain": {
-        "formats": "reading file formats (Markdown, PDF, DOCX, HTML)",
+        "formats": "reading file formats (Markdown, reST, PDF, Office, EPUB, notebooks, e-mail)",
         "embedding": "embedders: the bundled model, multilingual-e5-small, fastembed, OpenAI-compatible",
         "store": "the storage seam: SQLite + Tantivy, or PostgreSQL",
         "connectors": "where documents come from: folders, git, S3, scripts",

@@ -207,3 +207,12 @@ async def test_each_format_is_titled_sectioned_and_found_by_a_sync(workspace: Wo
         assert mail.metadata["message_id"] == "<launch@example.org>"
         outputs = await h.search(SearchRequest(query="SECRET OUTPUT", mode="keyword"))
         assert not [r for r in outputs.results if r.source_id == "orbits.ipynb"]
+
+
+@pytest.mark.parametrize("suffix", [".pptx", ".xlsx"])
+def test_password_protected_office_files_are_encrypted(suffix: str) -> None:
+    # A password-protected Office file is an OLE container holding an "EncryptedPackage" stream.
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(500) + "EncryptedPackage".encode("utf-16-le") + bytes(500)
+    with pytest.raises(ConversionFailed) as caught:
+        convert(ole, kind(suffix))
+    assert caught.value.reason == "encrypted"
