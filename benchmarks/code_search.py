@@ -9,7 +9,8 @@ text file, Markdown-chunked: ``common.symbols.language_for`` answering None). As
 of ``QUESTIONS`` (written before the first run) in ``--mode``. A hit is a result whose ``source_id`` is
 the file defining the symbol; *shown* counts top results whose ``heading`` ends with the symbol (the
 chunk to ``get`` is its definition). Prints one JSON object: recall@1, recall@3, recall@5 and shown@1
-per reading, and the sync time of each.
+per reading, and the sync time of each (with ``--mode hybrid`` or ``semantic``, embedding the chunks
+with the bundled model included).
 """
 
 from __future__ import annotations
@@ -45,17 +46,17 @@ QUESTIONS: list[tuple[str, str, str]] = [  # (question, file defining it, symbol
 ]
 
 
-def write_config(root: Path, repo: Path) -> Path:
+def write_config(root: Path, repo: Path, embedding: str = "disabled") -> Path:
     path = root / "ctx.toml"
     path.write_text(f'[db]\npath = "{(root / "data" / "ctx.sqlite").as_posix()}"\n\n'
-                    '[embedding]\nprovider = "disabled"\n\n'
+                    f'[embedding]\nprovider = "{embedding}"\n\n'
                     f'[connectors.git.self]\nurl = "{repo.as_posix()}"\ninclude_globs = ["@code"]\n'
                     'exclude_globs = ["tests/", "benchmarks/"]\nsync_interval = "off"\n', encoding="utf-8")
     return path
 
 
 async def measure(root: Path, repo: Path, mode: str, limit: int) -> dict[str, Any]:
-    config = config_mod.load_file(write_config(root, repo))
+    config = config_mod.load_file(write_config(root, repo, "disabled" if mode == "keyword" else "local"))
     async with Harness.open(config) as harness:
         started = time.perf_counter()
         summary = await harness.sync("all")
@@ -73,9 +74,11 @@ async def measure(root: Path, repo: Path, mode: str, limit: int) -> dict[str, An
             shown += defined
             answers.append({"q": question, "rank": ids.index(path) + 1 if path in ids else None,
                             "heading": top.heading if top else None})
+        chunks = harness.store.counts()[1] if harness.store is not None else None
     n = len(QUESTIONS)
     return {"recall@1": hits[1] / n, "recall@3": hits[3] / n, "recall@5": hits[5] / n, "shown@1": shown / n,
-            "documents": summary.total("added"), "sync_seconds": round(synced, 2), "answers": answers}
+            "documents": summary.total("added"), "chunks": chunks,
+            "sync_seconds": round(synced, 2), "answers": answers}
 
 
 def main() -> None:

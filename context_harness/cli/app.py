@@ -191,17 +191,19 @@ embed.command("rebuild", help="Forget every vector and embed all chunks with the
 @click.option("--since", default=None, help="Only documents updated at or after this ISO 8601 date.")
 @click.option("--until", default=None, help="Only documents updated at or before this ISO 8601 date "
               "(a bare date includes that whole day).")
+@click.option("--symbol", default=None, help="Only code defining this symbol: a path or its end, e.g. Harness.open "
+              "(same as symbol:NAME in the query).")
 @click.option("--limit", type=int, default=None, help="Maximum results (1-100).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @click.option("--explain", is_flag=True, help="Show scoring details per result.")
 @config_option
 @click.pass_context
 def search(ctx: click.Context, query: str, mode: str | None, source: str | None, tags: tuple[str, ...],
-           since: str | None, until: str | None, limit: int | None, as_json: bool, explain: bool,
-           config_path: str | None, root: str | None) -> None:
+           since: str | None, until: str | None, symbol: str | None, limit: int | None, as_json: bool,
+           explain: bool, config_path: str | None, root: str | None) -> None:
     """Search the knowledge base."""
     filters = {k: v for k, v in {"source": source, "tags": list(tags) or None, "since": since,
-                                 "until": until}.items() if v is not None}
+                                 "until": until, "symbol": symbol}.items() if v is not None}
     args = {"query": query, "mode": mode, "limit": limit, "explain": explain, "filters": filters or None}
     payload, config = ask_server(ctx, "search", args)  # a serving process of this workspace answers at once
     if payload is None:

@@ -23,8 +23,8 @@ that the keyword index can find an identifier by its parts.
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -75,6 +75,7 @@ _DECLARATOR_NAMES = {"identifier", "field_identifier", "qualified_identifier", "
                      "operator_name", "type_identifier"}
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_local = threading.local()
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,17 @@ def expand_globs(globs: list[str], default: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@functools.cache
 def _parser(language: str) -> Any:
-    from tree_sitter_language_pack import get_parser
+    """This thread's parser for ``language`` (a tree-sitter parser is not to be shared between threads:
+    the chunker and the keyword index parse at the same time)."""
+    parsers: dict[str, Any] | None = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    if language not in parsers:
+        from tree_sitter_language_pack import get_parser
 
-    return get_parser(language)  # type: ignore[arg-type]
+        parsers[language] = get_parser(language)  # type: ignore[arg-type]
+    return parsers[language]
 
 
 def available() -> bool:

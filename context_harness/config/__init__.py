@@ -220,7 +220,8 @@ class FilesystemConnectorConfig(_Section, _Interval, _Language):
 
     root: Path = Field(description="the folder to index")
     include_globs: list[str] = Field(default_factory=default_include_globs, description="files to index "
-                                     "(gitignore-style patterns)")
+                                     '(gitignore-style patterns; "@code": every code file, read by symbol, '
+                                     '"@default": these defaults)')
     exclude_globs: list[str] = Field(default_factory=list, description="files or folders to leave out")
     respect_gitignore: bool = Field(default=True, description="honour .gitignore files (root and nested)")
     follow_symlinks: bool = Field(default=True, description="follow symlinks that stay inside root (ones that "
@@ -244,7 +245,8 @@ class GitConnectorConfig(_Section, _Interval, _Language):
     branch: str | None = Field(default=None, description="the branch to check out; unset: the remote's default")
     root: str = Field(default=".", description="the folder inside the repository to index")
     include_globs: list[str] = Field(default_factory=default_include_globs, description="files to index "
-                                     "(gitignore-style patterns)")
+                                     '(gitignore-style patterns; "@code": every code file, read by symbol, '
+                                     '"@default": these defaults)')
     exclude_globs: list[str] = Field(default_factory=list, description="files or folders to leave out")
     max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger files are skipped and counted")
     shallow: bool = Field(default=True, description="clone and fetch with --depth 1")
@@ -272,7 +274,7 @@ class S3ConnectorConfig(_Section, _Interval, _Language):
                                           '"${VAR}"')
     session_token: str | None = Field(default=None, description='a temporary session token, written as "${VAR}"')
     include_globs: list[str] = Field(default_factory=default_include_globs, description="keys to index, relative to "
-                                     "prefix (gitignore-style patterns, as for folders)")
+                                     'prefix (gitignore-style patterns and presets, as for folders)')
     exclude_globs: list[str] = Field(default_factory=list, description="keys or folders to leave out")
     max_file_size: int = Field(default=2_000_000, ge=1, description="bytes; larger objects are skipped and counted")
     timeout: float = Field(default=60, gt=0, le=3600, description="seconds one request (a listing page, an object "

@@ -3,6 +3,7 @@ and read back through a real Harness over a git repository made in the test."""
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import time
@@ -243,3 +244,42 @@ async def test_search_finds_the_definition_first_and_get_returns_the_whole_symbo
         assert [r.heading for r in comment] == ["harness.Harness.openStores"]
         docstring = (await h.search(SearchRequest(query="quokka", mode="keyword"))).results
         assert [r.source_id for r in docstring] == ["core/harness.py"]
+
+
+def test_the_cli_filters_by_symbol(workspace, code_repo: Path) -> None:
+    from click.testing import CliRunner
+
+    from context_harness.cli import cli
+
+    workspace.write_config(f'[connectors.git.code]\nurl = "{code_repo}"\ninclude_globs = ["@code"]\n')
+    config = ["--config", str(workspace.config_path)]
+    CliRunner().invoke(cli, ["sync", *config], catch_exceptions=False)
+    out = CliRunner().invoke(cli, ["search", "stores", "--symbol", "Harness.openStores", "--json", *config],
+                             catch_exceptions=False).output
+    assert [r["heading"] for r in json.loads(out)["results"]] == ["harness.Harness.openStores"]
+
+
+@pytest.mark.anyio
+async def test_code_synced_before_the_upgrade_is_read_as_code_after_it(workspace, monkeypatch) -> None:
+    """A workspace synced by a version that read code as prose (code files as text, keyword index 5,
+    a chunking signature without the code chunker's version): the index rebuilds, the next sync
+    re-chunks, and the definition is found."""
+    from context_harness.ingest.chunking import CHUNKER_VERSION
+
+    workspace.write("core/harness.py", HARNESS.replace("{steps}", ""))
+    workspace.write_config('include_globs = ["@code"]\n')
+    with monkeypatch.context() as old:
+        old.setattr(symbols, "language_for", lambda path: None)
+        async with Harness.open(workspace.config()) as h:
+            await h.sync()
+            assert h.store is not None
+            h.store.set_meta("chunking:filesystem:docs", json.dumps(
+                {"version": CHUNKER_VERSION, "max_tokens": 128, "overlap_tokens": 0}, sort_keys=True))
+            top = (await h.search(SearchRequest(query="Harness.open", mode="keyword"))).results[0]
+            assert top.heading != "harness.Harness.open"
+    marker = workspace.root / "data" / "tantivy" / "ctx-index.json"
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "version": 5}))
+    async with Harness.open(workspace.config()) as h:
+        assert (await h.sync()).total("updated") == 1
+        top = (await h.search(SearchRequest(query="Harness.open", mode="keyword"))).results[0]
+        assert top.source_id == "core/harness.py" and top.heading == "harness.Harness.open"
