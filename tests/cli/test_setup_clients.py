@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_harness.cli import cli
 from context_harness.cli.file_edit import EditError, read_jsonc, set_jsonc
@@ -322,3 +324,44 @@ def test_jsonc_refuses_what_it_cannot_read(text: str, message: str) -> None:
     with pytest.raises(EditError) as caught:
         read_jsonc(text)
     assert str(caught.value) == message
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                        max_size=3),
+                           max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.dictionaries(st.text(max_size=6), json_values, max_size=4),
+       servers=st.none() | st.dictionaries(st.text(max_size=6), json_values, max_size=3),
+       indent=st.sampled_from([None, 2, 4, "\t"]), comments=st.lists(st.integers(0, 10**6), max_size=4),
+       name=st.text(min_size=1, max_size=8))
+def test_jsonc_edits_keep_every_comment_and_read_back_as_meant(data: dict[str, Any], servers: dict[str, Any] | None,
+                                                               indent: Any, comments: list[int], name: str) -> None:
+    """Any object, laid out any way, with comments at any places between tokens: the edit keeps them all."""
+    document = {**data, **({"s": servers} if servers is not None else {})}
+    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    gaps = [i for i, c in enumerate(text) if c in ",:{[" and not _in_string(text, i)]
+    marks = sorted({gaps[n % len(gaps)] for n in comments}) if gaps else []
+    for n, at in enumerate(reversed(marks)):
+        text = f"{text[:at + 1]} /* c{n} */ // d{n}\n{text[at + 1:]}"
+    entry = {"command": "/bin/ctx", "args": ["--config", "/kb.toml"]}
+    after = {**document, "s": {**(servers or {}), name: entry}}
+    new = set_jsonc(text, "s", name, entry, after)
+    assert read_jsonc(new)[0] == after
+    for n in range(len(marks)):
+        assert f"/* c{n} */ // d{n}\n" in new
+
+
+def _in_string(text: str, index: int) -> bool:
+    """Whether ``text[index]`` lies inside a JSON string."""
+    inside, escaped = False, False
+    for char in text[:index]:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = inside
+        elif char == '"':
+            inside = not inside
+    return inside
