@@ -31,7 +31,7 @@ import click
 
 from context_harness.cli.setup import CLIENT_NAMES, SERVER_NAME
 from context_harness.cli.support import ERROR_EXIT, config_option
-from context_harness.errors import NotConfigured
+from context_harness.errors import ConfigError, NotConfigured
 
 if TYPE_CHECKING:  # the client table, the MCP client and anyio load when the command runs
     from context_harness.cli.clients import Client
@@ -64,24 +64,33 @@ class Finding:
 
 
 def targets(client: str | None, scope: str | None, name: str, explicit: str | None, root: str | None) -> list[Target]:
-    """The entries to check (see the module docstring)."""
+    """The entries to check (see the module docstring). Without CLIENT, a client file that cannot be read
+    is named on stderr and the others are still checked."""
     from context_harness.cli.clients import CLIENTS, config_file, current_platform, read_object
 
     chosen = [CLIENTS[client]] if client else list(CLIENTS.values())
-    found, looked = [], []
+    found, looked, unread = [], [], []
     for each in chosen:
         for where in [scope] if scope else ["user", "project", "local"]:
             if (where == "project" and each.project_file is None) or (where == "local" and each.name != "claude-code"):
                 continue
             path = config_file(each, "user" if where == "local" else where, current_platform(), Path.cwd())
             looked.append(path)
-            data = read_object(path, each) or {}
+            try:
+                data = read_object(path, each) or {}
+            except ConfigError as exc:
+                if client:  # the file of the client asked for: its error is the answer
+                    raise
+                unread.append(str(exc).split(". `ctx setup` changed nothing")[0])
+                continue
             if where == "local":  # `claude mcp add`'s default: ~/.claude.json, under this folder's project
                 data = (data.get("projects") or {}).get(str(Path.cwd())) or {}
             servers = data.get(each.servers_key) if isinstance(data, dict) else None
             entry = servers.get(name) if isinstance(servers, dict) else None
             if isinstance(entry, dict):
                 found.append(Target(f"{each.title} ({where}) {path}", each, entry, path, where))
+    for problem in unread:  # without CLIENT, one client's unreadable file does not hide the others' entries
+        click.echo(f"not read: {problem}", err=True)
     if found or client:
         if not found:
             raise NotConfigured(f"no server {name!r} in {', '.join(map(str, looked))}: run `ctx setup {client}` first")

@@ -180,3 +180,19 @@ def test_gemini_cli_passes_the_shells_variables_and_windsurf_does_not(tmp_path: 
     assert windsurf.returncode == 1
     assert (f"{VAR} is set in this shell, not in what Windsurf passes: add \"env\": {{\"{VAR}\": \"...\"}} to the "
             f"entry in {tmp_path / 'home' / '.codeium' / 'windsurf' / 'mcp_config.json'}") in windsurf.stdout
+
+
+def test_without_a_client_an_unreadable_file_is_named_and_the_other_entries_still_checked(tmp_path: Path,
+                                                                                         kb: Path) -> None:
+    vscode = tmp_path / "home" / ".config" / "Code" / "User" / "mcp.json"
+    vscode.parent.mkdir(parents=True)
+    vscode.write_text('{\n  // mine\n  "servers": {}\n}\n', encoding="utf-8")  # comments: VS Code takes them
+    client_file(tmp_path, "claude-code", {"type": "stdio", "command": SERVER, "args": ["--config", str(kb)]})
+    done = doctor(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Claude Code (user) ") and "  ok: MCP handshake in " in done.stdout
+    assert done.stderr == f"not read: {vscode} is not valid JSON: Expecting property name enclosed in double quotes " \
+                          "at line 2, column 3 (VS Code accepts comments and trailing commas there; `ctx setup` cannot " \
+                          "keep them)\n"
+    asked = doctor(tmp_path, "vscode")  # asked for by name, its file's error is the answer
+    assert asked.returncode == 1 and asked.stderr.startswith(f"error: {vscode} is not valid JSON")
