@@ -6,7 +6,8 @@ the server would run for good. So a serving process records, as it starts, who s
 ``Lineage.of(parent)`` follows the parent and, while that is a launcher which stays alive between
 the client and the server, the launcher's parent, up to the client. Launchers are ``uv``/``uvx``,
 ``pipx``, ``npx``/``npm``/``pnpm``/``yarn``/``bun`` (as programs or as scripts under node, python or
-bun) and shells running ``-c``. ``Lineage.gone()`` then says whether any of them has died since:
+bun) and shells running ``-c`` or a script (a wrapper that does not ``exec``); a client written in node
+or python is a client. ``Lineage.gone()`` then says whether any of them has died since:
 
 - the parent: ``os.getppid()`` changes as soon as it dies (the orphan is handed to init or to a
   subreaper); one system call, on every Unix.
@@ -73,8 +74,9 @@ def is_launcher(argv: tuple[str, ...] | list[str]) -> bool:
     first = program(argv[0])
     if first in LAUNCHERS:
         return True
-    if first in SHELLS:
-        return any(arg.startswith("-") and not arg.startswith("--") and "c" in arg for arg in argv[1:3])
+    if first in SHELLS:  # running a command (-c) or a script, not a shell a person types in
+        options = [arg for arg in argv[1:] if arg.startswith("-")]
+        return len(options) < len(argv) - 1 or any(not arg.startswith("--") and "c" in arg for arg in options)
     if first.startswith(INTERPRETERS) and len(argv) > 1:
         return program(argv[1]) in LAUNCHERS
     return False
@@ -128,7 +130,13 @@ def _exists(pid: int) -> bool:
 
 
 def describe(process: Process | None, pid: int) -> str:
-    return f"{program(process.argv[0])} (pid {pid})" if process and process.argv else f"pid {pid}"
+    """``uv (pid 12)``: the program a process runs (a launcher's script rather than its interpreter)."""
+    if process is None or not process.argv:
+        return f"pid {pid}"
+    name = program(process.argv[0])
+    if name.startswith(INTERPRETERS) and len(process.argv) > 1 and program(process.argv[1]) in LAUNCHERS:
+        name = program(process.argv[1])
+    return f"{name} (pid {pid})"
 
 
 # -- the lineage --------------------------------------------------------------------------------------
