@@ -6,6 +6,7 @@ client under ``profile = "chatgpt"``; every other client keeps the standard shap
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import Implementation
@@ -288,3 +290,6 @@ async def test_openai_client_over_http(tmp_path: Path, start_server: Any) -> Non
         assert any(doc["url"] == PUBLIC + doc_href(doc["id"]) and doc["text"] == BODIES["tantivy.md"]
                    for doc in fetched), mode
         assert "snippet" in found["results"][0], mode
+    for doc in fetched:  # the console serves each url's page (reached here by its loopback address)
+        page = httpx2.get(url.removesuffix("/mcp") + doc["url"].removeprefix(PUBLIC), timeout=30)
+        assert page.status_code == 200 and html.escape(doc["title"]) in page.text, doc["url"]
