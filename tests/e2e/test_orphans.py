@@ -233,13 +233,30 @@ def test_a_server_whose_client_is_killed_exits_though_its_stdin_is_held(tmp_path
     workspace = notes_workspace(tmp_path)
     with served(workspace, child_env, serve_command()) as (client, server, wire):
         ids = remember(wire, 5)
-        client.send_signal(signal.SIGKILL)
+        os.write(wire.write_fd, line({"jsonrpc": "2.0", "id": "last", "method": "tools/call", "params": {
+            "name": "note_write", "arguments": {"source": "notes", "path": "inbox/last.md", "title": "Last heron",
+                                                "content": "The last heron leaves at dusk."}}}))
+        client.send_signal(signal.SIGKILL)  # that write is in flight: written whole or not at all
         client.wait()
         took = wait_gone([server], EXIT_BOUND)
     log = server_log(workspace)
-    assert "gone" in log and "Traceback" not in log, log[-3000:]
+    assert "is gone: shutting down" in log and "Traceback" not in log, log[-3000:]
     assert_kept(workspace, child_env, ids)
-    print(f"\nclient SIGKILLed, stdin held: the server exited {took:.2f} s later")
+    last = workspace / "notes" / "inbox" / "last.md"
+    assert not last.exists() or last.read_text(encoding="utf-8") == "# Last heron\n\nThe last heron leaves at dusk.\n"
+    print(f"\nclient SIGKILLed, stdin held: the server exited {took:.2f} s later (in-flight note kept: {last.exists()})")
+
+
+def test_a_server_that_cannot_serve_exits_with_its_client_too(tmp_path: Path, child_env: dict[str, str]) -> None:
+    """A config that does not load is explained to the client until it closes (or dies)."""
+    workspace = notes_workspace(tmp_path, extra="no_such_key = 1\n")
+    with served(workspace, child_env, serve_command()) as (client, server, wire):
+        assert "cannot serve" in json.dumps(wire.request("tools/list"))
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+        took = wait_gone([server], EXIT_BOUND)
+    assert "Traceback" not in server_log(workspace)
+    print(f"\na server that cannot serve: exited {took:.2f} s after its client")
 
 
 def test_through_a_launcher_that_stays_alive_the_server_exits_and_the_launcher_with_it(
