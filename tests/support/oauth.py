@@ -38,7 +38,8 @@ def oauth_config(root: Path, port: int, extra_server: str = "", public_url: str 
             f'[server]\nsync_on_start = true\nauth_token = "{TOKEN}"\n'
             f'public_url = "{public_url or f"http://127.0.0.1:{port}"}"\n{extra_server}\n'
             f'[server.oauth]\nenabled = true\n{oauth_extra}\n'
-            f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\nwritable = true\n')
+            f'[connectors.filesystem.docs]\nroot = "{docs.as_posix()}"\nwritable = true\n\n'
+            '[agents.keeper]\ndescription = "Keeps the harbour."\nsystem_prompt = "You keep the harbour."\n')
 
 
 def serve_oauth(root: Path, env: dict[str, str], port: int | None = None, public_url: str | None = None,

@@ -47,6 +47,23 @@ async def search(http: httpx2.AsyncClient, base: str, access: str) -> httpx2.Res
                            headers={"authorization": f"Bearer {access}"})
 
 
+async def test_each_rest_call_is_checked_against_the_scopes_granted(server: OAuthServer) -> None:
+    async with httpx2.AsyncClient(timeout=30) as http:
+        _, tokens = await signed_in(http, server.url, scopes=())  # read only
+        bearer = {"authorization": f"Bearer {tokens['access_token']}"}
+        assert (await http.get(f"{server.url}/tools/list", headers=bearer)).status_code == 200
+        assert (await search(http, server.url, tokens["access_token"])).status_code == 200
+        for tool, scope, body in (("note_write", "write", {"source": "docs", "path": "x.md", "content": "x"}),
+                                  ("agent_run", "agents", {"agent": "keeper", "task": "anything"})):
+            refused = await http.post(f"{server.url}/tools/{tool}", json=body, headers=bearer)
+            assert refused.status_code == 403, refused.text
+            assert refused.json()["error"]["code"] == "insufficient_scope"
+            assert f"needs the OAuth scope '{scope}'" in refused.json()["error"]["message"]
+        assert not (server.root / "docs" / "x.md").exists()
+        agent = (await http.post(f"{server.url}/tools/agent_inject", json={"name": "keeper"}, headers=bearer))
+        assert agent.status_code == 200, agent.text  # adopting an agent only reads
+
+
 async def test_a_replayed_code_is_refused_and_revokes_what_it_issued(server: OAuthServer) -> None:
     async with httpx2.AsyncClient(timeout=30) as http:
         client = (await register(http, server.url)).json()
