@@ -17,6 +17,7 @@ from typing import Any
 import httpx2
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from context_harness import config as config_mod
@@ -25,6 +26,9 @@ from context_harness.core.harness import Harness
 from context_harness.models import MAX_GET_CHARS
 from context_harness.server.compat import is_openai_client, session_profile
 from context_harness.server.mcp import build_server
+from support.http import stop_process
+from support.oauth import serve_oauth, signed_in
+from support.waiting import wait_for
 from support.workspace import KB_DOCS, write_hostile_workspace, write_knowledge_base
 
 pytestmark = pytest.mark.anyio
@@ -293,3 +297,31 @@ async def test_openai_client_over_http(tmp_path: Path, start_server: Any) -> Non
     for doc in fetched:  # the console serves each url's page (reached here by its loopback address)
         page = httpx2.get(url.removesuffix("/mcp") + doc["url"].removeprefix(PUBLIC), timeout=30)
         assert page.status_code == 200 and html.escape(doc["title"]) in page.text, doc["url"]
+
+
+@pytest.mark.slow
+async def test_openai_client_signed_in_with_oauth_and_the_read_scope_searches_and_fetches(
+        tmp_path: Path, child_env: dict[str, str]) -> None:
+    """As ChatGPT connects to a server behind a tunnel: ``ctx serve --http`` with ``[server.oauth]`` on, a
+    client registered and approved by the owner with ``read`` only; ``search`` and ``fetch`` need no more."""
+    server = serve_oauth(tmp_path, child_env)
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            _client, tokens = await signed_in(http, server.url, scopes=())
+        assert tokens["scope"] == "read"
+        bearer = {"authorization": f"Bearer {tokens['access_token']}"}
+        async with httpx2.AsyncClient(headers=bearer, timeout=30) as http:
+            transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+            async with Client(transport, mode="legacy", client_info=OPENAI) as client:
+                assert {"search", "fetch"} <= {tool.name for tool in (await client.list_tools()).tools}
+
+                async def indexed() -> bool:  # the sync on start may still run
+                    found = await client.call_tool("search", {"query": "quokka lighthouse"})
+                    return bool(answer_of(found)["results"])
+
+                await wait_for(indexed, "the note indexed by the sync on start", 60)
+                [doc] = await search_then_fetch(client, "quokka lighthouse")
+    finally:
+        stop_process(server.process)
+    assert doc["title"] == "Harbour" and doc["url"] == f"{server.url}/ui/doc?id={doc['id']}"
+    assert "quokka" in doc["text"]
