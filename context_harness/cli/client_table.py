@@ -28,7 +28,9 @@ CLIENTS = {
     "claude-desktop": Client("claude-desktop", "Claude Desktop", "mcpServers", False, None),
     "claude-code": Client("claude-code", "Claude Code", "mcpServers", True, ".mcp.json", shell_env=True),
     "cursor": Client("cursor", "Cursor", "mcpServers", False, ".cursor/mcp.json"),
-    "vscode": Client("vscode", "VS Code", "servers", True, ".vscode/mcp.json"),
+    # https://code.visualstudio.com/docs/copilot/reference/mcp-configuration: mcp.json, "servers"; VS Code reads
+    # it as JSON with comments and trailing commas, as its settings files
+    "vscode": Client("vscode", "VS Code", "servers", True, ".vscode/mcp.json", format="jsonc"),
     # https://developers.openai.com/codex/mcp: [mcp_servers.NAME] command/args/env in ~/.codex/config.toml
     # ($CODEX_HOME), or .codex/config.toml in a trusted project. It passes a short list of variables.
     "codex": Client("codex", "Codex", "mcp_servers", False, ".codex/config.toml", format="toml"),

@@ -4,7 +4,7 @@ are in ``client_table``): it changes only the server's entry.
 Plain data and files, no click: ``plan`` reads the client's file and computes the new content,
 ``apply`` writes it (after a backup; through a temporary file of its own, with the file's mode),
 ``Plan.diff`` says what changes. A JSON file is written back whole, as JSON; a file with comments
-(Zed's, Gemini CLI's) or TOML (Codex's) is edited in place, every comment and other line kept
+(VS Code's, Zed's, Gemini CLI's) or TOML (Codex's) is edited in place, every comment and other line kept
 (``file_edit``). A file that is not an object (a table), that could not be written back (``NaN``,
 ``1e400``, a lone surrogate) or nests past ``CLIENT_FILE_DEPTH``, or a read-only file, is refused
 with a ``ConfigError`` and left as it is. ``foreign_server`` tells ``ctx doctor``
@@ -272,10 +272,7 @@ def _parse(text: str, path: Path, client: Client) -> dict[str, Any]:
         raise _refuse(path, f"is nested more than {exc.limit} levels deep (line {exc.lineno}, column {exc.colno}); "
                       "no client file needs that", client) from None
     except json.JSONDecodeError as exc:
-        hint = (" (VS Code accepts comments and trailing commas there; `ctx setup` cannot keep them)"
-                if client.name == "vscode" else "")
-        raise _refuse(path, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
-                      client) from None
+        raise _refuse(path, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", client) from None
     except _NotKept as exc:
         raise _refuse(path, str(exc), client) from None
     if not isinstance(data, dict):

@@ -61,9 +61,9 @@ def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bo
     """Add this install's MCP server to CLIENT's config (claude-desktop, claude-code, cursor, vscode, codex,
     gemini, windsurf, zed, cline, lm-studio).
 
-    Merges one entry into the file: other servers and settings stay (comments too, in Zed's, Gemini CLI's
-    and Codex's files), the old file is kept as a backup, a second run changes nothing. The entry runs the
-    installed `context-harness` with --config FILE."""
+    Merges one entry into the file: other servers and settings stay (comments too, in VS Code's, Zed's,
+    Gemini CLI's and Codex's files), the old file is kept as a backup, a second run changes nothing. The
+    entry runs the installed `context-harness` with --config FILE."""
     import shlex
 
     from context_harness.cli.clients import (

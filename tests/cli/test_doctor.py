@@ -184,15 +184,14 @@ def test_gemini_cli_passes_the_shells_variables_and_windsurf_does_not(tmp_path: 
 
 def test_without_a_client_an_unreadable_file_is_named_and_the_other_entries_still_checked(tmp_path: Path,
                                                                                          kb: Path) -> None:
-    vscode = tmp_path / "home" / ".config" / "Code" / "User" / "mcp.json"
-    vscode.parent.mkdir(parents=True)
-    vscode.write_text('{\n  // mine\n  "servers": {}\n}\n', encoding="utf-8")  # comments: VS Code takes them
+    cursor = tmp_path / "home" / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{\n  // mine\n  "mcpServers": {}\n}\n', encoding="utf-8")  # Cursor's is plain JSON
     client_file(tmp_path, "claude-code", {"type": "stdio", "command": SERVER, "args": ["--config", str(kb)]})
     done = doctor(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("Claude Code (user) ") and "  ok: MCP handshake in " in done.stdout
-    assert done.stderr == f"not read: {vscode} is not valid JSON: Expecting property name enclosed in double quotes " \
-                          "at line 2, column 3 (VS Code accepts comments and trailing commas there; `ctx setup` cannot " \
-                          "keep them)\n"
-    asked = doctor(tmp_path, "vscode")  # asked for by name, its file's error is the answer
-    assert asked.returncode == 1 and asked.stderr.startswith(f"error: {vscode} is not valid JSON")
+    assert done.stderr == (f"not read: {cursor} is not valid JSON: Expecting property name enclosed in double quotes "
+                           "at line 2, column 3\n")
+    asked = doctor(tmp_path, "cursor")  # asked for by name, its file's error is the answer
+    assert asked.returncode == 1 and asked.stderr.startswith(f"error: {cursor} is not valid JSON")

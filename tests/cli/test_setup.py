@@ -176,9 +176,8 @@ def test_a_second_run_changes_nothing_and_says_so(run: Run, home: Path, kb: Path
 @pytest.mark.parametrize(("client", "rel", "text", "problem"), [
     ("claude-desktop", ".config/Claude/claude_desktop_config.json", '{"mcpServers": {"a": {"command": "x"},}}',
      "is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 39"),
-    ("vscode", ".config/Code/User/mcp.json", '{\n  // mine\n  "servers": {}\n}',
-     "is not valid JSON: Expecting property name enclosed in double quotes at line 2, column 3 (VS Code accepts "
-     "comments and trailing commas there; `ctx setup` cannot keep them)"),
+    ("vscode", ".config/Code/User/mcp.json", '{\n  // mine\n  "servers": {}\n  "inputs": []\n}',
+     "is not valid JSON (comments are fine): expected ',' or '}' at line 4, column 3"),
     ("cursor", ".cursor/mcp.json", '[{"command": "x"}]', "holds a JSON array, not an object"),
     ("claude-code", ".claude.json", '{"mcpServers": ["x"]}',
      'has "mcpServers" set to a JSON array, not an object of servers'),
@@ -194,6 +193,22 @@ def test_a_file_it_cannot_read_is_refused_and_left_untouched(run: Run, home: Pat
                              f"and run it again, or add the entry by hand (`ctx setup {client} --print` shows it)\n")
     assert path.read_text(encoding="utf-8") == text
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_a_vscode_file_with_comments_is_edited_in_place_keeping_them(run: Run, home: Path, kb: Path) -> None:
+    """VS Code reads mcp.json as JSON with comments and trailing commas; until issue 49 such a file was refused."""
+    path = home / ".config" / "Code" / "User" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    text = '{\n  // my servers\n  "servers": {\n    "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},\n' \
+           '  },\n  "inputs": [] /* none yet */\n}\n'
+    path.write_text(text, encoding="utf-8")
+    result = run("setup", "vscode", "--config", str(kb))
+    assert result.exit_code == 0, result.output
+    new = path.read_text(encoding="utf-8")
+    assert new.startswith('{\n  // my servers\n  "servers": {\n    "github": {"type": "http", "url": '
+                          '"https://api.githubcopilot.com/mcp/"},\n    "context-harness": {\n')
+    assert new.endswith('  },\n  "inputs": [] /* none yet */\n}\n')
+    assert [p.read_text(encoding="utf-8") for p in path.parent.glob("mcp.json.bak-*")] == [text]
 
 
 def test_a_path_it_cannot_use_is_an_error_naming_it(run: Run, home: Path, kb: Path) -> None:
