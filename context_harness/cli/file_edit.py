@@ -193,7 +193,10 @@ def _insert_member(text: str, where: _Object, key: str, value: Any) -> str:
 def set_jsonc(text: str, servers_key: str, name: str, entry: Any, expected: dict[str, Any]) -> str:
     """``text`` with ``[servers_key][name]`` set to ``entry`` (replacing that value, or adding the
     member, or adding ``servers_key`` itself), everything else as it was. ``expected`` is the whole
-    file's data afterwards, which the new text must read back as."""
+    file's data afterwards, which the new text must read back as. A file whose every line ends in CRLF
+    (Windows) gets CRLF on the lines added."""
+    if "\r\n" in text and text.count("\n") == text.count("\r\n"):
+        return set_jsonc(text.replace("\r\n", "\n"), servers_key, name, entry, expected).replace("\n", "\r\n")
     if not text.strip():
         return json.dumps(expected, indent=2, ensure_ascii=False) + "\n"
     _, top = read_jsonc(text)
@@ -232,7 +235,10 @@ def set_toml(text: str, servers_key: str, name: str, entry: dict[str, Any], drop
              expected: dict[str, Any]) -> str:
     """``text`` with the table ``[servers_key.name]`` holding ``entry``: an existing table keeps its
     other keys and comments, loses the keys in ``drop`` (another transport's) and takes ``entry``'s
-    values; a new one is added. ``tomlkit`` keeps every other line as written."""
+    values; a new one is added. ``tomlkit`` keeps every other line as written; a file whose every line
+    ends in CRLF gets CRLF on the lines added."""
+    if "\r\n" in text and text.count("\n") == text.count("\r\n"):
+        return set_toml(text.replace("\r\n", "\n"), servers_key, name, entry, drop, expected).replace("\n", "\r\n")
     import tomlkit
     from tomlkit.items import Table
 
@@ -263,6 +269,8 @@ def set_toml(text: str, servers_key: str, name: str, entry: dict[str, Any], drop
         table.add(tomlkit.nl())
         servers[name] = table
     new = tomlkit.dumps(document)
+    if new.endswith("\n\n") and not text.endswith("\n\n"):  # the blank line after a table added last
+        new = new.rstrip("\n") + "\n"
     if read_toml(new) != expected:
         raise EditError("the edit would not read back as meant")
     return new

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_harness.cli import cli
-from context_harness.cli.file_edit import EditError, read_jsonc, set_jsonc
+from context_harness.cli.file_edit import EditError, read_jsonc, set_jsonc, set_toml
 from support.paths import BIN
 from support.workspace import E2E_DOCS, config_toml, write_files
 
@@ -306,6 +306,7 @@ def test_a_file_it_cannot_read_is_refused_and_left_untouched(run: Run, home: Pat
     ('{"a": 1, "s": {}}', '{"a": 1, "s": {\n  "n": 1\n}}'),
     ('{"s": {"n": 0, /* old */ "m": 2}}', '{"s": {"n": 1, /* old */ "m": 2}}'),
     ('{\n\t"s": {\n\t\t"m": 2,\n\t}\n}', '{\n\t"s": {\n\t\t"m": 2,\n\t\t"n": 1\n\t}\n}'),
+    ('{\r\n  "a": 1 // x\r\n}\r\n', '{\r\n  "a": 1, // x\r\n  "s": {\r\n    "n": 1\r\n  }\r\n}\r\n'),  # Windows
 ])
 def test_jsonc_edits_touch_only_the_entry(text: str, expected: str) -> None:
     data = read_jsonc(text)[0]
@@ -365,3 +366,16 @@ def _in_string(text: str, index: int) -> bool:
         elif char == '"':
             inside = not inside
     return inside
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", '[mcp_servers.k]\ncommand = "/a"\nargs = ["b"]\n'),
+    ("# c\r\nmodel = \"x\"\r\n", '# c\r\nmodel = "x"\r\n\r\n[mcp_servers.k]\r\ncommand = "/a"\r\nargs = ["b"]\r\n'),
+    ('[mcp_servers.o]\ncommand = "z"\n\n[tui]\nx = 1\n',
+     '[mcp_servers.o]\ncommand = "z"\n\n[mcp_servers.k]\ncommand = "/a"\nargs = ["b"]\n\n[tui]\nx = 1\n'),
+])
+def test_toml_edits_add_the_table_in_the_files_own_line_endings(text: str, expected: str) -> None:
+    entry = {"command": "/a", "args": ["b"]}
+    after = tomllib.loads(text)
+    after.setdefault("mcp_servers", {})["k"] = entry
+    assert set_toml(text, "mcp_servers", "k", entry, frozenset(), after) == expected
