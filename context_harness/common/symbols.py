@@ -148,11 +148,13 @@ def available() -> bool:
 
 
 class Unparsed(Exception):
-    """Why a file is read as text instead of as code."""
+    """Why a file is read as text instead of as code; ``general`` when the reason is no file's own
+    (the grammars are not installed), said once rather than for every file."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, general: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.general = general
 
 
 def parse(source: bytes, language: str) -> Any:
@@ -165,9 +167,10 @@ def parse(source: bytes, language: str) -> Any:
     try:
         parser = _parser(language)
     except ImportError:
-        raise Unparsed("the code extra (tree-sitter) is not installed") from None
+        raise Unparsed("the code extra (tree-sitter) is not installed: pip install 'context-harness[code]'",
+                       general=True) from None
     except Exception as exc:  # LookupError and the pack's own errors: a grammar it cannot load
-        raise Unparsed(f"no {language} grammar ({type(exc).__name__})") from None
+        raise Unparsed(f"no {language} grammar ({type(exc).__name__})", general=True) from None
     tree = parser.parse(source)
     if tree is None:
         raise Unparsed("tree-sitter could not parse it")

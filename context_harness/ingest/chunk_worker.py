@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 PROCESS_THRESHOLD = 512  # documents queued for chunking before helper processes pay off
 MAX_HELPERS = 4
+_SAID: set[str] = set()  # reasons to read code as text that hold for every file, once logged
 
 DocumentText = tuple[str, str | None, str] | tuple[str, str | None, str, str]  # (doc_id, title, body[, type])
 DocumentFile = tuple[str, str | None, bytes, str]  # (doc_id, title unless it names one, raw bytes, content type)
@@ -61,7 +62,11 @@ def _chunks(title: str | None, body: str, max_tokens: int, overlap_tokens: int,
         try:
             return chunk_code(body, language, title or "", max_tokens), 0
         except Unparsed as exc:
-            log.warning("%s is chunked as text, not by symbol: %s", title, exc.reason)
+            if not exc.general:
+                log.warning("%s is chunked as text, not by symbol: %s", title, exc.reason)
+            elif exc.reason not in _SAID:  # the same for every file: said once
+                _SAID.add(exc.reason)
+                log.warning("code files are chunked as text, not by symbol: %s", exc.reason)
     return chunk_markdown(body, max_tokens, overlap_tokens), overlap_tokens
 
 

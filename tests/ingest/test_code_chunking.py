@@ -283,3 +283,22 @@ async def test_code_synced_before_the_upgrade_is_read_as_code_after_it(workspace
         assert (await h.sync()).total("updated") == 1
         top = (await h.search(SearchRequest(query="Harness.open", mode="keyword"))).results[0]
         assert top.source_id == "core/harness.py" and top.heading == "harness.Harness.open"
+
+
+def test_without_the_grammars_code_is_chunked_as_text_and_said_once(monkeypatch, caplog) -> None:
+    from context_harness.ingest import chunk_worker
+
+    def missing(language: str) -> None:
+        raise ImportError("No module named 'tree_sitter_language_pack'")
+
+    monkeypatch.setattr(symbols, "_parser", missing)
+    monkeypatch.setattr(chunk_worker, "_SAID", set())
+    source = SAMPLES["python"][1]
+    with caplog.at_level(logging.WARNING):
+        for name in ("a.py", "b.py"):
+            rows = chunk_rows("d", name, source, 256, 0, content_type("python"))
+            assert "def open_stores(path):" in " ".join(row[2] for row in rows)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["code files are chunked as text, not by symbol: the code extra (tree-sitter) is not installed: "
+                    "pip install 'context-harness[code]'"]
+    assert symbols.file_symbols(source, "python", "a.py") == []
