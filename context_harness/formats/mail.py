@@ -39,7 +39,8 @@ def eml(raw: bytes) -> Converted:
     """One message: subject, sender and date as title, author and date; its headers as metadata."""
     message = _parse(raw)
     meta = _headers(message)
-    return Converted(meta.get("subject"), _body(message), meta.get("from"), _date(meta.get("date")),
+    date = _date(meta.get("date"))  # when it was written: a message is not edited after
+    return Converted(meta.get("subject"), _body(message), meta.get("from"), date, date,
                      metadata={k: meta[k] for k in HEADERS if k in meta})
 
 

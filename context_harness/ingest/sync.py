@@ -110,11 +110,13 @@ def document_row(source: str, item: SourceItem, fingerprint: str | None, content
 
 
 def converted_row(row: DocumentRow, converted: Converted) -> DocumentRow:
-    """``row`` with a converted document's text, and its title, author, dates and metadata where the
-    document's own metadata gives them (else the file's name and times stay)."""
+    """``row`` with a converted document's text, and its title, author, creation date and metadata where
+    the document's own metadata gives them (else the file's name and times stay). Its ``updated_at`` is
+    the later of the file's and the metadata's: a saved file's own "modified" may be stale (a deck
+    written by a tool that keeps its template's date), and ``since`` filters must see today's edit."""
+    stamps = [stamp for stamp in (to_iso(converted.updated), row.updated_at) if stamp]
     return replace(row, title=converted.title or row.title, body=converted.text, author=converted.author or row.author,
-                   created_at=to_iso(converted.created) or row.created_at,
-                   updated_at=to_iso(converted.updated) or row.updated_at,
+                   created_at=to_iso(converted.created) or row.created_at, updated_at=max(stamps, default=None),
                    metadata={**row.metadata, **converted.metadata} if converted.metadata else row.metadata)
 
 

@@ -227,3 +227,19 @@ def test_password_protected_office_files_are_encrypted(suffix: str) -> None:
     with pytest.raises(ConversionFailed) as caught:
         convert(ole, kind(suffix))
     assert caught.value.reason == "encrypted"
+
+
+@pytest.mark.anyio
+async def test_dates_created_from_the_metadata_updated_the_later_of_file_and_metadata(workspace: Workspace) -> None:
+    # python-pptx keeps its template's dates (2013): the file's time is the later, and counts as updated.
+    (workspace.docs / "deck.pptx").write_bytes(deck())
+    (workspace.docs / "launch.eml").write_bytes(thread()[0].as_bytes())
+    old = dt.datetime(2020, 5, 1, tzinfo=UTC).timestamp()
+    os.utime(workspace.docs / "launch.eml", (old, old))
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+        slides = await h.get(GetRequest(id=document_id("filesystem:docs", "deck.pptx")))
+        mail = await h.get(GetRequest(id=document_id("filesystem:docs", "launch.eml")))
+    assert slides.created_at is not None and slides.created_at.startswith("2013-")
+    assert slides.updated_at is not None and slides.updated_at >= dt.datetime.now(UTC).strftime("%Y-%m-%d")
+    assert (mail.created_at, mail.updated_at) == ("2024-01-01T10:00:00Z", "2024-01-01T10:00:00Z")
