@@ -181,3 +181,43 @@ async def test_a_cancelled_request_does_not_hold_the_end() -> None:
     answers, took = await serve(jsonl([*HANDSHAKE, sleep_call(1, 3600), cancel]), eof_grace=20)
     assert 1 not in answers  # a request the client cancelled is never answered
     assert took < 10
+
+
+class Endless(Chunks):
+    """A stdin that never ends after its data, as when another process holds the client's pipe."""
+
+    async def read(self) -> bytes:
+        if self.at < len(self.data):
+            return await super().read()
+        await anyio.sleep_forever()
+        return b""
+
+
+async def test_when_the_client_is_gone_the_wire_ends_as_at_eof_and_writes_nothing_more() -> None:
+    finished: list[float] = []
+
+    async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
+        await anyio.sleep(float((params.arguments or {})["seconds"]))
+        finished.append(float((params.arguments or {})["seconds"]))
+        return t.CallToolResult(content=[t.TextContent(type="text", text="slept")])
+
+    server: Server[Any] = Server("sleeper", on_call_tool=call_tool)
+    sink = Lines()
+    wire = StdioWire(Endless(jsonl([*HANDSHAKE, sleep_call(1, 0.5)]), 4096), sink, LIMIT, eof_grace=20)
+    started = time.monotonic()
+    with anyio.fail_after(30):
+        async with wire.streams() as (read_stream, write_stream):
+            gone = wire.on_client_gone()  # what a ParentWatch calls, from its thread
+
+            async def watch() -> None:
+                while not wire.pending:
+                    await anyio.sleep(0.01)
+                await anyio.to_thread.run_sync(gone, "the client is gone")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                await serve_dual_era_loop(server, read_stream, write_stream, lifespan_state={})
+    took = time.monotonic() - started
+    assert finished == [0.5]  # the request already read ran to its end
+    assert [m.get("id") for m in sink.messages()] == [0]  # its answer was not written: nobody reads it
+    assert took < 10
