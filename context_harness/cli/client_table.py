@@ -48,7 +48,8 @@ CLIENTS = {
     # read by the VS Code extension, the CLI and JetBrains; VS Code's globalStorage/saoudrizwan.claude-dev file
     # is the old location, migrated into it once (cline/cline#11818).
     "cline": Client("cline", "Cline", "mcpServers", False, None),
-    # https://lmstudio.ai/docs/app/mcp: ~/.lmstudio/mcp.json (%USERPROFILE%\.lmstudio), "Cursor's mcp.json notation".
+    # https://lmstudio.ai/docs/app/mcp: mcp.json in LM Studio's home, ~/.lmstudio (%USERPROFILE%\.lmstudio), in
+    # "Cursor's mcp.json notation"; see _lm_studio_home for installs whose home is elsewhere.
     "lm-studio": Client("lm-studio", "LM Studio", "mcpServers", False, None),
 }
 
@@ -92,6 +93,21 @@ def _cline_settings() -> Path:
     return folder / "settings" / "cline_mcp_settings.json"
 
 
+def _lm_studio_home() -> Path:
+    """LM Studio's home as its own tools find it (``lms``, lmstudio-js ``findLMStudioHome``): the folder named
+    in ``~/.lmstudio-home-pointer``, else an older install's ``~/.cache/lm-studio`` if there is one (where
+    its mcp.json is: lmstudio-ai/lmstudio-bug-tracker#1371), else ``~/.lmstudio``."""
+    home = Path.home()
+    try:
+        named = (home / ".lmstudio-home-pointer").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        named = ""
+    if named and os.path.isabs(named):
+        return Path(named)
+    legacy = home / ".cache" / "lm-studio"
+    return legacy if legacy.is_dir() else home / ".lmstudio"
+
+
 def config_file(client: Client, scope: str, platform: str, project: Path) -> Path:
     """The file ``client`` reads its MCP servers from: the user's (``scope="user"``) or the
     project's (``scope="project"``, relative to ``project``)."""
@@ -111,6 +127,6 @@ def config_file(client: Client, scope: str, platform: str, project: Path) -> Pat
         "windsurf": lambda: home / ".codeium" / "windsurf" / "mcp_config.json",
         "zed": lambda: _zed_settings(platform),
         "cline": _cline_settings,
-        "lm-studio": lambda: home / ".lmstudio" / "mcp.json",
+        "lm-studio": lambda: _lm_studio_home() / "mcp.json",
     }
     return user_files[client.name]()

@@ -379,3 +379,15 @@ def test_toml_edits_add_the_table_in_the_files_own_line_endings(text: str, expec
     after = tomllib.loads(text)
     after.setdefault("mcp_servers", {})["k"] = entry
     assert set_toml(text, "mcp_servers", "k", entry, frozenset(), after) == expected
+
+
+def test_lm_studio_follows_its_home_pointer_then_an_older_installs_home(run: Run, home: Path, tmp_path: Path,
+                                                                          kb: Path) -> None:
+    legacy = home / ".cache" / "lm-studio"  # where LM Studio installs before ~/.lmstudio keep their home
+    legacy.mkdir(parents=True)
+    assert run("setup", "lm-studio", "--config", str(kb)).exit_code == 0
+    assert load(legacy / "mcp.json") == {"mcpServers": {"context-harness": entry(kb)}}
+    elsewhere = tmp_path / "models-disk" / "lmstudio"
+    (home / ".lmstudio-home-pointer").write_text(f"{elsewhere}\n", encoding="utf-8")  # as LM Studio writes it
+    assert run("setup", "lm-studio", "--config", str(kb)).exit_code == 0
+    assert load(elsewhere / "mcp.json") == {"mcpServers": {"context-harness": entry(kb)}}
