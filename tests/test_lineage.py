@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,25 @@ def test_a_watch_calls_on_gone_once_with_the_reason() -> None:
             assert len(reasons) == 1 and reasons[0].startswith("the process that started this one (python")
         finally:
             child.kill()
+
+
+STUCK = """
+import os, sys, time
+from context_harness.common.lineage import ParentWatch
+# A parent that is not ours (as if ours had died) and a shutdown that never ends: the backstop ends us.
+ParentWatch(int(sys.argv[1]), lambda reason: time.sleep(3600), interval=0.05, backstop=0.5).start()
+time.sleep(60)
+"""
+
+
+def test_a_shutdown_that_does_not_end_is_cut_short_by_the_backstop() -> None:
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            began = time.monotonic()
+            stuck = subprocess.run([sys.executable, "-c", STUCK, str(other.pid)], capture_output=True, text=True,
+                                   timeout=60)
+            took = time.monotonic() - began
+        finally:
+            other.kill()
+    assert stuck.returncode == 1 and "exiting now" in stuck.stderr, stuck.stderr
+    assert took < 30  # started, noticed within 0.05 s, ended 0.5 s later (seconds on a loaded machine)
