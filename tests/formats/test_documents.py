@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 
@@ -138,3 +139,14 @@ def test_helper_processes_convert_as_inline_conversion_does() -> None:
         assert [(c.id, c.idx, c.text, c.content_hash, c.heading, c.start) for c in done.chunks] == rows
     assert got[-2].failure == "corrupt" and got[-2].chunks == []
     assert got[-1].converted is None and got[-1].chunks[0].text.startswith("# Notes")
+
+
+def test_pdf_dates_are_read_from_their_own_form() -> None:
+    from context_harness.formats.documents import pdf_date
+
+    assert pdf_date("D:20250131120000+01'00'") == dt.datetime(2025, 1, 31, 11, 0, tzinfo=dt.UTC)
+    assert pdf_date("D:20250131") == dt.datetime(2025, 1, 31, tzinfo=dt.UTC)
+    assert pdf_date("D:2025013112Z") == dt.datetime(2025, 1, 31, 12, tzinfo=dt.UTC)
+    assert pdf_date("D:20251341") is None and pdf_date("yesterday") is None and pdf_date(None) is None
+    converted = convert(pdf_bytes(["Text."]), "application/pdf")  # fpdf2 stamps its creation date
+    assert converted.created is not None and abs(converted.created - dt.datetime.now(dt.UTC)) < dt.timedelta(days=1)
