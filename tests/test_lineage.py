@@ -28,6 +28,8 @@ linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /
     (["bash", "-lc", "ctx serve"], True),
     (["/bin/sh", "/home/me/bin/ctx-wrapper.sh"], True),  # a wrapper script that does not exec
     (["bash", "-i"], False),
+    (["python3", "-m", "uv", "tool", "run", "context-harness"], True),
+    (["npm", "exec", "pkg"], True),  # npm's title, as /proc shows it once npm has set it
     (["node", "/opt/claude-code/cli.js"], False),  # a client written in node is the client
     (["-bash"], False),  # a login shell a person types in
     (["/usr/bin/zsh", "--login"], False),

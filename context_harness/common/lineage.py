@@ -78,20 +78,37 @@ def is_launcher(argv: tuple[str, ...] | list[str]) -> bool:
         options = [arg for arg in argv[1:] if arg.startswith("-")]
         return len(options) < len(argv) - 1 or any(not arg.startswith("--") and "c" in arg for arg in options)
     if first.startswith(INTERPRETERS) and len(argv) > 1:
-        return program(argv[1]) in LAUNCHERS
+        return program(_script(argv)) in LAUNCHERS
     return False
+
+
+def _script(argv: tuple[str, ...] | list[str]) -> str:
+    """What an interpreter runs: its script, or the module after ``-m`` (``python -m uv``)."""
+    return argv[2] if argv[1] == "-m" and len(argv) > 2 else argv[1]
 
 
 # -- reading the process table ------------------------------------------------------------------------
 
-def _linux(pid: int) -> Process | None:
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the name (state, ppid, ...), or None when it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2:].split()  # the name before it may hold spaces and parentheses
+
+
+def _linux(pid: int) -> Process | None:
+    fields = _stat_fields(pid)
+    try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2:].split()  # the name before it may hold spaces and parentheses
+    if fields is None:
+        return None
     words = tuple(part.decode(errors="replace") for part in argv.split(b"\0") if part)
+    if len(words) == 1 and " " in words[0]:  # a process that set its title (npm: "npm exec pkg")
+        words = tuple(words[0].split())
     return Process(pid, int(fields[1]), fields[19].decode(), words)
 
 
@@ -109,12 +126,8 @@ def _ps(pid: int) -> Process | None:
 
 def _stat(pid: int) -> tuple[int, str] | None:
     """(parent pid, start time) of a running process on Linux; None once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2:].split()
-    if fields[0] in (b"Z", b"X"):  # exited, not yet reaped
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in (b"Z", b"X"):  # gone, or exited and not yet reaped
         return None
     return int(fields[1]), fields[19].decode()
 
@@ -134,8 +147,8 @@ def describe(process: Process | None, pid: int) -> str:
     if process is None or not process.argv:
         return f"pid {pid}"
     name = program(process.argv[0])
-    if name.startswith(INTERPRETERS) and len(process.argv) > 1 and program(process.argv[1]) in LAUNCHERS:
-        name = program(process.argv[1])
+    if name.startswith(INTERPRETERS) and len(process.argv) > 1 and program(_script(process.argv)) in LAUNCHERS:
+        name = program(_script(process.argv))
     return f"{name} (pid {pid})"
 
 
