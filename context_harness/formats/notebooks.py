@@ -30,7 +30,7 @@ def notebook(raw: bytes) -> Converted:
 
     with warnings.catch_warnings():  # nbformat warns of missing cell ids, which it adds
         warnings.simplefilter("ignore")
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        nb = nbformat.reads(raw.decode("utf-8-sig"), as_version=4)
     language = _language(nb.metadata)
     blocks = []
     for cell in nb.cells:

@@ -127,6 +127,7 @@ def test_notebook_markdown_as_text_code_fenced_outputs_left_out() -> None:
     assert converted.title == "Orbit Maths"
     assert converted.text == ("# Orbit Maths\n\nKepler's third law relates period and distance.\n\n"
                               "````python\nperiod = semi_major_axis ** 1.5\nprint('```')\n````\n")
+    assert convert(b"\xef\xbb\xbf" + notebook(), kind(".ipynb")).text == converted.text  # a BOM is no harm
     titled = convert(notebook_bytes([("code", "x = 1")], title="Scratch"), kind(".ipynb"))
     assert (titled.title, titled.author) == ("Scratch", "Ada Lovelace")
 
