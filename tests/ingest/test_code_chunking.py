@@ -302,3 +302,22 @@ def test_without_the_grammars_code_is_chunked_as_text_and_said_once(monkeypatch,
     assert said == ["code files are chunked as text, not by symbol: the code extra (tree-sitter) is not installed: "
                     "pip install 'context-harness[code]'"]
     assert symbols.file_symbols(source, "python", "a.py") == []
+
+
+@pytest.mark.anyio
+async def test_the_symbol_filter_holds_in_semantic_and_hybrid_search(workspace, code_repo: Path) -> None:
+    from context_harness.embedding import fake
+
+    fake.register()
+    workspace.write_config(f'[connectors.git.code]\nurl = "{code_repo}"\ninclude_globs = ["@code", "@default"]\n')
+    workspace.config_path.write_text(workspace.config_path.read_text().replace('provider = "disabled"',
+                                                                               'provider = "fake"'))
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+        for mode in ("semantic", "hybrid"):
+            found = (await h.search(SearchRequest(query="the stores", mode=mode,
+                                                  filters={"symbol": "openStores"}))).results
+            assert [(r.source_id, r.heading) for r in found] == [("core/harness.py", "harness.Harness.openStores")]
+            assert (await h.search(SearchRequest(query="x", mode=mode, filters={"symbol": "nowhere"}))).results == []
+        top = (await h.search(SearchRequest(query="Harness.open", mode="hybrid"))).results[0]
+        assert (top.source_id, top.heading) == ("core/harness.py", "harness.Harness.open")
