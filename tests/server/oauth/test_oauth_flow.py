@@ -1,8 +1,8 @@
 """End to end: the MCP SDK's OAuth client (``OAuthClientProvider``, in-memory tokens) against a real
 ``ctx serve --http`` with ``[server.oauth]`` on. It is sent to the console's authorization page, the
 owner (plain HTTP here; Chromium in tests/browser/test_oauth_browser.py) approves it with ``read``
-only; it lists tools, searches, is refused a write naming the scope, refreshes (rotation), and is
-refused once the owner revokes it in the console."""
+only; it lists tools, searches, is refused a write naming the scope (2025 era), refreshes (rotation)
+and is refused another write (2026-07-28 era), and is refused once the owner revokes it."""
 
 from __future__ import annotations
 
@@ -44,9 +44,12 @@ async def test_sdk_client_signs_in_is_scoped_refreshes_and_is_refused_after_revo
 
         # Refresh: the SDK refreshes a token it believes expired; both tokens rotate.
         auth.context.token_expiry_time = 1.0
-        async with httpx2.AsyncClient(auth=auth, timeout=30) as http:
-            async with Client(streamable_http_client(f"{server.url}/mcp", http_client=http), mode="legacy") as client:
+        async with httpx2.AsyncClient(auth=auth, timeout=30) as http:  # the 2026-07-28 era this time
+            async with Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
                 assert not (await client.call_tool("sources", {})).is_error
+                modern = await client.call_tool("note_edit", {"source": "docs", "path": "harbour.md", "old": "a",
+                                                              "new": "b"})
+                assert modern.is_error and "insufficient_scope" in modern.content[0].text  # type: ignore[union-attr]
         second = storage.tokens
         assert second is not None and second.access_token != first.access_token
         assert second.refresh_token != first.refresh_token
