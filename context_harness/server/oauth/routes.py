@@ -29,7 +29,7 @@ from urllib.parse import unquote
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.revoke import RevocationHandler
-from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler, TokenSuccessResponse
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.routes import cors_middleware
 from mcp.server.auth.settings import ClientRegistrationOptions
@@ -90,6 +90,30 @@ def _basic_secret(header: str, client_id: str) -> str:
     if unquote(user) != client_id:
         raise AuthenticationError("the client_id in Basic authentication is not the form's")
     return unquote(secret)
+
+
+EXPLAINED = {  # the SDK's token-endpoint descriptions, as sentences that say what to do
+    "incorrect code_verifier": "incorrect code_verifier: its S256 hash is not the code_challenge sent to "
+    "/authorize; send the verifier this code was requested with",
+    "authorization code does not exist": "unknown authorization code (never issued, long expired, or another "
+    "client's); authorize again",
+    "authorization code has expired": "this authorization code expired (codes live two minutes); authorize again",
+    "refresh token does not exist": "unknown or revoked refresh token (the owner may have revoked this client); "
+    "authorize again",
+    "refresh token has expired": "this refresh token expired ([server.oauth] refresh_token_lifetime); "
+    "authorize again",
+    "redirect_uri did not match the one used when creating auth code": "redirect_uri is not the one this code "
+    "was requested with at /authorize; send the same one",
+}
+
+
+class ExplainedTokenHandler(TokenHandler):
+    """The SDK's ``/token`` handler, its terse error descriptions (``EXPLAINED``) said in full."""
+
+    def response(self, obj: TokenSuccessResponse | TokenErrorResponse) -> Any:
+        if isinstance(obj, TokenErrorResponse) and obj.error_description in EXPLAINED:
+            obj = obj.model_copy(update={"error_description": EXPLAINED[obj.error_description]})
+        return super().response(obj)
 
 
 class RegistrationLimit:
@@ -189,7 +213,7 @@ def oauth_routes(provider: Provider) -> list[Route]:
         Route(f"{RESOURCE_METADATA}/mcp", document(resource_doc), methods=["GET", "OPTIONS"]),
         Route(SERVER_METADATA, document(server_doc), methods=["GET", "OPTIONS"]),
         Route("/authorize", Logged(_endpoint(authorize), "authorization"), methods=["GET", "POST"]),
-        Route("/token", Logged(cors_middleware(TokenHandler(provider, authenticator).handle,  # type: ignore[arg-type]
+        Route("/token", Logged(cors_middleware(ExplainedTokenHandler(provider, authenticator).handle,  # type: ignore[arg-type]
                                                ["POST", "OPTIONS"]), "token"), methods=["POST", "OPTIONS"]),
         Route("/register", RegistrationLimit(Logged(cors_middleware(registration.handle, ["POST", "OPTIONS"]),
                                                     "registration")), methods=["POST", "OPTIONS"]),
