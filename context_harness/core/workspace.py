@@ -30,7 +30,8 @@ sync_on_start = true    # sync stale connectors in the background when the MCP s
 [connectors.filesystem.docs]
 root = "{root}"
 # include_globs = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt", "**/*.rst"]
-#   (and "**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm" with the documents extra: `ctx help documents`)
+#   (and PDF, DOCX, HTML, PPTX, XLSX, ODS, ODT, CSV, EPUB, notebooks, .eml and .mbox with the documents
+#   extra: `ctx help documents`)
 # exclude_globs = ["drafts/**"]
 # respect_gitignore = true
 # max_file_size = 2000000

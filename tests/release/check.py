@@ -233,7 +233,7 @@ def check_install_hint(venv: Path, work: Path, env: dict[str, str]) -> None:
     expect(hint.startswith(f"{python} -m pip install ") and "context-harness[documents]'" not in hint,
            f"the hint is {hint!r}: not the venv's pip with the installed wheel (the package is not on PyPI)")
     run(shlex.split(hint) + ["--quiet", "--no-compile"], cwd=work, env={**pip_env(), "HOME": env["HOME"]})
-    run([python, "-c", "import pypdfium2, docx, lxml"], cwd=work, env=env)
+    run([python, "-c", "import pypdfium2, docx, lxml, pptx, openpyxl, odf, ebooklib, nbformat"], cwd=work, env=env)
 
 
 def write_knowledge_base(work: Path) -> Path:
