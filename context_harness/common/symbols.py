@@ -1,13 +1,13 @@
 """Source code read as code: which files are code, their syntax trees, and the symbols they define.
 
 A file is code when its extension names one of ``LANGUAGES`` (Python, JavaScript, TypeScript and TSX,
-Go, Rust, Java, C, C++). Its content type is ``text/x-code; language=NAME`` (``content_type``), which
-the chunker (``ingest/code_chunking.py``) and the keyword index (``store/keyword.py``) read back with
-``language_of``. Trees come from tree-sitter with the grammars of ``tree-sitter-language-pack`` (the
-``code`` extra; without it code is read as text). A file is parsed only when it is at most
-``MAX_PARSE_BYTES`` long and has no line longer than ``MAX_LINE_BYTES`` (minified code has no symbols
-worth a chunk), and its tree is used only when tree-sitter found no syntax error in it: anything else
-is read as text, and ``parse`` says why.
+Go, Rust, Java, C, C++, C#, Ruby, PHP, Lua). Its content type is ``text/x-code; language=NAME``
+(``content_type``), which the chunker (``ingest/code_chunking.py``) and the keyword index
+(``store/keyword.py``) read back with ``language_of``. Trees come from tree-sitter with the grammars of
+``tree-sitter-language-pack`` (the ``code`` extra; without it code is read as text). A file is parsed
+only when it is at most ``MAX_PARSE_BYTES`` long and has no line longer than ``MAX_LINE_BYTES``
+(minified code has no symbols worth a chunk), and its tree is used only when tree-sitter found no
+syntax error in it: anything else is read as text, and ``parse`` says why.
 
 A *definition* is a function, method, class, struct, enum, interface, trait, impl block, namespace or
 module; its *symbol path* joins the names it sits in with dots: ``harness.Harness.open`` for the method
@@ -41,6 +41,7 @@ LANGUAGES: dict[str, str] = {  # extension -> tree-sitter-language-pack grammar
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
     ".go": "go", ".rs": "rust", ".java": "java", ".c": "c",
     ".h": "cpp", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp",
+    ".cs": "csharp", ".rb": "ruby", ".php": "php", ".lua": "lua",
 }
 CODE_GLOBS = [f"**/*{ext}" for ext in LANGUAGES]
 """What the ``@code`` preset of ``include_globs`` stands for."""
@@ -57,6 +58,12 @@ _NAMED = {  # language -> node types that define a symbol named by their ``name`
     "java": {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
              "method_declaration", "constructor_declaration", "annotation_type_declaration"},
     "c": {"struct_specifier", "enum_specifier", "union_specifier"},
+    "csharp": {"namespace_declaration", "class_declaration", "interface_declaration", "struct_declaration",
+               "enum_declaration", "record_declaration", "method_declaration", "constructor_declaration"},
+    "ruby": {"module", "class", "method", "singleton_method"},
+    "php": {"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration",
+            "function_definition", "method_declaration"},
+    "lua": {"function_declaration"},
 }
 _NAMED["typescript"] = _NAMED["javascript"] | {"abstract_class_declaration", "interface_declaration",
                                                "type_alias_declaration", "enum_declaration", "internal_module",
@@ -66,7 +73,8 @@ _NAMED["cpp"] = _NAMED["c"] | {"class_specifier", "namespace_definition"}
 _CONTAINERS = {  # node types whose ``body`` field holds definitions walked into
     "class_definition", "class_declaration", "abstract_class_declaration", "internal_module", "trait_item",
     "impl_item", "mod_item", "interface_declaration", "enum_declaration", "record_declaration",
-    "class_specifier", "struct_specifier", "namespace_definition",
+    "class_specifier", "struct_specifier", "namespace_definition", "struct_declaration", "namespace_declaration",
+    "trait_declaration", "module", "class",
 }
 _TRANSPARENT = {"enum_body_declarations"}  # walked through as if their children stood in their parent
 _WRAPPERS = {"decorated_definition": "definition", "export_statement": "declaration"}
@@ -245,8 +253,8 @@ def _definition_name(node: Any, language: str) -> str | None:
         if kind in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier") and \
                 node.child_by_field_name("body") is None:
             return None  # a use of the type, not its definition
-        name = node.child_by_field_name("name")
-        return _text(name).replace("::", ".") if name is not None else None
+        name = node.child_by_field_name("name")  # Lua's M.open and M:close, C++'s and Ruby's A::B
+        return _text(name).replace("::", ".").replace(":", ".") if name is not None else None
     if language == "go":
         if kind == "method_declaration":
             name, owner = _text(node.child_by_field_name("name")), _receiver(node)

@@ -7,8 +7,8 @@ header and fields make a chunk headed by its own path, each method one of its ow
 definitions (imports, constants, a module docstring) is kept in chunks headed by the path of what
 holds it (the module, or the class). A definition larger than ``max_tokens`` is cut at line breaks
 into parts that all keep its path, so ``get`` of any part returns the whole symbol (a run of chunks
-with one heading is a section: ``common/passages.py``). Closing braces and other text without a word
-join the chunk before them.
+with one heading is a section: ``common/passages.py``). Closing braces (or ``end``) and other text without a
+word join the chunk before them.
 
 Chunks are slices of the body (whitespace at their ends trimmed), in order, never overlapping: where
 each lies is found as for any chunk (``common.passages``). A file that ``symbols.parse`` refuses
@@ -18,11 +18,15 @@ worker then chunks it as text and logs why.
 
 from __future__ import annotations
 
+import re
+
 from context_harness.common.symbols import MAX_DEPTH, Definition, definitions, module_name, parse
 from context_harness.common.text import estimate_tokens
 from context_harness.ingest.chunking import Chunk
 
-CODE_CHUNKER_VERSION = 1  # part of a source's chunking signature: a change re-chunks every document
+_END = re.compile(r"\bend\b")  # the word that closes a block in Ruby and Lua
+
+CODE_CHUNKER_VERSION = 2  # in the chunking signature (a change re-chunks every document); 2: C#, Ruby, PHP, Lua
 
 
 class _Spans:
@@ -41,11 +45,12 @@ class _Spans:
             self.spans.append([start, end, heading])
 
     def gap(self, start: int, end: int, heading: str) -> None:
-        """Code between definitions: its own chunk(s), or, without a word in it, the previous chunk's end."""
+        """Code between definitions: its own chunk(s), or, without a word in it (closing braces, Ruby's and
+        Lua's ``end``), the previous chunk's end."""
         text = self.source[start:end]
         if not text.strip():
             return
-        if self.spans and not any(ch.isalnum() for ch in text.decode("utf-8", "replace")):
+        if self.spans and not any(ch.isalnum() for ch in _END.sub("", text.decode("utf-8", "replace"))):
             self.spans[-1][1] = end
             return
         self.split(start, end, heading)

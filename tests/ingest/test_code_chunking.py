@@ -100,6 +100,43 @@ class Harness {
 }
 void ctx::Harness::close() {}
 ''', ["store", "store.ctx", "store.ctx.Harness", "store.ctx.Harness.open", "store.ctx.Harness.close"]),
+    "csharp": ("src/Harness.cs", '''using System;
+namespace Ctx.Core {
+  /// The core.
+  public class Harness {
+    public Harness() {}
+    public static Harness Open(string path) { return null; }
+  }
+  public interface IStore { void Run(); }
+  public struct Point { public int X; }
+}
+''', ["Harness", "Harness.Ctx.Core", "Harness.Ctx.Core.Harness", "Harness.Ctx.Core.Harness.Open",
+      "Harness.Ctx.Core.IStore", "Harness.Ctx.Core.Point"]),
+    "ruby": ("lib/harness.rb", '''require "x"
+# The core.
+module Ctx
+  class Harness < Base
+    def self.open(config)
+      new
+    end
+  end
+end
+def helper; end
+''', ["harness", "harness.Ctx", "harness.Ctx.Harness", "harness.Ctx.Harness.open", "harness.helper"]),
+    "php": ("src/Harness.php", '''<?php
+namespace Ctx;
+class Harness {
+  public function open($p) { return 1; }
+}
+function helper() {}
+''', ["Harness", "Harness.Harness", "Harness.Harness.open", "Harness.helper"]),
+    "lua": ("tools/store.lua", '''local M = {}
+-- Opens it.
+function M.open(path) return 1 end
+function M:close() end
+local function helper() end
+return M
+''', ["store", "store.M.open", "store.M.close", "store.helper"]),
 }
 
 
