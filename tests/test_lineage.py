@@ -16,6 +16,7 @@ import pytest
 from context_harness.common.lineage import Lineage, ParentWatch, Process, is_launcher, program
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
+unix = pytest.mark.skipif(sys.platform == "win32", reason="Windows does not reparent orphans: nothing is watched")
 
 
 @pytest.mark.parametrize(("argv", "launcher"), [
@@ -94,6 +95,7 @@ def test_a_launcher_is_gone_when_its_pid_is_another_process_or_has_another_paren
     assert lineage(started, os.getpid()).gone() == f"the launcher uv (pid {child.pid}) is gone"  # reaped
 
 
+@unix
 def test_a_watch_calls_on_gone_once_with_the_reason() -> None:
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as child:
         try:
@@ -122,6 +124,7 @@ time.sleep(60)
 """
 
 
+@unix
 def test_a_shutdown_that_does_not_end_is_cut_short_by_the_backstop() -> None:
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
         try:
