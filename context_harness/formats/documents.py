@@ -11,7 +11,7 @@ document's metadata (PDF ``/Title``, DOCX core properties, HTML ``<title>``), el
 converted raises ``ConversionFailed`` with a short reason: ``encrypted``, ``corrupt``, ``no_text``
 (a scan without a text layer, an empty page), ``needs_documents_extra``, or a bound that a hostile
 file passed (``too_large``: a zip that unpacks far past its size; ``too_many_cells``,
-``too_many_messages``). Conversion runs in the sync, in the chunk helper processes on large syncs.
+``too_many_messages``, ``too_many_parts``). Conversion runs in the sync, in the chunk helper processes on large syncs.
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ def convert(raw: bytes, content_type: str) -> Converted:
     if title and _PLACEHOLDER_TITLE.match(title):
         title = None
     author = " ".join((converted.author or "").split()) or None
+    if author and _PLACEHOLDER_AUTHOR.match(author):
+        author = None
     return Converted(title, text + "\n", author, _date(converted.created), _date(converted.updated),
                      converted.metadata)
 
@@ -135,6 +137,8 @@ def _date(value: object) -> dt.datetime | None:
     return None
 
 
+# Authors that name nothing: what libraries that write Office files put there by default.
+_PLACEHOLDER_AUTHOR = re.compile(r"(?i)^(openpyxl|python-docx|python-pptx|unknown|author|user|administrator)$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\ufffe\uffff]")
 _SPACE = re.compile(r"\s+")
 # Titles that name nothing: what word processors write into a PDF's /Title by default.
@@ -186,11 +190,11 @@ def pdf_date(value: str | None) -> dt.datetime | None:
     if not match:
         return None
     year, month, day, hour, minute, second, sign, off_h, off_m = match.groups()
-    zone = dt.UTC
-    if sign in ("+", "-") and off_h:
-        offset = dt.timedelta(hours=int(off_h), minutes=int(off_m or 0))
-        zone = dt.timezone(offset if sign == "+" else -offset)
     try:
+        zone = dt.UTC
+        if sign in ("+", "-") and off_h:
+            offset = dt.timedelta(hours=int(off_h), minutes=int(off_m or 0))
+            zone = dt.timezone(offset if sign == "+" else -offset)  # ValueError past 24 hours
         return dt.datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
                            int(second or 0), tzinfo=zone)
     except ValueError:

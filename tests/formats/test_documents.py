@@ -148,5 +148,6 @@ def test_pdf_dates_are_read_from_their_own_form() -> None:
     assert pdf_date("D:20250131") == dt.datetime(2025, 1, 31, tzinfo=dt.UTC)
     assert pdf_date("D:2025013112Z") == dt.datetime(2025, 1, 31, 12, tzinfo=dt.UTC)
     assert pdf_date("D:20251341") is None and pdf_date("yesterday") is None and pdf_date(None) is None
+    assert pdf_date("D:20250131120000+99'00'") is None  # an offset past a day: no date, not a corrupt PDF
     converted = convert(pdf_bytes(["Text."]), "application/pdf")  # fpdf2 stamps its creation date
     assert converted.created is not None and abs(converted.created - dt.datetime.now(dt.UTC)) < dt.timedelta(days=1)

@@ -47,7 +47,7 @@ def test_pptx_a_section_per_slide_with_notes() -> None:
     assert converted.text == ("# Dredging the Harbour\n\n- Deepen the channel to twelve metres\n- Before the spring tides"
                               "\n\nNotes: Mention the cormorant colony on the breakwater.\n\n# Slide 2\n\n"
                               "A slide without a title about lighthouse keepers\n")
-    # python-pptx's own default title names nothing: the first slide's title stands in.
+    # A deck without a title of its own: the first slide's title stands in.
     untitled = pptx_bytes([("Quarterly Review", ["Sales rose."], "")])
     assert convert(untitled, kind(".pptx")).title == "Quarterly Review"
 
@@ -80,6 +80,10 @@ def test_a_ten_thousand_row_sheet_converts_in_time() -> None:
     elapsed = time.perf_counter() - started
     assert text.count("| widget") == 10_000 and text.count("| item | cost | bought |") > 10_000 // 8
     assert elapsed < 5 * 1.5, elapsed  # 1.1-1.4 s on a loaded 2-core machine (openpyxl's parser): 5x headroom
+
+
+def test_library_default_authors_name_nobody() -> None:
+    assert convert(xlsx_bytes({"S": [["a"], ["b"]]}), kind(".xlsx")).author is None  # openpyxl writes "openpyxl"
 
 
 def test_ods_and_csv_read_as_sheets() -> None:

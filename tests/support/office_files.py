@@ -20,7 +20,8 @@ def pptx_bytes(slides: Sequence[tuple[str | None, list[str], str]], *, title: st
     from pptx.util import Inches
 
     deck = pptx.Presentation()
-    deck.core_properties.title = title or ""
+    if title:
+        deck.core_properties.title = title
     if author:
         deck.core_properties.author = author
     for slide_title, body, notes in slides:
@@ -48,7 +49,8 @@ def xlsx_bytes(sheets: dict[str, list[list[Any]]], *, title: str | None = None, 
         for row in rows:
             sheet.append(row)
     book.properties.title = title
-    book.properties.creator = author
+    if author:
+        book.properties.creator = author  # else openpyxl's own "openpyxl"
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
