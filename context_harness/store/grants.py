@@ -107,6 +107,13 @@ class GrantStore:
                 raise
         return dropped
 
+    def remember_client(self, client_id: str, metadata: dict[str, Any]) -> None:
+        """Keep an approved client that was not registered here (a client ID metadata document)."""
+        with self._lock:
+            self._run("INSERT INTO clients (client_id, secret_hash, metadata, created, approved) VALUES "
+                      "(?, NULL, ?, ?, 1) ON CONFLICT (client_id) DO UPDATE SET metadata = excluded.metadata, "
+                      "approved = 1", (client_id, json.dumps(metadata), time.time()))
+
     def client(self, client_id: str) -> tuple[str | None, dict[str, Any]] | None:
         """``(secret hash, metadata)`` of a registered client, or None."""
         with self._lock:

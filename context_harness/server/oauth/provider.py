@@ -37,6 +37,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from context_harness.config.server import LOOPBACK_NAMES, OAuthConfig
 from context_harness.core.face import SCOPES, AuthorizedClient, CodeRow, GrantStore
+from context_harness.server.oauth.documents import ClientDocuments, DocumentRefused, is_document_url
 
 log = logging.getLogger("context_harness.oauth")
 
@@ -86,6 +87,7 @@ class Pending:
     client_name: str
     params: AuthorizationParams
     offered: list[str]
+    document: dict[str, Any] | None = None  # a client described by a metadata document: its metadata
     created: float = field(default_factory=time.time)
 
 
@@ -105,6 +107,7 @@ class Provider:
         self.issuer = public_url
         self.resource = public_url
         self._pending: dict[str, Pending] = {}
+        self.documents = ClientDocuments(urlsplit(public_url).hostname in LOOPBACK_NAMES, redirect_allowed)
 
     async def _call(self, fn: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -112,6 +115,12 @@ class Provider:
     # -- clients -------------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_document_url(client_id) and len(client_id) <= 1000:
+            try:
+                return await self.documents.client(client_id)
+            except DocumentRefused as exc:
+                log.warning("oauth: refused the client document %r: %s", client_id[:200], exc)
+                return None
         if not client_id or len(client_id) > 200:
             return None
         found = await self._call(self.store.client, client_id)
@@ -156,8 +165,10 @@ class Provider:
             raise AuthorizeError("temporarily_unavailable", "too many authorization requests are waiting for the "
                                  "owner; try again in a few minutes")
         request_id = secrets.token_urlsafe(32)
+        document = (client.model_dump(mode="json", exclude={"client_id"}, exclude_none=True)
+                    if is_document_url(client.client_id) else None)
         self._pending[request_id] = Pending(client.client_id, (client.client_name or "").strip()[:100], params,
-                                            ["read", *[s for s in offered if s != "read"]])
+                                            ["read", *[s for s in offered if s != "read"]], document)
         log.info("oauth: client %s asks for %s; waiting for the owner's approval", client.client_id, " ".join(offered))
         return f"{self.issuer}{APPROVE_PATH}?request={request_id}"
 
@@ -190,6 +201,8 @@ class Provider:
         row = CodeRow(found.client_id, secrets.token_urlsafe(16), granted, str(params.redirect_uri),
                       params.redirect_uri_provided_explicitly, params.code_challenge, self.resource,
                       time.time() + CODE_SECONDS, False)
+        if found.document is not None:  # so the console lists it (and its revoke finds it)
+            await self._call(self.store.remember_client, found.client_id, found.document)
         await self._call(self.store.add_code, code, row)
         log.warning("oauth: the owner granted client %s (%r) the scopes %s", found.client_id, found.client_name,
                  " ".join(granted))

@@ -9,9 +9,8 @@
   it), stored clients bounded by ``[server.oauth] max_clients``;
 - ``POST /revoke``: RFC 7009.
 
-Client ID metadata documents (a URL as ``client_id``) are not offered: fetching a URL a stranger
-names needs an SSRF-safe fetcher, and every client that supports them also registers (RFC 7591).
-Every refusal is logged (``Logged``).
+A ``client_id`` that is an https URL is a client ID metadata document, fetched under the bounds of
+``documents``. Every refusal is logged (``Logged``).
 """
 
 from __future__ import annotations
@@ -181,7 +180,7 @@ def server_metadata(issuer: str) -> OAuthMetadata:
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "token_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
         "revocation_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
-        "code_challenge_methods_supported": ["S256"], "client_id_metadata_document_supported": False,
+        "code_challenge_methods_supported": ["S256"], "client_id_metadata_document_supported": True,
     })
 
 
