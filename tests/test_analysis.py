@@ -155,3 +155,16 @@ def test_index_text_of_a_long_text_is_its_terms_analysed_slice_by_slice(monkeypa
     text = " ".join(["Die Häuser", "the running dogs", "发布流程", "ภาษาไทย", "x" * 90, "\nend"] * 20)
     assert analysis.index_text(text, "de") == " ".join(index_terms(text, "de"))
     assert analysis.index_text("short text", "en") == "short text"
+
+
+def test_a_query_sure_of_its_language_is_looked_for_in_its_forms_alone() -> None:
+    """In an index of English and German documents, an English sentence is not also looked for as
+    German stems it ("older" is not also "old", a word the English documents hold); a word or two the
+    detector cannot place is looked for in both languages' forms."""
+    english = "The older houses along the river were renovated last year by the city council."
+    assert analysis.query_words(english, ["en", "de"]) == [(term,) for term in analysis.index_terms(english, "en")]
+    german = "Die alten Häuser am Fluss wurden im letzten Jahr renoviert."
+    assert analysis.query_words(german, ["en", "de"]) == [(term,) for term in analysis.index_terms(german, "de")]
+    assert analysis.query_words("older", ["en", "de"]) == [("older", "old")]
+    assert analysis.query_terms("older houses", ["en", "de"]) == ["older", "old", "hous"]  # one form each
+    assert analysis.query_words(german, ["en"]) == [(term,) for term in analysis.index_terms(german, "en")]

@@ -234,13 +234,30 @@ def query_terms(text: str, languages: Iterable[str]) -> list[str]:
     """The terms a query looks for, given the languages of the indexed documents: each word as each of
     their analyses makes it, de-duplicated, in order of position (the first language's form first).
     With no languages (an empty index), English: what snippets of text never indexed stem with."""
+    return list(dict.fromkeys(term for forms in query_words(text, languages) for term in forms))
+
+
+def query_words(text: str, languages: Iterable[str]) -> list[tuple[str, ...]]:
+    """Each term position of a query with its forms, one per language's analysis (the first language's
+    first, de-duplicated): ``query_terms`` grouped by the word they come from, so a word counts once.
+    A query the detector is sure of, in a language of the index, is analysed in that language alone."""
+    languages = list(languages)
     stemmers = list(dict.fromkeys(stemmer_of(language) for language in languages)) or [stemmer_of(DEFAULT)]
-    if len(stemmers) == 1:
-        return list(dict.fromkeys(_terms(text, stemmers[0])))
-    out: dict[str, None] = {}
-    for same_place in zip_longest(*(_terms(text, stemmer) for stemmer in stemmers)):
-        out.update((term, None) for term in same_place if term is not None)
-    return list(out)
+    if len(stemmers) > 1 and (own := _own_language(text, languages)):
+        stemmers = [stemmer_of(own)]
+    return [tuple(dict.fromkeys(term for term in same_place if term is not None))
+            for same_place in zip_longest(*(_terms(text, stemmer) for stemmer in stemmers))]
+
+
+def _own_language(text: str, languages: list[str]) -> str | None:
+    """The language of a query when the detector is ``CONFIDENT`` of it and documents in it are
+    indexed: its words are then looked for in that language's forms alone, not also as other
+    languages stem them ("older" is not also German "old"). None otherwise (a word or two, a name)."""
+    head = text[:DETECT_CHARS]
+    if not any(ch.isalpha() for ch in head):
+        return None
+    language, probability = _detector_instance().classify(head)
+    return str(language) if probability >= CONFIDENT and language in languages else None
 
 
 def has_cjk(text: str) -> bool:
@@ -255,4 +272,4 @@ def has_unspaced(text: str) -> bool:
 
 __all__ = ["AUTO", "DEFAULT", "LANGUAGES", "MAX_TERM_CHARS", "STEMMERS", "UNDETERMINED", "UNSPACED_CHARS",
            "bigrams", "detect_language", "has_cjk", "has_unspaced", "index_terms", "phrase_terms", "query_terms",
-           "resolve_language", "segment", "stemmer_of"]
+           "query_words", "resolve_language", "segment", "stemmer_of"]

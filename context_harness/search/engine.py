@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
 from context_harness.common import timestamps
+from context_harness.common.analysis import query_words
 from context_harness.common.passages import chunk_at
 from context_harness.config import Config
 from context_harness.embedding.base import BaseEmbedder, Embedder, EmbedderIdentity, EmbedderMismatch
@@ -31,7 +32,7 @@ from context_harness.models import (
     SearchResult,
 )
 from context_harness.search.copies import Copies, HasDocId
-from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, min_score
+from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, keyword_reference, min_score
 from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.rerank import make_reranker, rerank
 from context_harness.search.snippets import Snippet, make_snippet, salient
@@ -180,7 +181,8 @@ class SearchEngine:
         keyword_hits, prepared = keyword.result()
         embedded = backend.embedded_documents()
         weights = self.index.term_weights(request.query)
-        reference = sum(weights.values()) if retrieval.fusion == "scaled" else 1.0
+        words = query_words(request.query.replace('"', " "), self.index.languages())
+        reference = keyword_reference(weights, words) if retrieval.fusion == "scaled" else 1.0
         alpha = DEFAULT_ALPHA.get(retrieval.fusion, 0.0) if retrieval.hybrid_alpha is None else retrieval.hybrid_alpha
         fused = fuse(retrieval.fusion, [(h.doc_id, h.score) for h in keyword_hits],
                      [(doc_id, score) for doc_id, _, score in semantic_hits],
@@ -189,7 +191,7 @@ class SearchEngine:
         titled: set[str] = set()
         if retrieval.title_match > 0 and fused and weights:  # titles holding the whole query rise (title_match.py)
             titles = {doc_id: row.title for doc_id, row in self.store.summaries([f.doc_id for f in fused]).items()}
-            fused, titled = lift_titled(fused, weights, titles, self.index.stem, retrieval.title_match)
+            fused, titled = lift_titled(fused, words, titles, self.index.stem, retrieval.title_match)
         if copies is not None:
             fused = _distinct(copies, fused[:limit * copies.most], self.store)
         fused = fused[:limit]

@@ -9,7 +9,7 @@ sourdough once outscores it on both BM25 and cosine. Long questions never fit in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from context_harness.common.analysis import UNDETERMINED, has_unspaced, index_terms
 from context_harness.search.fusion import Fused
@@ -29,15 +29,20 @@ def title_terms(title: str, stem: Callable[[str], str | None]) -> set[str]:
     return out
 
 
-def lift_titled(fused: list[Fused], query_terms: Collection[str], titles: dict[str, str | None],
+def lift_titled(fused: list[Fused], query_words: Sequence[Collection[str]], titles: dict[str, str | None],
                 stem: Callable[[str], str | None], bonus: float) -> tuple[list[Fused], set[str]]:
-    """``fused`` with ``bonus`` added to each result whose title holds every query term, re-sorted
-    (best first; ties keep their fused order), and the ids lifted. No query terms or no bonus:
-    ``fused`` as it was."""
-    wanted = set(query_terms)
+    """``fused`` with ``bonus`` added to each result whose title holds every query word (in any of its
+    forms: ``analysis.query_words``), re-sorted (best first; ties keep their fused order), and the ids
+    lifted. No query words or no bonus: ``fused`` as it was."""
+    wanted = [set(forms) for forms in query_words if forms]
     if not wanted or bonus <= 0:
         return fused, set()
-    lifted = {item.doc_id for item in fused if wanted <= title_terms(titles.get(item.doc_id) or "", stem)}
+
+    def holds_query(title: str | None) -> bool:
+        terms = title_terms(title or "", stem)
+        return all(forms & terms for forms in wanted)
+
+    lifted = {item.doc_id for item in fused if holds_query(titles.get(item.doc_id))}
     if not lifted:
         return fused, lifted
     scored = [item._replace(score=item.score + bonus) if item.doc_id in lifted else item for item in fused]

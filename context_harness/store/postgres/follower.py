@@ -108,6 +108,9 @@ class ReplicaKeywordIndex:
     def term_weights(self, text: str) -> dict[str, float]:
         return self.local.term_weights(text) if self.ready else self.sql.term_weights(text)
 
+    def languages(self) -> list[str]:
+        return self.local.languages() if self.ready else self.sql.languages()
+
     def stem(self, word: str) -> str | None:
         return self.local.stem(word)
 

@@ -145,6 +145,10 @@ class PgKeywordIndex:
         rows = self.db.read(weighed)
         return {term: math.log(1 + (max(n, 1) - df + 0.5) / (df + 0.5)) for term, df, n in rows}
 
+    def languages(self) -> list[str]:
+        """The languages of the stored documents, the most common first, as the last query read them."""
+        return self.seen_languages
+
     def _languages(self, conn: Any) -> list[str]:
         """The languages of the stored documents (none: an empty store), remembered for ``stem``."""
         self.seen_languages = [r[0] for r in conn.execute(_LANGUAGES).fetchall()]
