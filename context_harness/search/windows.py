@@ -4,9 +4,10 @@ Spans come from the chunks' stored starts (``passages.spans_of``), or, for chunk
 starts were stored, from their texts (``passages.chunk_spans``). See ``passages`` for how a window
 ends and where a chunk's section begins and ends.
 
-A chunk's window is its section (``passages.section_window``), at most ``SECTION_CHARS`` characters
-unless the request's ``max_chars`` says otherwise (or ``[server] get_max_chars`` is smaller), centred on
-the chunk when the section is longer.
+A chunk's window is its section (``passages.section_window``; in code, a definition with the ones
+inside it: ``symbol_sections``), at most ``SECTION_CHARS`` characters unless the request's
+``max_chars`` says otherwise (or ``[server] get_max_chars`` is smaller), centred on the chunk when the
+section is longer.
 
 A window holds at most ``MAX_GET_CHARS`` characters, whatever the request: ``max_chars`` 0 (and a
 request-less read, as scripts make) asks for the whole document and gets it up to that ceiling,
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from context_harness.common import passages
+from context_harness.common.symbols import language_of
 from context_harness.errors import BadRequest, NotFound
 from context_harness.models import MAX_GET_CHARS, SECTION_CHARS, ChunkOut, DocumentOut, GetRequest, TextRange
 from context_harness.store.backend import DocumentStorage
@@ -79,6 +81,16 @@ def budget(request: GetRequest | None, default_max_chars: int) -> int:
     return min(SECTION_CHARS, ceiling) if request is not None and request.chunk is not None else ceiling
 
 
+def symbol_sections(row: DocumentRow, headings: list[str], k: int | None) -> list[str]:
+    """``headings`` as chunk ``k``'s section reads them: in code (``common.symbols``) the chunks of the
+    definitions inside ``k``'s (a class's methods) belong to its section, so ``get`` of a class's chunk
+    returns the class whole (within the budget); a module's own chunks keep to themselves."""
+    if k is None or not 0 <= k < len(headings) or "." not in headings[k] or language_of(row.content_type) is None:
+        return headings
+    own = headings[k]
+    return [own if heading.startswith(own + ".") else heading for heading in headings]
+
+
 def spans(body: str, chunks: Sequence[StoredChunk], overlap: int) -> list[tuple[int, int]]:
     starts = [c.start for c in chunks if c.start is not None]
     if len(starts) == len(chunks):
@@ -132,7 +144,7 @@ def document_window(row: DocumentRow, chunks: Sequence[StoredChunk], request: Ge
     (``max_chars`` defaulting to ``default_max_chars``; without ``request``, from the start), with the
     chunks overlapping it."""
     found = spans(row.body, chunks, overlap)
-    headings = [c.heading or "" for c in chunks]
+    headings = symbol_sections(row, [c.heading or "" for c in chunks], request.chunk if request is not None else None)
     start, end = window(row.body, found, headings, request, budget(request, default_max_chars))
     return _answer(row, row.body, 0, len(row.body), chunks, found, start, end)
 
@@ -177,8 +189,9 @@ def read_window(store: WindowedReads, doc_id: str, request: GetRequest | None,
     placed = list(zip(starts, [*starts[1:], total], strict=False))[:len(chunks)]
     if k is not None:
         local = [(s - lo, e - lo) for s, e in placed]  # in the slice of the body read
-        start, end = passages.section_window(row.body, local, [c.heading or "" for c in chunks],
-                                             k - chunks[0].idx, size)
+        local_k = k - chunks[0].idx
+        start, end = passages.section_window(row.body, local, symbol_sections(row, [c.heading or "" for c in chunks],
+                                                                              local_k), local_k, size)
         start, end = start + lo, end + lo
     else:
         if offset > total:

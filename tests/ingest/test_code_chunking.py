@@ -270,6 +270,12 @@ async def test_search_finds_the_definition_first_and_get_returns_the_whole_symbo
         assert doc.content_type == "text/x-code; language=python" and doc.metadata == {"language": "python"}
         assert {c.heading for c in doc.chunks} == {"harness.Harness.open"} and len(doc.chunks) > 1
         assert doc.body.lstrip().startswith("@classmethod") and doc.body.rstrip().endswith("return harness")
+        # a class's chunk: the class whole, its methods included
+        cls = (await h.search(SearchRequest(query="symbol:Harness", mode="keyword"))).results[0]
+        assert cls.heading == "harness.Harness"
+        whole = await h.get(GetRequest(id=cls.id, chunk=cls.chunk))
+        assert whole.body.startswith("class Harness:") and whole.body.rstrip().endswith("return path")
+        assert "def open(cls, config):" in whole.body and whole.range.start > 0
         # a symbol filter, in the request or the query; camelCase found by its words; comments searchable
         for request in (SearchRequest(query="stores", filters={"symbol": "Harness.openStores"}),
                         SearchRequest(query="symbol:openStores")):
