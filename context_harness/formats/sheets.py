@@ -21,6 +21,7 @@ import csv
 import datetime as dt
 import io
 import warnings
+import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -104,7 +105,11 @@ def xlsx(raw: bytes) -> Converted:
 
     with warnings.catch_warnings():  # openpyxl warns of styles and extensions it does not read
         warnings.simplefilter("ignore")
-        book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+        try:
+            book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+        except Exception:  # openpyxl fails a whole workbook on a bad date in its properties: read it without them
+            book = openpyxl.load_workbook(io.BytesIO(_without(raw, "docProps/core.xml")), read_only=True,
+                                          data_only=True)
         try:
             budget = CellBudget()
             blocks: list[str] = []
@@ -116,6 +121,16 @@ def xlsx(raw: bytes) -> Converted:
         finally:
             book.close()
     return Converted(props.title, "\n\n".join(blocks), props.creator, props.created, props.modified)
+
+
+def _without(raw: bytes, name: str) -> bytes:
+    """The zip ``raw`` without its part ``name`` (already bounded by ``check_zip``)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            if info.filename != name:
+                archive.writestr(info, source.read(info.filename))
+    return out.getvalue()
 
 
 def _xlsx_rows(sheet: Any, budget: CellBudget) -> Iterator[list[str]]:

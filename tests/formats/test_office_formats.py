@@ -4,8 +4,11 @@ converted (title, author, dates, sections) and then found through a real sync an
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
+import re
 import time
+import zipfile
 
 import pytest
 
@@ -84,6 +87,19 @@ def test_a_ten_thousand_row_sheet_converts_in_time() -> None:
 
 def test_library_default_authors_name_nobody() -> None:
     assert convert(xlsx_bytes({"S": [["a"], ["b"]]}), kind(".xlsx")).author is None  # openpyxl writes "openpyxl"
+
+
+def test_an_xlsx_whose_properties_openpyxl_cannot_read_still_converts() -> None:
+    raw = xlsx_bytes({"Sheet": [["name"], ["Ada"]]}, title="People")
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw)) as source, zipfile.ZipFile(out, "w") as archive:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename == "docProps/core.xml":
+                data = re.sub(rb"(<dcterms:created[^>]*>)[^<]*", rb"\g<1>not a date", data)
+            archive.writestr(info, data)
+    converted = convert(out.getvalue(), kind(".xlsx"))
+    assert converted.title is None and converted.text == "# Sheet\n\n| name |\n| --- |\n| Ada |\n"
 
 
 def test_ods_and_csv_read_as_sheets() -> None:
