@@ -236,6 +236,12 @@ class SearchEngine:
             allowed &= self._symbol_index().documents_defining(filters.symbol)
         return allowed
 
+    def _defining(self, names: list[str]) -> set[str] | None:
+        """The documents defining any of ``names``, where the keyword index knows (else None: any may)."""
+        if not names or not isinstance(self.index, SymbolLookup):
+            return None
+        return set().union(*(self.index.documents_defining(name) for name in names))
+
     def _symbol_index(self) -> SymbolLookup:
         if not isinstance(self.index, SymbolLookup):
             raise BadRequest("the symbol filter needs the keyword index of the embedded backend ([db] backend = "
@@ -272,7 +278,10 @@ class SearchEngine:
         located = self._locate({c.doc_id: (_body(rows[c.doc_id]), shown[c.doc_id][0].start) for c in present
                                 if not shown[c.doc_id][1]}, rows)
         names = symbol_names(request)  # a symbol the request names: its definition is the chunk shown
+        defining = self._defining(names)
         for c in present if names else []:
+            if defining is not None and c.doc_id not in defining:
+                continue  # no code here defines it: its chunks are not read
             if (defined := definition_chunk(self.store, c.doc_id, names)) is not None:
                 shown[c.doc_id] = (make_snippet(defined.text, weights, stem, chars), False)
                 located[c.doc_id] = ChunkPlace(defined.idx, defined.heading)

@@ -11,12 +11,14 @@ is the one to ``get``.
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from context_harness.models import SearchFilters, SearchRequest
 from context_harness.store.backend import DocumentStorage
 from context_harness.store.keyword import query_symbols, symbol_key
 from context_harness.store.records import StoredChunk
 
+MAX_CHUNKS_READ = 5_000
 _INLINE = re.compile(r"(?<!\S)symbol:(\S+)")
 
 
@@ -40,8 +42,9 @@ def symbol_names(request: SearchRequest) -> list[str]:
 
 def definition_chunk(store: DocumentStorage, doc_id: str, names: list[str]) -> StoredChunk | None:
     """The first chunk of a document whose symbol path ends with one of ``names`` (the first name that
-    any chunk defines wins; a module's own chunk, whose path is the name, last), else None."""
-    chunks = [(symbol_key(c.heading), c) for c in store.iter_chunks(doc_id) if c.heading]
+    any chunk defines wins; a module's own chunk, whose path is the name, last), else None. Reads at
+    most ``MAX_CHUNKS_READ`` chunks (a huge document is not read whole for this)."""
+    chunks = [(symbol_key(c.heading), c) for c in islice(store.iter_chunks(doc_id), MAX_CHUNKS_READ) if c.heading]
     for name in names:
         if found := next((chunk for key, chunk in chunks if key.endswith("." + name)), None):
             return found

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 # 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script; 6: code's symbols
 INDEX_VERSION = 6
+MAX_DEFINING = 100_000  # documents one symbol filter holds
 SYMBOL_BOOST = 3.0  # a query word or dotted name that a code document defines (its ``symbol`` terms)
 MAX_QUERY_TERMS = 64
 MAX_PHRASES = 8
@@ -472,10 +473,10 @@ class KeywordIndex:
 
     def documents_defining(self, symbol: str) -> set[str]:
         """The ids of the code documents that define ``symbol`` (a path or its end), for the symbol
-        filter of a semantic search."""
+        filter of a semantic search (at most ``MAX_DEFINING`` of them)."""
         searcher = self.searcher()
         query = Query.term_query(self.schema, "symbol", symbol_key(symbol))
-        hits = searcher.search(query, max(searcher.num_docs, 1)).hits
+        hits = searcher.search(query, max(1, min(searcher.num_docs, MAX_DEFINING))).hits
         return {searcher.doc(addr)["doc_id"][0] for _, addr in hits}
 
     def search(self, text: str, filters: KeywordFilters | None, limit: int) -> list[DocumentHit]:

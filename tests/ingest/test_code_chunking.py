@@ -364,3 +364,13 @@ async def test_the_symbol_filter_holds_in_semantic_and_hybrid_search(workspace, 
             assert (await h.search(SearchRequest(query="x", mode=mode, filters={"symbol": "nowhere"}))).results == []
         top = (await h.search(SearchRequest(query="Harness.open", mode="hybrid"))).results[0]
         assert (top.source_id, top.heading) == ("core/harness.py", "harness.Harness.open")
+
+
+def test_query_symbols_are_names_no_prose_word_takes() -> None:
+    from context_harness.store.keyword import query_symbols, symbol_ends
+
+    assert query_symbols("where is Harness.open defined") == ["harness.open"]
+    assert query_symbols("open_stores or openStores, ns::run") == ["open_stores", "openstores", "ns.run"]
+    assert query_symbols("Harness") == ["harness"]  # a query of one word may be a name
+    assert query_symbols("where is the store opened") == []
+    assert symbol_ends("harness.Harness.open") == ["harness.harness.open", "harness.open", "open"]
