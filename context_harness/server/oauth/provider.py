@@ -62,9 +62,10 @@ def same_resource(a: str | None, b: str) -> bool:
 
 
 def redirect_allowed(uri: str) -> bool:
-    """A redirect URI this server sends codes to: https, or http on a loopback host (RFC 8252 §7.3)."""
+    """A redirect URI this server sends codes to: https, or http on a loopback host (RFC 8252 §7.3); no
+    user info or fragment."""
     parts = urlsplit(uri)
-    if parts.fragment or not parts.hostname:
+    if parts.fragment or not parts.hostname or "@" in parts.netloc:
         return False
     return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_NAMES)
 
@@ -139,7 +140,7 @@ class Provider:
         if bad:
             log.warning("oauth: refused a registration with redirect URI %r", bad[0][:200])
             raise RegistrationError("invalid_redirect_uri", f"redirect URI {bad[0][:200]!r} is refused: use https, or "
-                                    "http on localhost, 127.0.0.1 or [::1], without a fragment")
+                                    "http on localhost, 127.0.0.1 or [::1], without user info or a fragment")
         metadata = client_info.model_dump(mode="json", exclude={"client_id", "client_secret"}, exclude_none=True)
         if len(json.dumps(metadata)) > MAX_METADATA_BYTES:
             raise RegistrationError("invalid_client_metadata", f"client metadata over {MAX_METADATA_BYTES} bytes")
@@ -185,8 +186,10 @@ class Provider:
             return None
         redirect = str(found.params.redirect_uri)
         parts = urlsplit(redirect)
+        host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else str(parts.hostname)
+        netloc = f"{host}:{parts.port}" if parts.port else host  # as the CSP's form-action names it
         return {"client_id": found.client_id, "client_name": found.client_name, "redirect_uri": redirect,
-                "redirect_host": parts.netloc, "redirect_origin": f"{parts.scheme}://{parts.netloc}",
+                "redirect_host": netloc, "redirect_origin": f"{parts.scheme}://{netloc}",
                 "scopes": [(s, SCOPES[s]) for s in found.offered]}
 
     async def approve(self, request_id: str, scopes: list[str]) -> str | None:

@@ -118,6 +118,8 @@ async def test_a_redirect_uri_not_registered_is_refused(server: OAuthServer) -> 
         assert refused.status_code == 400
         assert refused.json()["error"] == "invalid_redirect_uri"
         assert "use https, or http on localhost" in refused.json()["error_description"]
+        with_user = await register(http, server.url, redirect="https://a;b@client.example/callback")
+        assert with_user.status_code == 400 and with_user.json()["error"] == "invalid_redirect_uri"
 
 
 async def test_authorization_for_another_resource_is_refused(server: OAuthServer) -> None:
