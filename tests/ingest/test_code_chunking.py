@@ -374,3 +374,20 @@ def test_query_symbols_are_names_no_prose_word_takes() -> None:
     assert query_symbols("Harness") == ["harness"]  # a query of one word may be a name
     assert query_symbols("where is the store opened") == []
     assert symbol_ends("harness.Harness.open") == ["harness.harness.open", "harness.open", "open"]
+
+
+def test_helper_processes_chunk_code_as_inline_chunking_does() -> None:
+    from context_harness.ingest.chunk_worker import Chunker
+
+    docs = [(f"d{language}", path, source, content_type(language)) for language, (path, source, _) in SAMPLES.items()]
+    chunker = Chunker(64, 8, helpers=1, threshold=1)
+    try:
+        future = chunker.submit(docs)
+        assert chunker._pool is not None  # a helper process really chunks them
+        helped = chunker.result(future, docs)
+    finally:
+        chunker.close()
+    inline = Chunker(64, 8, helpers=0)
+    assert [d.chunks for d in helped] == [d.chunks for d in inline.result(inline.inline(docs), docs)]
+    python = [c.heading for c in helped[list(SAMPLES).index("python")].chunks]
+    assert set(SAMPLES["python"][2]) <= set(python)
