@@ -476,8 +476,12 @@ class KeywordIndex:
         filter of a semantic search (at most ``MAX_DEFINING`` of them)."""
         searcher = self.searcher()
         query = Query.term_query(self.schema, "symbol", symbol_key(symbol))
-        hits = searcher.search(query, max(1, min(searcher.num_docs, MAX_DEFINING))).hits
-        return {searcher.doc(addr)["doc_id"][0] for _, addr in hits}
+        fetch = 64  # most names are defined once or a few times: no large collector for them
+        while True:
+            hits = searcher.search(query, fetch).hits
+            if len(hits) < fetch or fetch >= MAX_DEFINING:
+                return {searcher.doc(addr)["doc_id"][0] for _, addr in hits}
+            fetch = min(fetch * 16, MAX_DEFINING)
 
     def search(self, text: str, filters: KeywordFilters | None, limit: int) -> list[DocumentHit]:
         """The top ``limit`` documents by BM25, ties broken by document id (deterministic)."""
