@@ -36,6 +36,8 @@ class OAuthConfig(_Section):
                                         "whole grant")
     max_clients: int = Field(default=100, ge=1, le=100_000, description="most registered OAuth clients not yet "
                              "approved kept at once; one more registration drops the oldest of them")
+    registrations_per_minute: int = Field(default=10, ge=1, le=1000, description="dynamic client registrations "
+                                          "accepted in any minute (the whole server); one more is answered 429")
 
 
 class ServerConfig(_Section):

@@ -5,8 +5,8 @@
 - ``GET /.well-known/oauth-authorization-server``: RFC 8414 metadata (PKCE S256 only);
 - ``GET /authorize``: the SDK's handler (client, redirect URI, scope, PKCE), then the console's page;
 - ``POST /token``: codes and refresh tokens for tokens, the client's secret checked by its hash;
-- ``POST /register``: RFC 7591 dynamic registration, at most ``REGISTRATIONS_PER_MINUTE`` (429 past
-  it), stored clients bounded by ``[server.oauth] max_clients``;
+- ``POST /register``: RFC 7591 dynamic registration, at most ``[server.oauth]
+  registrations_per_minute`` (429 past it), stored clients bounded by ``max_clients``;
 - ``POST /revoke``: RFC 7009.
 
 A ``client_id`` that is an https URL is a client ID metadata document, fetched under the bounds of
@@ -215,7 +215,8 @@ def oauth_routes(provider: Provider) -> list[Route]:
         Route("/token", Logged(cors_middleware(ExplainedTokenHandler(provider, authenticator).handle,  # type: ignore[arg-type]
                                                ["POST", "OPTIONS"]), "token"), methods=["POST", "OPTIONS"]),
         Route("/register", RegistrationLimit(Logged(cors_middleware(registration.handle, ["POST", "OPTIONS"]),
-                                                    "registration")), methods=["POST", "OPTIONS"]),
+                                                    "registration"), provider.settings.registrations_per_minute),
+              methods=["POST", "OPTIONS"]),
         Route("/revoke", Logged(cors_middleware(RevocationHandler(provider, authenticator).handle,  # type: ignore[arg-type]
                                                 ["POST", "OPTIONS"]), "revocation"), methods=["POST", "OPTIONS"]),
     ]

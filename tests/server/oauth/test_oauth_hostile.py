@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServer]:
     root = tmp_path_factory.mktemp("oauth")
-    served = serve_oauth(root, child_environment(root))
+    served = serve_oauth(root, child_environment(root), oauth_extra="registrations_per_minute = 100")
     yield served
     stop_process(served.process)
 
@@ -206,7 +206,7 @@ async def test_a_token_issued_for_another_resource_is_refused(tmp_path: Path) ->
 
 
 async def test_a_registration_flood_is_refused_and_bounded(tmp_path: Path) -> None:
-    server = serve_oauth(tmp_path, child_environment(tmp_path), oauth_extra="max_clients = 4")
+    server = serve_oauth(tmp_path, child_environment(tmp_path), oauth_extra="max_clients = 4")  # 10 a minute
     try:
         async with httpx2.AsyncClient(timeout=30) as http:
             answers = [await register(http, server.url, name=f"flood {n}") for n in range(40)]
