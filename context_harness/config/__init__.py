@@ -147,6 +147,14 @@ class ChunkingConfig(_Section):
         return value
 
 
+class FormatsConfig(_Section):
+    """``[formats]``: how documents of the documents extra are read."""
+
+    notebook_outputs: bool = Field(default=False, description="index the text outputs of Jupyter notebooks' code "
+                                   "cells (streams, results, errors; 10,000 characters a cell) after each cell; "
+                                   "off: code and Markdown only")
+
+
 class EmbeddingConfig(_Section):
     """``[embedding]``: the model that turns chunks and queries into vectors for semantic search."""
 
@@ -422,6 +430,7 @@ class RegistriesConfig(BaseModel):
 class Config(_Section):
     db: DbConfig = Field(default_factory=DbConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    formats: FormatsConfig = Field(default_factory=FormatsConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)

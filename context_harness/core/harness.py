@@ -476,7 +476,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         from context_harness.ingest.sync import Syncer
 
         assert self.store is not None and self.index is not None
-        syncer = Syncer(self.store, self.index, self.config.chunking)
+        syncer = Syncer(self.store, self.index, self.config.chunking, self.config.formats)
         with self.activity.syncing(connector.label, "paths") as state:
             try:
                 summary = syncer.sync_paths(connector, rel_paths, changes)
@@ -515,7 +515,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         from context_harness.ingest.sync import Syncer, SyncOptions, passed_by
 
         assert self.store is not None and self.index is not None
-        syncer = Syncer(self.store, self.index, self.config.chunking)
+        syncer = Syncer(self.store, self.index, self.config.chunking, self.config.formats)
         options = SyncOptions(full=full, dry_run=dry_run, limit=limit)
         budget = [limit] if limit is not None else None
         summaries = []

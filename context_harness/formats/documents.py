@@ -67,6 +67,13 @@ class ConversionFailed(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class ConvertOptions:
+    """How documents are read (``[formats]``); the same for every document of a sync."""
+
+    notebook_outputs: bool = False  # the text outputs of notebooks' code cells
+
+
 @dataclass
 class Converted:
     """A converted document: its text, and what its own metadata says (the file's name and times
@@ -78,6 +85,9 @@ class Converted:
     created: dt.datetime | None = None
     updated: dt.datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # e-mail: from, to, cc, date, message_id ...
+
+
+Converter = Callable[[bytes, ConvertOptions], Converted]
 
 
 def document_format(suffix: str) -> DocumentFormat | None:
@@ -92,11 +102,11 @@ def available(fmt: DocumentFormat) -> bool:
         return False
 
 
-def convert(raw: bytes, content_type: str) -> Converted:
+def convert(raw: bytes, content_type: str, options: ConvertOptions | None = None) -> Converted:
     """Convert one document; raises ``ConversionFailed``. Never raises anything else for bad input."""
     converter = _converter(content_type)
     try:
-        converted = converter(raw)
+        converted = converter(raw, options or ConvertOptions())
     except ConversionFailed:
         raise
     except ImportError:
@@ -116,7 +126,7 @@ def convert(raw: bytes, content_type: str) -> Converted:
                      converted.metadata)
 
 
-def _converter(content_type: str) -> Callable[[bytes], Converted]:
+def _converter(content_type: str) -> Converter:
     """The function converting ``content_type``: here, or in the module named (imported when needed)."""
     name = _CONVERTERS.get(content_type)
     if name is None:
@@ -124,7 +134,7 @@ def _converter(content_type: str) -> Callable[[bytes], Converted]:
     if callable(name):
         return name
     module, function = name.split(":")
-    converter: Callable[[bytes], Converted] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    converter: Converter = getattr(importlib.import_module(f"{__package__}.{module}"), function)
     return converter
 
 
@@ -152,7 +162,7 @@ MAX_BOOKMARKS = 5000
 _PDFIUM = threading.Lock()  # PDFium is not thread-safe; one document at a time per process
 
 
-def _pdf(raw: bytes) -> Converted:
+def _pdf(raw: bytes, options: ConvertOptions) -> Converted:
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
 
@@ -250,7 +260,7 @@ def _unpacked_size(raw: bytes) -> int:
 
 # -- DOCX (python-docx) ---------------------------------------------------------------------------
 
-def _docx(raw: bytes) -> Converted:
+def _docx(raw: bytes, options: ConvertOptions) -> Converted:
     check_zip(raw)
     import docx
     from docx.oxml.ns import qn
@@ -331,7 +341,7 @@ _HTML_BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "f
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
-def _html(raw: bytes) -> Converted:
+def _html(raw: bytes, options: ConvertOptions) -> Converted:
     return html_text(raw)
 
 
@@ -411,7 +421,7 @@ class _HtmlWalker:
                 self.blocks.append("```\n" + code.replace("```", "`\u200b``") + "\n```")
 
 
-_CONVERTERS: dict[str, Callable[[bytes], Converted] | str] = {
+_CONVERTERS: dict[str, Converter | str] = {
     "application/pdf": _pdf,
     FORMATS[".docx"].content_type: _docx,
     "text/html": _html,

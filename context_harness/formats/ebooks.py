@@ -14,10 +14,10 @@ import posixpath
 import warnings
 from typing import Any
 
-from context_harness.formats.documents import ConversionFailed, Converted, check_zip, html_text
+from context_harness.formats.documents import ConversionFailed, Converted, ConvertOptions, check_zip, html_text
 
 
-def epub(raw: bytes) -> Converted:
+def epub(raw: bytes, options: ConvertOptions) -> Converted:
     check_zip(raw)
     import ebooklib
     from ebooklib import epub as epub_lib

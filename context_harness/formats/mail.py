@@ -28,14 +28,14 @@ import os
 import tempfile
 from email.message import Message
 
-from context_harness.formats.documents import ConversionFailed, Converted, html_text
+from context_harness.formats.documents import ConversionFailed, Converted, ConvertOptions, html_text
 
 MAX_MESSAGES = 10_000
 MAX_PARTS = 1_000
 HEADERS = ("from", "to", "cc", "date", "message_id", "in_reply_to")
 
 
-def eml(raw: bytes) -> Converted:
+def eml(raw: bytes, options: ConvertOptions) -> Converted:
     """One message: subject, sender and date as title, author and date; its headers as metadata."""
     message = _parse(raw)
     meta = _headers(message)
@@ -44,7 +44,7 @@ def eml(raw: bytes) -> Converted:
                      metadata={k: meta[k] for k in HEADERS if k in meta})
 
 
-def mbox(raw: bytes) -> Converted:
+def mbox(raw: bytes, options: ConvertOptions) -> Converted:
     """Every message of a mailbox, in the file's order (``mailbox`` reads a path: a private copy)."""
     with tempfile.TemporaryDirectory(prefix="ctx-mbox-") as folder:
         path = os.path.join(folder, "mailbox")

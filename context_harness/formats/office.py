@@ -20,7 +20,7 @@ import io
 import zipfile
 from typing import Any
 
-from context_harness.formats.documents import ConversionFailed, Converted, check_zip
+from context_harness.formats.documents import ConversionFailed, Converted, ConvertOptions, check_zip
 
 MAX_DEPTH = 32  # nested groups of shapes, sections and lists read; deeper ones are left out
 ODF_MAX_TAGS = 400_000  # start and end tags in content.xml (10,000 rows of 10 cells: 220,000)
@@ -28,7 +28,7 @@ ODF_MAX_TAGS = 400_000  # start and end tags in content.xml (10,000 rows of 10 c
 
 # -- PPTX (python-pptx) ---------------------------------------------------------------------------
 
-def pptx(raw: bytes) -> Converted:
+def pptx(raw: bytes, options: ConvertOptions) -> Converted:
     check_zip(raw)
     import pptx as pptx_lib
 
@@ -90,7 +90,7 @@ def check_odf(raw: bytes, reason: str) -> None:
         raise ConversionFailed("corrupt") from None
 
 
-def odt(raw: bytes) -> Converted:
+def odt(raw: bytes, options: ConvertOptions) -> Converted:
     check_odf(raw, "too_large")
     from odf import opendocument
 

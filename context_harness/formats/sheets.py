@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from context_harness.common.text import estimate_tokens
-from context_harness.formats.documents import ConversionFailed, Converted, check_zip
+from context_harness.formats.documents import ConversionFailed, Converted, ConvertOptions, check_zip
 from context_harness.formats.office import check_odf, odf_metadata
 
 MAX_CELLS = 250_000  # cells read per workbook (a 10,000-row sheet of 20 columns is 200,000): openpyxl reads
@@ -99,7 +99,7 @@ def sheet_blocks(name: str | None, rows: Iterable[list[str]]) -> list[str]:
 
 # -- XLSX (openpyxl) ------------------------------------------------------------------------------
 
-def xlsx(raw: bytes) -> Converted:
+def xlsx(raw: bytes, options: ConvertOptions) -> Converted:
     check_zip(raw)
     import openpyxl
 
@@ -141,7 +141,7 @@ def _xlsx_rows(sheet: Any, budget: CellBudget) -> Iterator[list[str]]:
 
 # -- ODS (odfpy) ----------------------------------------------------------------------------------
 
-def ods(raw: bytes) -> Converted:
+def ods(raw: bytes, options: ConvertOptions) -> Converted:
     check_odf(raw, "too_many_cells")
     from odf import opendocument
     from odf.table import Table
@@ -198,7 +198,7 @@ def _repeat(element: Any, attribute: str) -> int:
 
 # -- CSV (the standard library) -------------------------------------------------------------------
 
-def csv_text(raw: bytes) -> Converted:
+def csv_text(raw: bytes, options: ConvertOptions) -> Converted:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -27,7 +27,7 @@ from context_harness.common import pipes
 from context_harness.common.lineage import exit_with_parent
 from context_harness.common.passages import chunk_starts
 from context_harness.common.symbols import Unparsed, language_of
-from context_harness.formats.documents import ConversionFailed, Converted, convert
+from context_harness.formats.documents import ConversionFailed, Converted, ConvertOptions, convert
 from context_harness.ingest.chunking import Chunk, chunk_markdown, content_hash, embedding_text
 from context_harness.ingest.code_chunking import chunk_code
 from context_harness.store.records import StoredChunk, chunk_id
@@ -87,20 +87,21 @@ def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overl
     return rows
 
 
-def _process(doc: Job, max_tokens: int, overlap_tokens: int) -> Outcome:
+def _process(doc: Job, max_tokens: int, overlap_tokens: int, options: ConvertOptions | None = None) -> Outcome:
     if isinstance(doc[2], str):
         return chunk_rows(doc[0], doc[1], doc[2], max_tokens, overlap_tokens, doc[3] if len(doc) > 3 else None)
     doc_id, fallback_title, raw, content_type = doc
     try:
-        converted = convert(raw, content_type)
+        converted = convert(raw, content_type, options)
     except ConversionFailed as exc:
         return exc.reason
     converted = replace(converted, title=converted.title or fallback_title)
     return converted, chunk_rows(doc_id, converted.title, converted.text, max_tokens, overlap_tokens)
 
 
-def _chunk_all(docs: list[Job], max_tokens: int, overlap_tokens: int) -> list[Outcome]:
-    return [_process(doc, max_tokens, overlap_tokens) for doc in docs]
+def _chunk_all(docs: list[Job], max_tokens: int, overlap_tokens: int,
+               options: ConvertOptions | None = None) -> list[Outcome]:
+    return [_process(doc, max_tokens, overlap_tokens, options) for doc in docs]
 
 
 def _chunked(outcome: Outcome) -> ChunkedDocument:
@@ -171,15 +172,17 @@ class _Helper:
 class ChunkPool:
     """Helper processes chunking batches of documents; ``submit`` returns a Future per batch."""
 
-    def __init__(self, max_tokens: int, overlap_tokens: int, helpers: int) -> None:
+    def __init__(self, max_tokens: int, overlap_tokens: int, helpers: int,
+                 options: ConvertOptions | None = None) -> None:
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
+        self.options = options
         self._jobs: queue.Queue = queue.Queue()
         self._helpers = [_Helper(self._jobs) for _ in range(helpers)]
 
     def submit(self, docs: list[Job]) -> Future:
         future: Future = Future()
-        self._jobs.put((future, (self.max_tokens, self.overlap_tokens, docs)))
+        self._jobs.put((future, (self.max_tokens, self.overlap_tokens, docs, self.options)))
         return future
 
     def close(self) -> None:
@@ -199,12 +202,14 @@ class ChunkPool:
 
 class Chunker:
     """Chunks (and converts) batches of documents inline, or in helper processes once a sync is large
-    enough: ``threshold`` counts documents, a document to convert as its ``cost``."""
+    enough: ``threshold`` counts documents, a document to convert as its ``cost``. ``options`` say how
+    documents are converted (``[formats]``)."""
 
     def __init__(self, max_tokens: int, overlap_tokens: int, *, helpers: int | None = None,
-                 threshold: int = PROCESS_THRESHOLD) -> None:
+                 threshold: int = PROCESS_THRESHOLD, options: ConvertOptions | None = None) -> None:
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
+        self.options = options
         self.helpers = max(0, min(available_cores() - 1, MAX_HELPERS)) if helpers is None else helpers
         self.threshold = threshold
         self._queued = 0
@@ -219,7 +224,7 @@ class Chunker:
     def _start(self) -> None:
         if self._pool is None and not self._failed and self.helpers > 0:
             try:
-                self._pool = ChunkPool(self.max_tokens, self.overlap_tokens, self.helpers)
+                self._pool = ChunkPool(self.max_tokens, self.overlap_tokens, self.helpers, self.options)
             except OSError as exc:
                 log.warning("could not start chunking helpers (%s); chunking in this process", exc)
                 self._failed = True
@@ -234,7 +239,7 @@ class Chunker:
 
     def inline(self, docs: list[Job]) -> Future:
         future: Future = Future()
-        future.set_result(_chunk_all(docs, self.max_tokens, self.overlap_tokens))
+        future.set_result(_chunk_all(docs, self.max_tokens, self.overlap_tokens, self.options))
         return future
 
     def result(self, future: Future, docs: list[Job]) -> list[ChunkedDocument]:
@@ -246,7 +251,7 @@ class Chunker:
                 log.warning("a chunking helper failed (%s); chunking in this process", exc)
             self._failed = True
             self.close()
-            rows = _chunk_all(docs, self.max_tokens, self.overlap_tokens)
+            rows = _chunk_all(docs, self.max_tokens, self.overlap_tokens, self.options)
         return [_chunked(outcome) for outcome in rows]
 
     def close(self) -> None:
@@ -260,10 +265,10 @@ class Chunker:
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     while True:
         try:
-            max_tokens, overlap_tokens, docs = _receive(stdin)
+            max_tokens, overlap_tokens, docs, options = _receive(stdin)
         except EOFError:
             return
-        _send(stdout, _chunk_all(docs, max_tokens, overlap_tokens))
+        _send(stdout, _chunk_all(docs, max_tokens, overlap_tokens, options))
 
 
 def main() -> None:

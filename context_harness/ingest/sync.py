@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_harness.common.timestamps import to_iso
-from context_harness.config import ChunkingConfig, Unavailable
+from context_harness.config import ChunkingConfig, FormatsConfig, Unavailable
 from context_harness.connectors.base import (
     ERROR_SKIP_REASONS,
     Candidate,
@@ -44,7 +44,7 @@ from context_harness.connectors.base import (
     runnable,
     settings_of,
 )
-from context_harness.formats.documents import Converted
+from context_harness.formats.documents import Converted, ConvertOptions
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
 from context_harness.ingest.code_chunking import CODE_CHUNKER_VERSION
@@ -87,9 +87,14 @@ class SyncOptions:
     limit: int | None = None
 
 
-def chunking_signature(config: ChunkingConfig) -> str:
-    return json.dumps({"version": CHUNKER_VERSION, "code": CODE_CHUNKER_VERSION, "max_tokens": config.max_tokens,
-                       "overlap_tokens": config.overlap_tokens}, sort_keys=True)
+def chunking_signature(config: ChunkingConfig, formats: FormatsConfig | None = None) -> str:
+    """What a source's chunks were made with: a change re-reads every item (converting documents again).
+    ``[formats]`` counts only when set, so that workspaces that never set it keep their signature."""
+    signature: dict[str, object] = {"version": CHUNKER_VERSION, "code": CODE_CHUNKER_VERSION,
+                                    "max_tokens": config.max_tokens, "overlap_tokens": config.overlap_tokens}
+    if formats is not None and formats.notebook_outputs:
+        signature["notebook_outputs"] = True
+    return json.dumps(signature, sort_keys=True)
 
 
 def _check_storable(item: SourceItem) -> None:
@@ -150,10 +155,12 @@ def skip_notes(summary: SyncSummary) -> str:
 
 
 class Syncer:
-    def __init__(self, store: DocumentStorage, index: KeywordRanking, chunking: ChunkingConfig) -> None:
+    def __init__(self, store: DocumentStorage, index: KeywordRanking, chunking: ChunkingConfig,
+                 formats: FormatsConfig | None = None) -> None:
         self.store = store
         self.index = index
         self.chunking = chunking
+        self.formats = formats or FormatsConfig()
 
     def catch_up(self) -> None:
         """Index documents an earlier write stored but could not index (its keyword commit failed:
@@ -165,7 +172,7 @@ class Syncer:
 
     def chunking_changed(self, label: str) -> bool:
         stored = self.store.get_meta(f"chunking:{label}")
-        return stored is not None and stored != chunking_signature(self.chunking)
+        return stored is not None and stored != chunking_signature(self.chunking, self.formats)
 
     def sync(self, connector: Connector, options: SyncOptions, progress: ProgressFn | None = None,
              budget: list[int] | None = None, changes: DocumentChanges | None = None) -> SyncSummary:
@@ -391,7 +398,8 @@ class _SyncRun:
     def _writer(self, candidates: list[Candidate]) -> _Writer:
         session = None if self.options.dry_run else self.stack.enter_context(self.syncer.index.session())
         chunking = self.syncer.chunking
-        chunker = Chunker(chunking.max_tokens, chunking.overlap_tokens)
+        chunker = Chunker(chunking.max_tokens, chunking.overlap_tokens,
+                          options=ConvertOptions(notebook_outputs=self.syncer.formats.notebook_outputs))
         self.stack.callback(chunker.close)  # before the index commits (the stack unwinds in reverse)
         if not self.options.dry_run:
             to_read = sum(c.cost for c in candidates if self._may_have_changed(c))
@@ -515,7 +523,8 @@ class _SyncRun:
             self.store.record_sync(self.label, skip_notes(summary) if summary.skipped else None,
                                    keep_notes=self.partial)
             if not summary.limited and not self.partial and not self.cut_short:
-                self.store.set_meta(f"chunking:{self.label}", chunking_signature(self.syncer.chunking))
+                signature = chunking_signature(self.syncer.chunking, self.syncer.formats)
+                self.store.set_meta(f"chunking:{self.label}", signature)
             if not self.partial and (self.skips or self.remembered):
                 self.store.remember_skips(self.label, self.skips)
         if self.options.dry_run:

@@ -14,7 +14,7 @@ import pytest
 
 from context_harness import config as config_mod
 from context_harness.core.harness import Harness
-from context_harness.formats.documents import FORMATS, ConversionFailed, convert
+from context_harness.formats.documents import FORMATS, ConversionFailed, ConvertOptions, convert
 from context_harness.ingest.chunk_worker import chunk_rows
 from context_harness.models import GetRequest, SearchRequest
 from context_harness.store.records import document_id
@@ -152,6 +152,20 @@ def test_notebook_markdown_as_text_code_fenced_outputs_left_out() -> None:
     assert (titled.title, titled.author) == ("Scratch", "Ada Lovelace")
 
 
+def test_notebook_outputs_when_asked() -> None:
+    import nbformat
+
+    nb = nbformat.reads(notebook().decode(), as_version=4)
+    nb.cells[1].outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": "1.837"},
+                                                      execution_count=1))
+    nb.cells[1].outputs.append(nbformat.v4.new_output("error", ename="ValueError", evalue="orbit too eccentric",
+                                                      traceback=["long traceback"]))
+    raw = nbformat.writes(nb).encode()
+    with_outputs = convert(raw, kind(".ipynb"), ConvertOptions(notebook_outputs=True)).text
+    assert with_outputs.endswith("````\n\n```output\nSECRET OUTPUT 42\n1.837\nValueError: orbit too eccentric\n```\n")
+    assert "SECRET" not in convert(raw, kind(".ipynb")).text
+
+
 def thread() -> list:
     first = message("Boat launch", "Ann <ann@example.org>", "crew@example.org", "The boat launches at noon.",
                     when=dt.datetime(2024, 1, 1, 10, tzinfo=UTC), message_id="<launch@example.org>")
@@ -264,3 +278,20 @@ async def test_dates_created_from_the_metadata_updated_the_later_of_file_and_met
     assert slides.created_at is not None and slides.created_at.startswith("2013-")
     assert slides.updated_at is not None and slides.updated_at >= dt.datetime.now(UTC).strftime("%Y-%m-%d")
     assert (mail.created_at, mail.updated_at) == ("2024-01-01T10:00:00Z", "2024-01-01T10:00:00Z")
+
+
+@pytest.mark.anyio
+async def test_turning_notebook_outputs_on_converts_notebooks_again(workspace: Workspace) -> None:
+    (workspace.docs / "orbits.ipynb").write_bytes(notebook())
+
+    async def found(config: config_mod.Config) -> bool:
+        async with Harness.open(config) as h:
+            await h.sync()
+            hits = await h.search(SearchRequest(query="SECRET OUTPUT", mode="keyword"))
+            return any(r.source_id == "orbits.ipynb" for r in hits.results)
+
+    assert not await found(workspace.config())
+    workspace.write_config("[formats]\nnotebook_outputs = true\n")
+    assert await found(workspace.config())  # the file did not change: the setting re-reads it
+    workspace.write_config("")
+    assert not await found(workspace.config())
