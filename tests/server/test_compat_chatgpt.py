@@ -28,6 +28,7 @@ from context_harness.server.compat import is_openai_client, session_profile
 from context_harness.server.mcp import build_server
 from support.http import stop_process
 from support.oauth import serve_oauth, signed_in
+from support.paths import EXAMPLES
 from support.waiting import wait_for
 from support.workspace import KB_DOCS, write_hostile_workspace, write_knowledge_base
 
@@ -325,3 +326,18 @@ async def test_openai_client_signed_in_with_oauth_and_the_read_scope_searches_an
         stop_process(server.process)
     assert doc["title"] == "Harbour" and doc["url"] == f"{server.url}/ui/doc?id={doc['id']}"
     assert "quokka" in doc["text"]
+
+
+async def test_chatgpts_fetch_hides_a_lua_tool_of_that_name_from_openais_sessions_only(tmp_path: Path) -> None:
+    cfg = write_knowledge_base(tmp_path)
+    echo = (EXAMPLES / "lua" / "echo.lua").as_posix()
+    cfg.write_text(cfg.read_text(encoding="utf-8") + f'\n[tools.script.fetch]\npath = "{echo}"\n', encoding="utf-8")
+    async with Harness.open(config_mod.load_file(cfg)) as harness:
+        await harness.sync()
+        for info, builtin in ((OTHER, False), (OPENAI, True)):
+            async with Client(build_server(harness), mode="legacy", client_info=info) as client:
+                [fetch] = [tool for tool in (await client.list_tools()).tools if tool.name == "fetch"]
+                called = await client.call_tool("fetch", {"id": "0000000000000000"} if builtin else {"text": "hi"})
+            assert (list(fetch.input_schema["properties"]) == ["id"]) is builtin
+            assert called.is_error is builtin  # ours: not_found; the Lua echo: its echo
+            assert ('"not_found"' if builtin else "hi") in called.content[0].text
