@@ -11,12 +11,14 @@ import queue
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 from browser.console import Events, open_page
+from browser.test_quality import axe, axe_script  # noqa: F401 - axe_script: the fixture installing axe-core
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -140,5 +142,30 @@ def test_the_authorization_page_is_not_shown_in_a_frame(browser: Any, server: OA
         # refused: X-Frame-Options DENY, frame-ancestors 'none' (neither the page nor the login it sends to)
         assert frame.locator("#approve").count() == 0
         assert frame.locator("#token").count() == 0
+    finally:
+        page.context.close()
+
+
+def test_the_oauth_pages_pass_axe(browser: Any, server: OAuthServer, axe_script: Path) -> None:  # noqa: F811
+    """axe-core finds nothing on the authorization page nor on the authorized clients' list."""
+
+    async def authorization_page() -> str:
+        async with httpx2.AsyncClient(timeout=WAIT_S) as http:
+            client = (await register(http, server.url, name="audited client")).json()
+            first = await http.get(authorize_url(server.url, client["client_id"], pkce()[1]))
+            return str(first.headers["location"])
+
+    with ThreadPoolExecutor(1) as pool:
+        page_url = pool.submit(anyio.run, authorization_page).result(timeout=WAIT_S)
+    page = open_page(browser, Events())
+    try:
+        page.goto(page_url)
+        page.fill("#token", TOKEN)
+        page.click("form button[type=submit]")
+        page.wait_for_url(lambda at: "/ui/oauth/authorize?request=" in at)
+        for url in (page.url, f"{server.url}/ui/oauth/clients"):
+            page.goto(url)
+            found = axe(page, axe_script)
+            assert found["violations"] == [], (url, found["violations"])
     finally:
         page.context.close()
