@@ -23,7 +23,7 @@ import logging
 import time
 from collections import deque
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
@@ -143,7 +143,8 @@ class RegistrationLimit:
 
 
 class Logged:
-    """``app``, logging each refusal it answers (a 4xx with an OAuth error body) as a warning."""
+    """``app``, logging each refusal it answers as a warning: a 4xx with an OAuth error body, or a
+    redirect carrying ``error=`` back to the client."""
 
     def __init__(self, app: ASGIApp, what: str) -> None:
         self.app = app
@@ -153,22 +154,29 @@ class Logged:
         status = 0
         body = b""
 
+        sent_to = ""
+
         async def keep(message: Message) -> None:
-            nonlocal status, body
+            nonlocal status, body, sent_to
             if message["type"] == "http.response.start":
                 status = message["status"]
+                sent_to = next((v.decode("latin-1") for k, v in message.get("headers", []) if k == b"location"), "")
             elif message["type"] == "http.response.body" and status >= 400 and len(body) < 4096:
                 body += message.get("body", b"")
             await send(message)
 
         await self.app(scope, receive, keep)
-        if status >= 400:
+        if status in (302, 303) and "error=" in sent_to:  # refused, and the client told so at its redirect URI
+            query = parse_qs(urlsplit(sent_to).query)
+            log.warning("oauth: %s request refused (%s: %s)", self.what, query.get("error", ["?"])[0],
+                        query.get("error_description", [""])[0][:300])
+        elif status >= 400:
             try:
                 error = json.loads(body)
                 detail = f"{error.get('error')}: {error.get('error_description')}"
             except (ValueError, AttributeError):
                 detail = body[:200].decode("utf-8", "replace")
-            log.warning("oauth: refused a %s request (%d %s)", self.what, status, detail)
+            log.warning("oauth: %s request refused (%d %s)", self.what, status, detail)
 
 
 def server_metadata(issuer: str) -> OAuthMetadata:

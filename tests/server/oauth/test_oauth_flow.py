@@ -81,7 +81,7 @@ async def test_sdk_client_signs_in_is_scoped_refreshes_and_is_refused_after_revo
     finally:
         stop_process(server.process)
     log = (tmp_path / "server.log").read_text(encoding="utf-8")
-    for line in ("the owner granted client", "refused note_write", "the owner revoked client", "refused a token"):
+    for line in ("the owner granted client", "refused note_write", "the owner revoked client", "token request refused"):
         assert line in log, line
     store = tmp_path / "data" / "oauth.sqlite"
     assert stat.S_IMODE(store.stat().st_mode) == 0o600

@@ -103,6 +103,8 @@ async def test_plain_pkce_and_a_missing_challenge_are_refused(server: OAuthServe
             query = parse_qs(urlsplit(answer.headers["location"]).query)
             assert query["error"] == ["invalid_request"] and "code" not in query
             assert "code_challenge" in query["error_description"][0]
+    log = (server.root / "server.log").read_text(encoding="utf-8")
+    assert "oauth: authorization request refused (invalid_request: " in log
 
 
 async def test_a_redirect_uri_not_registered_is_refused(server: OAuthServer) -> None:
