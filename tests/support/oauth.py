@@ -32,9 +32,9 @@ class OAuthServer:
 
 
 def oauth_config(root: Path, port: int, extra_server: str = "", public_url: str | None = None,
-                 oauth_extra: str = "") -> str:
+                 oauth_extra: str = "", db_extra: str = "") -> str:
     docs = root / "docs"
-    return (f'[db]\npath = "data/ctx.sqlite"\n\n[embedding]\nprovider = "disabled"\n\n'
+    return (f'[db]\npath = "data/ctx.sqlite"\n{db_extra}\n\n[embedding]\nprovider = "disabled"\n\n'
             f'[server]\nsync_on_start = true\nauth_token = "{TOKEN}"\n'
             f'public_url = "{public_url or f"http://127.0.0.1:{port}"}"\n{extra_server}\n'
             f'[server.oauth]\nenabled = true\n{oauth_extra}\n'
@@ -43,12 +43,12 @@ def oauth_config(root: Path, port: int, extra_server: str = "", public_url: str 
 
 
 def serve_oauth(root: Path, env: dict[str, str], port: int | None = None, public_url: str | None = None,
-                extra_server: str = "", oauth_extra: str = "") -> OAuthServer:
+                extra_server: str = "", oauth_extra: str = "", db_extra: str = "") -> OAuthServer:
     """Write a one-note workspace in ``root`` and serve it with OAuth on (stderr: ``root/server.log``)."""
     write_files(root / "docs", {"harbour.md": "# Harbour\n\nThe lighthouse keeper logs every quokka.\n"})
     port = port or free_port()
     config = root / "ctx.toml"
-    config.write_text(oauth_config(root, port, extra_server, public_url, oauth_extra), encoding="utf-8")
+    config.write_text(oauth_config(root, port, extra_server, public_url, oauth_extra, db_extra), encoding="utf-8")
     log = (root / "server.log").open("ab")
     process = spawn_http(["--config", str(config)], env, port, timeout=30, stderr=log)
     log.close()

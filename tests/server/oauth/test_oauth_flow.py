@@ -15,7 +15,17 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from support.http import stop_process
-from support.oauth import TOKEN, MemoryStorage, Owner, approve_over_http, csrf_of, log_in, sdk_provider, serve_oauth
+from support.oauth import (
+    TOKEN,
+    MemoryStorage,
+    Owner,
+    approve_over_http,
+    csrf_of,
+    log_in,
+    sdk_provider,
+    serve_oauth,
+    signed_in,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -111,3 +121,19 @@ async def test_unauthenticated_request_points_at_the_resource_metadata(tmp_path:
             assert (await http.get(f"{server.url}/health")).status_code == 200
     finally:
         stop_process(server.process)
+
+
+async def test_oauth_works_on_the_postgres_backend(tmp_path: Path, child_env: dict[str, str], pg_url: str) -> None:
+    """The grants live beside the workspace's local data whatever the backend; the console, read-only on
+    PostgreSQL, still takes the owner's approval (a grant changes no document)."""
+    env = {**child_env, "CTX_DATABASE_URL": pg_url}
+    server = serve_oauth(tmp_path, env, db_extra='backend = "postgres"\nurl = "${CTX_DATABASE_URL}"')
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            _, tokens = await signed_in(http, server.url, scopes=())
+            found = await http.post(f"{server.url}/tools/sources", json={},
+                                    headers={"authorization": f"Bearer {tokens['access_token']}"})
+            assert found.status_code == 200, found.text
+    finally:
+        stop_process(server.process)
+    assert (tmp_path / "data" / "oauth.sqlite").is_file()
