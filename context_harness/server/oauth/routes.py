@@ -39,6 +39,7 @@ from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_harness.core.face import SCOPES, digest
+from context_harness.server.oauth.documents import DocumentRefused, is_document_url
 from context_harness.server.oauth.provider import Provider
 
 log = logging.getLogger("context_harness.oauth")
@@ -213,6 +214,16 @@ def oauth_routes(provider: Provider) -> list[Route]:
         return cors_middleware(handle, ["GET", "OPTIONS"])
 
     async def authorize(request: Request) -> Response:
+        params = request.query_params if request.method == "GET" else await request.form()
+        client_id = params.get("client_id")
+        if isinstance(client_id, str) and is_document_url(client_id):  # say why a document is refused
+            try:
+                await provider.documents.client(client_id)
+            except DocumentRefused as exc:
+                log.warning("oauth: refused the client document %r: %s", client_id[:200], exc)
+                return JSONResponse({"error": "invalid_request", "error_description": f"the client document "
+                                     f"{client_id[:200]} is refused: {exc}"}, status_code=400,
+                                    headers={"Cache-Control": "no-store"})
         return await AuthorizationHandler(provider).handle(request)  # type: ignore[arg-type]
 
     return [

@@ -118,6 +118,7 @@ async def test_a_wrong_document_is_refused_with_its_reason_logged(server: OAuthS
         answer = await http.get(authorize_url(server.url, f"{documents}{path}", pkce()[1]))
     assert answer.status_code == 400 and "location" not in answer.headers
     assert answer.json()["error"] == "invalid_request"
+    assert reason in answer.json()["error_description"]  # the client is told why
     assert time.monotonic() - started < 25  # the fetch gives up after 5 s
     log = (server.root / "server.log").read_text(encoding="utf-8")
     assert f"refused the client document '{documents}{path}': " in log and reason in log
