@@ -4,6 +4,7 @@ defines it: this server is both the protected resource and its own authorization
 - ``store.grants`` (the storage layer's): grants in ``oauth.sqlite`` beside the workspace's data, hashed;
 - ``provider``: the MCP SDK's provider protocol (registration, codes, tokens, rotation, audience)
   and what the console's authorization page asks of it;
+- ``documents``: client ID metadata documents (a URL as ``client_id``), fetched under tight bounds;
 - ``routes``: the metadata documents and the ``/authorize``, ``/token``, ``/register``, ``/revoke``
   endpoints, built from the SDK's handlers;
 - ``gate``: the bearer check (OAuth tokens or ``[server] auth_token``) and the per-tool scope check.

@@ -9,7 +9,9 @@ approval mints a code (single use, ``CODE_SECONDS``); the SDK's ``/token`` handl
 verifier and redirect URI and ``exchange_authorization_code`` issues an access token
 (``access_token_lifetime``) and a refresh token. Each refresh rotates both; a code or refresh token
 used twice revokes the whole grant (RFC 6749 §4.1.2, OAuth 2.1 §4.3.1). Tokens are bound to this
-server's resource URL (``public_url``); one for another resource is refused.
+server's resource URL (``public_url``); one for another resource is refused. A client is either
+registered here (its secret kept hashed) or described by a client ID metadata document
+(``documents``; kept once approved, so the console lists it).
 """
 
 from __future__ import annotations
