@@ -17,8 +17,8 @@ methods sit under their receiver's type, Rust functions under their ``impl`` blo
 definitions (``void Foo::run()``) under their qualifier. Nested definitions are walked into only inside
 containers (classes, impl blocks, namespaces): a function's inner helpers belong to it.
 
-``identifier_words`` splits ``openStores``, ``OpenStores`` and ``open_stores`` into their words, so
-that the keyword index can find an identifier by its parts.
+``identifier_words`` splits ``openStores`` and ``HTTPServer`` into their words, so that the keyword
+index can find an identifier by its parts (``open_stores`` the analysis splits at its underscore).
 """
 
 from __future__ import annotations
@@ -351,13 +351,13 @@ def file_symbols(body: str, language: str, path: str) -> list[str]:
 
 
 def identifier_words(text: str) -> list[str]:
-    """The words of the identifiers in ``text`` that hold more than one (``openStores`` -> ``open
-    Stores``; ``open_stores`` -> ``open stores``), in order; single words are left out (the text's own
-    analysis already has them)."""
+    """The words of the camelCase identifiers in ``text`` (``openStores`` -> ``open Stores``,
+    ``HTTPServer`` -> ``HTTP Server``), each identifier once, in order of first use. Others are left out:
+    the text's own analysis splits ``open_stores`` at its underscore already, and has single words."""
     out: list[str] = []
-    for identifier in _IDENTIFIER.findall(text):
+    for identifier in dict.fromkeys(_IDENTIFIER.findall(text)):
         words = [w for part in identifier.split("_") for w in _CAMEL.findall(part)]
-        if len(words) > 1:
+        if len(words) > len(identifier.strip("_").split("_")):  # a part of it splits at a capital
             out.extend(words)
     return out
 

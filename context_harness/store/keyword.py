@@ -49,8 +49,10 @@ from context_harness.store.records import DocumentHit, IndexedDocument, KeywordF
 
 log = logging.getLogger(__name__)
 
-# 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script; 6: code's symbols
-INDEX_VERSION = 6
+# 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script; 6: code's symbols;
+# 7: code's identifiers by their words in a field of their own (6 had them in the body)
+INDEX_VERSION = 7
+IDENTIFIER_BOOST = 0.2  # a query word that is a word of an identifier the code uses (openStores: open, stores)
 MAX_DEFINING = 100_000  # documents one symbol filter holds
 SYMBOL_BOOST = 3.0  # a query word or dotted name that a code document defines (its ``symbol`` terms)
 MAX_QUERY_TERMS = 64
@@ -78,6 +80,8 @@ def _schema() -> tantivy.Schema:
     # Code (common/symbols.py): every symbol path lowercased with each of its ends ("harness.open",
     # "open" of "harness.Harness.open"), for exact names and the symbol filter.
     sb.add_text_field("symbol", stored=False, tokenizer_name="raw")
+    # Code: the words of each identifier it uses (once per identifier), pre-analysed like the body.
+    sb.add_text_field("identifiers", stored=False, tokenizer_name="whitespace")
     sb.add_date_field("updated", stored=False, indexed=True, fast=True)
     return sb.build()
 
@@ -118,8 +122,8 @@ def document_fields(d: IndexedDocument, source_languages: Mapping[str, str]) -> 
         paths = file_symbols(d.body, code, title)
         fields["symbol"] = sorted({end for path in paths for end in symbol_ends(path)})
         fields["headings"] = " ".join(index_terms("\n".join(p.replace(".", " ") for p in paths), language))
-        if words := identifier_words(d.body):  # openStores is found by "open stores" too
-            fields["body"] += " " + " ".join(index_terms(" ".join(words), language))
+        # openStores is found by "open stores" too; a field of its own keeps the body's BM25 as it was
+        fields["identifiers"] = " ".join(index_terms(" ".join(identifier_words(d.body)), language))
     return fields
 
 
@@ -440,8 +444,9 @@ class KeywordIndex:
         return clauses
 
     def _fields(self) -> list[tuple[str, float]]:
-        """The searched fields with their boosts: title, headings (when boosted at all) and body."""
-        fields = [("title", self.title_boost), ("body", 1.0)]
+        """The searched fields with their boosts: title, headings (when boosted at all), body and code's
+        identifiers."""
+        fields = [("title", self.title_boost), ("body", 1.0), ("identifiers", IDENTIFIER_BOOST)]
         return fields if self.heading_boost <= 0 else [*fields[:1], ("headings", self.heading_boost), *fields[1:]]
 
     def build_query(self, text: str) -> Query | None:

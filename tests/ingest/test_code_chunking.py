@@ -201,8 +201,8 @@ def test_pathological_files_are_bounded() -> None:
 def test_presets_expand() -> None:
     assert symbols.expand_globs(["@code", "**/*.md"], ["**/*.txt"])[-1] == "**/*.md"
     assert "**/*.py" in symbols.expand_globs(["@code"], []) and symbols.expand_globs(["@default"], ["a"]) == ["a"]
-    assert symbols.identifier_words("openStores open_stores HTTPServer x") == [
-        "open", "Stores", "open", "stores", "HTTP", "Server"]
+    assert symbols.identifier_words("openStores open_stores HTTPServer x openStores get_userName") == [
+        "open", "Stores", "HTTP", "Server", "get", "user", "Name"]
 
 
 # -- through a Harness over a git repository --------------------------------------------------------
