@@ -182,9 +182,14 @@ class InvalidToken(Unauthorized):
 
 class InsufficientScope(Forbidden):
     """A call the OAuth token's scopes do not cover (RFC 6750 ``insufficient_scope``); the message names
-    the scope needed. Over MCP an ``isError`` result the model can read."""
+    the scope needed (``needed_scope``, which REST also names in ``WWW-Authenticate``). Over MCP an
+    ``isError`` result the model can read."""
 
     code = "insufficient_scope"
+
+    def __init__(self, message: str, needed_scope: str | None = None) -> None:
+        super().__init__(message)
+        self.needed_scope = needed_scope
 
 
 class MisdirectedHost(Forbidden):

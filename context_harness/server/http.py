@@ -46,6 +46,7 @@ from context_harness.errors import (
     BadRequest,
     ConfigError,
     HarnessError,
+    InsufficientScope,
     NotFound,
     UnknownTool,
     as_harness_error,
@@ -124,7 +125,9 @@ class ConsoleHeaders:
 
 async def _harness_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HarnessError)
-    return error_response(exc)
+    needed = exc.needed_scope if isinstance(exc, InsufficientScope) else None  # RFC 6750 §3: say which
+    challenge = {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{needed}"'} if needed else None
+    return error_response(exc, headers=challenge)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

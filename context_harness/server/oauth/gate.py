@@ -53,7 +53,8 @@ def check_tool(harness: Harness, name: str, agent: str | None, scope: Mapping[st
     if needed not in granted:
         log.warning("oauth: refused %s to a token with scopes %s (needs %r)", name, " ".join(sorted(granted)), needed)
         raise InsufficientScope(f"calling {name} needs the OAuth scope {needed!r} ({SCOPES[needed]}); this token was "
-                                f"granted {' '.join(sorted(granted))}: reconnect the client and approve {needed!r}")
+                                f"granted {' '.join(sorted(granted))}: reconnect the client and approve {needed!r}",
+                                needed)
 
 
 class OAuthGate:

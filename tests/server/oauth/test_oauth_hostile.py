@@ -59,6 +59,7 @@ async def test_each_rest_call_is_checked_against_the_scopes_granted(server: OAut
             assert refused.status_code == 403, refused.text
             assert refused.json()["error"]["code"] == "insufficient_scope"
             assert f"needs the OAuth scope '{scope}'" in refused.json()["error"]["message"]
+            assert refused.headers["www-authenticate"] == f'Bearer error="insufficient_scope", scope="{scope}"'
         assert not (server.root / "docs" / "x.md").exists()
         agent = (await http.post(f"{server.url}/tools/agent_inject", json={"name": "keeper"}, headers=bearer))
         assert agent.status_code == 200, agent.text  # adopting an agent only reads
