@@ -60,7 +60,7 @@ class Checker:
     def _rechunk(self, rows: list) -> None:
         for row in rows:
             chunks = [StoredChunk(*r) for r in chunk_rows(row.id, row.title, row.body, self.chunking.max_tokens,
-                                                          self.chunking.overlap_tokens)]
+                                                          self.chunking.overlap_tokens, row.content_type)]
             self.store.apply(row.source, [DocumentWrite(row, chunks)], [])
 
     def _keyword(self) -> None:

@@ -391,3 +391,18 @@ def test_helper_processes_chunk_code_as_inline_chunking_does() -> None:
     assert [d.chunks for d in helped] == [d.chunks for d in inline.result(inline.inline(docs), docs)]
     python = [c.heading for c in helped[list(SAMPLES).index("python")].chunks]
     assert set(SAMPLES["python"][2]) <= set(python)
+
+
+@pytest.mark.anyio
+async def test_ctx_check_repair_chunks_code_by_symbol_again(workspace) -> None:
+    workspace.write("core/harness.py", HARNESS.replace("{steps}", ""))
+    workspace.write_config('include_globs = ["@code"]\n')
+    async with Harness.open(workspace.config()) as h:
+        await h.sync()
+        assert h.store is not None
+        (doc_id,) = h.store.all_ids()
+        before = [c.heading for c in h.store.chunks(doc_id)]
+        with h.store.transaction() as conn:
+            conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))  # a document left without chunks
+        assert (await h.check(repair=True)).problems[0].kind == "unchunked"
+        assert [c.heading for c in h.store.chunks(doc_id)] == before and "harness.Harness.open" in before
