@@ -274,7 +274,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``vector`` column (its HNSW index is made per dimension when the embedder is known:
 # ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 8
+POSTGRES_SCHEMA_VERSION = 9
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -426,6 +426,9 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     ALTER TABLE documents ADD COLUMN IF NOT EXISTS language TEXT NOT NULL DEFAULT 'und';
     CREATE TABLE IF NOT EXISTS keyword_languages(language TEXT PRIMARY KEY, documents BIGINT NOT NULL)
     """,
+    # 9: the postings' field lengths as Tantivy's field norms keep them (``postings.fieldnorm``; filled by
+    # ``POSTGRES_FILLS``), so BM25 in SQL ranks as the embedded index does
+    9: "",
 }
 
 
@@ -437,8 +440,15 @@ def _recompute_postings(conn: Any) -> None:
     recompute(conn, {}, "schema 8 (the keyword data by the shared analysis)")
 
 
+def _store_fieldnorms(conn: Any) -> None:
+    """Schema 9's fill (``postings.store_fieldnorms``)."""
+    from context_harness.store.postgres.postings import store_fieldnorms
+
+    store_fieldnorms(conn)
+
+
 POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn), 7: lambda conn: RunSql("%s").move_steps(conn),
-                  8: _recompute_postings}
+                  8: _recompute_postings, 9: _store_fieldnorms}
 
 POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Cosine distance over vectors of one dimension (an expression index: the column takes any); the

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 MAX_POSITION = 16_383  # the largest position a tsvector stores (PostgreSQL clamps larger ones)
 MAX_POSITIONS = 256  # positions kept per term in a tsvector
 MAX_TSV_BYTES = 1_000_000  # the terms' text a tsvector holds (PostgreSQL refuses past 1 MB)
+NORM_OFFSET = 24  # Tantivy's field norms: lengths above this keep four significant bits...
+EXACT_LENGTH = 40  # ...so every length up to this one is exact
 RECOMPUTE_BATCH = 500  # documents re-analysed per statement by ``recompute``
 PROGRESS_SECONDS = 10.0  # how often a long ``recompute`` logs its progress
 LANGUAGES_KEY = "source_languages"  # ctx_meta: the configured source languages the keyword data was made with
@@ -55,11 +57,32 @@ def analyse(doc_id: str, title: str | None, body: str, language: str) -> Analyse
 
 
 def postings(docs: Iterable[Analysed]) -> Iterator[tuple[str, str, str, int, int]]:
-    """``postings`` rows: (term, field, doc_id, tf, the field's length in terms)."""
+    """``postings`` rows: (term, field, doc_id, tf, the field's length as ``fieldnorm`` keeps it)."""
     for doc in docs:
         for field, terms in (("t", doc.title), ("b", doc.body)):
+            length = fieldnorm(len(terms))
             for term, tf in Counter(terms).items():
-                yield term, field, doc.doc_id, tf, len(terms)
+                yield term, field, doc.doc_id, tf, length
+
+
+def fieldnorm(length: int) -> int:
+    """A field's length in terms as Tantivy keeps it, in one byte a document: exact up to
+    ``EXACT_LENGTH``, then rounded down to its four highest bits above 24 (40, 42, ... 54, 56, 60, 64, 68
+    ...). BM25 in SQL normalises by it, so that both backends rank alike (the average length, as in
+    Tantivy, comes from the exact totals of ``keyword_stats``)."""
+    if length <= EXACT_LENGTH:
+        return length
+    above = length - NORM_OFFSET
+    dropped = above.bit_length() - 4
+    return NORM_OFFSET + (above >> dropped << dropped)
+
+
+def store_fieldnorms(conn: Any) -> None:
+    """Schema 9's fill: the lengths of stored postings (exact until then) as ``fieldnorm`` keeps them."""
+    lengths = [int(r[0]) for r in conn.execute(f"SELECT DISTINCT dl FROM postings WHERE dl > {EXACT_LENGTH}")]
+    if lengths:
+        conn.execute("UPDATE postings p SET dl = n.norm FROM unnest(%s::int[], %s::int[]) AS n(len, norm) "
+                     "WHERE p.dl = n.len", (lengths, [fieldnorm(n) for n in lengths]))
 
 
 def tsvector_literal(title: list[str], body: list[str]) -> str:

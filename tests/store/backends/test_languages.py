@@ -13,6 +13,7 @@ import pytest
 from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.models import SearchRequest
+from context_harness.store.schema import POSTGRES_SCHEMA_VERSION
 from support.workspace import Workspace, backend_config
 
 pytestmark = pytest.mark.anyio
@@ -240,7 +241,7 @@ async def test_a_database_of_english_lexemes_is_migrated_to_the_shared_terms(
             conn.execute("UPDATE ctx_meta SET value = '7' WHERE key = 'schema_version'")
     with caplog.at_level(logging.INFO, logger="context_harness.store.postgres.postings"):
         async with Harness.open(config) as h:
-            assert h.store is not None and h.store.schema_version == 8
+            assert h.store is not None and h.store.schema_version == POSTGRES_SCHEMA_VERSION
             assert keyword_data(h) == fresh
             assert await found(h, "发布流程") == ["zh.md"]
             assert await found(h, '"학교에서 한국어"') == ["ko.md"]
