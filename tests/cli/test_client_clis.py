@@ -27,7 +27,6 @@ from pathlib import Path
 import pytest
 
 from support.paths import BIN, REPO
-from support.workspace import E2E_DOCS, config_toml, write_files
 
 pytestmark = pytest.mark.slow
 SERVER = str(BIN / "context-harness")
@@ -63,14 +62,6 @@ def home(tmp_path: Path) -> Path:
     for folder in ("home", "work"):
         (tmp_path / folder).mkdir()
     return tmp_path / "home"
-
-
-@pytest.fixture
-def kb(tmp_path: Path) -> Path:
-    write_files(tmp_path / "kb" / "docs", E2E_DOCS)
-    config = tmp_path / "kb" / "ctx.toml"
-    config.write_text(config_toml(), encoding="utf-8")
-    return config
 
 
 @pytest.fixture

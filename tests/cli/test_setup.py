@@ -21,25 +21,10 @@ from context_harness.cli import cli
 from context_harness.cli.clients import CLIENTS, server_executable, temporary_install
 from context_harness.cli.setup import CLIENT_NAMES
 from support.paths import BIN
-from support.workspace import E2E_DOCS, config_toml, write_files
+from support.workspace import config_toml
 
 SERVER = str(BIN / "context-harness")  # the one beside the interpreter running the tests
 Run = Callable[..., Result]
-
-
-@pytest.fixture
-def kb(tmp_path: Path) -> Path:
-    """A knowledge base's config file: ``kb/ctx.toml`` over ``kb/docs``."""
-    write_files(tmp_path / "kb" / "docs", E2E_DOCS)
-    config = tmp_path / "kb" / "ctx.toml"
-    config.write_text(config_toml(), encoding="utf-8")
-    return config
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
 
 
 @pytest.fixture

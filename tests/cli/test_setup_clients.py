@@ -22,26 +22,11 @@ from hypothesis import strategies as st
 from context_harness.cli import cli
 from context_harness.cli.file_edit import EditError, read_jsonc, set_jsonc, set_toml
 from support.paths import BIN
-from support.workspace import E2E_DOCS, config_toml, write_files
 
 SERVER = str(BIN / "context-harness")
 Run = Callable[..., Result]
 MOVERS = ("XDG_CONFIG_HOME", "APPDATA", "CLAUDE_CONFIG_DIR", "CTX_CONFIG", "CODEX_HOME", "GEMINI_CLI_HOME",
           "CLINE_MCP_SETTINGS_PATH", "CLINE_DATA_DIR")
-
-
-@pytest.fixture
-def kb(tmp_path: Path) -> Path:
-    write_files(tmp_path / "kb" / "docs", E2E_DOCS)
-    config = tmp_path / "kb" / "ctx.toml"
-    config.write_text(config_toml(), encoding="utf-8")
-    return config
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
 
 
 @pytest.fixture

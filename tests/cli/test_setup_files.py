@@ -19,23 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from context_harness.cli import cli
-from support.workspace import E2E_DOCS, config_toml, write_files
 
 Run = Callable[..., Result]
-
-
-@pytest.fixture
-def kb(tmp_path: Path) -> Path:
-    write_files(tmp_path / "kb" / "docs", E2E_DOCS)
-    config = tmp_path / "kb" / "ctx.toml"
-    config.write_text(config_toml(), encoding="utf-8")
-    return config
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
 
 
 @pytest.fixture
