@@ -10,16 +10,12 @@ named ``openai-mcp``. Installed as in test_inspector.py (skips only when npm is 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support.http import free_port, spawn_http, stop_process
-from support.inspector import Answer, Inspector, inspector_bin
-from support.paths import BIN
+from support.inspector import Answer, Inspector, inspector_bin, served, synced_environment
 from support.workspace import write_knowledge_base
 
 pytestmark = pytest.mark.slow
@@ -31,14 +27,7 @@ PUBLIC = "https://kb.example.com"
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("chatgpt")
     cfg = write_knowledge_base(root, server=f'sync_on_start = false\nprofile = "chatgpt"\npublic_url = "{PUBLIC}"')
-    kept = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
-    env = {k: v for k, v in os.environ.items() if k in kept}
-    env.update(XDG_DATA_HOME=str(root / "xdg-data"), XDG_CONFIG_HOME=str(root / "xdg-config"),
-               XDG_CACHE_HOME=str(root / "xdg-cache"), HF_HUB_OFFLINE="1")
-    synced = subprocess.run([str(BIN / "ctx"), "--config", str(cfg), "sync"], env=env, capture_output=True,
-                            text=True, timeout=120)
-    assert synced.returncode == 0, synced.stderr
-    return cfg, env
+    return cfg, synced_environment(cfg, root)
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +37,7 @@ def inspector(workspace: tuple[Path, dict[str, str]], tmp_path_factory: pytest.T
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def target(request: pytest.FixtureRequest, workspace: tuple[Path, dict[str, str]]) -> Iterator[list[str]]:
-    cfg, env = workspace
-    if request.param == "stdio":
-        yield [str(BIN / "ctx"), "--config", str(cfg), "serve"]
-        return
-    port = free_port()
-    proc = spawn_http(["--config", str(cfg)], env, port, stderr=subprocess.DEVNULL)
-    yield [f"http://127.0.0.1:{port}/mcp"]
-    stop_process(proc)
+    yield from served(request.param, *workspace)
 
 
 def one_json_item(answer: Answer) -> dict:

@@ -12,13 +12,15 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.paths import REPO
+from support.http import free_port, spawn_http, stop_process
+from support.paths import BIN, REPO
 
 INSTALL = REPO / "tests" / "inspector" / "install.sh"
 
@@ -82,3 +84,28 @@ class Inspector:
 
 
 __all__ = ["Answer", "Inspector", "inspector_bin"]
+
+
+def synced_environment(cfg: Path, root: Path) -> dict[str, str]:
+    """The environment the servers under test get (their data, config and cache folders in ``root``),
+    once ``cfg``'s workspace is synced in it."""
+    kept = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k in kept}
+    env.update(XDG_DATA_HOME=str(root / "xdg-data"), XDG_CONFIG_HOME=str(root / "xdg-config"),
+               XDG_CACHE_HOME=str(root / "xdg-cache"), HF_HUB_OFFLINE="1")
+    synced = subprocess.run([str(BIN / "ctx"), "--config", str(cfg), "sync"], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert synced.returncode == 0, synced.stderr
+    return env
+
+
+def served(transport: str, cfg: Path, env: dict[str, str]) -> Iterator[list[str]]:
+    """How the Inspector reaches the server: a command to spawn ("stdio"), or the URL of a ``ctx serve
+    --http`` started here and stopped when the generator ends ("http")."""
+    if transport == "stdio":
+        yield [str(BIN / "ctx"), "--config", str(cfg), "serve"]
+        return
+    port = free_port()
+    proc = spawn_http(["--config", str(cfg)], env, port, stderr=subprocess.DEVNULL)
+    yield [f"http://127.0.0.1:{port}/mcp"]
+    stop_process(proc)
