@@ -262,3 +262,20 @@ async def test_the_console_sources_page_names_the_overlap(tmp_path: Path) -> Non
     assert '<h2 id="overlaps-title">Sources that overlap</h2>' in page
     assert (f'<li data-sources="filesystem:docs filesystem:notes">filesystem:notes overlaps filesystem:docs: both '
             f"index {notes}, so every file there is indexed twice") in page
+
+
+def test_a_root_swapped_while_it_is_resolved_is_taken_as_written(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.11's realpath raises FileNotFoundError when a link changes between its steps (a sync
+    beside a folder being swapped hit it); the overlap check then takes the folder as written."""
+    from context_harness.config.roots import source_roots
+
+    (tmp_path / "docs").mkdir()
+    config = config_mod.from_dict({"db": {"path": str(tmp_path / "data" / "ctx.sqlite")},
+                                   "connectors": {"filesystem": {"docs": {"root": str(tmp_path / "docs")}}}}, None)
+
+    def swapped(path: object, *args: object, **kwargs: object) -> str:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+    monkeypatch.setattr(os.path, "realpath", swapped)
+    assert [(root.label, root.path) for root in source_roots(config)] == [("filesystem:docs", str(tmp_path / "docs"))]

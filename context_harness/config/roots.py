@@ -50,11 +50,20 @@ def source_roots(config: Config) -> list[SourceRoot]:
     roots: list[SourceRoot] = []
     for name, entry in config.connectors.filesystem.items():
         roots.append(SourceRoot(f"filesystem:{name}", f"[connectors.filesystem.{name}]",
-                                os.path.realpath(entry.root), len(roots)))
+                                _real(entry.root), len(roots)))
     for name, git in config.connectors.git.items():
         roots.append(SourceRoot(f"git:{name}", f"[connectors.git.{name}]",
-                                os.path.realpath(git_checkout(config, name) / git.root), len(roots)))
+                                _real(git_checkout(config, name) / git.root), len(roots)))
     return roots
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    """``path`` with its symlinks resolved; as written (absolute) when it changes while being resolved
+    (Python 3.11's ``realpath`` raises when a link is swapped between its steps, even not strict)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.abspath(path)
 
 
 def overlaps(roots: list[SourceRoot]) -> list[Overlap]:

@@ -76,7 +76,7 @@ from context_harness.server.compat import (
     session_profile,
 )
 from context_harness.server.lending import lend
-from context_harness.server.oauth.gate import check_tool
+from context_harness.server.oauth.scopes import check_tool
 from context_harness.server.schemas import portable_input, portable_output
 
 log = logging.getLogger(__name__)

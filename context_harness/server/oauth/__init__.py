@@ -7,16 +7,19 @@ defines it: this server is both the protected resource and its own authorization
 - ``documents``: client ID metadata documents (a URL as ``client_id``), fetched under tight bounds;
 - ``routes``: the metadata documents and the ``/authorize``, ``/token``, ``/register``, ``/revoke``
   endpoints, built from the SDK's handlers;
-- ``gate``: the bearer check (OAuth tokens or ``[server] auth_token``) and the per-tool scope check.
+- ``gate``: the bearer check (OAuth tokens or ``[server] auth_token``);
+- ``scopes``: the per-tool scope check every MCP call passes (light: stdio serving imports it alone).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from context_harness.config import Config
-from context_harness.core.face import GrantStore
-from context_harness.server.oauth.provider import Provider
+
+if TYPE_CHECKING:
+    from context_harness.server.oauth.provider import Provider
 
 STORE_FILE = "oauth.sqlite"
 
@@ -31,6 +34,9 @@ def open_provider(config: Config) -> Provider | None:
     settings = config.server
     if not settings.oauth.enabled or settings.public_url is None:
         return None
+    from context_harness.core.face import GrantStore  # here: serving without OAuth never loads it
+    from context_harness.server.oauth.provider import Provider
+
     return Provider(GrantStore(store_path(config)), settings.oauth, settings.public_url)
 
 

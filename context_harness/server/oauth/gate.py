@@ -5,57 +5,26 @@ with ``[server] auth_token`` as its bearer has every scope (scripts keep working
 access token has the scopes the owner granted, and must have ``read``; any other gets 401 with
 ``WWW-Authenticate: Bearer resource_metadata="<public_url>/.well-known/oauth-protected-resource"``
 (RFC 9728), which is how an MCP client discovers where to sign in. The granted scopes ride in the
-ASGI scope (``GRANTED``); ``check_tool`` refuses a tool call they do not cover, naming the scope.
+ASGI scope (``GRANTED``); ``scopes.check_tool`` refuses a tool call they do not cover, naming the scope.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from context_harness.core.face import SCOPES, Harness, required_scope
 from context_harness.errors import InsufficientScope, InvalidToken, Unauthorized
 from context_harness.server.guards import error_response
 from context_harness.server.oauth.provider import Provider
 from context_harness.server.oauth.routes import RESOURCE_METADATA
+from context_harness.server.oauth.scopes import ALL_SCOPES, GRANTED, check_tool, granted_scopes
 
 log = logging.getLogger("context_harness.oauth")
-
-GRANTED = "context_harness.scopes"  # the ASGI scope key holding the caller's scopes (absent: no OAuth)
-ALL_SCOPES = frozenset(SCOPES)
-
-
-def granted_scopes(scope: Mapping[str, Any]) -> frozenset[str] | None:
-    """The scopes of the request behind ``scope`` (an ASGI scope), or None when OAuth is off."""
-    value = scope.get(GRANTED)
-    return value if isinstance(value, frozenset) else None
-
-
-def check_tool(harness: Harness, name: str, agent: str | None, scope: Mapping[str, Any] | None,
-               profile: str | None = None) -> None:
-    """Raise ``InsufficientScope`` when the request behind ``scope`` may not call tool ``name`` (of
-    ``profile``'s tools when given: the tool set the call itself resolves ``name`` in)."""
-    granted = granted_scopes(scope) if scope is not None else None
-    if granted is None or granted >= ALL_SCOPES:
-        return
-    offered = harness.tools(agent, profile) if profile else harness.tools(agent)
-    tool = next((tool for tool in offered if tool.name == name), None)
-    if tool is None:
-        return  # the call itself answers unknown_tool
-    needed = required_scope(tool)
-    if needed not in granted:
-        log.warning("oauth: refused %s to a token with scopes %s (needs %r)", name, " ".join(sorted(granted)), needed)
-        raise InsufficientScope(f"calling {name} needs the OAuth scope {needed!r} ({SCOPES[needed]}); this token was "
-                                f"granted {' '.join(sorted(granted))}: reconnect the client and approve {needed!r}",
-                                needed)
-
 
 class OAuthGate:
     """The bearer check of every route but ``open_paths`` and ``own_auth`` prefixes (the console)."""
