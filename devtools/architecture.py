@@ -22,6 +22,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "common.text": "text in any script: grapheme clusters, sentence ends, token estimates",
         "common.links": "links a document makes (Markdown, wikilinks)",
         "common.deadline": "a total time limit on a network exchange",
+        "common.addresses": "whether an IP address is public, before connecting to it",
         "common.pipes": "framed messages to helper processes",
         "common.memory": "keeping a long-running process's memory flat",
         "common.validation": "untrusted arguments turned into validated ones",
@@ -86,7 +87,7 @@ LOWER = {"errors", "config", "models", "common.validation", "common.timestamps",
          "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
          "common.terminal", "common.localsocket", "common.analysis", "common.lineage",
-         "common.symbols"}
+         "common.symbols", "common.addresses"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -95,6 +96,7 @@ ALLOWED: dict[str, set[str]] = {
     "common.text": set(),
     "common.links": set(),
     "common.deadline": set(),
+    "common.addresses": set(),
     "common.pipes": set(),
     "common.memory": set(),
     "common.jsonlimits": set(),

@@ -33,6 +33,7 @@ import anyio
 import httpx2
 from mcp.shared.auth import OAuthClientInformationFull
 
+from context_harness.common.addresses import address_kind
 from context_harness.core.face import SCOPES
 
 MAX_BYTES = 16_384
@@ -54,12 +55,8 @@ def is_document_url(client_id: str) -> bool:
 
 def address_allowed(address: str, loopback_ok: bool) -> bool:
     """Whether a document may be fetched from ``address``: a public one (or loopback, when testing)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback:
-        return loopback_ok
-    return ip.is_global and not ip.is_multicast
+    kind = address_kind(ipaddress.ip_address(address.split("%", 1)[0]))
+    return kind is None or (loopback_ok and kind == "loopback")
 
 
 class ClientDocuments:
