@@ -19,6 +19,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,23 +90,29 @@ class GrantStore:
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self._db.execute(sql, args)
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """The lock and one write transaction: committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            self._run("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._run("COMMIT")
+            except BaseException:
+                self._run("ROLLBACK")
+                raise
+
     # -- clients -----------------------------------------------------------------------------------
 
     def add_client(self, client_id: str, secret: str | None, metadata: dict[str, Any], max_pending: int) -> int:
         """Register a client; drop the oldest never-approved clients beyond ``max_pending``. Returns how
         many were dropped."""
-        with self._lock:
-            self._run("BEGIN IMMEDIATE")
-            try:
-                self._run("INSERT INTO clients (client_id, secret_hash, metadata, created) VALUES (?, ?, ?, ?)",
-                          (client_id, digest(secret) if secret else None, json.dumps(metadata), time.time()))
-                dropped = self._run(
-                    "DELETE FROM clients WHERE approved = 0 AND client_id NOT IN (SELECT client_id FROM clients "
-                    "WHERE approved = 0 ORDER BY created DESC, rowid DESC LIMIT ?)", (max_pending,)).rowcount
-                self._run("COMMIT")
-            except BaseException:
-                self._run("ROLLBACK")
-                raise
+        with self._transaction():
+            self._run("INSERT INTO clients (client_id, secret_hash, metadata, created) VALUES (?, ?, ?, ?)",
+                      (client_id, digest(secret) if secret else None, json.dumps(metadata), time.time()))
+            dropped = self._run(
+                "DELETE FROM clients WHERE approved = 0 AND client_id NOT IN (SELECT client_id FROM clients "
+                "WHERE approved = 0 ORDER BY created DESC, rowid DESC LIMIT ?)", (max_pending,)).rowcount
         return dropped
 
     def remember_client(self, client_id: str, metadata: dict[str, Any]) -> None:
@@ -153,20 +161,14 @@ class GrantStore:
               access: tuple[str, float], refresh: tuple[str, float]) -> None:
         """Store a new access and refresh token of grant ``family`` (created on its first issue)."""
         now, joined = time.time(), " ".join(scopes)
-        with self._lock:
-            self._run("BEGIN IMMEDIATE")
-            try:
-                self._run("INSERT INTO grants (family, client_id, scopes, resource, created, last_used) "
-                          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (family) DO UPDATE SET last_used = excluded.last_used",
-                          (family, client_id, joined, resource, now, now))
-                self._run("UPDATE clients SET approved = 1 WHERE client_id = ?", (client_id,))
-                for kind, (token, expires) in (("access", access), ("refresh", refresh)):
-                    self._run("INSERT INTO tokens VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
-                              (digest(token), kind, family, client_id, joined, resource, expires))
-                self._run("COMMIT")
-            except BaseException:
-                self._run("ROLLBACK")
-                raise
+        with self._transaction():
+            self._run("INSERT INTO grants (family, client_id, scopes, resource, created, last_used) "
+                      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (family) DO UPDATE SET last_used = excluded.last_used",
+                      (family, client_id, joined, resource, now, now))
+            self._run("UPDATE clients SET approved = 1 WHERE client_id = ?", (client_id,))
+            for kind, (token, expires) in (("access", access), ("refresh", refresh)):
+                self._run("INSERT INTO tokens VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+                          (digest(token), kind, family, client_id, joined, resource, expires))
 
     def token(self, token: str) -> TokenRow | None:
         with self._lock:
