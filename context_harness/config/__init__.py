@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_harness.common import analysis, redaction
+from context_harness.config.hooks import HooksConfig as HooksConfig  # re-exported: `ctx hook` reads it
 from context_harness.config.language import LanguageField as _Language
 from context_harness.config.messages import REFERENCE
 from context_harness.config.messages import (
@@ -441,6 +442,7 @@ class Config(_Section):
     agents: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, ModelConfig] = Field(default_factory=dict, description="chat models for `ctx agent run`")
     registries: RegistriesConfig = Field(default_factory=RegistriesConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
 
     # Not part of the file: where it came from, and the components left out for unset variables.
     source_path: Path | None = Field(default=None, exclude=True)
