@@ -19,6 +19,7 @@ from context_harness.cli.help import help_command
 from context_harness.cli.notes import note
 from context_harness.cli.registry import registry
 from context_harness.cli.tools import connector, tool
+from context_harness.cli.workspaces import workspace
 
 cli.add_command(tool)
 cli.add_command(connector)
@@ -31,6 +32,7 @@ cli.add_command(note)
 cli.add_command(registry)
 cli.add_command(doctor)
 cli.add_command(help_command)
+cli.add_command(workspace)
 
 
 def main() -> None:

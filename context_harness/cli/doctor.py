@@ -31,6 +31,7 @@ import click
 
 from context_harness.cli.setup import CLIENT_NAMES, SERVER_NAME
 from context_harness.cli.support import ERROR_EXIT, config_option
+from context_harness.cli.workspaces import doctor_lines
 from context_harness.errors import ConfigError, NotConfigured
 
 if TYPE_CHECKING:  # the client table, the MCP client and anyio load when the command runs
@@ -339,5 +340,10 @@ def doctor(client: str | None, scope: str | None, name: str, query: str, timeout
         else:
             command = shlex.join([str(target.entry["command"]), *map(str, target.entry.get("args") or [])])
             click.echo(f"  by hand: {INSPECTOR} {command}")
+    served, set_aside = doctor_lines()  # the workspaces `context-harness --workspaces` serves
+    for line in served:
+        click.echo(line)
+    for line in set_aside:
+        click.echo(f"  warning: {line}")
     if failed:
         raise SystemExit(ERROR_EXIT)
