@@ -59,6 +59,10 @@ class UnknownTool(NotFound):
     """A tool that is not there (or not in the agent's scope): MCP answers with a protocol error."""
 
 
+class UnknownWorkspace(NotFound):
+    """A workspace name the server does not serve (``--workspaces``); the message names those it does."""
+
+
 class EmbeddingsDisabled(HarnessError):
     """Semantic or hybrid search asked for, but ``[embedding] provider = "disabled"``."""
 

@@ -72,6 +72,8 @@ LAYERS: dict[str, dict[str, str]] = {
         "core.harness": "Harness: the one core service",
         "core.recovery": "ctx check on a workspace that may not open",
         "core.workspace": "ctx init",
+        "core.routing": "the tools of many workspaces served as one: routed, merged, labelled",
+        "core.workspaces": "many workspaces served by one process, sharing the model and worker threads",
         "core.face": "the core's face: all that the rims use, in named parts",
     },
     "rims": {
@@ -140,9 +142,13 @@ ALLOWED: dict[str, set[str]] = {
                              "core.running"},
     "core.recovery": LOWER | {"core.harness", "extensions", "store"},
     "core.workspace": set(),
+    "core.routing": LOWER | {"core.harness", "core.catalog", "agents", "tools"},
+    "core.workspaces": LOWER | {"core.harness", "core.routing", "core.catalog", "agents", "tools", "extensions",
+                                "ingest"},
     "sample": LOWER,
     "core.face": LOWER | {"core.harness", "core.catalog", "core.writeback", "core.scripts", "core.recovery",
-                          "core.workspace", "core.authoring", "core.reports", "core.running", "agents", "tools",
+                          "core.workspace", "core.workspaces",
+                          "core.authoring", "core.reports", "core.running", "agents", "tools",
                           "registries", "extensions", "sample", "connectors", "ingest", "search",
                           "store"},  # store: the OAuth grant store (store.grants) the HTTP server keeps
     # The rims reach the core through its face alone (and each other: the CLI starts servers, the

@@ -47,18 +47,29 @@ def _setup_logging(verbose: bool) -> None:
 
 # -- commands ----------------------------------------------------------------------------------
 
+def workspaces_option(fn: Any) -> Any:
+    """``--workspaces [FILE]``: serve the registry's workspaces (FILE, else the user's registry)."""
+    return click.option("--workspaces", "workspaces", is_flag=False, flag_value=DEFAULT_REGISTRY, default=None,
+                        metavar="[FILE]", help="Serve every workspace of a registry (`ctx workspace add`) in one "
+                        "process: FILE, else ~/.config/context-harness/workspaces.toml.")(fn)
+
+
+DEFAULT_REGISTRY = "default"  # --workspaces without FILE
+
+
 @click.group(cls=Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @config_option
+@workspaces_option
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
 @click.version_option(__version__, prog_name="context-harness")
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, root: str | None, verbose: bool) -> None:
+def cli(ctx: click.Context, config_path: str | None, root: str | None, workspaces: str | None, verbose: bool) -> None:
     """context-harness: a local-first knowledge base for AI assistants, served over MCP."""
     _setup_logging(verbose)
-    ctx.obj = {**(ctx.obj or {}), "config_path": config_path, "root": root}
+    ctx.obj = {**(ctx.obj or {}), "config_path": config_path, "root": root, "workspaces": workspaces}
     if ctx.invoked_subcommand is None:
         if ctx.obj.get("serve_by_default"):
-            ctx.invoke(serve, config_path=config_path, root=root)
+            ctx.invoke(serve, config_path=config_path, root=root, workspaces=workspaces)
         else:
             click.echo(ctx.get_help())
 
@@ -456,18 +467,35 @@ def demo(query: str, progress_mode: str, quiet: bool, as_json: bool) -> None:
 @click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP (/mcp) and the REST shim instead of stdio.")
 @click.option("--bind", default=None, help="HTTP address (default [server] bind, 127.0.0.1:7331).")
 @click.option("--agent", default=None, help="Expose only this agent's tools.")
+@workspaces_option
 @config_option
 @click.pass_context
-def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, config_path: str | None,
-          root: str | None) -> None:
+def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, workspaces: str | None,
+          config_path: str | None, root: str | None) -> None:
     """Serve MCP over stdio (default) or HTTP. `ctx serve mcp` is an alias of `--http`."""
     from context_harness.common.memory import limit_malloc_arenas
     from context_harness.server import run_server, run_stdio
 
     limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
-    if http:
+    workspaces = workspaces or (ctx.find_root().obj or {}).get("workspaces")
+    if workspaces is not None:
+        _serve_workspaces(workspaces, http, agent)
+    elif http:
         run_server(required_config(ctx), http=http, bind=bind, agent=agent)
     elif run_stdio(lambda: required_config(ctx), agent) is not None:  # explained to the client, then closed
+        sys.exit(ERROR_EXIT)
+
+
+def _serve_workspaces(file: str, http: bool, agent: str | None) -> None:
+    """``--workspaces``: the registry's workspaces over stdio (not yet over HTTP, nor with ``--agent``)."""
+    from context_harness.config import workspaces as registry
+    from context_harness.server.workspaces import run_workspaces_stdio
+
+    if http or agent is not None:
+        fail(BadRequest("--workspaces serves over stdio, and without --agent: over HTTP, or for one agent, "
+                        "serve one workspace (--config)"))
+    path = registry.default_file() if file == DEFAULT_REGISTRY else Path(file).expanduser()
+    if run_workspaces_stdio(path) is not None:
         sys.exit(ERROR_EXIT)
 
 

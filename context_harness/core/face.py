@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (``__getattr
     from context_harness.core.reports import SourceDetail
     from context_harness.core.running import needs_approval, new_run_id
     from context_harness.core.workspace import init_workspace
+    from context_harness.core.workspaces import WorkspaceSet
     from context_harness.core.writeback import CLIENT
     from context_harness.extensions import ServerSetup, prepare_server
     from context_harness.ingest.sync import DocumentChanges, ProgressFn
@@ -263,6 +264,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {  # name: (module, attribute; None: 
     "needs_approval": ("context_harness.core.running", "needs_approval"),
     "new_run_id": ("context_harness.core.running", "new_run_id"),
     "init_workspace": ("context_harness.core.workspace", "init_workspace"),
+    "WorkspaceSet": ("context_harness.core.workspaces", "WorkspaceSet"),
     "CLIENT": ("context_harness.core.writeback", "CLIENT"),
     "ServerSetup": ("context_harness.extensions", "ServerSetup"),
     "prepare_server": ("context_harness.extensions", "prepare_server"),
@@ -328,4 +330,5 @@ __all__ = [
     "draft_from_file", "hints", "init_workspace", "needs_approval", "new_run_id", "parse_skill", "prepare_server",
     "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
     "SCOPES", "required_scope", "AuthorizedClient", "CodeRow", "GrantStore", "digest",
+    "WorkspaceSet",
 ]

@@ -78,7 +78,8 @@ DocumentListener = Callable[["DocumentChanges"], None]
 
 
 class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
-    def __init__(self, config: Config, extensions: Extensions | None = None) -> None:
+    def __init__(self, config: Config, extensions: Extensions | None = None,
+                 limiter: anyio.CapacityLimiter | None = None) -> None:
         self.config = apply_registries(config)  # registry tools and agents, and every registry script's grant
         self.extensions = extensions or Extensions()
         self.connectors: list[Connector] = self.extensions.connector_kinds().build(config)
@@ -89,7 +90,7 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         self.engine: SearchEngine | None = None
         self._semantic: SemanticBackend | None = None
         self._semantic_lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(4)
+        self._limiter = limiter or anyio.CapacityLimiter(4)  # shared by the workspaces of one server
         self._sync_lock = anyio.Lock()
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
@@ -109,8 +110,11 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: Config, extensions: Extensions | None = None) -> AsyncIterator[Harness]:
-        harness = cls(config, extensions)
+    async def open(cls, config: Config, extensions: Extensions | None = None,
+                   limiter: anyio.CapacityLimiter | None = None) -> AsyncIterator[Harness]:
+        """The knowledge base of ``config``, open for the block; ``limiter``: the worker threads it
+        shares with others (the workspaces of one server, ``core/workspaces.py``), else its own four."""
+        harness = cls(config, extensions, limiter)
         await harness.run_blocking(harness.open_stores)
         try:
             yield harness
