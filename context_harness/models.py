@@ -18,6 +18,9 @@ _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 MAX_GET_CHARS = 1_000_000  # the most characters of body one `get` returns; max_chars = 0 (the whole document) too
 SECTION_CHARS = 6_000  # the most characters of a chunk's section one `get {id, chunk}` returns by default
+MIN_MAX_TOKENS, MAX_MAX_TOKENS = 300, 1_000_000  # the bounds of `max_tokens` (search/budget.py)
+MaxTokens = Annotated[int | None, Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Fit the whole answer in "
+                                        "this many tokens (estimated); 'omitted' says what was left out.")]
 
 
 class SearchFilters(BaseModel):
@@ -89,6 +92,7 @@ class SearchRequest(BaseModel):
         default=None, description="Shorthand for filters.source.", json_schema_extra={"deprecated": False}
     )
     explain: bool = Field(default=False, description="Add per-result scoring details.")
+    max_tokens: MaxTokens = None
 
     @model_validator(mode="after")
     def _merge_source(self) -> SearchRequest:
@@ -158,12 +162,22 @@ class IndexingProgress(BaseModel):
     total: int = Field(description="Items found by the scan (0 while scanning).")
 
 
+class Omitted(BaseModel):
+    """What max_tokens left out (only what was cut)."""
+
+    results: int | None = Field(default=None, exclude_if=lambda v: v is None, description="Results left out.")
+    snippet_chars: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    fields: list[str] | None = Field(default=None, exclude_if=lambda v: v is None, description="Fields emptied.")
+    body_chars: int | None = Field(default=None, exclude_if=lambda v: v is None, description="Characters cut.")
+
+
 class SearchResponse(BaseModel):
     results: list[SearchResult]
     explain: SearchCoverage | None = Field(default=None, exclude_if=lambda v: v is None)
     notice: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Why the results may "
                                "be incomplete: a first sync still running, or a knowledge base never synced.")
     indexing: IndexingProgress | None = Field(default=None, exclude_if=lambda v: v is None)
+    omitted: Omitted | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class GetRequest(BaseModel):
@@ -187,6 +201,7 @@ class GetRequest(BaseModel):
         f"the whole document (with 'chunk', its whole section) up to that ceiling (a longer one is cut there: "
         "read on with 'next_offset'). Omit "
         f"for the default: {SECTION_CHARS:,} for a chunk's section, else the server's ([server] get_max_chars).")
+    max_tokens: MaxTokens = None
 
     @field_validator("chunk", "offset")
     @classmethod
@@ -250,6 +265,7 @@ class DocumentOut(BaseModel):
         default=None, description="Pass as 'offset' to read on; null when the text reaches the end.")
     version: str | None = Field(
         default=None, description="The stored content hash; pass it as 'expected_version' to the note tools.")
+    omitted: Omitted | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class DocumentEntry(BaseModel):

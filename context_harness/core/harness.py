@@ -270,6 +270,11 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
         assert self.engine is not None
         response = self.engine.search(request)
         self._say_if_incomplete(response)
+        if request.max_tokens is not None:  # the whole answer, its text block too (search/budget.py)
+            from context_harness.search import budget
+            from context_harness.tools.render import render_search
+
+            response = budget.fit_search(response, request.max_tokens, budget.answer_tokens(render_search))
         return response
 
     def _say_if_incomplete(self, response: SearchResponse) -> None:
@@ -294,13 +299,17 @@ class Harness(Reports, Offering, WriteBack, Connections, Authoring, Running):
 
     def get_sync(self, doc_id: str, request: GetRequest | None = None) -> DocumentOut:
         """Without ``request`` (Lua's and agents' ``context.get``: scripts) the whole document, with one
-        the window it names (``max_chars`` default ``[server] get_max_chars``); at most ``MAX_GET_CHARS``
-        characters either way (``windows.read``)."""
-        from context_harness.search import windows
+        the window it names (``max_chars`` default ``[server] get_max_chars``; cut to fit ``max_tokens``:
+        ``search.budget``); at most ``MAX_GET_CHARS`` characters either way (``windows.read``)."""
+        from context_harness.search import budget, windows
+        from context_harness.tools.render import render_document
 
         assert self.store is not None
         default = MAX_GET_CHARS if request is None else self.config.server.get_max_chars
-        return windows.read(self.store, doc_id.strip().lower(), request, default, self.config.chunking.overlap_tokens)
+        doc = windows.read(self.store, doc_id.strip().lower(), request, default, self.config.chunking.overlap_tokens)
+        if request is None or request.max_tokens is None:
+            return doc
+        return budget.fit_document(doc, request.max_tokens, budget.answer_tokens(render_document), request.chunk)
 
     async def document_headings(self, doc_id: str, around: int, reach: int) -> Headings:
         """The headings of the chunks near chunk ``around`` (the console's table of contents)."""

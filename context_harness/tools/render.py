@@ -13,10 +13,14 @@ def render_search(payload: dict[str, Any]) -> str:
     """The results as text; a ``notice`` (indexing still running, never synced) comes first."""
     results = payload.get("results", [])
     notice = [f"Note: {payload['notice']}."] if payload.get("notice") else []
+    left_out = (payload.get("omitted") or {}).get("results")
+    if not results and left_out:
+        return "\n".join([*notice, f"No result fits in max_tokens: {left_out} left out; ask with a larger max_tokens."])
     if not results:
         return "\n".join([*notice, "No documents matched. Try other words, fewer filters, or `sources` to see "
                           "what is indexed."])
-    lines = [*notice, f"{len(results)} result{'s' if len(results) != 1 else ''}:"]
+    more = f" ({left_out} more left out to fit max_tokens)" if left_out else ""
+    lines = [*notice, f"{len(results)} result{'s' if len(results) != 1 else ''}{more}:"]
     for i, r in enumerate(results, 1):
         lines.append(f"{i}. {r.get('title') or r['source_id']}  [{r['source']} · {r['source_id']}]  "
                      f"score {r['score']:.3f}")
