@@ -205,17 +205,20 @@ embed.command("rebuild", help="Forget every vector and embed all chunks with the
 @click.option("--symbol", default=None, help="Only code defining this symbol: a path or its end, e.g. Harness.open "
               "(same as symbol:NAME in the query).")
 @click.option("--limit", type=int, default=None, help="Maximum results (1-100).")
+@click.option("--max-tokens", "max_tokens", type=int, default=None, help="Fit the whole answer in this many "
+              "estimated tokens (300-1,000,000): fewer results, shorter snippets; what is left out is counted.")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @click.option("--explain", is_flag=True, help="Show scoring details per result.")
 @config_option
 @click.pass_context
 def search(ctx: click.Context, query: str, mode: str | None, source: str | None, tags: tuple[str, ...],
-           since: str | None, until: str | None, symbol: str | None, limit: int | None, as_json: bool,
-           explain: bool, config_path: str | None, root: str | None) -> None:
+           since: str | None, until: str | None, symbol: str | None, limit: int | None, max_tokens: int | None,
+           as_json: bool, explain: bool, config_path: str | None, root: str | None) -> None:
     """Search the knowledge base."""
     filters = {k: v for k, v in {"source": source, "tags": list(tags) or None, "since": since,
                                  "until": until, "symbol": symbol}.items() if v is not None}
-    args = {"query": query, "mode": mode, "limit": limit, "explain": explain, "filters": filters or None}
+    args = {"query": query, "mode": mode, "limit": limit, "explain": explain, "filters": filters or None,
+            "max_tokens": max_tokens}
     payload, config = ask_server(ctx, "search", args)  # a serving process of this workspace answers at once
     if payload is None:
         from context_harness.common.validation import parse_search
@@ -232,8 +235,9 @@ def search(ctx: click.Context, query: str, mode: str | None, source: str | None,
 def search_lines(response: dict[str, Any]) -> list[str]:
     """``ctx search`` as text, from the payload ``--json`` prints (a server's or this process's)."""
     lines = [f"note: {response['notice']}"] if response.get("notice") else []
+    left_out = (response.get("omitted") or {}).get("results")
     if not response["results"]:
-        lines.append("no results")
+        lines.append(f"no result fits in --max-tokens ({left_out} left out)" if left_out else "no results")
     for i, r in enumerate(response["results"], 1):
         lines.append(f"{i}. {r['title'] or r['source_id']}  [{r['source']} · {r['source_id']}]  "
                      f"score {r['score']:.3f}")
@@ -244,6 +248,8 @@ def search_lines(response: dict[str, Any]) -> list[str]:
         if r.get("explain"):
             lines.append(f"   explain: {explain_line(r['explain'])}")
     cover = response.get("explain")
+    if left_out and response["results"]:
+        lines.append(f"({left_out} more left out to fit --max-tokens)")
     if cover is not None:
         share = f" ({100 * cover['embedded_chunks'] / cover['chunks']:.0f} %)" if cover["chunks"] else ""
         by = f" by {cover['embedder']}" if cover.get("embedder") else ""  # during a model switch, the stored vectors'
@@ -274,12 +280,14 @@ def explain_line(explain: dict[str, Any]) -> str:
               help="At most this many characters (default: for --chunk the section's cap, else [server] "
               "get_max_chars; 0: the whole section or document, up to 1,000,000 characters).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
+@click.option("--max-tokens", "max_tokens", type=int, default=None, help="Fit the whole answer in this many "
+              "estimated tokens (300-1,000,000): the window is cut at a sentence; read on with --offset.")
 @config_option
 @click.pass_context
 def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, max_chars: int | None,
-        as_json: bool, config_path: str | None, root: str | None) -> None:
+        max_tokens: int | None, as_json: bool, config_path: str | None, root: str | None) -> None:
     """Print one document by id (a window of a long one)."""
-    args = {"id": doc_id, "chunk": chunk, "offset": offset, "max_chars": max_chars}
+    args = {"id": doc_id, "chunk": chunk, "offset": offset, "max_chars": max_chars, "max_tokens": max_tokens}
     doc, config = ask_server(ctx, "get", args)
     if doc is None:
         from context_harness.common.validation import parse_get

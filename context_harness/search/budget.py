@@ -7,12 +7,13 @@ A budget only ever shortens an answer, and never fails one: what does not fit is
 ``omitted`` says what.
 
 **search.** An answer that fits is returned as it is. Otherwise it keeps the most results that fit
-with their snippets cut to ``MIN_SNIPPET_CHARS`` and without their ``version`` (a content hash, some
-50 tokens; ``get`` returns it too); with that many results, the longest snippets that fit (one cap
-for all, cut at a word, ending in ``…``), then the versions back if they still fit. When not even one
-result fits the answer has none, and ``omitted.results`` says how many there were (should even that
+with their snippets cut to ``MIN_SNIPPET_CHARS`` and without ``LEAN_RESULT``'s fields (``version``, a
+content hash of some 50 tokens, ``source_url`` and ``heading``: ``get`` returns them too); with that
+many results, the longest snippets that fit (one cap for all, cut at a word, ending in ``…``), then
+those fields back if they still fit. When not even one result fits so, the first one without its
+snippet; else the answer has none, and ``omitted.results`` says how many there were (should even that
 not fit, the optional ``explain`` and ``indexing`` parts go too). The results kept are the first
-ones, so the ranking is unchanged.
+ones, so the ranking is unchanged; ``omitted.fields`` names the fields left out.
 
 **get.** An answer that fits is returned as it is. Otherwise the window ``windows.read`` chose is cut:
 from its start (for a chunk's section, from the start of the sentence or line where the chunk begins,
@@ -42,6 +43,7 @@ from context_harness.common.text import cluster_cut, estimate_tokens, payload_to
 from context_harness.models import ChunkOut, DocumentOut, Omitted, SearchResponse, TextRange
 
 MIN_SNIPPET_CHARS = 80  # a snippet is not cut shorter than this before results are dropped
+LEAN_RESULT: dict[str, Any] = {"version": None, "source_url": None, "heading": None}  # search drops these first
 LEAN_BODY_CHARS = 400  # `get` drops LEAN_FIELDS rather than cut its body shorter than this
 LEAN_FIELDS: dict[str, Any] = {"metadata": {}, "version": None, "chunks": [], "source_url": None}
 ELLIPSIS = " …"
@@ -86,6 +88,8 @@ def shorten(text: str, cap: int) -> tuple[str, int]:
     """``text`` cut to about ``cap`` characters at a word (ending in ``…``), and how many it lost."""
     if len(text) <= cap:
         return text, 0
+    if cap <= 0:
+        return "", len(text)
     cut = text.rfind(" ", 0, cap + 1)
     if cut <= cap // 2:  # no space near: a run without spaces, cut between grapheme clusters
         cut = cluster_cut(text, cap, 0)
@@ -106,21 +110,18 @@ def fit_search(response: SearchResponse, max_tokens: int, measure: Measure) -> S
         for result in results[:n]:
             snippet, lost = shorten(result.snippet, cap)
             cut_chars += lost
-            update: dict[str, Any] = {"snippet": snippet}
-            if lean:
-                update["version"] = None
-            kept.append(result.model_copy(update=update))
-        dropped_version = lean and any(r.version is not None for r in results[:n])
-        omitted = Omitted(results=len(results) - n or None, snippet_chars=cut_chars or None,
-                          fields=["version"] if dropped_version else None)
+            kept.append(result.model_copy(update={"snippet": snippet} | (LEAN_RESULT if lean else {})))
+        dropped = [name for name in LEAN_RESULT if lean and any(getattr(r, name) for r in results[:n])]
+        omitted = Omitted(results=len(results) - n or None, snippet_chars=cut_chars or None, fields=dropped or None)
         return response.model_copy(update={"results": kept, "omitted": omitted})
 
     def fits(candidate: SearchResponse) -> bool:
         return _tokens(candidate, measure) <= max_tokens
 
     n = _most(1, len(results), lambda k: fits(answer(k, floor, True)))
-    if n is None:
-        return _nothing_fits(answer(0, floor, False), max_tokens, measure)
+    if n is None:  # not one result with a short snippet: the first without one, else none
+        first = answer(1, 0, True)
+        return first if results and fits(first) else _nothing_fits(answer(0, 0, False), max_tokens, measure)
     cap = _most(floor, longest, lambda c: fits(answer(n, c, True))) or floor
     with_versions = answer(n, cap, False)
     return with_versions if fits(with_versions) else answer(n, cap, True)

@@ -71,14 +71,21 @@ def test_search_fits_fewer_results_and_says_how_many_were_left_out(budget: int) 
         assert len(more.results) == kept
 
 
-def test_versions_go_before_results_and_come_back_when_they_fit() -> None:
+def test_lean_fields_go_before_results_and_come_back_when_they_fit() -> None:
     rng = random.Random(7)
     response = SearchResponse(results=[result(i, prose(rng, 3)[:240]) for i in range(12)])
     tight = fit_search(response, 1000, SEARCH_MEASURE)
-    assert tight.omitted is not None and tight.omitted.fields == ["version"]
-    assert all(r.version is None for r in tight.results)
+    assert tight.omitted is not None and tight.omitted.fields == ["version", "source_url", "heading"]
+    assert all(r.version is None and r.source_url is None and r.heading is None for r in tight.results)
     roomy = fit_search(SearchResponse(results=response.results[:2]), 700, SEARCH_MEASURE)
-    assert all(r.version == "ab" * 32 for r in roomy.results)
+    assert all(r.version == "ab" * 32 and r.source_url for r in roomy.results)
+
+
+def test_one_result_without_its_snippet_before_none() -> None:
+    response = SearchResponse(results=[result(i, "word " * 40, title="title " * 120) for i in range(3)])
+    fitted = fit_search(response, 300, SEARCH_MEASURE)
+    assert [r.snippet for r in fitted.results] == [""]
+    assert fitted.omitted is not None and fitted.omitted.results == 2 and fitted.omitted.snippet_chars == 200
 
 
 def test_when_no_result_fits_the_answer_has_none_and_says_so() -> None:
