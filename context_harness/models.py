@@ -28,8 +28,7 @@ class SearchFilters(BaseModel):
 
     source: str | None = Field(
         default=None,
-        description="Only documents from this source: a full label such as 'filesystem:docs' or a "
-        "connector type such as 'filesystem', 'git' or 'script'.",
+        description="Only this source: a label ('filesystem:docs') or a connector type ('git').",
     )
     tags: list[str] | None = Field(
         default=None, description="Only documents carrying at least one of these tags."
@@ -38,13 +37,12 @@ class SearchFilters(BaseModel):
         default=None, description="Only documents updated at or after this ISO 8601 date/time."
     )
     until: str | None = Field(
-        default=None, description="Only documents updated at or before this ISO 8601 date/time; a bare date "
-        "(2026-01-31) includes that whole day (UTC)."
+        default=None, description="Only documents updated at or before this ISO 8601 date/time (a bare date: "
+        "to the end of that day, UTC)."
     )
     symbol: str | None = Field(
         default=None, min_length=1, max_length=500,
-        description="Only code that defines this symbol: its path or the end of it, e.g. 'Harness.open' or "
-        "'open_stores' (code read by symbol; 'symbol:NAME' in the query says the same)."
+        description="Only code defining this symbol (a path or its end: 'Harness.open', 'open_stores')."
     )
 
     @field_validator("since", "until")
@@ -76,18 +74,17 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: Annotated[str, Field(min_length=1, max_length=20_000)] = Field(
-        description="What to look for, in plain words. Quote a phrase (\"like this\") to require it verbatim; "
-        "every other word is optional and ranks results higher when it matches."
+        description="What to look for, in plain words; quote a phrase (\"like this\") to require it verbatim."
     )
     mode: SearchMode | None = Field(
         default=None,
-        description="'keyword' (exact words, names, identifiers), 'semantic' (meaning, paraphrases) or "
-        "'hybrid' (both, best default). Omit to use the server's default.",
+        description="'keyword' (exact words, names), 'semantic' (meaning) or 'hybrid' (both). Omit for the "
+        "server's default.",
     )
     limit: int | None = Field(
-        default=None, ge=1, le=100, description="Maximum number of documents to return (1-100)."
+        default=None, ge=1, le=100, description="Most documents to return (1-100)."
     )
-    filters: SearchFilters | None = Field(default=None, description="Optional filters applied before ranking.")
+    filters: SearchFilters | None = Field(default=None, description="Filters applied before ranking.")
     source: str | None = Field(
         default=None, description="Shorthand for filters.source.", json_schema_extra={"deprecated": False}
     )
@@ -189,18 +186,16 @@ class GetRequest(BaseModel):
         description="A document id returned by 'search'."
     )
     chunk: int | None = Field(
-        default=None, description="Return the section this chunk (a search result's 'chunk') belongs to: from "
-        "its heading to the next heading of the same or a higher level (without headings, the text around the "
-        f"chunk), at most max_chars (default {SECTION_CHARS:,}), centred on the chunk when the section is longer. "
-        "Not together with 'offset'.")
+        default=None, description="Read the section of this chunk (a search result's 'chunk'): from its heading "
+        f"to the next heading of the same or a higher level, at most max_chars (default {SECTION_CHARS:,}), centred "
+        "on the chunk. Not with 'offset'.")
     offset: int | None = Field(
-        default=None, description="Return the text from this character offset of the body (a previous "
-        "response's 'next_offset'). Default 0.")
+        default=None, description="Read from this character offset of the body (a previous answer's "
+        "'next_offset'). Default 0.")
     max_chars: int | None = Field(
-        default=None, description=f"Most characters of body to return (at most {MAX_GET_CHARS:,}); 0 returns "
-        f"the whole document (with 'chunk', its whole section) up to that ceiling (a longer one is cut there: "
-        "read on with 'next_offset'). Omit "
-        f"for the default: {SECTION_CHARS:,} for a chunk's section, else the server's ([server] get_max_chars).")
+        default=None, description=f"Most characters of body to return, at most {MAX_GET_CHARS:,} (0: the whole "
+        f"document, or section, up to that). Default: {SECTION_CHARS:,} for a chunk's section, else the server's "
+        "get_max_chars.")
     max_tokens: MaxTokens = None
 
     @field_validator("chunk", "offset")
@@ -435,10 +430,10 @@ class RecentRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     since: str | None = Field(default=None, description="Only changes at or after this time: an ISO 8601 date "
-                              "or date-time (2026-01-31, 2026-01-31T12:00:00Z) or a duration back from now "
-                              "such as 30m, 12h, 7d or 2w. Omit for the newest changes.")
-    source: str | None = Field(default=None, description="Only this source (a full label such as "
-                               "'filesystem:docs', or a connector type such as 'filesystem').")
+                              "or date-time, or a duration back from now (30m, 12h, 7d, 2w). Omit for the "
+                              "newest changes.")
+    source: str | None = Field(default=None, description="Only this source (a label such as 'filesystem:docs', "
+                               "or a connector type).")
     limit: int = Field(default=20, ge=1, le=200, description="Most changes to return (1-200).")
 
 

@@ -85,6 +85,10 @@ class ServerConfig(_Section):
     public_url: str | None = Field(default=None, description='the URL clients reach `ctx serve --http` at, behind a '
                                    'tunnel or proxy, e.g. "https://kb.example.com"; OAuth and links to the console\'s '
                                    'pages are built on it (unset: none)')
+    output_schemas: bool = Field(default=True, description="publish each tool's outputSchema in tools/list and "
+                                 "return each result's structuredContent beside its text; false: neither (results "
+                                 "are their readable text only, and tools/list about half the size), for clients "
+                                 "that use no structured content or show it to the model instead of the text")
     profile: Literal["auto", "standard", "chatgpt"] = Field(
         default="auto", description='the shapes of `search` and `fetch` over MCP: "auto" gives OpenAI\'s clients '
         '(clientInfo name "openai-mcp") ChatGPT connector shapes and every other client the standard ones; '

@@ -86,6 +86,7 @@ PAGE_SIZE = 100
 DOCUMENT_TEMPLATE = "ctx://documents/{id}"
 DOCUMENT_PREFIX = "ctx://documents/"
 MAX_SUBSCRIPTIONS = 10_000  # resources/subscribe URIs per connection
+TOOL_TITLES = "2025-06-18"  # the first protocol version with ``Tool.title`` (before it: ``annotations.title``)
 DOCUMENTS_CURSOR = "documents:"  # resources/list cursors past the agent catalog: the last document id listed
 EVENTS: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
     "tools": ToolsListChanged, "prompts": PromptsListChanged, "resources": ResourcesListChanged}
@@ -330,10 +331,14 @@ class HarnessServer(Server[dict[str, Any]]):
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: t.PaginatedRequestParams | None) -> t.ListToolsResult:
         self._remember(ctx)
+        structured = self.harness.config.server.output_schemas
+        titled = ctx.protocol_version >= TOOL_TITLES
         tools = [
             t.Tool(name=tool.name, title=tool.title, description=tool.description,
-                   input_schema=portable_input(tool.input_schema), output_schema=portable_output(tool.output_schema),
-                   annotations=t.ToolAnnotations.model_validate(hints(tool)))
+                   input_schema=portable_input(tool.input_schema),
+                   output_schema=portable_output(tool.output_schema) if structured else None,
+                   annotations=t.ToolAnnotations.model_validate(  # a title said once, where the client reads it
+                       {k: v for k, v in hints(tool).items() if not (k == "title" and titled and tool.title)}))
             for tool in self.harness.tools(self.agent, self._profile(ctx))
         ]
         listed, cursor = page(tools, params)
@@ -358,7 +363,8 @@ class HarnessServer(Server[dict[str, Any]]):
             if not outcome(error).mcp_tool_error:
                 raise protocol_error(error) from None
             return tool_error_result(error)
-        return t.CallToolResult(content=[t.TextContent(type="text", text=text)], structured_content=result.payload)
+        structured = result.payload if self.harness.config.server.output_schemas else None
+        return t.CallToolResult(content=[t.TextContent(type="text", text=text)], structured_content=structured)
 
     # -- prompts (agents) ---------------------------------------------------------------------
 

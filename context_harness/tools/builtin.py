@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from context_harness.common.validation import parse, parse_get, parse_recent, parse_related, parse_search
 from context_harness.models import (
-    MAX_GET_CHARS,
     SECTION_CHARS,
     DocumentOut,
     GetRequest,
@@ -28,39 +29,108 @@ from context_harness.models import (
 from context_harness.tools.base import FunctionTool
 from context_harness.tools.render import render_document, render_recent, render_related, render_search, render_sources
 
+# Keywords that say nothing a client validates with or a model needs once the tool's description and
+# input schema have said it: dropped from every published schema (``title``) or from results' (all three).
+ARGUMENT_NOISE = frozenset({"title"})
+RESULT_NOISE = frozenset({"title", "description", "default"})
+SCHEMA_MAPS = ("properties", "patternProperties", "$defs")  # their keys are names, not keywords
+SAID_ANYWAY: dict[str, Any] = {"additionalProperties": True, "deprecated": False}  # the keywords' own defaults
+REF_SIBLINGS = frozenset({"$ref", "title", "description", "default"})  # a ``$ref`` with these is still inlined
+
 
 def schema_of(model: type[BaseModel], mode: str = "validation") -> dict[str, Any]:
-    """The model's JSON Schema, flattened (see ``flat_schema``)."""
-    schema = model.model_json_schema(mode=mode)  # type: ignore[arg-type]
+    """The model's JSON Schema as ``tools/list`` publishes it: flattened (``flat_schema``), without pydantic's
+    ``title``s or the model's docstring (written for this code's readers).
+
+    A result's schema (``mode="serialization"``) is published for validation only: what its fields mean is
+    said once, in the tool's description and its arguments' descriptions, so it carries no descriptions or
+    defaults, and a definition it uses more than once stays one ``$defs`` entry. That keeps the five default
+    tools' ``tools/list`` under 12,000 bytes (``benchmarks/tool_list.py``; tests/server/test_tool_list.py).
+    """
+    result = mode == "serialization"
+    schema = model.model_json_schema(mode=mode, schema_generator=PublishedSchema)  # type: ignore[arg-type]
     schema.pop("title", None)
-    return flat_schema(schema)
+    schema.pop("description", None)
+    published = without(flat_schema(schema, share=result), RESULT_NOISE if result else ARGUMENT_NOISE)
+    return enums_untyped(published) if result else published
 
 
-def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def enums_untyped(node: Any) -> Any:
+    """A result schema whose ``enum``s go without the ``type`` their values already have (``null`` among
+    them for a nullable one, instead of an ``anyOf`` branch). Not for arguments: single-type dialects
+    (Gemini function declarations) want a ``type`` beside an ``enum``."""
+    if isinstance(node, list):
+        return [enums_untyped(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: ({name: enums_untyped(sub) for name, sub in value.items()}
+                 if key in SCHEMA_MAPS and isinstance(value, dict) else enums_untyped(value))
+           for key, value in node.items()}
+    if isinstance(out.get("enum"), list) and "type" in out:
+        del out["type"]
+    return out
+
+
+class PublishedSchema(GenerateJsonSchema):
+    """Pydantic's generator, except that a result field left out when it is None (``exclude_if``) is not
+    published as nullable: a client never sees it null."""
+
+    def model_field_schema(self, schema: core_schema.ModelField) -> JsonSchemaValue:
+        exclude_if = schema.get("serialization_exclude_if")
+        if self.mode == "serialization" and exclude_if is not None and exclude_if(None):
+            return self.generate_inner(_not_null(schema["schema"]))
+        return super().model_field_schema(schema)
+
+
+def _not_null(schema: CoreSchema) -> CoreSchema:
+    """``schema`` without its outermost ``nullable`` (under a ``default`` wrapper too)."""
+    if schema["type"] == "nullable":
+        return schema["schema"]
+    if schema["type"] == "default":
+        return {**schema, "schema": _not_null(schema["schema"])}
+    return schema
+
+
+def without(node: Any, keywords: frozenset[str]) -> Any:
+    """``node`` (a schema) without ``keywords`` anywhere in it, nor keywords that state their default
+    (``SAID_ANYWAY``); property names are left alone."""
+    if isinstance(node, list):
+        return [without(item, keywords) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {key: ({name: without(sub, keywords) for name, sub in value.items()}
+                  if key in SCHEMA_MAPS and isinstance(value, dict) else without(value, keywords))
+            for key, value in node.items() if key not in keywords and SAID_ANYWAY.get(key, ...) is not value}
+
+
+def flat_schema(schema: dict[str, Any], share: bool = False) -> dict[str, Any]:
     """The same schema with ``$defs`` inlined and ``anyOf [X, null]`` written as ``type: [X, "null"]``.
 
     Clients validate every result against the output schema; jsonschema walks ``$ref`` and ``anyOf``
     branches slowly (the MCP Python SDK spent ~3 ms per 12-result search on them), and a flat
-    schema is easier to read too. Recursive models keep their ``$ref``s.
+    schema is easier to read too. Recursive models keep their ``$ref``s; with ``share``, so does a
+    definition used more than once (``related``'s three lists of one item shape): said once, it costs
+    a client one ``$ref`` lookup per item, and a search result, used once, stays inline.
     """
     defs = schema.get("$defs", {})
-    kept_refs = False
+    shared = {name for name, uses in _ref_counts(schema).items() if uses > 1} if share else set()
+    kept: set[str] = set()
 
     def flat(node: Any, seen: frozenset[str]) -> Any:
-        nonlocal kept_refs
         if isinstance(node, list):
             return [flat(item, seen) for item in node]
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and not node.keys() - REF_SIBLINGS:
             name = ref.removeprefix("#/$defs/")
-            if name in defs and name not in seen:
-                return flat(defs[name], seen | {name})
-            kept_refs = True
+            if name in defs and name not in seen and name not in shared:
+                return {**flat(defs[name], seen | {name}), **{k: v for k, v in node.items() if k != "$ref"}}
+            kept.add(name)
             return node
         out = {key: flat(value, seen) for key, value in node.items() if key != "$defs"}
-        kept_refs = kept_refs or "$ref" in out
+        if isinstance(out.get("$ref"), str):
+            kept.add(out["$ref"].removeprefix("#/$defs/"))
         branches = out.get("anyOf")
         if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
             other = branches[0] if branches[1] == {"type": "null"} else branches[1]
@@ -73,9 +143,32 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
         return out
 
     flattened = flat(schema, frozenset())
-    if kept_refs:
-        flattened["$defs"] = defs  # a recursive model still needs its definitions
+    if kept:  # a recursive or shared definition still needs its entry (and the entries it refers to)
+        done: dict[str, Any] = {}
+        while kept - done.keys():
+            name = min(kept - done.keys())
+            done[name] = flat(defs[name], frozenset({name})) if name in defs else {}
+        flattened["$defs"] = {name: done[name] for name in sorted(done) if name in defs}
     return flattened
+
+
+def _ref_counts(schema: dict[str, Any]) -> dict[str, int]:
+    """How many ``$ref``s name each ``$defs`` entry, anywhere in ``schema``."""
+    counts: dict[str, int] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                counts[ref.removeprefix("#/$defs/")] = counts.get(ref.removeprefix("#/$defs/"), 0) + 1
+            for value in node.values():
+                walk(value)
+
+    walk(schema)
+    return counts
 
 
 class KnowledgeBase(Protocol):
@@ -115,46 +208,35 @@ def builtin_tools(harness: KnowledgeBase) -> list[FunctionTool]:
     return [
         FunctionTool(
             name="search", title="Search the knowledge base",
-            description="Search the local knowledge base and return the best-matching documents with short "
-            "snippets. Use plain words or quoted phrases; filter by source, tags or dates. Each result has an "
-            "`id` and the `chunk` (under `heading`) its snippet comes from: call `get` with both (`{id, chunk}`) to "
-            f"read that chunk's section (at most {SECTION_CHARS:,} characters by default) rather than the whole "
-            "document.",
+            description="Search the local knowledge base: the best-matching documents with short snippets. Each "
+            "result has an `id` and the `chunk` (under `heading`) its snippet comes from: call `get` with both to "
+            "read that section.",
             input_schema=schema_of(SearchRequest), output_schema=schema_of(SearchResponse, "serialization"),
             run=search, render=render_search),
         FunctionTool(
             name="get", title="Get a document",
-            description="Read a document by the id a search result gave, one window at a time. With the "
-            "result's `chunk`, the answer is that chunk's section: from its heading to the next heading of the same "
-            "or a higher level (in a document without headings, the text around the chunk), at most "
-            f"{SECTION_CHARS:,} characters of `body` by default, centred on the chunk when the section is longer. "
-            "With `offset`, the text from that character offset; with neither, from the start (both at most "
-            "the server's `get_max_chars` by default). `max_chars` asks for more or less; `max_chars: 0` for no "
-            f"limit but {MAX_GET_CHARS:,} characters (the most one answer holds): the whole document, or a chunk's "
-            "whole section. `range` says "
-            "where `body` lies in the document and `chunks` which chunks (with their headings) it holds; when "
-            "`next_offset` is not null, call again with `offset: next_offset` to read on (a smaller `offset` "
-            "reads what comes before).",
+            description="Read a document by a search result's `id`, one window at a time: with its `chunk`, that "
+            f"chunk's section (at most {SECTION_CHARS:,} characters by default); with `offset`, the text from there; "
+            "with neither, from the start. `range` says where `body` lies in the document and `chunks` which chunks "
+            "it holds; while `next_offset` is not null, call again with `offset: next_offset` to read on.",
             input_schema=schema_of(GetRequest), output_schema=schema_of(DocumentOut, "serialization"), run=get,
             render=render_document),
         FunctionTool(
             name="sources", title="List sources",
-            description="List the configured sources (folders, git repositories, scripts) with document and "
-            "chunk counts, health and the time of the last sync.",
+            description="List the configured sources (folders, git repositories, scripts) with their document "
+            "and chunk counts, `status` (and why it is not ok) and last sync.",
             input_schema=schema_of(NoArguments), output_schema=schema_of(SourcesResponse, "serialization"),
             run=sources, render=render_sources),
         FunctionTool(
             name="recent", title="Recent changes",
             description="List the documents added, updated or deleted most recently, newest first, with when "
-            "the index saw each change. `since` takes a date, a date-time or a duration such as `7d`; `source` "
-            "narrows to one source.",
+            "the index saw each change.",
             input_schema=schema_of(RecentRequest), output_schema=schema_of(RecentResponse, "serialization"),
             run=recent, render=render_recent),
         FunctionTool(
             name="related", title="Related documents",
-            description="For a document id: the documents it links to (Markdown links and [[wikilinks]]), "
-            "those linking to it (backlinks), and its nearest neighbours by meaning, each marked with `why`; "
-            "links that match no indexed document are listed as `unresolved`.",
+            description="A document's links (Markdown and [[wikilinks]]), backlinks and nearest neighbours by "
+            "meaning, each marked with `why`; links matching no indexed document are `unresolved`.",
             input_schema=schema_of(RelatedRequest), output_schema=schema_of(RelatedResponse, "serialization"),
             run=related, render=render_related),
     ]
