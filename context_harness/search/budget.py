@@ -9,7 +9,8 @@ A budget only ever shortens an answer, and never fails one: what does not fit is
 **search.** An answer that fits is returned as it is. Otherwise it keeps the most results that fit
 with their snippets cut to ``MIN_SNIPPET_CHARS`` and without ``LEAN_RESULT``'s fields (``version``, a
 content hash of some 50 tokens, ``source_url`` and ``heading``: ``get`` returns them too); with that
-many results, the longest snippets that fit (one cap for all, cut at a word, ending in ``…``), then
+many results, the longest snippets that fit (one cap for all, in steps of ``CAP_STEP`` characters, cut
+at a word, ending in ``…``), then
 those fields back if they still fit. When not even one result fits so, the first one without its
 snippet; else the answer has none, and ``omitted.results`` says how many there were (should even that
 not fit, the optional ``explain`` and ``indexing`` parts go too). The results kept are the first
@@ -43,6 +44,7 @@ from context_harness.common.text import cluster_cut, estimate_tokens, payload_to
 from context_harness.models import ChunkOut, DocumentOut, Omitted, SearchResponse, TextRange
 
 MIN_SNIPPET_CHARS = 80  # a snippet is not cut shorter than this before results are dropped
+CAP_STEP = 16  # snippet caps are tried in steps of this many characters
 LEAN_RESULT: dict[str, Any] = {"version": None, "source_url": None, "heading": None}  # search drops these first
 LEAN_BODY_CHARS = 400  # `get` drops LEAN_FIELDS rather than cut its body shorter than this
 LEAN_FIELDS: dict[str, Any] = {"metadata": {}, "version": None, "chunks": [], "source_url": None}
@@ -98,33 +100,43 @@ def shorten(text: str, cap: int) -> tuple[str, int]:
 
 
 def fit_search(response: SearchResponse, max_tokens: int, measure: Measure) -> SearchResponse:
-    """``response`` within ``max_tokens`` (the module docstring)."""
-    if _tokens(response, measure) <= max_tokens:
+    """``response`` within ``max_tokens`` (the module docstring). The sizes are tried on the JSON payload
+    (plain dicts: a try costs one ``measure``); the answer is built once, from the sizes found."""
+    payload = response.model_dump(mode="json")
+    if measure(payload) <= max_tokens:
         return response
-    results = response.results
-    longest = max((len(r.snippet) for r in results), default=0)
+    rows: list[dict[str, Any]] = payload["results"]
+    longest = max((len(r["snippet"]) for r in rows), default=0)
     floor = min(MIN_SNIPPET_CHARS, longest)
+
+    def omitted(n: int, cut_chars: int, lean: bool) -> Omitted:
+        dropped = [name for name in LEAN_RESULT if lean and any(r[name] for r in rows[:n])]
+        return Omitted(results=len(rows) - n or None, snippet_chars=cut_chars or None, fields=dropped or None)
+
+    def fits(n: int, cap: int, lean: bool) -> bool:
+        kept, cut_chars = [], 0
+        for row in rows[:n]:
+            snippet, lost = shorten(row["snippet"], cap)
+            cut_chars += lost
+            kept.append(row | {"snippet": snippet} | (LEAN_RESULT if lean else {}))
+        tried = payload | {"results": kept, "omitted": omitted(n, cut_chars, lean).model_dump(mode="json")}
+        return measure(tried) <= max_tokens
 
     def answer(n: int, cap: int, lean: bool) -> SearchResponse:
         kept, cut_chars = [], 0
-        for result in results[:n]:
+        for result in response.results[:n]:
             snippet, lost = shorten(result.snippet, cap)
             cut_chars += lost
             kept.append(result.model_copy(update={"snippet": snippet} | (LEAN_RESULT if lean else {})))
-        dropped = [name for name in LEAN_RESULT if lean and any(getattr(r, name) for r in results[:n])]
-        omitted = Omitted(results=len(results) - n or None, snippet_chars=cut_chars or None, fields=dropped or None)
-        return response.model_copy(update={"results": kept, "omitted": omitted})
+        return response.model_copy(update={"results": kept, "omitted": omitted(n, cut_chars, lean)})
 
-    def fits(candidate: SearchResponse) -> bool:
-        return _tokens(candidate, measure) <= max_tokens
-
-    n = _most(1, len(results), lambda k: fits(answer(k, floor, True)))
+    n = _most(1, len(rows), lambda k: fits(k, floor, True))
     if n is None:  # not one result with a short snippet: the first without one, else none
-        first = answer(1, 0, True)
-        return first if results and fits(first) else _nothing_fits(answer(0, 0, False), max_tokens, measure)
-    cap = _most(floor, longest, lambda c: fits(answer(n, c, True))) or floor
-    with_versions = answer(n, cap, False)
-    return with_versions if fits(with_versions) else answer(n, cap, True)
+        return answer(1, 0, True) if rows and fits(1, 0, True) else _nothing_fits(answer(0, 0, False), max_tokens,
+                                                                                   measure)
+    steps = _most(1, -(-longest // CAP_STEP), lambda k: fits(n, max(k * CAP_STEP, floor), True))  # in steps
+    cap = max((steps or 0) * CAP_STEP, floor)
+    return answer(n, cap, not fits(n, cap, False))
 
 
 def _nothing_fits(empty: SearchResponse, max_tokens: int, measure: Measure) -> SearchResponse:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from context_harness import config as config_mod
+from context_harness.common import text as text_module
 from context_harness.common.text import estimate_tokens, payload_tokens, splits_cluster
 from context_harness.common.validation import parse_get, parse_search
 from context_harness.core.harness import Harness
@@ -107,6 +108,17 @@ def test_cjk_snippets_count_a_token_a_character_and_keep_clusters_whole() -> Non
     for r in fitted.results:
         body = r.snippet.removesuffix(" …")
         assert not splits_cluster(text, len(body))
+
+
+def test_the_estimate_is_the_same_whichever_way_non_ascii_text_is_read() -> None:
+    """``estimate_tokens`` replaces a few non-ASCII characters one by one, many through a table: alike."""
+    rng = random.Random(0)
+    odd = "é·…日本語한국어\u0301\u200d\ud800👩١٢٣\u00a0\u2028"
+    for _ in range(2000):
+        text = "".join(rng.choice(odd) if rng.random() < 0.2 else rng.choice("abc XYZ 123.,\n")
+                       for _ in range(rng.randint(0, 60)))
+        assert text_module._NON_ASCII.sub(text_module._stand_in_match, text) == text_module._table_stand_in(text)
+    assert estimate_tokens("a … b · c") == 5 and estimate_tokens("検索" * 40 + " word") == 81
 
 
 def test_shorten_cuts_at_a_word() -> None:
