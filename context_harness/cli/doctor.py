@@ -31,7 +31,7 @@ import click
 
 from context_harness.cli.setup import CLIENT_NAMES, SERVER_NAME
 from context_harness.cli.support import ERROR_EXIT, config_option
-from context_harness.cli.workspaces import doctor_lines
+from context_harness.cli.workspaces import doctor_lines, entry_registry_warnings
 from context_harness.errors import ConfigError, NotConfigured
 
 if TYPE_CHECKING:  # the client table, the MCP client and anyio load when the command runs
@@ -325,7 +325,7 @@ def doctor(client: str | None, scope: str | None, name: str, query: str, timeout
             click.echo(f"  ok: {line}")
         for line in found.notes:
             click.echo(f"  note: {line}")
-        for line in found.warnings:
+        for line in [*found.warnings, *entry_registry_warnings(target.entry)]:
             click.echo(f"  warning: {line}")
         if found.problems:
             failed += 1

@@ -112,4 +112,17 @@ def doctor_lines(file: Path | None = None) -> tuple[list[str], list[str]]:
     return ok, [f"workspace {entry.name} is set aside: {why}" for entry, why in checked.bad]
 
 
-__all__ = ["doctor_lines", "listing", "workspace"]
+def entry_registry_warnings(entry: dict[str, Any]) -> list[str]:
+    """The workspaces set aside of the registry a client's server entry serves (``--workspaces FILE``;
+    without FILE, the user's registry), each as a warning line; none for another entry."""
+    args = [str(a) for a in entry.get("args") or []]
+    if "--workspaces" not in args:
+        return []
+    following = args[args.index("--workspaces") + 1:][:1]
+    file = Path(following[0]).expanduser() if following and not following[0].startswith("-") else None
+    if file is not None and not file.is_absolute() and entry.get("cwd"):
+        file = Path(str(entry["cwd"])) / file
+    return doctor_lines(file)[1] if file is None or file.is_file() else [f"the registry {file} does not exist"]
+
+
+__all__ = ["doctor_lines", "entry_registry_warnings", "listing", "workspace"]

@@ -95,3 +95,16 @@ def test_doctor_reports_the_entries_set_aside(tmp_path: Path, monkeypatch: pytes
     served, set_aside = doctor_lines()
     assert served == [f"workspaces {workspaces.default_file()}: 1 serve (good)"]
     assert set_aside == [f"workspace later is set aside: config file {tmp_path / 'later' / 'ctx.toml'} does not exist"]
+
+
+def test_doctor_warns_of_the_set_aside_workspaces_of_a_client_entry(tmp_path: Path) -> None:
+    from context_harness.cli.workspaces import entry_registry_warnings
+
+    file = tmp_path / "workspaces.toml"
+    file.write_text(f'[workspaces.gone]\nconfig = "{tmp_path / "gone.toml"}"\n', encoding="utf-8")
+    entry = {"command": "context-harness", "args": ["--workspaces", str(file)]}
+    assert entry_registry_warnings(entry) == [f"workspace gone is set aside: config file {tmp_path / 'gone.toml'} "
+                                              "does not exist"]
+    assert entry_registry_warnings({"command": "context-harness", "args": ["--config", "x.toml"]}) == []
+    missing = {"command": "context-harness", "args": ["--workspaces", str(tmp_path / "none.toml")]}
+    assert entry_registry_warnings(missing) == [f"the registry {tmp_path / 'none.toml'} does not exist"]
