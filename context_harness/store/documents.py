@@ -538,6 +538,11 @@ class DocumentStore:
         if until:
             clauses.append("updated_at <= ?")
             params.append(until_text(until))
+        if tags:  # a superset in SQL (ASCII folded there; a tag beyond ASCII is kept for the exact check below)
+            folded = sorted({t.lower() for t in tags})
+            clauses.append("EXISTS (SELECT 1 FROM json_each(documents.tags) WHERE lower(json_each.value) IN "
+                           f"({','.join('?' * len(folded))}) OR json_each.value GLOB '*[^ -~]*')")
+            params += folded
         sql = "SELECT id, tags FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         rows = self.connection().execute(sql, params)
         if not tags:
