@@ -16,6 +16,10 @@ linking file's own ending: ``:doc:`../library/os``` in ``tutorial/a.rst`` is ``l
 by hyperlink references with a relative target (```text <other.rst>`_``) and by ``:ref:`label```
 (kind ``ref``), which the core resolves to the document holding ``.. _label:`` (kind ``label``: not a
 link, where a label is defined), in the same source first. Roles inside literal blocks are read too.
+
+An e-mail (``.eml``: its ``message_id`` and ``in_reply_to`` metadata, not its body) links to the message
+it answers: ``message_links`` gives a ``reply`` link naming the parent's Message-ID, resolved (as a
+``ref``) to the indexed message whose own ``message`` row (as a ``label``) holds that id, in any source.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 REST_SUFFIXES = (".rst", ".rst.txt", ".rest")
 LABEL_KEY = "rst-label:"  # a ref's and a label's key: never a path or a name a wikilink uses
+MESSAGE_KEY = "message-id:"  # an e-mail's Message-ID (kind "message") and a reply's In-Reply-To (kind "reply")
+_MESSAGE_ID = re.compile(r"<([^<>\s]+)>")
 _ROLE = re.compile(r"(?<![\w`]):(doc|ref|std:doc|std:ref):`([^`]+)`")
 _EXPLICIT = re.compile(r"^[ \t]*<([^<>\n]+)>\s*$|^[ \t]*\S.*?<([^<>\n]+)>\s*$", re.DOTALL)
 _LABEL = re.compile(r"^[ \t]*\.\.[ \t]+_([^:`\n]+|`[^`\n]+`):[ \t]*(\S*)[ \t]*$", re.MULTILINE)
@@ -43,7 +49,8 @@ _TOCTREE = re.compile(r"^([ \t]*)\.\.[ \t]+toctree::[^\n]*\n((?:\1[ \t]+[^\n]*\n
 
 @dataclass(frozen=True)
 class Link:
-    kind: str  # "markdown" or "wiki"; in reST also "ref" (a :ref: role) and "label" (where one is defined)
+    kind: str  # "markdown" or "wiki"; in reST also "ref" (a :ref: role) and "label" (where one is defined);
+    # an e-mail's "message" (its own Message-ID) and "reply" (the one it answers)
     target: str  # as written, without its #anchor or ?query (Markdown: percent-decoded)
 
 
@@ -117,10 +124,24 @@ def _rest_links(body: str, source_id: str) -> list[Link]:
     return [link for link in links if link is not None and link.target]
 
 
+def message_links(metadata: dict[str, object] | None) -> list[Link]:
+    """An e-mail's place in a thread, from its metadata (``formats/mail.py``): its own Message-ID as a
+    ``message`` row, and the message its ``In-Reply-To`` names as a ``reply`` link (the first id there)."""
+    links = []
+    for kind, name in (("message", "message_id"), ("reply", "in_reply_to")):
+        value = (metadata or {}).get(name)
+        found = _MESSAGE_ID.search(value) if isinstance(value, str) else None
+        if found:
+            links.append(Link(kind, found.group(1)))
+    return links
+
+
 def link_key(link: Link, source_id: str) -> str:
     """What the store indexes for ``link`` made by the document at ``source_id``."""
     if link.kind in ("ref", "label"):
         return LABEL_KEY + link.target
+    if link.kind in ("message", "reply"):
+        return MESSAGE_KEY + link.target
     if link.kind == "wiki":
         name = link.target.lower()
         return name[:-3] if name.endswith(".md") else name

@@ -7,7 +7,8 @@ names a path from the source's root (``target`` or ``target.md``) in the linking
 a wikilink names a document by file stem, path, the end of its path (``[[garden-shed/permit]]``,
 as Obsidian resolves it) or title (case-insensitive), in the same source first, then in any (the first
 by source and path); a reST ``:ref:`` names the document that defines its label (``.. _label:``), in
-the same source first. ``Harness`` inherits these calls.
+the same source first; an e-mail's ``reply`` names the message it answers (its Message-ID), in any source
+(the same source first). ``Harness`` inherits these calls.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ T = TypeVar("T")
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 Named = dict[str, list[tuple[str, str, str]]]  # name -> [(doc_id, source, source_id)]
+# A link kind that names what a row of another kind defines: a reST :ref: its label, a reply the message.
+REFERS = {"ref": "label", "reply": "message"}
+DEFINES = frozenset(REFERS.values())
 GRAPH_MOST = 300  # documents the console's graph of the whole knowledge base draws at most
 
 
@@ -192,17 +196,18 @@ class Connections:
         at = self.store.at_paths(row.source, [p for kind, _, key in links if kind == "markdown"
                                               for p in markdown_paths(key)])
         named = _by_name(self.store.named(_lookups([key for kind, _, key in links if kind == "wiki"])))
-        labels = self._labelled([key for kind, _, key in links if kind == "ref"])
+        labels = self._labelled([key for kind, _, key in links if kind in REFERS])
         return [(kind, target, next((at[p] for p in markdown_paths(key) if p in at), None) if kind == "markdown"
-                 else _pick(labels.get(key, []), row.source) if kind == "ref" else row.id if kind == "label"
+                 else _pick(labels.get(key, []), row.source) if kind in REFERS else row.id if kind in DEFINES
                  else _pick(_named(key, named), row.source)) for kind, target, key in links]
 
     def _labelled(self, keys: list[str]) -> Named:
-        """The documents defining each reST label key (a ``label`` row: ``.. _name:``), as ``_pick`` takes them."""
+        """The documents defining each key (a reST ``label`` row: ``.. _name:``; an e-mail's ``message`` row:
+        its Message-ID), as ``_pick`` takes them."""
         assert self.store is not None
         out: Named = {}
         for doc_id, source, kind, _, key in self.store.links_to(sorted(set(keys))):
-            if kind == "label":
+            if kind in DEFINES:
                 out.setdefault(key, []).append((doc_id, source, doc_id))
         return out
 
@@ -220,13 +225,13 @@ class Connections:
     def _linked_from(self, row: _Doc) -> list[tuple[str, str | None, float | None]]:
         assert self.store is not None
         names, paths = wikilink_names(row.source_id, row.title), _markdown_keys(row.source_id)
-        labels = {key for kind, _, key in self.store.links_from(row.id) if kind == "label"}
+        labels = {key for kind, _, key in self.store.links_from(row.id) if kind in DEFINES}
         hits = self.store.links_to(sorted(names | paths | labels))
         named = _by_name(self.store.named(_lookups(sorted({h[4] for h in hits if h[2] == "wiki"}))))
         found: dict[str, tuple[str, str | None, float | None]] = {}
         for doc_id, source, kind, target, key in hits:
-            if kind in ("ref", "label"):
-                linked = kind == "ref" and key in labels
+            if kind in REFERS or kind in DEFINES:
+                linked = kind in REFERS and key in labels
             elif kind == "markdown":
                 linked = source == row.source and key in paths
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_harness.common.links import document_names, extract_links, link_key, may_link
+from context_harness.common.links import document_names, extract_links, link_key, may_link, message_links
 
 KEEP_CHANGES = 10_000
 FILL_BATCH = 500
@@ -66,9 +66,10 @@ class LinkSql:
                             [(_clean(n), k[0]) for k in stored for n in document_names(k[2], k[3])])
         links, names = [], []
         for r in writes:
-            if may_link(r.body, r.source_id):  # a cheap test: every Markdown link and wikilink has a "["
-                links += [(r.id, link.kind, _clean(link.target), _clean(link_key(link, r.source_id)))
-                          for link in extract_links(r.body, r.source_id)]
+            found = extract_links(r.body, r.source_id) if may_link(r.body, r.source_id) else []  # "[": cheap
+            if getattr(r, "content_type", None) == "message/rfc822":  # an e-mail: its thread, from its headers
+                found += message_links(r.metadata)
+            links += [(r.id, link.kind, _clean(link.target), _clean(link_key(link, r.source_id))) for link in found]
             names += [(_clean(name), r.id) for name in document_names(r.source_id, r.title)]
         cur.executemany(self._sql("INSERT INTO links(doc_id, kind, target, key) VALUES(?,?,?,?)"), links)
         cur.executemany(self._sql("INSERT INTO link_names(name, doc_id) VALUES(?,?) ON CONFLICT DO NOTHING"),
