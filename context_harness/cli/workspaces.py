@@ -79,9 +79,11 @@ def list_command(file: str | None, as_json: bool) -> None:
         print_json({"file": str(target), "workspaces": rows})
     elif not rows:
         click.echo(f"no workspaces in {target}; add one with `ctx workspace add NAME CONFIG`")
+    name_width = max((len(row["name"]) for row in rows), default=0)
+    config_width = max((len(row["config"]) for row in rows), default=0)
     for row in rows if not as_json else []:
         status = "ok" if row["ok"] else f"SET ASIDE: {row['problem']}"
-        click.echo(f"{row['name']}\t{row['config']}\t{status}")
+        click.echo(f"{row['name']:<{name_width}}  {row['config']:<{config_width}}  {status}")
     if any(not row["ok"] for row in rows):
         raise SystemExit(ERROR_EXIT)
 
