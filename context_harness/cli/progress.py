@@ -124,6 +124,22 @@ class Lines:
         elif kind == "done":
             self._end(f"scan {source}", now)
             self._end(label, now)
+        elif kind == "ocr":
+            self._ocr(source, event, now)
+
+    def _ocr(self, source: str, event: dict[str, Any], now: float) -> None:
+        """A page read by OCR: said for a document's first page, a skipped page, then every ``every`` s."""
+        key = f"ocr {source} {event.get('document')}"
+        page, pages = int(event.get("page") or 0), int(event.get("pages") or 0)
+        step = self.steps.get(key)
+        if step is None:
+            step = self.steps[key] = _Step(total=pages, started=now, said=now - self.every)
+        step.measure(now, page)
+        if event.get("skipped") or now - step.said >= self.every or page >= pages:
+            what = f"skipped page {page} ({event['skipped']})" if event.get("skipped") else f"page {page}/{pages}"
+            self._say(f"OCR {source}: {event.get('document')}: {what}, {event.get('seconds', 0):.1f} s", step)
+        if page >= pages:
+            self.steps.pop(key, None)
 
     def _end(self, label: str, now: float) -> None:
         step = self.steps.pop(label, None)
@@ -216,4 +232,11 @@ def _bar() -> tuple[Emit, Callable[[], None]]:
                 progress.update(tasks[source], rate=f"{speed:,.0f}/s")
         elif event["event"] == "done" and source in tasks:
             progress.update(tasks[source], completed=task(tasks[source]).total)
+        elif event["event"] == "ocr":  # a bar per document read by OCR, gone once its last page is read
+            key = f"ocr {source} {event.get('document')}"
+            if key not in tasks:
+                tasks[key] = progress.add_task(f"OCR {event.get('document')}", total=event.get("pages") or 1, rate="")
+            progress.update(tasks[key], completed=event.get("page") or 0, rate=f"{event.get('seconds', 0):.1f} s/page")
+            if (event.get("page") or 0) >= (event.get("pages") or 0):
+                progress.remove_task(tasks.pop(key))
     return emit, progress.stop

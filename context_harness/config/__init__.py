@@ -48,6 +48,8 @@ DOCUMENT_INCLUDE_GLOBS = {
     "**/*.ipynb": "nbformat", "**/*.csv": "docx", "**/*.eml": "docx", "**/*.mbox": "docx",
 }
 DOCUMENTS_EXTRA_MODULES = tuple(dict.fromkeys(DOCUMENT_INCLUDE_GLOBS.values()))
+# Pictures join the default globs of folders, git and S3 sources only with [formats] ocr = true (Config).
+IMAGE_INCLUDE_GLOBS = ["**/*.png", "**/*.jpg", "**/*.jpeg", "**/*.tif", "**/*.tiff"]
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 MIN_SYNC_INTERVAL = 1.0
@@ -154,6 +156,11 @@ class FormatsConfig(_Section):
     notebook_outputs: bool = Field(default=False, description="index the text outputs of Jupyter notebooks' code "
                                    "cells (streams, results, errors; 10,000 characters a cell) after each cell; "
                                    "off: code and Markdown only")
+    ocr: bool = Field(default=False, description="read PDF pages without a text layer (scans) and pictures (PNG, "
+                      "JPEG, TIFF; their globs join the default include_globs) by OCR, offline (RapidOCR; the "
+                      "extra \"ocr\"); off: such pages are skipped as needs_ocr")
+    ocr_page_seconds: float = Field(default=60.0, gt=0, le=3600, description="with ocr: the time one page's OCR "
+                                    "may take; past it the page is skipped (ocr_timeout) and the rest is read")
 
 
 class EmbeddingConfig(_Section):
@@ -450,6 +457,17 @@ class Config(_Section):
     # Set by ``registries.apply``: done once; where each registry or project extension came from.
     registries_applied: bool = Field(default=False, exclude=True)
     extension_origins: dict[str, str] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="after")
+    def _ocr_globs(self) -> Config:
+        """With ``[formats] ocr``, pictures join the default globs of the sources that set none."""
+        if self.formats.ocr:
+            for table in (self.connectors.filesystem, self.connectors.git, self.connectors.s3):
+                for source in table.values():
+                    if "include_globs" not in source.model_fields_set:
+                        source.include_globs = [*source.include_globs, *(
+                            glob for glob in IMAGE_INCLUDE_GLOBS if glob not in source.include_globs)]
+        return self
 
     @property
     def base_dir(self) -> Path:

@@ -9,7 +9,8 @@ bookmarks at the top of their page) so the chunker's heading paths work. Titles 
 document's metadata (PDF ``/Title``, DOCX core properties, HTML ``<title>``), else its first heading
 (DOCX, HTML), else None (the caller falls back to the file name). A document that cannot be
 converted raises ``ConversionFailed`` with a short reason: ``encrypted``, ``corrupt``, ``no_text``
-(a scan without a text layer, an empty page), ``needs_documents_extra``, or a bound that a hostile
+(empty pages), ``needs_ocr`` (scanned pages, with ``[formats] ocr`` off; with it on, ``formats/ocr.py``
+reads them and pictures), ``ocr_timeout``, ``needs_documents_extra``, or a bound that a hostile
 file passed (``too_large``: a zip that unpacks far past its size; ``too_many_cells``,
 ``too_many_messages``, ``too_many_parts``). Conversion runs in the sync, in the chunk helper processes on large syncs.
 """
@@ -20,6 +21,7 @@ import datetime as dt
 import importlib
 import importlib.util
 import io
+import itertools
 import re
 import threading
 from collections.abc import Callable
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_harness.config.install import InstallHint
+from context_harness.errors import HarnessError
 
 CONVERTER_VERSION = 2  # part of a converted document's content hash: a better converter re-converts
 EXTRA_HINT = InstallHint("documents")  # the command for this install (a checkout, a git URL, uv, pipx)
@@ -55,7 +58,14 @@ FORMATS = {
     ".ipynb": DocumentFormat("notebook", "application/x-ipynb+json", "nbformat"),
     ".eml": DocumentFormat("e-mail", "message/rfc822", "email"),
     ".mbox": DocumentFormat("mbox", "application/mbox", "mailbox"),
+    # Pictures are read only by OCR (``[formats] ocr``, formats/ocr.py); Pillow decodes them (a dependency).
+    ".png": DocumentFormat("PNG", "image/png", "PIL"),
+    ".jpg": DocumentFormat("JPEG", "image/jpeg", "PIL"),
+    ".jpeg": DocumentFormat("JPEG", "image/jpeg", "PIL"),
+    ".tif": DocumentFormat("TIFF", "image/tiff", "PIL"),
+    ".tiff": DocumentFormat("TIFF", "image/tiff", "PIL"),
 }
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
 CONVERTED_TYPES = frozenset(f.content_type for f in FORMATS.values())
 
 
@@ -72,6 +82,8 @@ class ConvertOptions:
     """How documents are read (``[formats]``); the same for every document of a sync."""
 
     notebook_outputs: bool = False  # the text outputs of notebooks' code cells
+    ocr: bool = False  # read scanned PDF pages (no text layer) and pictures by OCR (formats/ocr.py)
+    ocr_page_seconds: float = 60.0  # past this a page's OCR stops and the page is skipped (ocr_timeout)
 
 
 @dataclass
@@ -107,7 +119,7 @@ def convert(raw: bytes, content_type: str, options: ConvertOptions | None = None
     converter = _converter(content_type)
     try:
         converted = converter(raw, options or ConvertOptions())
-    except ConversionFailed:
+    except (ConversionFailed, HarnessError):  # HarnessError: OCR's models missing or damaged, not the file
         raise
     except ImportError:
         raise ConversionFailed("needs_documents_extra") from None
@@ -172,23 +184,54 @@ def _pdf(raw: bytes, options: ConvertOptions) -> Converted:
         except pdfium.PdfiumError as exc:
             locked = getattr(exc, "err_code", None) in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY)
             raise ConversionFailed("encrypted" if locked else "corrupt") from None
-        try:
+    try:
+        with _PDFIUM:
             info = doc.get_metadata_dict()
             headings = _pdf_bookmarks(doc)
-            pages = []
-            for i in range(len(doc)):
-                page = doc[i]
-                textpage = page.get_textpage()
-                text = textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n").strip()
-                textpage.close()
-                page.close()
-                if text:
-                    pages.extend(headings.get(i, []))
-                    pages.append(text)
-        finally:
+            texts, scanned = _pdf_text_layer(doc, pdfium_c.FPDF_PAGEOBJ_IMAGE)
+        skipped = {}
+        if scanned and options.ocr:
+            from context_harness.formats import ocr
+
+            for index, page in ocr.pdf_pages(doc, scanned, _PDFIUM, options.ocr_page_seconds).items():
+                texts[index] = page.text
+                if page.skipped:
+                    skipped[str(index + 1)] = page.skipped
+        elif scanned:
+            skipped = {str(index + 1): "needs_ocr" for index in scanned}
+    finally:
+        with _PDFIUM:
             doc.close()
+    pages = []
+    for i, text in enumerate(texts):
+        if text:
+            pages.extend(headings.get(i, []))
+            pages.append(text)
+    if not pages and skipped:
+        raise ConversionFailed(next(iter(skipped.values())))
+    metadata: dict[str, Any] = {"ocr_pages": len(scanned)} if scanned and options.ocr else {}
+    if skipped:
+        metadata["pages_skipped"] = skipped
     return Converted(info.get("Title") or None, "\n\n".join(pages), info.get("Author") or None,
-                     pdf_date(info.get("CreationDate")), pdf_date(info.get("ModDate")))
+                     pdf_date(info.get("CreationDate")), pdf_date(info.get("ModDate")), metadata)
+
+
+MAX_PAGE_OBJECTS = 10_000  # objects looked at for a picture on a page without text
+
+
+def _pdf_text_layer(doc: Any, image_type: int) -> tuple[list[str], list[int]]:
+    """Each page's text layer, and the pages (0-based) without one that show a picture: scans, for OCR."""
+    texts, scanned = [], []
+    for i in range(len(doc)):
+        page = doc[i]
+        textpage = page.get_textpage()
+        text = textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n").strip()
+        textpage.close()
+        if not text and any(obj.type == image_type for obj in itertools.islice(page.get_objects(), MAX_PAGE_OBJECTS)):
+            scanned.append(i)
+        page.close()
+        texts.append(text)
+    return texts, scanned
 
 
 _PDF_DATE = re.compile(r"D:(\d{4})(\d\d)?(\d\d)?(\d\d)?(\d\d)?(\d\d)?(?:([Zz+-])(\d\d)?'?(\d\d)?)?")
@@ -421,6 +464,25 @@ class _HtmlWalker:
                 self.blocks.append("```\n" + code.replace("```", "`\u200b``") + "\n```")
 
 
+# -- pictures (OCR) ---------------------------------------------------------------------------------
+
+def _image(raw: bytes, options: ConvertOptions) -> Converted:
+    """An image file read by OCR (``formats/ocr.py``); ``needs_ocr`` with ``[formats] ocr`` off. A frame
+    past the bounds is skipped and named in ``pages_skipped``; the others are read."""
+    if not options.ocr:
+        raise ConversionFailed("needs_ocr")
+    from context_harness.formats import ocr
+
+    try:
+        texts, skipped, frames = ocr.image_pages(raw, options.ocr_page_seconds)
+    except ocr.PageSkipped as skip:
+        raise ConversionFailed(skip.reason) from None
+    if not texts and skipped:
+        raise ConversionFailed(next(iter(skipped.values())))
+    return Converted(None, "\n\n".join(texts),
+                     metadata={"ocr_pages": frames, **({"pages_skipped": skipped} if skipped else {})})
+
+
 _CONVERTERS: dict[str, Converter | str] = {
     "application/pdf": _pdf,
     FORMATS[".docx"].content_type: _docx,
@@ -434,4 +496,7 @@ _CONVERTERS: dict[str, Converter | str] = {
     FORMATS[".ipynb"].content_type: "notebooks:notebook",
     "message/rfc822": "mail:eml",
     "application/mbox": "mail:mbox",
+    "image/png": _image,
+    "image/jpeg": _image,
+    "image/tiff": _image,
 }

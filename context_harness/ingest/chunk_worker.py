@@ -19,6 +19,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import IO, Any
@@ -27,6 +28,7 @@ from context_harness.common import pipes
 from context_harness.common.lineage import exit_with_parent
 from context_harness.common.passages import chunk_starts
 from context_harness.common.symbols import Unparsed, language_of
+from context_harness.formats import ocr
 from context_harness.formats.documents import ConversionFailed, Converted, ConvertOptions, convert
 from context_harness.ingest.chunking import Chunk, chunk_markdown, content_hash, embedding_text
 from context_harness.ingest.code_chunking import chunk_code
@@ -44,6 +46,7 @@ Job = DocumentText | DocumentFile
 ChunkRow = tuple[str, int, str, str, str, int]  # StoredChunk fields
 # Per document: its chunk rows; a converted one's (conversion, rows); or why it could not be converted.
 Outcome = list[ChunkRow] | tuple[Converted, list[ChunkRow]] | str
+Report = Callable[[dict[str, Any]], None]  # hears the pages OCR reads (formats/ocr.py); a helper sends them
 
 
 @dataclass
@@ -87,12 +90,14 @@ def chunk_rows(doc_id: str, title: str | None, body: str, max_tokens: int, overl
     return rows
 
 
-def _process(doc: Job, max_tokens: int, overlap_tokens: int, options: ConvertOptions | None = None) -> Outcome:
+def _process(doc: Job, max_tokens: int, overlap_tokens: int, options: ConvertOptions | None = None,
+             report: Report | None = None) -> Outcome:
     if isinstance(doc[2], str):
         return chunk_rows(doc[0], doc[1], doc[2], max_tokens, overlap_tokens, doc[3] if len(doc) > 3 else None)
     doc_id, fallback_title, raw, content_type = doc
     try:
-        converted = convert(raw, content_type, options)
+        with ocr.reporting(report, doc_id):  # the sync names the document by its path
+            converted = convert(raw, content_type, options)
     except ConversionFailed as exc:
         return exc.reason
     converted = replace(converted, title=converted.title or fallback_title)
@@ -100,8 +105,8 @@ def _process(doc: Job, max_tokens: int, overlap_tokens: int, options: ConvertOpt
 
 
 def _chunk_all(docs: list[Job], max_tokens: int, overlap_tokens: int,
-               options: ConvertOptions | None = None) -> list[Outcome]:
-    return [_process(doc, max_tokens, overlap_tokens, options) for doc in docs]
+               options: ConvertOptions | None = None, report: Report | None = None) -> list[Outcome]:
+    return [_process(doc, max_tokens, overlap_tokens, options, report) for doc in docs]
 
 
 def _chunked(outcome: Outcome) -> ChunkedDocument:
@@ -133,7 +138,8 @@ def _receive(stream: IO[bytes]) -> Any:
 class _Helper:
     """One helper process and the thread that feeds it one job at a time."""
 
-    def __init__(self, jobs: queue.Queue) -> None:
+    def __init__(self, jobs: queue.Queue, report: Report | None = None) -> None:
+        self.report = report
         self.process = subprocess.Popen(
             [sys.executable, "-m", "context_harness.ingest.chunk_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True,
@@ -152,10 +158,20 @@ class _Helper:
                 continue
             try:
                 _send(self.process.stdin, request)
-                future.set_result(_receive(self.process.stdout))
+                future.set_result(self._reply())
             except BaseException as exc:
                 future.set_exception(exc)
                 return
+
+    def _reply(self) -> Any:
+        """The helper's answer to a job; the OCR progress it sends before it is passed on."""
+        assert self.process.stdout is not None
+        while True:
+            reply = _receive(self.process.stdout)
+            if not (isinstance(reply, dict) and reply.get("event") == "ocr"):
+                return reply
+            if self.report is not None:
+                self.report(reply)
 
     def close(self) -> None:
         try:
@@ -173,12 +189,12 @@ class ChunkPool:
     """Helper processes chunking batches of documents; ``submit`` returns a Future per batch."""
 
     def __init__(self, max_tokens: int, overlap_tokens: int, helpers: int,
-                 options: ConvertOptions | None = None) -> None:
+                 options: ConvertOptions | None = None, report: Report | None = None) -> None:
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
         self.options = options
         self._jobs: queue.Queue = queue.Queue()
-        self._helpers = [_Helper(self._jobs) for _ in range(helpers)]
+        self._helpers = [_Helper(self._jobs, report) for _ in range(helpers)]
 
     def submit(self, docs: list[Job]) -> Future:
         future: Future = Future()
@@ -203,13 +219,15 @@ class ChunkPool:
 class Chunker:
     """Chunks (and converts) batches of documents inline, or in helper processes once a sync is large
     enough: ``threshold`` counts documents, a document to convert as its ``cost``. ``options`` say how
-    documents are converted (``[formats]``)."""
+    documents are converted (``[formats]``); ``progress`` hears the pages OCR reads."""
 
     def __init__(self, max_tokens: int, overlap_tokens: int, *, helpers: int | None = None,
-                 threshold: int = PROCESS_THRESHOLD, options: ConvertOptions | None = None) -> None:
+                 threshold: int = PROCESS_THRESHOLD, options: ConvertOptions | None = None,
+                 progress: Report | None = None) -> None:
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
         self.options = options
+        self.progress = progress
         self.helpers = max(0, min(available_cores() - 1, MAX_HELPERS)) if helpers is None else helpers
         self.threshold = threshold
         self._queued = 0
@@ -224,7 +242,8 @@ class Chunker:
     def _start(self) -> None:
         if self._pool is None and not self._failed and self.helpers > 0:
             try:
-                self._pool = ChunkPool(self.max_tokens, self.overlap_tokens, self.helpers, self.options)
+                self._pool = ChunkPool(self.max_tokens, self.overlap_tokens, self.helpers, self.options,
+                                       self.progress)
             except OSError as exc:
                 log.warning("could not start chunking helpers (%s); chunking in this process", exc)
                 self._failed = True
@@ -239,7 +258,7 @@ class Chunker:
 
     def inline(self, docs: list[Job]) -> Future:
         future: Future = Future()
-        future.set_result(_chunk_all(docs, self.max_tokens, self.overlap_tokens, self.options))
+        future.set_result(_chunk_all(docs, self.max_tokens, self.overlap_tokens, self.options, self.progress))
         return future
 
     def result(self, future: Future, docs: list[Job]) -> list[ChunkedDocument]:
@@ -251,7 +270,7 @@ class Chunker:
                 log.warning("a chunking helper failed (%s); chunking in this process", exc)
             self._failed = True
             self.close()
-            rows = _chunk_all(docs, self.max_tokens, self.overlap_tokens, self.options)
+            rows = _chunk_all(docs, self.max_tokens, self.overlap_tokens, self.options, self.progress)
         return [_chunked(outcome) for outcome in rows]
 
     def close(self) -> None:
@@ -268,7 +287,7 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             max_tokens, overlap_tokens, docs, options = _receive(stdin)
         except EOFError:
             return
-        _send(stdout, _chunk_all(docs, max_tokens, overlap_tokens, options))
+        _send(stdout, _chunk_all(docs, max_tokens, overlap_tokens, options, lambda event: _send(stdout, event)))
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ from context_harness.connectors.base import (
     runnable,
     settings_of,
 )
+from context_harness.formats import ocr
 from context_harness.formats.documents import Converted, ConvertOptions
 from context_harness.ingest.chunk_worker import ChunkedDocument, Chunker, Job
 from context_harness.ingest.chunking import CHUNKER_VERSION
@@ -94,6 +95,8 @@ def chunking_signature(config: ChunkingConfig, formats: FormatsConfig | None = N
                                     "max_tokens": config.max_tokens, "overlap_tokens": config.overlap_tokens}
     if formats is not None and formats.notebook_outputs:
         signature["notebook_outputs"] = True
+    if formats is not None and formats.ocr:
+        signature["ocr"] = True
     return json.dumps(signature, sort_keys=True)
 
 
@@ -337,6 +340,7 @@ class _SyncRun:
         self.remembered: dict[str, tuple[str, str]] = {}  # source_id -> (fingerprint|settings, reason)
         self.skips: dict[str, tuple[str, str]] = {}  # what this sync remembers, the same way
         self.signature = ""
+        self.converting: dict[str, str] = {}  # with OCR on: doc id -> source_id of the documents to convert
 
     def run(self) -> SyncSummary:
         started = time.perf_counter()
@@ -397,14 +401,23 @@ class _SyncRun:
 
     def _writer(self, candidates: list[Candidate]) -> _Writer:
         session = None if self.options.dry_run else self.stack.enter_context(self.syncer.index.session())
-        chunking = self.syncer.chunking
-        chunker = Chunker(chunking.max_tokens, chunking.overlap_tokens,
-                          options=ConvertOptions(notebook_outputs=self.syncer.formats.notebook_outputs))
+        chunking, formats = self.syncer.chunking, self.syncer.formats
+        if formats.ocr:
+            ocr.require()  # a clear error naming the install, before anything is read
+        chunker = Chunker(chunking.max_tokens, chunking.overlap_tokens, progress=self._ocr_progress,
+                          options=ConvertOptions(notebook_outputs=formats.notebook_outputs, ocr=formats.ocr,
+                                                 ocr_page_seconds=formats.ocr_page_seconds))
         self.stack.callback(chunker.close)  # before the index commits (the stack unwinds in reverse)
         if not self.options.dry_run:
             to_read = sum(c.cost for c in candidates if self._may_have_changed(c))
             chunker.expect(self.budget.cap(to_read))
         return _Writer(self.store, self.label, session, chunker, self._failed)
+
+    def _ocr_progress(self, event: dict[str, Any]) -> None:
+        """A page read by OCR (``formats/ocr.py``; ``document`` is its id), passed on to the progress display
+        with the source and the document's path."""
+        document = self.converting.get(event.get("document") or "", event.get("document"))
+        self.emit({**event, "source": self.label, "document": document})
 
     def _prefetch(self, candidates: list[Candidate]) -> None:
         """Tell a connector that fetches ahead (``Prefetching``) which candidates will be loaded."""
@@ -448,7 +461,10 @@ class _SyncRun:
             writer.touch(previous[0], candidate.fingerprint)
             return True
         if not self.options.dry_run or item.raw is not None:  # a dry run converts, to report failures
-            writer.add(document_row(self.label, item, candidate.fingerprint, content_hash), item.raw, candidate.cost)
+            row = document_row(self.label, item, candidate.fingerprint, content_hash)
+            if item.raw is not None and self.syncer.formats.ocr:
+                self.converting[row.id] = row.source_id
+            writer.add(row, item.raw, candidate.cost)
         if previous:
             summary.updated += 1
             self.changes.updated.add(previous[0])

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from context_harness import config as config_mod
-from context_harness.formats.documents import FORMATS, ConversionFailed, convert
+from context_harness.formats.documents import FORMATS, IMAGE_SUFFIXES, ConversionFailed, convert
 from context_harness.ingest.chunk_worker import Chunker, chunk_rows
 from support.documents import docx_bytes, pdf_bytes
 
@@ -112,8 +112,12 @@ def test_a_missing_converter_library_is_named(monkeypatch: pytest.MonkeyPatch) -
 def test_default_globs_hold_documents_when_the_extra_is_installed() -> None:
     assert {"**/*.pdf", "**/*.docx", "**/*.html", "**/*.htm"} <= set(config_mod.default_include_globs())
     # Each format's glob joins the defaults with the module converting it; the standard library's with the extra.
-    assert {g.removeprefix("**/*") for g in config_mod.DOCUMENT_INCLUDE_GLOBS} == set(FORMATS)
+    # Pictures join only with [formats] ocr (tests/formats/test_ocr.py).
+    assert {g.removeprefix("**/*") for g in config_mod.DOCUMENT_INCLUDE_GLOBS} == set(FORMATS) - set(IMAGE_SUFFIXES)
+    assert {g.removeprefix("**/*") for g in config_mod.IMAGE_INCLUDE_GLOBS} == set(IMAGE_SUFFIXES)
     for suffix, fmt in FORMATS.items():
+        if suffix in IMAGE_SUFFIXES:
+            continue
         module = config_mod.DOCUMENT_INCLUDE_GLOBS["**/*" + suffix]
         assert module == fmt.module or (fmt.module in sys.stdlib_module_names and module == "docx")
 
