@@ -34,11 +34,12 @@ class SearchFilters(BaseModel):
         default=None, description="Only documents carrying at least one of these tags."
     )
     since: str | None = Field(
-        default=None, description="Only documents updated at or after this ISO 8601 date/time."
+        default=None, description="Only documents dated (own date, else last update) at or after this ISO "
+        "8601 date/time; either filter turns off reading time words in the query."
     )
     until: str | None = Field(
-        default=None, description="Only documents updated at or before this ISO 8601 date/time (a bare date: "
-        "to the end of that day, UTC)."
+        default=None, description="Only documents dated at or before this ISO 8601 date/time (a bare date: to "
+        "the end of that day, UTC)."
     )
     symbol: str | None = Field(
         default=None, min_length=1, max_length=500,
@@ -121,6 +122,7 @@ class SearchResult(BaseModel):
     source: str
     source_id: str
     updated_at: str | None
+    date: str | None = Field(default=None, exclude_if=lambda v: v is None, description="The document's own date.")
     snippet: str
     source_url: str | None
     chunk: int | None = Field(

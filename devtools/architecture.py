@@ -18,6 +18,7 @@ LAYERS: dict[str, dict[str, str]] = {
     "base": {
         "common.redaction": "secrets scrubbed from every text that leaves the process",
         "common.timestamps": "the one stored form of a timestamp",
+        "common.dates": "a document's own date (front matter, title, file name) and dates in words",
         "common.passages": "where chunks lie in a body; the windows get returns",
         "common.text": "text in any script: grapheme clusters, sentence ends, token estimates",
         "common.links": "links a document makes (Markdown, wikilinks)",
@@ -89,7 +90,7 @@ LOWER = {"errors", "config", "models", "common.validation", "common.timestamps",
          "common.pipes",
          "common.memory", "common.redaction", "common.links", "common.deadline", "common.jsonlimits",
          "common.terminal", "common.localsocket", "common.analysis", "common.lineage",
-         "common.symbols", "common.addresses"}
+         "common.symbols", "common.addresses", "common.dates"}
 ALLOWED: dict[str, set[str]] = {
     "common.redaction": set(),
     "errors": {"common.redaction"},
@@ -107,6 +108,7 @@ ALLOWED: dict[str, set[str]] = {
     "common.lineage": set(),
     "common.analysis": set(),
     "common.symbols": set(),
+    "common.dates": {"common.timestamps"},
     "config": {"errors", "common.redaction", "common.analysis"},
     "models": {"errors", "common.timestamps"},
     "common.validation": {"errors", "models", "common.jsonlimits"},

@@ -242,7 +242,8 @@ def search_lines(response: dict[str, Any]) -> list[str]:
         lines.append(f"{i}. {r['title'] or r['source_id']}  [{r['source']} · {r['source_id']}]  "
                      f"score {r['score']:.3f}")
         chunk = r.get("chunk")
-        lines.append(f"   id {r['id']}" + (f" · chunk {chunk}" if chunk is not None else ""))  # `ctx get ID --chunk N`
+        lines.append(f"   id {r['id']}" + (f" · chunk {chunk}" if chunk is not None else "")  # `ctx get ID --chunk N`
+                     + (f" · dated {r['date'][:10]}" if r.get("date") else ""))
         if r.get("snippet"):
             lines.append(f"   {r['snippet']}")
         if r.get("explain"):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar, runtime_checkable
 
 from context_harness.common import timestamps
@@ -31,6 +31,7 @@ from context_harness.models import (
     SearchResponse,
     SearchResult,
 )
+from context_harness.search import timewords
 from context_harness.search.copies import Copies, HasDocId
 from context_harness.search.fusion import DEFAULT_ALPHA, FUSION_VERSION, Fused, fuse, keyword_reference, min_score
 from context_harness.search.helper_thread import HelperThreadJob
@@ -44,6 +45,7 @@ from context_harness.store.records import ChunkPlace, DocumentHit, KeywordFilter
 from context_harness.store.vectors import rebuild_hint, switch_text
 
 T = TypeVar("T", bound=HasDocId)
+TIME_BOOST = 1.0  # a document dated in the span a query's time words mean: its score times 1 + this
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
 REFRESH_BACKOFF = 4  # ...and after a refresh taking t seconds, not again for REFRESH_BACKOFF * t
@@ -95,15 +97,19 @@ class SearchEngine:
         filters = filters_of(request)
         if filters is not None and filters.symbol:
             self._symbol_index()  # a backend without one would ignore the filter
-        prepared = None
-        copies = self.copies if filters is None or not filters.source or ":" not in filters.source else None
-        wide = limit * copies.most if copies is not None else limit  # room for the copies left out
-        if mode == "keyword":
-            candidates = _distinct(copies, self._keyword(request, filters, wide), self.store)[:limit]
-        elif mode == "semantic":
-            candidates = _distinct(copies, self._semantic(request, filters, wide), self.store)[:limit]
-        else:
-            candidates, prepared, weak = self._hybrid(request, filters, limit, copies)
+        when = timewords.resolve(request.query, timewords.today()) if not _dated(request) else None
+        if when is not None and when[0].strip(' ,.?!"'):  # a query of time words alone keeps them
+            request = request.model_copy(update={"query": when[0]})
+        candidates, prepared, weak = self._ranked(request, mode, filters, limit)
+        if when is not None:  # what is dated in the span the time words mean, lifted (see timewords.py)
+            span = when[1]
+            since, until = span.bounds()
+            spanned = replace(filters, since=since, until=until) if filters else KeywordFilters(since=since,
+                                                                                               until=until)
+            within, more, _ = self._ranked(request, mode, spanned, limit)
+            candidates = _lift(candidates, within, span, limit)
+            if more is not None:
+                prepared = more if prepared is None else _Prepared(prepared.weights, {**more.rows, **prepared.rows})
         response = self._render(candidates, request, mode, prepared)
         if self._rerank is not None:
             rerank(self._rerank, request.query, response, self.config.retrieval, request.explain)
@@ -114,6 +120,18 @@ class SearchEngine:
         if request.explain:
             response.explain = self._coverage(mode)
         return response
+
+    def _ranked(self, request: SearchRequest, mode: str, filters: KeywordFilters | None,
+                limit: int) -> tuple[list[_Candidate], _Prepared | None, int]:
+        """The best ``limit`` candidates in ``mode``, the keyword half's prepared rows (hybrid), and how
+        many were left out as too weak (hybrid)."""
+        copies = self.copies if filters is None or not filters.source or ":" not in filters.source else None
+        wide = limit * copies.most if copies is not None else limit  # room for the copies left out
+        if mode == "keyword":
+            return _distinct(copies, self._keyword(request, filters, wide), self.store)[:limit], None, 0
+        if mode == "semantic":
+            return _distinct(copies, self._semantic(request, filters, wide), self.store)[:limit], None, 0
+        return self._hybrid(request, filters, limit, copies)
 
     def _coverage(self, mode: str) -> SearchCoverage:
         """The chunks, and those the vector index holds (what semantic search saw); no count over
@@ -296,6 +314,7 @@ class SearchEngine:
             results.append(SearchResult(id=c.doc_id, score=round(c.score, 6), title=row.title, source=row.source,
                                         source_id=row.source_id, updated_at=row.updated_at, snippet=snippet.text,
                                         source_url=row.source_url, version=row.version, explain=c.explain,
+                                        date=row.dated,
                                         chunk=chunk.idx if chunk else None,
                                         heading=(chunk.heading or None) if chunk else None))
         return SearchResponse(results=results)
@@ -327,6 +346,25 @@ class SearchEngine:
 
         at = chunk_at(body, texts(), offset, self.config.chunking.overlap_tokens)
         return ChunkPlace(read[at].idx, read[at].heading) if at is not None else None
+
+
+def _dated(request: SearchRequest) -> bool:
+    """Whether the request names a date itself (then the query's time words are only words)."""
+    return request.filters is not None and bool(request.filters.since or request.filters.until)
+
+
+def _lift(candidates: list[_Candidate], within: list[_Candidate], span: timewords.TimeSpan,
+          limit: int) -> list[_Candidate]:
+    """The candidates with those dated in ``span`` (``within``: the same search kept to the span)
+    scored ``1 + TIME_BOOST`` times higher, best ``limit`` first."""
+    lifted = {c.doc_id: c for c in candidates}
+    for c in within:
+        score = c.score * (1 + TIME_BOOST) if c.score > 0 else c.score
+        if c.explain is not None:
+            c.explain.notes.append(f"dated in '{span.words}' ({span.first}..{span.last}): score x{1 + TIME_BOOST}")
+        if c.doc_id not in lifted or lifted[c.doc_id].score < score:
+            lifted[c.doc_id] = _Candidate(c.doc_id, score, c.chunk_id, c.explain)
+    return sorted(lifted.values(), key=lambda c: (-c.score, c.doc_id))[:limit]
 
 
 def _distinct(copies: Copies | None, items: list[T], store: DocumentStorage) -> list[T]:

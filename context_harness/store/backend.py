@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from context_harness.common.dates import own_date
 from context_harness.common.timestamps import from_iso
 from context_harness.embedding.base import EmbedderIdentity
 from context_harness.store.records import (
@@ -207,8 +208,10 @@ class Backend:
 
 
 def indexed_document(row: DocumentRow) -> IndexedDocument:
-    """What the keyword index keeps of a stored document."""
-    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags, from_iso(row.updated_at),
+    """What the keyword index keeps of a stored document; its date: its own (``common/dates.py``), else
+    when it last changed (what the filters compare)."""
+    return IndexedDocument(row.id, row.title or "", row.body, row.source, row.tags,
+                           from_iso(own_date(row.metadata, row.title, row.source_id) or row.updated_at),
                            content_type=row.content_type)
 
 

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from context_harness.common.dates import own_date
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.faults import check_db_path
@@ -34,7 +35,7 @@ from context_harness.store.records import (
     repeats,
 )
 from context_harness.store.runs import RunSql
-from context_harness.store.schema import HISTORY_COLUMNS, HISTORY_FIELDS, HISTORY_KEPT, migrate, use_wal
+from context_harness.store.schema import DATED, HISTORY_COLUMNS, HISTORY_FIELDS, HISTORY_KEPT, migrate, use_wal
 
 log = logging.getLogger(__name__)
 _LINKS = LinkSql()
@@ -175,11 +176,12 @@ class DocumentStore:
                 if r.id in known:
                     conn.execute("DELETE FROM chunks WHERE doc_id=?", (r.id,))
                 conn.execute(
-                    f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at) "
-                    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, synced_at, dated) "
+                    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (r.id, r.source, r.source_id, r.source_url, r.title, r.author, r.created_at, r.updated_at,
                      r.content_type, r.body, json.dumps(r.metadata, ensure_ascii=False),
-                     json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint, synced),
+                     json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint, synced,
+                     own_date(r.metadata, r.title, r.source_id)),
                 )
                 conn.executemany(
                     "INSERT INTO chunks(id, doc_id, idx, text, content_hash, heading, start) VALUES(?,?,?,?,?,?,?)",
@@ -338,9 +340,10 @@ class DocumentStore:
             return {}
         marks = ",".join("?" * len(doc_ids))
         rows = self.connection().execute(
-            f"SELECT id, title, source, source_id, updated_at, source_url, content_hash{', body' if with_body else ''} "
-            f"FROM documents WHERE id IN ({marks})", doc_ids)
-        return {r[0]: Summary(*r[1:]) for r in rows}
+            f"SELECT id, title, source, source_id, updated_at, source_url, content_hash, dated"
+            f"{', body' if with_body else ''} FROM documents WHERE id IN ({marks})", doc_ids)
+        return {r[0]: Summary(r[1], r[2], r[3], r[4], r[5], r[6], r[8] if with_body else None, dated=r[7])
+                    for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
         """Up to ``limit`` documents by id after ``after``: (id, title, source, updated_at)."""
@@ -527,16 +530,16 @@ class DocumentStore:
                               since: dt.datetime | None = None, until: dt.datetime | None = None) -> set[str]:
         """Ids of the documents passing the search filters: ``source`` is a full label or a connector
         type (``filesystem`` matches ``filesystem:docs``); any of ``tags`` (case-insensitive);
-        ``updated_at`` within [``since``, ``until``], compared as instants."""
+        the document's own date (else ``updated_at``) within [``since``, ``until``], compared as instants."""
         clauses, params = [], []
         if source:
             clauses.append(f"(source = ? OR substr(source, 1, {len(source) + 1}) = ?)")  # no LIKE: '%' is text
             params += [source, source + ":"]
         if since:
-            clauses.append("updated_at >= ?")
+            clauses.append(f"{DATED} >= ?")
             params.append(since_text(since))
         if until:
-            clauses.append("updated_at <= ?")
+            clauses.append(f"{DATED} <= ?")
             params.append(until_text(until))
         if tags:  # a superset in SQL (ASCII folded there; a tag beyond ASCII is kept for the exact check below)
             folded = sorted({t.lower() for t in tags})

@@ -50,8 +50,9 @@ from context_harness.store.records import DocumentHit, IndexedDocument, KeywordF
 log = logging.getLogger(__name__)
 
 # 3: one entry per document (2 held chunks); 4: a headings field; 5: analysis by script; 6: code's symbols;
-# 7: code's identifiers by their words in a field of their own (6 had them in the body)
-INDEX_VERSION = 7
+# 7: code's identifiers by their words in a field of their own (6 had them in the body); 8: ``updated`` holds a
+# document's own date where it has one (``common/dates.py``)
+INDEX_VERSION = 8
 IDENTIFIER_BOOST = 0.2  # a query word that is a word of an identifier the code uses (openStores: open, stores)
 MAX_DEFINING = 100_000  # documents one symbol filter holds
 SYMBOL_BOOST = 3.0  # a query word or dotted name that a code document defines (its ``symbol`` terms)

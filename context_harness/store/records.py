@@ -119,6 +119,7 @@ class Summary(NamedTuple):
     version: str  # the content hash
     body: str | None = None
     places: tuple[list, list, list] | None = None
+    dated: str | None = None  # the document's own date (``common/dates.py``), when it has one
 
 
 def chunk_place(places: tuple[list, list, list], offset: int) -> ChunkPlace | None:

@@ -25,17 +25,19 @@ and so need no version of their own. ``migrate`` joins the connection's open tra
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from context_harness.common.dates import own_date
 from context_harness.errors import ConfigError
 from context_harness.store.connections import LinkSql
 from context_harness.store.runs import RunSql
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 HISTORY_KEPT = 50  # entries of ``sync_history`` kept per source (older ones go as new ones come)
 HISTORY_COLUMNS = ("source, outcome, error, started_at, ended_at, seconds, added, updated, deleted, unchanged, "
                    "skipped, repeats")
@@ -172,8 +174,33 @@ _MIGRATIONS: dict[int, str] = {
         PRIMARY KEY(run_id, seq)
     )
     """,
+    # 8: a document's own date (``common/dates.py``: front matter, title or file name), which filters and
+    # a query's time words use before ``updated_at`` (``DATED``): the column, its index and every stored
+    # document's date are made by ``_add_dated`` (SQLite has no ADD COLUMN IF NOT EXISTS)
+    8: "",
 }
-_FILLS = {3: lambda conn: LinkSql().fill(conn), 7: lambda conn: RunSql().move_steps(conn)}
+DATED = "COALESCE(dated, updated_at)"  # a document's date for filters: its own, else when it last changed
+
+
+def fill_dated(conn: Any, mark: str = "?") -> None:
+    """Every stored document's own date (schema 8 on SQLite, 10 on PostgreSQL), from its row."""
+    rows = conn.execute("SELECT id, title, source_id, metadata FROM documents").fetchall()
+    dates = [(own_date(m if isinstance(m, dict) else json.loads(m or "{}"), title, source_id), doc_id)
+             for doc_id, title, source_id, m in rows]
+    dated = [pair for pair in dates if pair[0] is not None]
+    if dated:
+        conn.cursor().executemany(f"UPDATE documents SET dated = {mark} WHERE id = {mark}", dated)
+
+
+def _add_dated(conn: sqlite3.Connection) -> None:
+    """Schema 8 on SQLite: the ``dated`` column (unless there: a migration run again), its index, the dates."""
+    if "dated" not in {row[1] for row in conn.execute("PRAGMA table_info(documents)")}:
+        conn.execute("ALTER TABLE documents ADD COLUMN dated TEXT")
+    conn.execute(f"CREATE INDEX IF NOT EXISTS documents_dated ON documents({DATED})")
+    fill_dated(conn)
+
+
+_FILLS = {3: lambda conn: LinkSql().fill(conn), 7: lambda conn: RunSql().move_steps(conn), 8: _add_dated}
 
 _VECTOR_TABLES = """
 CREATE TABLE IF NOT EXISTS embeddings(
@@ -274,7 +301,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # ``vector`` column (its HNSW index is made per dimension when the embedder is known:
 # ``POSTGRES_VECTOR_INDEX``). ``ctx_meta`` holds ``schema_version``.
 
-POSTGRES_SCHEMA_VERSION = 9
+POSTGRES_SCHEMA_VERSION = 10
 
 POSTGRES_MIGRATIONS: dict[int, str] = {
     1: """
@@ -429,6 +456,11 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     # 9: the postings' field lengths as Tantivy's field norms keep them (``postings.fieldnorm``; filled by
     # ``POSTGRES_FILLS``), so BM25 in SQL ranks as the embedded index does
     9: "",
+    # 10: a document's own date, as in the SQLite schema's 8 (filled by ``fill_dated``)
+    10: """
+    ALTER TABLE documents ADD COLUMN IF NOT EXISTS dated TEXT;
+    CREATE INDEX IF NOT EXISTS documents_dated ON documents((COALESCE(dated, updated_at)))
+    """,
 }
 
 
@@ -448,7 +480,7 @@ def _store_fieldnorms(conn: Any) -> None:
 
 
 POSTGRES_FILLS = {2: lambda conn: LinkSql("%s").fill(conn), 7: lambda conn: RunSql("%s").move_steps(conn),
-                  8: _recompute_postings, 9: _store_fieldnorms}
+                  8: _recompute_postings, 9: _store_fieldnorms, 10: lambda conn: fill_dated(conn, "%s")}
 
 POSTGRES_META = "CREATE TABLE IF NOT EXISTS ctx_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Cosine distance over vectors of one dimension (an expression index: the column takes any); the

@@ -26,6 +26,8 @@ def render_search(payload: dict[str, Any]) -> str:
                      f"score {r['score']:.3f}")
         lines.append(f"   id: {r['id']}" + (f"  chunk: {r['chunk']}" if r.get("chunk") is not None else "")
                      + (f"  ({r['heading']})" if r.get("heading") else ""))
+        if r.get("date"):  # the document's own date
+            lines.append(f"   date: {r['date']}")
         if r.get("updated_at"):
             lines.append(f"   updated: {r['updated_at']}")
         if r.get("snippet"):

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from context_harness.common.analysis import AUTO
+from context_harness.common.dates import own_date
 from context_harness.common.timestamps import now_iso, since_text, until_text
 from context_harness.store.connections import LinkSql
 from context_harness.store.postgres.database import Database
@@ -160,12 +161,13 @@ class PgDocumentStore:
         bodies = [_strip_nul(r.body) or "" for r in rows]
         with conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO documents({_DOC_COLUMNS}, tags_lower, synced_at, language, title_len, body_len, tsv) "
-                "VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector)",
+                f"INSERT INTO documents({_DOC_COLUMNS}, tags_lower, synced_at, language, title_len, body_len, dated, "
+                "tsv) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector)",
                 [(r.id, r.source, _strip_nul(r.source_id), r.source_url, _strip_nul(r.title), r.author, r.created_at,
                   r.updated_at, r.content_type, body, json.dumps(r.metadata, ensure_ascii=False),
                   json.dumps(r.tags, ensure_ascii=False), r.content_hash, r.fingerprint,
-                  [t.lower() for t in r.tags], synced, a.language, len(a.title), len(a.body), a.tsv)
+                  [t.lower() for t in r.tags], synced, a.language, len(a.title), len(a.body),
+                  own_date(r.metadata, _strip_nul(r.title), _strip_nul(r.source_id) or ""), a.tsv)
                  for r, body, a in zip(rows, bodies, analysed, strict=True)])
             cur.executemany(
                 f"INSERT INTO chunks({_CHUNK_COLUMNS}, doc_id) VALUES(%s,%s,%s,%s,%s,%s,%s)",
@@ -349,17 +351,18 @@ class PgDocumentStore:
         if not doc_ids:
             return {}
         if not (with_body and with_places):
-            rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash"
+            rows = self._read(f"SELECT id, title, source, source_id, updated_at, source_url, content_hash, dated"
                               f"{', body' if with_body else ''} FROM documents WHERE id = ANY(%s)", (doc_ids,))
-            return {r[0]: Summary(*r[1:]) for r in rows}
+            return {r[0]: Summary(r[1], r[2], r[3], r[4], r[5], r[6], r[8] if with_body else None, dated=r[7])
+                    for r in rows}
         rows = self._read(
             "SELECT d.id, d.title, d.source, d.source_id, d.updated_at, d.source_url, d.content_hash, d.body, "
-            "c.starts, c.idxs, c.headings FROM documents d LEFT JOIN LATERAL (SELECT "
+            "c.starts, c.idxs, c.headings, d.dated FROM documents d LEFT JOIN LATERAL (SELECT "
             "array_agg(start ORDER BY idx) starts, array_agg(idx ORDER BY idx) idxs, "
             "array_agg(heading ORDER BY idx) headings FROM chunks WHERE doc_id = d.id) c ON true "
             "WHERE d.id = ANY(%s)", (doc_ids,))
-        return {r[0]: Summary(r[1], r[2], r[3], r[4], r[5], r[6], r[7], (r[8] or [], r[9] or [], r[10] or []))
-                for r in rows}
+        return {r[0]: Summary(r[1], r[2], r[3], r[4], r[5], r[6], r[7], (r[8] or [], r[9] or [], r[10] or []),
+                              r[11]) for r in rows}
 
     def listing(self, after: str | None, limit: int) -> list[tuple[str, str | None, str, str | None]]:
         return [tuple(r) for r in self._read(
@@ -435,7 +438,7 @@ def filter_sql(source: str | None, tags: Iterable[str] | None, since: dt.datetim
                until: dt.datetime | None) -> tuple[str, list[Any]]:
     """The search filters as a condition on ``documents d`` (the same meaning as the embedded
     backend's): ``source`` a label or a connector type, any of ``tags`` (case-insensitive),
-    ``updated_at`` within [``since``, ``until``]."""
+    the document's own date (else ``updated_at``) within [``since``, ``until``]."""
     clauses: list[str] = []
     params: list[Any] = []
     if source:
@@ -445,9 +448,9 @@ def filter_sql(source: str | None, tags: Iterable[str] | None, since: dt.datetim
         clauses.append("d.tags_lower && %s::text[]")
         params.append([t.lower() for t in tags])
     if since:
-        clauses.append("d.updated_at >= %s")
+        clauses.append("COALESCE(d.dated, d.updated_at) >= %s")
         params.append(since_text(since))
     if until:
-        clauses.append("d.updated_at <= %s")
+        clauses.append("COALESCE(d.dated, d.updated_at) <= %s")
         params.append(until_text(until))
     return " AND ".join(clauses), params

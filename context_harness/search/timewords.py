@@ -1,0 +1,172 @@
+"""Time words in a question ("last week", "in March", "two days ago") as the days they mean.
+
+A search whose request names no date (no ``filters.since``/``until``) reads the time words of its
+query against today: ``yesterday``, ``N days/weeks/months ago``, ``last``/``this`` ``week``/``month``/
+``year``, ``recently``, a weekday (``on Monday``: the last one before today), a month (``in March``,
+``March 2025``: the last March not after this month when no year is said), a year (``in 2025``) and
+a day (``on March 14``, ``14 March 2026``, ``2026-03-14``). The words are taken out of the query (they
+would only match notes that say "week"), and documents dated in that span (their own date, else when
+they last changed: ``common/dates.py``) rank higher: ``search/engine.py`` searches that span too and
+lifts what it finds. English only: in other languages the query is searched as written.
+
+Today is the machine's local date, or ``CTX_TODAY`` (an ISO date) when set, for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from context_harness.common.dates import MONTH_PATTERN, month_number
+
+TODAY_ENV = "CTX_TODAY"
+RECENT_DAYS = 30  # what "recently" and "lately" span
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_NUMBER = r"(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_MONTH = MONTH_PATTERN
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = "(" + "|".join(_WEEKDAYS) + ")"
+_LEAD = r"(?:in|during|from|since|over|back in|earlier in|early|late|mid|at the start of|at the end of)"
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """The days a query's time words mean (both included), and the words."""
+
+    first: dt.date
+    last: dt.date
+    words: str
+
+    def bounds(self) -> tuple[dt.datetime, dt.datetime]:
+        """The span as UTC instants, from the first day's start to the last day's end."""
+        start = dt.datetime.combine(self.first, dt.time(), tzinfo=dt.UTC)
+        end = dt.datetime.combine(self.last, dt.time(23, 59, 59), tzinfo=dt.UTC)
+        return start, end
+
+
+def today() -> dt.date:
+    """``CTX_TODAY`` when set (an ISO date), else the machine's local date."""
+    if value := os.environ.get(TODAY_ENV, "").strip():
+        return dt.date.fromisoformat(value[:10])
+    return dt.date.today()
+
+
+def _month_span(year: int, month: int) -> tuple[dt.date, dt.date]:
+    first = dt.date(year, month, 1)
+    following = dt.date(year + month // 12, month % 12 + 1, 1)
+    return first, following - dt.timedelta(days=1)
+
+
+def _months_back(day: dt.date, count: int) -> tuple[int, int]:
+    index = day.year * 12 + day.month - 1 - count
+    return index // 12, index % 12 + 1
+
+
+def _week_of(day: dt.date) -> tuple[dt.date, dt.date]:
+    monday = day - dt.timedelta(days=day.weekday())
+    return monday, monday + dt.timedelta(days=6)
+
+
+def _day(year: int, month: int | None, day: int) -> tuple[dt.date, dt.date] | None:
+    try:
+        found = dt.date(year, month or 0, day)
+    except ValueError:
+        return None
+    return found, found
+
+
+def _ago(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
+    count = int(m[1]) if m[1].isdigit() else _NUMBERS[m[1].lower()]
+    unit = m[2].lower().rstrip("s")
+    if unit == "day":
+        day = now - dt.timedelta(days=count)
+        return day, day
+    if unit == "week":
+        return _week_of(now - dt.timedelta(weeks=count))
+    if unit == "month":
+        return _month_span(*_months_back(now, count))
+    return dt.date(now.year - count, 1, 1), dt.date(now.year - count, 12, 31)
+
+
+def _relative(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date]:
+    which, unit = m[1].lower(), m[2].lower()
+    back = 1 if which in ("last", "past", "previous") else 0
+    if unit == "week":
+        return _week_of(now - dt.timedelta(weeks=back))
+    if unit == "month":
+        return _month_span(*_months_back(now, back))
+    return dt.date(now.year - back, 1, 1), dt.date(now.year - back, 12, 31)
+
+
+def _weekday(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date]:
+    back = (now.weekday() - _WEEKDAYS.index(m[1].lower())) % 7 or 7
+    day = now - dt.timedelta(days=back)
+    return day, day
+
+
+def _month(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
+    month = month_number(m[1])
+    if month is None:
+        return None
+    year = int(m[2]) if m[2] else (now.year if month <= now.month else now.year - 1)
+    return _month_span(year, month)
+
+
+def _month_day(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
+    month = month_number(m[1])
+    year = int(m[3]) if m[3] else now.year
+    span = _day(year, month, int(m[2]))
+    if span is not None and not m[3] and span[0] > now:  # "on December 30" said in January: last year's
+        span = _day(year - 1, month, int(m[2]))
+    return span
+
+
+def _day_month(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
+    month = month_number(m[2])
+    year = int(m[3]) if m[3] else now.year
+    span = _day(year, month, int(m[1]))
+    if span is not None and not m[3] and span[0] > now:
+        span = _day(year - 1, month, int(m[1]))
+    return span
+
+
+Resolver = Callable[[re.Match, dt.date], "tuple[dt.date, dt.date] | None"]
+# Most specific first: the first that matches wins.
+_PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), lambda m, now: _day(int(m[1]), int(m[2]), int(m[3]))),
+    (re.compile(rf"\b(?:on\s+)?(?:the\s+)?{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I),
+     _month_day),
+    (re.compile(rf"\b(?:on\s+)?(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+(\d{{4}}))?\b",
+                re.I), _day_month),
+    (re.compile(r"\bthe day before yesterday\b", re.I), lambda m, now: (now - dt.timedelta(days=2),) * 2),
+    (re.compile(r"\byesterday\b", re.I), lambda m, now: (now - dt.timedelta(days=1),) * 2),
+    (re.compile(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b", re.I), lambda m, now: (now, now)),
+    (re.compile(rf"\b{_NUMBER}\s+(days?|weeks?|months?|years?)\s+ago\b", re.I), _ago),
+    (re.compile(r"\b(?:(?:in|during|over)\s+)?(?:the\s+)?(last|past|previous|this)\s+(week|month|year)\b", re.I),
+     _relative),
+    (re.compile(r"\b(?:recently|lately|in the last few weeks)\b", re.I),
+     lambda m, now: (now - dt.timedelta(days=RECENT_DAYS), now)),
+    (re.compile(rf"\b(?:on\s+|last\s+)?{_WEEKDAY}\b", re.I), _weekday),
+    (re.compile(rf"\b{_LEAD}[\s-]+{_MONTH}(?:\s+(\d{{4}}))?\b", re.I), _month),  # not a bare "may"
+    (re.compile(rf"\b{_MONTH}\s+(\d{{4}})\b", re.I), _month),
+    (re.compile(r"\b(?:in|during|from|since|back in|throughout)\s+(\d{4})\b", re.I),
+     lambda m, now: (dt.date(int(m[1]), 1, 1), dt.date(int(m[1]), 12, 31))),
+]
+
+
+def resolve(query: str, now: dt.date) -> tuple[str, TimeSpan] | None:
+    """(the query without its time words, the span they mean) for the first time expression of the
+    query that means a span not after today; None when it says none."""
+    for pattern, meaning in _PATTERNS:
+        for m in pattern.finditer(query):
+            span = meaning(m, now)
+            if span is None or span[0] > now:
+                continue
+            rest = f"{query[:m.start()]} {query[m.end():]}"
+            rest = re.sub(r"\s+([,.?!])", r"\1", " ".join(rest.split())).strip(" ,")
+            return rest, TimeSpan(span[0], min(span[1], now), m[0].strip())
+    return None

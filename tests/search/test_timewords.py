@@ -1,0 +1,50 @@
+"""The time words of a question (``search/timewords.py``) as the days they mean, against a fixed today."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from context_harness.search.timewords import resolve, today
+
+TODAY = dt.date(2026, 12, 8)  # a Tuesday
+D = dt.date
+
+
+@pytest.mark.parametrize(("query", "rest", "first", "last"), [
+    ("What did I decide about the fence last week?", "What did I decide about the fence?", D(2026, 11, 30),
+     D(2026, 12, 6)),
+    ("Last week, what did we settle on?", "what did we settle on?", D(2026, 11, 30), D(2026, 12, 6)),
+    ("the plan from yesterday", "the plan from", D(2026, 12, 7), D(2026, 12, 7)),
+    ("what we said two days ago about tiles", "what we said about tiles", D(2026, 12, 6), D(2026, 12, 6)),
+    ("3 weeks ago", "", D(2026, 11, 16), D(2026, 11, 22)),
+    ("budget last month", "budget", D(2026, 11, 1), D(2026, 11, 30)),
+    ("budget this month", "budget", D(2026, 12, 1), D(2026, 12, 8)),  # not after today
+    ("the fence in March", "the fence", D(2026, 3, 1), D(2026, 3, 31)),
+    ("the fence in December 2025", "the fence", D(2025, 12, 1), D(2025, 12, 31)),
+    ("what did I decide in 2025", "what did I decide", D(2025, 1, 1), D(2025, 12, 31)),
+    ("notes on March 14", "notes", D(2026, 3, 14), D(2026, 3, 14)),
+    ("notes on the 30th of December", "notes", D(2025, 12, 30), D(2025, 12, 30)),  # not yet this year: last
+    ("the call on Monday", "the call", D(2026, 12, 7), D(2026, 12, 7)),
+    ("standup 2026-03-14", "standup", D(2026, 3, 14), D(2026, 3, 14)),
+])
+def test_time_words_resolve_against_today(query, rest, first, last) -> None:
+    found = resolve(query, TODAY)
+    assert found is not None
+    assert found[0] == rest
+    assert (found[1].first, found[1].last) == (first, last)
+
+
+@pytest.mark.parametrize("query", ["the fence", "I may go", "march of the penguins", "in 2027",
+                                   "was ist letzte Woche passiert"])
+def test_no_time_words(query) -> None:
+    """No time words (a verb "may", a "march" without a date, a year to come; other languages: as written)."""
+    assert resolve(query, TODAY) is None
+
+
+def test_today_is_ctx_today_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX_TODAY", "2026-03-01")
+    assert today() == D(2026, 3, 1)
+    monkeypatch.delenv("CTX_TODAY")
+    assert today() == dt.date.today()
