@@ -51,6 +51,7 @@ LAYERS: dict[str, dict[str, str]] = {
         "tools": "the one tool set: built-ins, Lua, agents' tools",
         "notes": "the file work of write-back: safe paths, atomic writes, trash",
         "sample": "the bundled sample knowledge base",
+        "hooks": "client hooks: the session-start digest, session notes from transcripts",
     },
     "extension API": {
         "extensions": "the Python extension API (agents, tools, connectors in your own package)",
@@ -144,15 +145,16 @@ ALLOWED: dict[str, set[str]] = {
                              "core.running"},
     "core.recovery": LOWER | {"core.harness", "extensions", "store"},
     "core.workspace": set(),
-    "core.routing": LOWER | {"core.harness", "core.catalog", "agents", "tools"},
+    "core.routing": LOWER | {"core.harness", "core.catalog", "agents", "tools", "search"},  # search: max_tokens
     "core.workspaces": LOWER | {"core.harness", "core.routing", "core.catalog", "agents", "tools", "extensions",
                                 "ingest"},
     "sample": LOWER,
+    "hooks": LOWER | {"store"},
     "core.face": LOWER | {"core.harness", "core.catalog", "core.writeback", "core.scripts", "core.recovery",
                           "core.workspace", "core.workspaces",
                           "core.authoring", "core.reports", "core.running", "agents", "tools",
                           "registries", "extensions", "sample", "connectors", "ingest", "search",
-                          "store"},  # store: the OAuth grant store (store.grants) the HTTP server keeps
+                          "store", "hooks"},  # store: the OAuth grant store (store.grants) the HTTP server keeps
     # The rims reach the core through its face alone (and each other: the CLI starts servers, the
     # server mounts the console).
     "console": LOWER | {"core.face"},

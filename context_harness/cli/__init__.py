@@ -16,6 +16,7 @@ from context_harness.cli.app import alias_serve_mcp, cli
 from context_harness.cli.connections import recent, related
 from context_harness.cli.doctor import doctor
 from context_harness.cli.help import help_command
+from context_harness.cli.hooks import hook
 from context_harness.cli.notes import note
 from context_harness.cli.registry import registry
 from context_harness.cli.tools import connector, tool
@@ -32,6 +33,7 @@ cli.add_command(note)
 cli.add_command(registry)
 cli.add_command(doctor)
 cli.add_command(help_command)
+cli.add_command(hook)
 cli.add_command(workspace)
 
 

@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (``__getattr
     from context_harness.core.workspaces import WorkspaceSet
     from context_harness.core.writeback import CLIENT
     from context_harness.extensions import ServerSetup, prepare_server
+    from context_harness.hooks import events as hook_events
     from context_harness.ingest.sync import DocumentChanges, ProgressFn
     from context_harness.models import (
         CheckReport,
@@ -268,6 +269,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {  # name: (module, attribute; None: 
     "CLIENT": ("context_harness.core.writeback", "CLIENT"),
     "ServerSetup": ("context_harness.extensions", "ServerSetup"),
     "prepare_server": ("context_harness.extensions", "prepare_server"),
+    "hook_events": ("context_harness.hooks.events", None),
     "ProgressFn": ("context_harness.ingest.sync", "ProgressFn"),
     "CheckReport": ("context_harness.models", "CheckReport"),
     "DocumentListing": ("context_harness.models", "DocumentListing"),
@@ -329,6 +331,6 @@ __all__ = [
     "Unavailable", "agent_settings", "agent_text", "check_draft", "check_installed", "checked_text", "demo_config",
     "draft_from_file", "hints", "init_workspace", "needs_approval", "new_run_id", "parse_skill", "prepare_server",
     "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
-    "SCOPES", "required_scope", "AuthorizedClient", "CodeRow", "GrantStore", "digest",
+    "SCOPES", "required_scope", "AuthorizedClient", "CodeRow", "GrantStore", "digest", "hook_events",
     "WorkspaceSet",
 ]
