@@ -4,8 +4,9 @@ A search whose request names no date (no ``filters.since``/``until``) reads the 
 query against today: ``yesterday``, ``N days/weeks/months ago``, ``last``/``this`` ``week``/``month``/
 ``year``, ``recently``, a weekday (``on Monday``: the last one before today), a month (``in March``,
 ``March 2025``: the last March not after this month when no year is said), a year (``in 2025``) and
-a day (``on March 14``, ``14 March 2026``, ``2026-03-14``). The words are taken out of the query (they
-would only match notes that say "week"), and documents dated in that span (their own date, else when
+a day (``on March 14``, ``14 March 2026``, ``2026-03-14``); ``since`` reaches to today. The words are
+taken out of the query (they would only match notes that say "week"; a year stays: papers say "in
+2001" too), and documents dated in that span (their own date, else when
 they last changed: ``common/dates.py``) rank higher: ``search/engine.py`` searches that span too and
 lifts what it finds. English only: in other languages the query is searched as written.
 
@@ -158,6 +159,9 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
 ]
 
 
+_YEAR = re.compile(r"\d{4}")
+
+
 def resolve(query: str, now: dt.date) -> tuple[str, TimeSpan] | None:
     """(the query without its time words, the span they mean) for the first time expression of the
     query that means a span not after today; None when it says none."""
@@ -166,7 +170,11 @@ def resolve(query: str, now: dt.date) -> tuple[str, TimeSpan] | None:
             span = meaning(m, now)
             if span is None or span[0] > now:
                 continue
+            words = m[0].strip()
+            last = now if words.lower().startswith("since") else min(span[1], now)
+            if _YEAR.search(words):  # a year is a word documents say too ("in 2001"): it stays in the query
+                return query, TimeSpan(span[0], last, words)
             rest = f"{query[:m.start()]} {query[m.end():]}"
             rest = re.sub(r"\s+([,.?!])", r"\1", " ".join(rest.split())).strip(" ,")
-            return rest, TimeSpan(span[0], min(span[1], now), m[0].strip())
+            return rest, TimeSpan(span[0], last, words)
     return None

@@ -22,12 +22,13 @@ D = dt.date
     ("budget last month", "budget", D(2026, 11, 1), D(2026, 11, 30)),
     ("budget this month", "budget", D(2026, 12, 1), D(2026, 12, 8)),  # not after today
     ("the fence in March", "the fence", D(2026, 3, 1), D(2026, 3, 31)),
-    ("the fence in December 2025", "the fence", D(2025, 12, 1), D(2025, 12, 31)),
-    ("what did I decide in 2025", "what did I decide", D(2025, 1, 1), D(2025, 12, 31)),
+    ("the fence in December 2025", "the fence in December 2025", D(2025, 12, 1), D(2025, 12, 31)),  # a year stays
+    ("what did I decide in 2025", "what did I decide in 2025", D(2025, 1, 1), D(2025, 12, 31)),
+    ("cases since 1979", "cases since 1979", D(1979, 1, 1), TODAY),  # since: up to today
     ("notes on March 14", "notes", D(2026, 3, 14), D(2026, 3, 14)),
     ("notes on the 30th of December", "notes", D(2025, 12, 30), D(2025, 12, 30)),  # not yet this year: last
     ("the call on Monday", "the call", D(2026, 12, 7), D(2026, 12, 7)),
-    ("standup 2026-03-14", "standup", D(2026, 3, 14), D(2026, 3, 14)),
+    ("standup 2026-03-14", "standup 2026-03-14", D(2026, 3, 14), D(2026, 3, 14)),
 ])
 def test_time_words_resolve_against_today(query, rest, first, last) -> None:
     found = resolve(query, TODAY)
