@@ -128,8 +128,9 @@ def compact(value: Any) -> str:
 
 
 def sync(config: Path) -> None:
-    subprocess.run([str(Path(sys.executable).parent / "ctx"), "--config", str(config), "sync"], check=True,
-                   capture_output=True)
+    """``ctx sync`` by the same Python and package as the servers (not whatever ``ctx`` is on PATH)."""
+    subprocess.run([sys.executable, "-c", "from context_harness.cli import main; main()", "--config", str(config),
+                    "sync"], check=True, capture_output=True)
 
 
 def write_config(root: Path, shape: int, output_schemas: bool) -> Path:

@@ -42,7 +42,8 @@ def render_document(doc: dict[str, Any], read_on: str | None = None) -> str:
     lines = [f"# {doc.get('title') or doc['source_id']}", ""]
     fields = [("id", doc["id"]), ("source", doc["source"]), ("source_id", doc["source_id"]),
               ("url", doc.get("source_url")), ("author", doc.get("author")), ("created", doc.get("created_at")),
-              ("updated", doc.get("updated_at")), ("content_type", doc.get("content_type"))]
+              ("updated", doc.get("updated_at")), ("content_type", doc.get("content_type")),
+              ("version", doc.get("version"))]  # what note_edit's expected_version takes, for text-only clients
     for key, value in (doc.get("metadata") or {}).items():
         if value not in (None, "", [], {}):
             fields.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))

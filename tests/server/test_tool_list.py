@@ -9,6 +9,7 @@ and answers with the text alone. ``benchmarks/tool_list.py`` measures the same f
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -113,4 +114,9 @@ async def test_output_schemas_false_lists_none_and_answers_with_text(tmp_path: P
             assert not result.is_error and result.structured_content is None, result
             assert result.content[0].type == "text" and result.content[0].text.strip()
         found = await client.call_tool("search", {"query": "tantivy"})
-        assert "Tantivy notes" in found.content[0].text and "id: " in found.content[0].text
+        assert "Tantivy notes" in found.content[0].text
+        doc_id = re.search(r"id: (\S+)", found.content[0].text).group(1)  # type: ignore[union-attr]
+        document = await client.call_tool("get", {"id": doc_id})
+        assert document.structured_content is None
+        assert "Tantivy is a full-text search engine" in document.content[0].text
+        assert "**version**: " in document.content[0].text  # what note_edit's expected_version needs
