@@ -4,7 +4,11 @@ tests/claude/install.sh; skipped only when Claude Code cannot be installed).
 ``claude -p`` with no login and no network still loads the user's settings, runs the SessionStart hooks and
 validates their output before it finds that it cannot reach a model ("Not logged in"); its debug log
 (``--debug-file``) says which hook ran and whether its JSON was valid. A control run with the entry spoilt
-(a ``type`` Claude Code does not know) shows that the log tells the two apart."""
+(a ``type`` Claude Code does not know) shows that the log tells the two apart.
+
+A whole turn needs a model: here a stand-in for the Messages API on 127.0.0.1 (``ANTHROPIC_BASE_URL``) that
+streams one canned answer. Claude Code then writes its own transcript and runs the Stop hook on it, and the
+session note ``ctx hook stop`` makes from that real transcript is found by ``ctx search``."""
 
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -86,3 +93,91 @@ def test_claude_code_runs_the_session_start_hook_and_takes_its_context(tmp_path:
     spoilt = claude_session(bin_dir, home, project, tmp_path / "spoilt.log")
     assert "Watching for changes in setting files" in spoilt
     assert "provided additionalContext" not in spoilt and "House conventions" not in spoilt
+
+
+ANSWER = "We'll keep the quokka cache at 512 entries. Done."
+
+
+class Messages(BaseHTTPRequestHandler):
+    """The Messages API as far as ``claude -p`` asks it: every POST answers ``ANSWER`` (streamed when asked)."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model", "m"),
+                   "content": [], "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": 5, "output_tokens": 1}}
+        if not body.get("stream"):
+            data = json.dumps({**message, "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn",
+                               "input_tokens": 10}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for name, data in (
+                ("message_start", {"type": "message_start", "message": message}),
+                ("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": ANSWER}}),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                   "usage": {"output_tokens": 12}}),
+                ("message_stop", {"type": "message_stop"})):
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+
+@pytest.fixture
+def messages_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Messages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_turn_in_claude_code_leaves_a_session_note_made_from_its_own_transcript(tmp_path: Path,
+                                                                                   messages_api: str) -> None:
+    bin_dir = installed()
+    notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
+    for folder in (notes, home, project / ".git"):
+        folder.mkdir(parents=True)
+    config = tmp_path / "ctx.toml"
+    config.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
+                      '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n'
+                      '[hooks]\ninbox = "filesystem:notes"\n', encoding="utf-8")
+    ctx = [sys.executable, "-m", "context_harness", "--config", str(config)]
+    assert subprocess.run([*ctx, "sync"], capture_output=True, timeout=120).returncode == 0
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    assert subprocess.run([*ctx, "hook", "install", "claude-code"], capture_output=True, timeout=120, cwd=project,
+                          env=env).returncode == 0
+    claude_env = {"HOME": str(home), "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", os.defpath)]),
+                  "LANG": "C.UTF-8", "NO_COLOR": "1", "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": messages_api,
+                  "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    done = subprocess.run([str(bin_dir / "claude"), "-p", "Cache the quokka lookups please"], cwd=project,
+                          env=claude_env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and ANSWER in done.stdout, done.stdout + done.stderr
+    (written,) = (notes / "sessions" / "widgetry").glob("*.md")
+    text = written.read_text(encoding="utf-8")
+    assert "- Cache the quokka lookups please" in text  # asked, as Claude Code recorded it
+    assert "## Decided\n\n- We'll keep the quokka cache at 512 entries." in text
+    assert 'client: "claude-code"' in text
+    found = subprocess.run([*ctx, "search", "quokka cache", "--mode", "keyword", "--json"], capture_output=True,
+                           text=True, timeout=120)
+    assert json.loads(found.stdout)["results"][0]["source_id"] == f"sessions/widgetry/{written.name}"
