@@ -488,23 +488,24 @@ def serve(ctx: click.Context, http: bool, bind: str | None, agent: str | None, w
     limit_malloc_arenas()  # before any thread starts (the services do it too, later, for other hosts)
     workspaces = workspaces or (ctx.find_root().obj or {}).get("workspaces")
     if workspaces is not None:
-        _serve_workspaces(workspaces, http, agent)
+        _serve_workspaces(workspaces, http, bind, agent)
     elif http:
         run_server(required_config(ctx), http=http, bind=bind, agent=agent)
     elif run_stdio(lambda: required_config(ctx), agent) is not None:  # explained to the client, then closed
         sys.exit(ERROR_EXIT)
 
 
-def _serve_workspaces(file: str, http: bool, agent: str | None) -> None:
-    """``--workspaces``: the registry's workspaces over stdio (not yet over HTTP, nor with ``--agent``)."""
+def _serve_workspaces(file: str, http: bool, bind: str | None, agent: str | None) -> None:
+    """``--workspaces``: the registry's workspaces over stdio, or HTTP (not with ``--agent``)."""
     from context_harness.config import workspaces as registry
-    from context_harness.server.workspaces import run_workspaces_stdio
+    from context_harness.server.workspaces import run_workspaces_http, run_workspaces_stdio
 
-    if http or agent is not None:
-        fail(BadRequest("--workspaces serves over stdio, and without --agent: over HTTP, or for one agent, "
-                        "serve one workspace (--config)"))
+    if agent is not None:
+        fail(BadRequest("--agent is not offered with --workspaces: serve that workspace alone (--config)"))
     path = registry.default_file() if file == DEFAULT_REGISTRY else Path(file).expanduser()
-    if run_workspaces_stdio(path) is not None:
+    if http:
+        run_workspaces_http(path, bind)
+    elif run_workspaces_stdio(path) is not None:
         sys.exit(ERROR_EXIT)
 
 

@@ -5,7 +5,8 @@ Each workspace keeps its own ``ToolSet``; this module composes them without chan
 - ``workspaces`` (new) lists each workspace: name, sources, counts, writable; and those set aside.
 - ``search`` and ``recent`` take an optional ``workspace`` (default: all), call each workspace's own
   tool with the other arguments and merge the answers (``merge``: by score, as measured); ``sources``
-  lists every workspace's.
+  lists every workspace's. A search's ``max_tokens`` is the merged answer's (``search.budget``), not
+  each workspace's.
 - ``get``, ``related``, ``note_edit``, ``note_move`` and ``note_delete`` go to the workspace holding
   the ``id`` (bare, or qualified ``workspace:id``); ``note_write`` and ``note_restore`` to the
   ``workspace`` named, or the one writable workspace. Every result names its ``workspace``.
@@ -28,8 +29,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from context_harness.common.validation import parse_search
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, UnknownTool
+from context_harness.search.budget import answer_tokens, fit_search_payload
 from context_harness.tools.base import READ_ONLY_LOCAL, Tool, render
+from context_harness.tools.render import render_search
 
 if TYPE_CHECKING:
     from context_harness.agents.models import AgentInfo
@@ -83,6 +87,7 @@ class Workspaces(Protocol):
     served: list[Workspace]
     set_aside: list[SetAside]
 
+    def visible(self) -> list[Workspace]: ...
     def workspace(self, name: str) -> Workspace: ...
     async def owner(self, doc_id: str, among: list[Workspace] | None = None) -> tuple[Workspace, str]: ...
 
@@ -217,7 +222,7 @@ class Router:
 
     def _base(self, name: str) -> Tool | None:
         """The first workspace's tool ``name`` (the note tools: the first writable workspace's)."""
-        for workspace in self.set.served:
+        for workspace in self.set.visible():
             tool = next((t for t in workspace.harness.tools() if t.name == name), None)
             if tool is not None:
                 return tool
@@ -228,14 +233,14 @@ class Router:
     def _own_tools(self) -> dict[str, tuple[Workspace, Tool]]:
         """Every tool not routed, by the name it is served under: its own, or ``WORKSPACE__NAME``
         where more than one workspace has it (or it would hide a routed tool)."""
-        offered = [(w, t) for w in self.set.served for t in w.harness.tools() if t.name not in ROUTED]
+        offered = [(w, t) for w in self.set.visible() for t in w.harness.tools() if t.name not in ROUTED]
         count = Counter(t.name for _, t in offered)
         return {(t.name if count[t.name] == 1 and t.name != "workspaces" else f"{w.name}{SEPARATOR}{t.name}"): (w, t)
                 for w, t in offered}
 
     def agent_names(self) -> dict[str, tuple[Workspace, AgentInfo]]:
         """Every workspace's agents by the name they are served under, as tools are named."""
-        offered = [(w, info) for w in self.set.served for info in w.harness.agents()]
+        offered = [(w, info) for w in self.set.visible() for info in w.harness.agents()]
         count = Counter(info.name for _, info in offered)
         return {(info.name if count[info.name] == 1 else f"{w.name}{SEPARATOR}{info.name}"): (w, info)
                 for w, info in offered}
@@ -272,7 +277,7 @@ class Router:
         rest = dict(arguments)
         named = rest.pop("workspace", None)
         if named is None:
-            return list(self.set.served), rest
+            return list(self.set.visible()), rest
         if not isinstance(named, str):
             raise BadRequest("workspace must be a string: a name `workspaces` lists")
         return [self.set.workspace(named.strip().lower())], rest
@@ -282,6 +287,10 @@ class Router:
 
         async def run(arguments: dict[str, Any]) -> dict[str, Any]:
             targets, rest = self._targets(arguments)
+            budget = None
+            if name == "search" and rest.get("max_tokens") is not None:  # one budget for the merged answer
+                budget = parse_search(rest).max_tokens
+                rest = {k: v for k, v in rest.items() if k != "max_tokens"}
             answers = await self._each(targets, name, rest)
             payloads = [(w.name, p) for w, p in answers if isinstance(p, dict)]
             failed = [(w.name, p) for w, p in answers if isinstance(p, HarnessError)]
@@ -301,7 +310,7 @@ class Router:
                 out["notice"] = "; ".join(notices)
             elif "notice" in out:
                 del out["notice"]
-            return out
+            return out if budget is None else fit_search_payload(out, budget, answer_tokens(render_search))
 
         return run
 
@@ -328,12 +337,12 @@ class Router:
         """``items`` (each with its ``workspace``) with the ``id`` of any that another workspace also has
         (the same source name and path in both) qualified, ``workspace:id``, so that it reads the one meant."""
         ids = sorted({item["id"] for item in items if isinstance(item.get("id"), str)})
-        if len(self.set.served) < 2 or not ids:
+        if len(self.set.visible()) < 2 or not ids:
             return items
 
         def holders() -> Counter[str]:
             held: Counter[str] = Counter()
-            for workspace in self.set.served:
+            for workspace in self.set.visible():
                 if workspace.harness.store is not None:
                     held.update(workspace.harness.store.summaries(ids).keys())
             return held
@@ -376,7 +385,7 @@ class Router:
         async def run(arguments: dict[str, Any]) -> dict[str, Any]:
             rest = dict(arguments)
             named = rest.pop("workspace", None)
-            writable = [w for w in self.set.served if w.writable]
+            writable = [w for w in self.set.visible() if w.writable]
             if named is not None:
                 workspace = self.set.workspace(str(named).strip().lower())
                 if not workspace.writable:
@@ -405,7 +414,7 @@ class Router:
         if arguments:
             raise BadRequest(f"workspaces takes no arguments (got {', '.join(sorted(arguments))})")
         rows = []
-        for workspace in self.set.served:
+        for workspace in self.set.visible():
             sources = await workspace.harness.sources()
             rows.append({"name": workspace.name, "config": str(workspace.config_path),
                          "sources": [s.name for s in sources.sources],

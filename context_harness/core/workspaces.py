@@ -13,9 +13,11 @@ unchanged; what is routed or merged across workspaces, and how, is ``core/routin
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+VISIBLE: ContextVar[frozenset[str] | None] = ContextVar("visible_workspaces", default=None)
+"""The names of the workspaces the request being served may use; None: every one (stdio, loopback)."""
+
 
 def shared_threads(count: int) -> int:
     """Worker threads for ``count`` workspaces: four for answers, as one workspace has, plus one per
@@ -51,7 +56,6 @@ class WorkspaceSet:
         self.file = file
         self.served = served
         self.set_aside = set_aside
-        self.by_name = {w.name: w for w in served}
         self.router = Router(self)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -93,11 +97,28 @@ class WorkspaceSet:
         """The process-wide server settings (message limits, ``exit_with_parent``): the first workspace's."""
         return self.served[0].harness.config
 
+    def visible(self) -> list[Workspace]:
+        """The workspaces the request being served may use: all, unless its credentials open fewer
+        (``VISIBLE``, set by the HTTP rim from the bearer token: ``admitted``)."""
+        names = VISIBLE.get()
+        return self.served if names is None else [w for w in self.served if w.name in names]
+
+    def admitted(self, token: str | None) -> frozenset[str] | None:
+        """The workspaces a request presenting bearer ``token`` may use: those without ``[server]
+        auth_token``, and those whose token it is. None when ``token`` is wrong for every workspace
+        that has one (a token where none has one is not checked, as one workspace served alone)."""
+        tokens = {w.name: w.harness.config.server.auth_token or "" for w in self.served}
+        matched = {name for name, own in tokens.items()
+                   if own and token is not None and hmac.compare_digest(token.encode(), own.encode())}
+        if token is not None and not matched and any(tokens.values()):
+            return None
+        return frozenset(name for name, own in tokens.items() if not own or name in matched)
+
     def workspace(self, name: str) -> Workspace:
-        """Workspace ``name``, or ``UnknownWorkspace`` naming the known ones."""
-        found = self.by_name.get(name)
+        """Workspace ``name`` (one this request may use), or ``UnknownWorkspace`` naming the known ones."""
+        found = next((w for w in self.visible() if w.name == name), None)
         if found is None:
-            known = ", ".join(self.by_name)
+            known = ", ".join(w.name for w in self.visible())
             aside = next((s for s in self.set_aside if s.name == name), None)
             why = f" (it is set aside: {aside.problem})" if aside else ""
             raise UnknownWorkspace(f"unknown workspace {name!r}{why}; the workspaces are: {known}")
@@ -119,12 +140,13 @@ class WorkspaceSet:
         key = bare.strip().lower()
 
         def holders() -> list[Workspace]:
-            return [w for w in (among or self.served) if w.harness.store is not None
+            return [w for w in (among or self.visible()) if w.harness.store is not None
                     and w.harness.store.summaries([key])]
 
         found = await anyio.to_thread.run_sync(holders)
         if not found:
-            raise NotFound(f"no document with id {bare!r} in any workspace ({', '.join(self.by_name)})")
+            raise NotFound(f"no document with id {bare!r} in any workspace "
+                           f"({', '.join(w.name for w in among or self.visible())})")
         if len(found) > 1:
             forms = " or ".join(f"'{w.name}{QUALIFIER}{key}'" for w in found)
             raise BadRequest(f"document id {bare!r} is in more than one workspace: pass {forms}")
@@ -168,6 +190,12 @@ class WorkspaceSet:
             raise BadRequest("--agent is not offered with --workspaces: serve that workspace alone")
         return self.router.tools()
 
+    def tool_listing(self, agent: str | None = None) -> dict[str, Any]:
+        """``GET /tools/list``: every tool served, as ``Harness.tool_listing`` lists one workspace's."""
+        from context_harness.tools.base import describe
+
+        return {"tools": [describe(tool) for tool in self.tools(agent)]}
+
     async def call_tool(self, name: str, arguments: Any, agent: str | None = None,
                         profile: str | None = None) -> ToolResult:
         return await self.router.call(name, arguments if arguments is not None else {})
@@ -199,7 +227,7 @@ class WorkspaceSet:
         """Every workspace's ``agent://`` and ``skill://`` resources (the first of a URI two share), in
         pages of 100; the cursor is an offset."""
         seen: dict[str, dict[str, Any]] = {}
-        for workspace in self.served:
+        for workspace in self.visible():
             following: str | None = None
             while True:
                 page = workspace.harness.agent_resources(following)
@@ -218,7 +246,7 @@ class WorkspaceSet:
         return body
 
     def read_agent_resource(self, uri: str) -> str:
-        for workspace in self.served:
+        for workspace in self.visible():
             try:
                 return workspace.harness.read_agent_resource(uri)
             except NotFound:
@@ -231,12 +259,12 @@ class WorkspaceSet:
         """One page of every workspace's documents, workspace by workspace; ids qualified."""
         if limit < 1:
             raise BadRequest("limit must be at least 1")
-        start, after = 0, None
+        start, after, shown = 0, None, self.visible()
         if cursor:
             named, after = self.split_id(cursor)
-            start = self.served.index(named) if named is not None else 0
+            start = shown.index(named) if named is not None else 0
         entries: list[DocumentEntry] = []
-        for workspace in self.served[start:]:
+        for workspace in shown[start:]:
             while len(entries) <= limit:
                 page = await workspace.harness.document_listing(after, limit + 1 - len(entries))
                 entries += [d.model_copy(update={"id": f"{workspace.name}{QUALIFIER}{d.id}"}) for d in page.documents]
@@ -262,4 +290,4 @@ def _all(stops: list[Callable[[], None]]) -> Callable[[], None]:
     return stop
 
 
-__all__ = ["SetAside", "Workspace", "WorkspaceSet", "shared_threads"]
+__all__ = ["VISIBLE", "SetAside", "Workspace", "WorkspaceSet", "shared_threads"]

@@ -1,9 +1,16 @@
-"""``context-harness --workspaces [FILE]``: the workspaces of a registry served over stdio by one process.
+"""``context-harness --workspaces [FILE]``: the workspaces of a registry served by one process, over
+stdio or (``ctx serve --http --workspaces``) Streamable HTTP with the REST shim.
 
 The registry (``ctx workspace add``) is opened as a ``WorkspaceSet`` (``core/workspaces.py``), which
 offers the calls the MCP adapter serves a ``Harness`` by; so the adapter, the stdio wire and their
 limits are the single-workspace ones, unchanged. A registry none of whose workspaces can serve is
 explained to the client as a config that does not load is (``stdio.serve_problem``).
+
+Over HTTP each workspace's ``[server] auth_token`` opens that workspace: a request sees the
+workspaces without a token and those whose token it presents (``WorkspaceSet.admitted``), in its
+tool calls, listings and resources alike; a token that opens none is refused (401). A workspace
+without a token is served on a loopback address only (``check_bind``, as one workspace is), and
+OAuth and the web console are not offered with ``--workspaces``.
 """
 
 from __future__ import annotations
@@ -12,13 +19,17 @@ import os
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from context_harness.core.face import Harness, WorkspaceSet
-from context_harness.errors import HarnessError
+from context_harness.errors import ConfigError, HarnessError, Unauthorized
 from context_harness.server.sdk import defer_package_inits
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 defer_package_inits()  # before a module of this package imports the SDK: see sdk.py
 
@@ -47,4 +58,151 @@ def run_workspaces_stdio(file: Path) -> HarnessError | None:
     return anyio.run(main)
 
 
-__all__ = ["run_workspaces_stdio"]
+# -- HTTP ------------------------------------------------------------------------------------------
+
+VISIBLE_KEY = "context_harness.workspaces"  # the ASGI scope key: the workspaces the request's token opens
+
+
+def run_workspaces_http(file: Path, bind: str | None = None) -> None:
+    """Serve registry ``file``'s workspaces over HTTP until interrupted; blocks. ``ConfigError`` when
+    none can serve, the address cannot be had, or a workspace without a token would be public."""
+
+    async def main() -> None:
+        async with WorkspaceSet.open(file) as served:
+            await serve_workspaces_http(served, bind)
+
+    anyio.run(main)
+
+
+async def serve_workspaces_http(served: WorkspaceSet, bind: str | None = None) -> None:
+    import uvicorn
+
+    from context_harness.common.lineage import watching
+    from context_harness.server.http import KEEP_ALIVE_SECONDS, check_bind, listening_socket, parse_bind
+    from context_harness.server.limits import protocol_class
+
+    settings = served.config.server
+    host, port = parse_bind(bind or settings.bind)
+    for workspace in served.served:  # each workspace by its own [server] settings: a token, or loopback
+        if workspace.harness.config.server.oauth.enabled:
+            raise ConfigError(f"workspace {workspace.name}: [server.oauth] is not offered with --workspaces; serve "
+                              "it alone, or use [server] auth_token")
+        check_bind(workspace.harness.config, host)
+    shown = f"[{host}]" if ":" in host else host
+    with listening_socket(host, port) as sock:
+        async with served.serving():
+            app = build_workspaces_app(served, host)
+            server = uvicorn.Server(uvicorn.Config(
+                app, log_level="warning", access_log=False, lifespan="on", server_header=False,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS, http=protocol_class(settings.header_timeout,
+                                                                           settings.max_connections)))
+            url = f"http://{shown}:{sock.getsockname()[1]}"
+            names = ", ".join(w.name for w in served.served)
+            sys.stderr.write(f"MCP server listening on {url}, serving {len(served.served)} workspaces ({names})\n"
+                             f"  MCP endpoint: {url}/mcp\n  REST: {url}/tools/* (Ctrl-C to stop)\n")
+            sys.stderr.flush()
+            with watching(settings.exit_with_parent is True, None, lambda _: setattr(server, "should_exit", True)):
+                await server.serve(sockets=[sock])
+
+
+def build_workspaces_app(served: WorkspaceSet, bind_host: str | None = None) -> Starlette:
+    """``/mcp``, the REST shim's tool and agent routes and ``/health`` over ``served``, with the single
+    workspace's guards (Host and Origin, framing, body limits) and each workspace's token."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.routing import Route
+
+    from context_harness.server.guards import BodyLimitAndAuth, FramingGuard, HostOriginGuard, JsonBodies
+    from context_harness.server.http import RestShim, UnknownErrors, _harness_error, _http_error, streamable_http
+
+    settings = served.config.server
+    harness = cast(Harness, served)  # it serves what a Harness serves
+    server = scoped_server(harness)
+    mcp_app, mcp_run = streamable_http(server, settings)
+    middleware = [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host),
+                  Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes, token=None),
+                  Middleware(WorkspaceTokens, served=served), Middleware(JsonBodies, form_paths=()),
+                  Middleware(UnknownErrors)]
+    app = Starlette(routes=[*RestShim(harness, None).routes(), Route("/mcp", mcp_app)], middleware=middleware,
+                    lifespan=lambda _app: mcp_run(),
+                    exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
+    app.state.server = server
+    return app
+
+
+class WorkspaceTokens:
+    """Which workspaces a request may use, from its bearer token (``WorkspaceSet.admitted``): kept in
+    the ASGI scope (``VISIBLE_KEY``) for the MCP handlers and set as ``VISIBLE`` for the REST routes.
+    A token that opens no workspace, or none where every workspace needs one, is refused."""
+
+    def __init__(self, app: ASGIApp, served: WorkspaceSet) -> None:
+        self.app = app
+        self.served = served
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from context_harness.core.workspaces import VISIBLE
+        from context_harness.server.guards import error_response
+
+        if scope["type"] != "http" or scope["path"] == "/health" or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        kind, _, value = header.partition(" ")
+        token = value.strip() if kind.lower() == "bearer" and value.strip() else None
+        opened = self.served.admitted(token)
+        if not opened:
+            why = ("a bearer token that opens no workspace" if token else "no bearer token, and every workspace "
+                   "needs its [server] auth_token")
+            refusal = Unauthorized(f"{why}: send Authorization: Bearer <the [server] auth_token of a workspace>")
+            await error_response(refusal, headers={"WWW-Authenticate": 'Bearer realm="context-harness"'})(
+                scope, receive, send)
+            return
+        scope[VISIBLE_KEY] = opened
+        VISIBLE.set(opened)
+        await self.app(scope, receive, send)
+
+
+def _opened(ctx: Any) -> frozenset[str] | None:
+    scope = getattr(ctx.request, "scope", None)
+    value = scope.get(VISIBLE_KEY) if isinstance(scope, dict) else None
+    return value if isinstance(value, frozenset) else None
+
+
+def _scoped(handler: Any) -> Any:
+    """``handler`` run with ``VISIBLE`` set from its request's ASGI scope (an MCP session's handlers run
+    in the session's task, not the HTTP request's)."""
+    async def run(ctx: Any, params: Any) -> Any:
+        from context_harness.core.workspaces import VISIBLE
+
+        reset = VISIBLE.set(_opened(ctx))
+        try:
+            return await handler(ctx, params)
+        finally:
+            VISIBLE.reset(reset)
+
+    return run
+
+
+def _scoped_server() -> type:
+    from context_harness.server.mcp import HarnessServer
+
+    class Scoped(HarnessServer):
+        """The MCP adapter over a ``WorkspaceSet`` whose handlers see the request's workspaces only."""
+
+        def __init__(self, harness: Harness) -> None:
+            for name in ("_list_tools", "_call_tool", "_list_prompts", "_get_prompt", "_complete", "_list_resources",
+                         "_read_resource"):
+                setattr(self, name, _scoped(getattr(self, name)))
+            super().__init__(harness)
+
+    return Scoped
+
+
+def scoped_server(harness: Harness) -> Any:
+    """The MCP adapter for ``build_workspaces_app`` (its class made on first use: the SDK loads late)."""
+    return _scoped_server()(harness)
+
+
+__all__ = ["VISIBLE_KEY", "WorkspaceTokens", "build_workspaces_app", "run_workspaces_http", "run_workspaces_stdio",
+           "serve_workspaces_http"]
