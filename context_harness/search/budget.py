@@ -45,6 +45,7 @@ from context_harness.models import ChunkOut, DocumentOut, Omitted, SearchRespons
 
 MIN_SNIPPET_CHARS = 80  # a snippet is not cut shorter than this before results are dropped
 CAP_STEP = 16  # snippet caps are tried in steps of this many characters
+OPTIONAL = ("explain", "indexing")  # what a search answer without results may leave out too
 LEAN_RESULT: dict[str, Any] = {"version": None, "source_url": None, "heading": None}  # search drops these first
 LEAN_BODY_CHARS = 400  # `get` drops LEAN_FIELDS rather than cut its body shorter than this
 LEAN_FIELDS: dict[str, Any] = {"metadata": {}, "version": None, "chunks": [], "source_url": None}
@@ -100,50 +101,44 @@ def shorten(text: str, cap: int) -> tuple[str, int]:
 
 
 def fit_search(response: SearchResponse, max_tokens: int, measure: Measure) -> SearchResponse:
-    """``response`` within ``max_tokens`` (the module docstring). The sizes are tried on the JSON payload
-    (plain dicts: a try costs one ``measure``); the answer is built once, from the sizes found."""
+    """``response`` within ``max_tokens`` (the module docstring)."""
     payload = response.model_dump(mode="json")
+    fitted = fit_search_payload(payload, max_tokens, measure)
+    return response if fitted is payload else SearchResponse.model_validate(fitted)
+
+
+def fit_search_payload(payload: dict[str, Any], max_tokens: int, measure: Measure) -> dict[str, Any]:
+    """A search's JSON payload within ``max_tokens``: ``payload`` itself when it fits. The sizes are tried
+    on plain dicts, so a payload with more than ``SearchResponse`` holds (results merged from several
+    workspaces, each labelled) is fitted alike."""
     if measure(payload) <= max_tokens:
-        return response
+        return payload
     rows: list[dict[str, Any]] = payload["results"]
-    longest = max((len(r["snippet"]) for r in rows), default=0)
+    longest = max((len(r.get("snippet") or "") for r in rows), default=0)
     floor = min(MIN_SNIPPET_CHARS, longest)
 
-    def omitted(n: int, cut_chars: int, lean: bool) -> Omitted:
-        dropped = [name for name in LEAN_RESULT if lean and any(r[name] for r in rows[:n])]
-        return Omitted(results=len(rows) - n or None, snippet_chars=cut_chars or None, fields=dropped or None)
-
-    def fits(n: int, cap: int, lean: bool) -> bool:
+    def answer(n: int, cap: int, lean: bool) -> dict[str, Any]:
         kept, cut_chars = [], 0
         for row in rows[:n]:
-            snippet, lost = shorten(row["snippet"], cap)
+            snippet, lost = shorten(row.get("snippet") or "", cap)
             cut_chars += lost
             kept.append(row | {"snippet": snippet} | (LEAN_RESULT if lean else {}))
-        tried = payload | {"results": kept, "omitted": omitted(n, cut_chars, lean).model_dump(mode="json")}
-        return measure(tried) <= max_tokens
+        dropped = [name for name in LEAN_RESULT if lean and any(r.get(name) for r in rows[:n])]
+        omitted = Omitted(results=len(rows) - n or None, snippet_chars=cut_chars or None, fields=dropped or None)
+        return payload | {"results": kept, "omitted": omitted.model_dump(mode="json")}
 
-    def answer(n: int, cap: int, lean: bool) -> SearchResponse:
-        kept, cut_chars = [], 0
-        for result in response.results[:n]:
-            snippet, lost = shorten(result.snippet, cap)
-            cut_chars += lost
-            kept.append(result.model_copy(update={"snippet": snippet} | (LEAN_RESULT if lean else {})))
-        return response.model_copy(update={"results": kept, "omitted": omitted(n, cut_chars, lean)})
+    def fits(n: int, cap: int, lean: bool) -> bool:
+        return measure(answer(n, cap, lean)) <= max_tokens
 
     n = _most(1, len(rows), lambda k: fits(k, floor, True))
     if n is None:  # not one result with a short snippet: the first without one, else none
-        return answer(1, 0, True) if rows and fits(1, 0, True) else _nothing_fits(answer(0, 0, False), max_tokens,
-                                                                                   measure)
+        if rows and fits(1, 0, True):
+            return answer(1, 0, True)
+        empty = answer(0, 0, False)  # without its optional parts too when it does not fit with them
+        return empty if measure(empty) <= max_tokens else {k: v for k, v in empty.items() if k not in OPTIONAL}
     steps = _most(1, -(-longest // CAP_STEP), lambda k: fits(n, max(k * CAP_STEP, floor), True))  # in steps
     cap = max((steps or 0) * CAP_STEP, floor)
     return answer(n, cap, not fits(n, cap, False))
-
-
-def _nothing_fits(empty: SearchResponse, max_tokens: int, measure: Measure) -> SearchResponse:
-    """The answer without results; without its optional parts too when it does not fit with them."""
-    if _tokens(empty, measure) <= max_tokens:
-        return empty
-    return empty.model_copy(update={"explain": None, "indexing": None})
 
 
 # -- get -----------------------------------------------------------------------------------------
@@ -219,5 +214,5 @@ def _overlaps(chunk: ChunkOut, lo: int, hi: int) -> bool:
 
 
 __all__ = ["ELLIPSIS", "MIN_SNIPPET_CHARS", "Measure", "answer_tokens", "breaks", "fit_document", "fit_search",
-           "shorten"]
+           "fit_search_payload", "shorten"]
 
