@@ -97,6 +97,12 @@ async def test_two_workspaces_searched_across_and_within_a_broken_third_set_asid
         assert (await client.call_tool("get", {"id": deploy["id"]})).structured_content["title"] == "Deploy runbook"
         qualified = (await client.call_tool("get", {"id": f"work:{deploy['id']}"})).structured_content
         assert qualified["title"] == "Deploy runbook"
+        related = (await client.call_tool("related", {"id": deploy["id"]})).structured_content
+        assert related["workspace"] == "work"
+        changes = (await client.call_tool("recent", {})).structured_content["changes"]
+        assert {c["workspace"] for c in changes} == {"notes", "work"}
+        changes = (await client.call_tool("recent", {"workspace": "notes"})).structured_content["changes"]
+        assert {c["workspace"] for c in changes} == {"notes"} and len(changes) == 2
 
         work_id = within["results"][0]["id"]
         refused = await client.call_tool("note_edit", {"id": work_id, "op": "append", "text": "more",
