@@ -69,6 +69,19 @@ def test_search_get_sources(inspector: Inspector, target: list[str]) -> None:
     assert sources[0]["name"] == "filesystem:docs" and sources[0]["document_count"] > 0
 
 
+def test_recent_and_related_validate_against_their_output_schemas(inspector: Inspector, target: list[str]) -> None:
+    """The Inspector (the TypeScript SDK's ajv) checks each result against the tool's outputSchema; `related`'s
+    items are one shared `$defs` entry, so its lists are filled here (a note with a link and a dead wikilink)."""
+    written = ok(inspector.tool(target, "note_write", {
+        "source": "docs", "path": "inspector/linked.md", "overwrite": True,
+        "content": "See [Tantivy](../tantivy.md) and [[No such page]].\n"}))["structuredContent"]
+    changes = ok(inspector.tool(target, "recent", {"limit": 3}))["structuredContent"]["changes"]
+    assert written["id"] in {change["id"] for change in changes}
+    related = ok(inspector.tool(target, "related", {"id": written["id"]}))["structuredContent"]
+    assert [item["title"] for item in related["links_to"]] == ["Tantivy notes"]  # an item of the shared shape
+    assert related["unresolved"] == [{"kind": "wiki", "target": "No such page"}]
+
+
 def test_get_of_an_unknown_id_shows_the_servers_own_message(inspector: Inspector, target: list[str]) -> None:
     answer = inspector.tool(target, "get", {"id": UNKNOWN_ID})
     assert answer.returncode == 5  # the Inspector's exit code for a tool's isError result
