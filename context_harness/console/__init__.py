@@ -78,12 +78,16 @@ class SecurityHeaders:
 
 
 def console_routes(harness: Harness, token: str | None, agent: str | None = None,
-                   approvals: Approvals | None = None) -> list[BaseRoute]:
+                   approvals: Approvals | None = None, workspaces: tuple[str, str, list[str]] | None = None,
+                   ) -> list[BaseRoute]:
     """The ``/ui`` mount: pages, the login form and the vendored static files; ``agent``: the agent
     the server is scoped to (``ctx serve --agent``), whose tools are the only ones the console calls;
-    ``approvals``: the OAuth authorization server, whose pages it adds (``[server.oauth]``)."""
+    ``approvals``: the OAuth authorization server, whose pages it adds (``[server.oauth]``);
+    ``workspaces``: (this console's workspace, the switch URL, every workspace) when one server serves
+    several (``--workspaces``): the header then shows a switcher."""
     env = templates()
     env.globals["oauth"] = approvals is not None
+    env.globals["workspace"], env.globals["switch_url"], env.globals["workspaces"] = workspaces or (None, "", [])
     pages = Pages(harness, Sessions(token), env, read_only(harness.config))
 
     async def home(request: Request) -> Response:

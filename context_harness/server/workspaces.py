@@ -111,20 +111,33 @@ def build_workspaces_app(served: WorkspaceSet, bind_host: str | None = None) -> 
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
 
     from context_harness.server.guards import BodyLimitAndAuth, FramingGuard, HostOriginGuard, JsonBodies
-    from context_harness.server.http import RestShim, UnknownErrors, _harness_error, _http_error, streamable_http
+    from context_harness.server.http import (
+        ConsoleHeaders,
+        RestShim,
+        UnknownErrors,
+        _harness_error,
+        _http_error,
+        streamable_http,
+    )
 
     settings = served.config.server
     harness = cast(Harness, served)  # it serves what a Harness serves
     server = scoped_server(harness)
     mcp_app, mcp_run = streamable_http(server, settings)
-    middleware = [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host),
-                  Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes, token=None),
-                  Middleware(WorkspaceTokens, served=served), Middleware(JsonBodies, form_paths=()),
-                  Middleware(UnknownErrors)]
-    app = Starlette(routes=[*RestShim(harness, None).routes(), Route("/mcp", mcp_app)], middleware=middleware,
+    consoles = workspace_consoles(served, bind_host)
+    own_auth = ("/ui",) if consoles else ()
+    middleware = [Middleware(ConsoleHeaders)] if consoles else []
+    middleware += [Middleware(FramingGuard), Middleware(HostOriginGuard, settings=settings, bind_host=bind_host),
+                   Middleware(BodyLimitAndAuth, max_body_bytes=settings.max_body_bytes, token=None),
+                   Middleware(WorkspaceTokens, served=served, own_auth=own_auth),
+                   Middleware(JsonBodies, form_paths=own_auth), Middleware(UnknownErrors)]
+    routes: list[Any] = [*RestShim(harness, None).routes(), Route("/mcp", mcp_app)]
+    if consoles:
+        routes.append(Mount("/ui", app=ConsoleSwitch(consoles)))
+    app = Starlette(routes=routes, middleware=middleware,
                     lifespan=lambda _app: mcp_run(),
                     exception_handlers={HarnessError: _harness_error, HTTPException: _http_error})
     app.state.server = server
@@ -136,15 +149,18 @@ class WorkspaceTokens:
     the ASGI scope (``VISIBLE_KEY``) for the MCP handlers and set as ``VISIBLE`` for the REST routes.
     A token that opens no workspace, or none where every workspace needs one, is refused."""
 
-    def __init__(self, app: ASGIApp, served: WorkspaceSet) -> None:
+    def __init__(self, app: ASGIApp, served: WorkspaceSet, own_auth: tuple[str, ...] = ()) -> None:
         self.app = app
         self.served = served
+        self.own_auth = own_auth  # the console: each workspace's console checks its own token (a cookie session)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from context_harness.core.workspaces import VISIBLE
         from context_harness.server.guards import error_response
 
-        if scope["type"] != "http" or scope["path"] == "/health" or scope["method"] == "OPTIONS":
+        path = scope.get("path", "")
+        if (scope["type"] != "http" or path == "/health" or scope["method"] == "OPTIONS"
+                or any(path == p or path.startswith(p + "/") for p in self.own_auth)):
             await self.app(scope, receive, send)
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
@@ -161,6 +177,63 @@ class WorkspaceTokens:
         scope[VISIBLE_KEY] = opened
         VISIBLE.set(opened)
         await self.app(scope, receive, send)
+
+
+# -- the console: each workspace's own, and a switcher ---------------------------------------------
+
+SWITCH_COOKIE = "ctx_workspace"
+
+
+def workspace_consoles(served: WorkspaceSet, bind_host: str | None) -> dict[str, ASGIApp]:
+    """Each workspace's web console (where its ``[ui]`` has it on: by default on a loopback bind), with
+    its own token and read-only setting, and a switcher naming them all; by workspace name."""
+    from context_harness.console import console_routes, ui_enabled
+    from context_harness.server.http import is_loopback
+
+    loopback = bind_host is None or is_loopback(bind_host)
+    shown = [w for w in served.served if ui_enabled(w.harness.config, loopback)]
+    names = [w.name for w in shown]
+    consoles: dict[str, ASGIApp] = {}
+    for workspace in shown:
+        mount = console_routes(workspace.harness, workspace.harness.config.server.auth_token or None,
+                               workspaces=(workspace.name, "/ui/switch", names))[0]
+        consoles[workspace.name] = mount.app  # type: ignore[attr-defined]  # the Mount's own app, mounted again
+    return consoles
+
+
+class ConsoleSwitch:
+    """``/ui``: the console of the workspace the ``ctx_workspace`` cookie names (else the first);
+    ``/ui/switch?to=NAME`` sets the cookie and opens that workspace's search page."""
+
+    def __init__(self, consoles: dict[str, ASGIApp]) -> None:
+        self.consoles = consoles
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from http.cookies import SimpleCookie
+        from urllib.parse import parse_qs
+
+        from starlette.responses import RedirectResponse
+
+        from context_harness.errors import NotFound
+        from context_harness.server.guards import error_response
+
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        route = path[len(root):] if root and path.startswith(root) else path
+        if route in ("/switch", "/ui/switch"):
+            wanted = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("to") or [""])[0]
+            if wanted not in self.consoles:
+                known = ", ".join(self.consoles)
+                await error_response(NotFound(f"no console for workspace {wanted!r}; the workspaces are: {known}"))(
+                    scope, receive, send)
+                return
+            response = RedirectResponse("/ui/search", status_code=303)
+            response.set_cookie(SWITCH_COOKIE, wanted, path="/ui", httponly=True, samesite="strict")
+            await response(scope, receive, send)
+            return
+        cookie: SimpleCookie = SimpleCookie(dict(scope.get("headers") or []).get(b"cookie", b"").decode("latin-1"))
+        chosen = cookie[SWITCH_COOKIE].value if SWITCH_COOKIE in cookie else ""
+        app = self.consoles.get(chosen) or next(iter(self.consoles.values()))
+        await app(scope, receive, send)
 
 
 def _opened(ctx: Any) -> frozenset[str] | None:
@@ -204,5 +277,5 @@ def scoped_server(harness: Harness) -> Any:
     return _scoped_server()(harness)
 
 
-__all__ = ["VISIBLE_KEY", "WorkspaceTokens", "build_workspaces_app", "run_workspaces_http", "run_workspaces_stdio",
-           "serve_workspaces_http"]
+__all__ = ["SWITCH_COOKIE", "VISIBLE_KEY", "ConsoleSwitch", "WorkspaceTokens", "build_workspaces_app",
+           "run_workspaces_http", "run_workspaces_stdio", "serve_workspaces_http", "workspace_consoles"]

@@ -94,3 +94,27 @@ def test_a_workspace_without_a_token_is_served_on_loopback_only(tmp_path: Path, 
     refused = subprocess.run([str(BIN / "ctx"), "--workspaces", str(file), "serve", "--http", "--bind",
                               f"0.0.0.0:{free_port()}"], env=child_env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "refusing to serve on 0.0.0.0 without a token" in refused.stderr
+
+
+def test_the_console_switches_between_the_workspaces(tmp_path: Path, child_env: dict[str, str]) -> None:
+    notes = workspace(tmp_path / "notes", {"garden.md": "# Garden notes\n\nTomatoes need sun.\n"}, None)
+    work = workspace(tmp_path / "work", {"deploy.md": "# Deploy runbook\n\nStaging first.\n"}, None)
+    file = tmp_path / "workspaces.toml"
+    file.write_text(f'[workspaces.notes]\nconfig = "{notes}"\n[workspaces.work]\nconfig = "{work}"\n', encoding="utf-8")
+    port = free_port()
+    proc = spawn_http(["--workspaces", str(file)], child_env, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with httpx2.Client(base_url=url, timeout=30) as browser:
+            first = browser.get("/ui/search")
+            assert first.status_code == 200 and 'aria-label="Workspaces"' in first.text
+            assert '<a href="/ui/switch?to=notes" aria-current="true">notes</a>' in first.text
+            switched = browser.get("/ui/switch?to=work")
+            assert switched.status_code == 303 and switched.headers["location"] == "/ui/search"
+            page = browser.get("/ui/search")
+            assert '<a href="/ui/switch?to=work" aria-current="true">work</a>' in page.text
+            assert page.headers["content-security-policy"].startswith("default-src 'none'")
+            assert browser.get("/ui/switch?to=nope").status_code == 404
+            assert browser.post("/tools/workspaces", json={}).json()["workspaces"][1]["name"] == "work"
+    finally:
+        stop_process(proc)
