@@ -45,7 +45,6 @@ from context_harness.store.records import ChunkPlace, DocumentHit, KeywordFilter
 from context_harness.store.vectors import rebuild_hint, switch_text
 
 T = TypeVar("T", bound=HasDocId)
-TIME_BOOST = 1.0  # a document dated in the span a query's time words mean: its score times 1 + this
 SPECULATIVE_ROWS = 15  # keyword hits whose rows a hybrid search reads while its query embeds
 VECTOR_CHECK_SECONDS = 0.1  # searches look for vectors written by another process at most this often
 REFRESH_BACKOFF = 4  # ...and after a refresh taking t seconds, not again for REFRESH_BACKOFF * t
@@ -97,19 +96,22 @@ class SearchEngine:
         filters = filters_of(request)
         if filters is not None and filters.symbol:
             self._symbol_index()  # a backend without one would ignore the filter
-        when = timewords.resolve(request.query, timewords.today()) if not _dated(request) else None
+        when = None if _dated(request) else timewords.resolve(request.query, timewords.today())
         if when is not None and when[0].strip(' ,.?!"'):  # a query of time words alone keeps them
             request = request.model_copy(update={"query": when[0]})
-        candidates, prepared, weak = self._ranked(request, mode, filters, limit)
+        newest = when is None and not _dated(request) and timewords.asks_latest(request.query)
+        pool = max(limit, timewords.LATEST_POOL) if newest else limit
+        candidates, prepared, weak = self._ranked(request, mode, filters, pool)
         if when is not None:  # what is dated in the span the time words mean, lifted (see timewords.py)
-            span = when[1]
-            since, until = span.bounds()
-            spanned = replace(filters, since=since, until=until) if filters else KeywordFilters(since=since,
-                                                                                               until=until)
+            since, until = when[1].bounds()
+            spanned = replace(filters or KeywordFilters(), since=since, until=until)
             within, more, _ = self._ranked(request, mode, spanned, limit)
-            candidates = _lift(candidates, within, span, limit)
+            candidates = timewords.lift_spanned(candidates, within, when[1], limit)
             if more is not None:
                 prepared = more if prepared is None else _Prepared(prepared.weights, {**more.rows, **prepared.rows})
+        elif newest:  # "latest", "finally", "now": the newest of the good matches with a date of their own
+            rows = self.store.summaries([c.doc_id for c in candidates])
+            candidates = timewords.lift_newest(candidates, {i: r.dated for i, r in rows.items()}, limit)
         response = self._render(candidates, request, mode, prepared)
         if self._rerank is not None:
             rerank(self._rerank, request.query, response, self.config.retrieval, request.explain)
@@ -351,20 +353,6 @@ class SearchEngine:
 def _dated(request: SearchRequest) -> bool:
     """Whether the request names a date itself (then the query's time words are only words)."""
     return request.filters is not None and bool(request.filters.since or request.filters.until)
-
-
-def _lift(candidates: list[_Candidate], within: list[_Candidate], span: timewords.TimeSpan,
-          limit: int) -> list[_Candidate]:
-    """The candidates with those dated in ``span`` (``within``: the same search kept to the span)
-    scored ``1 + TIME_BOOST`` times higher, best ``limit`` first."""
-    lifted = {c.doc_id: c for c in candidates}
-    for c in within:
-        score = c.score * (1 + TIME_BOOST) if c.score > 0 else c.score
-        if c.explain is not None:
-            c.explain.notes.append(f"dated in '{span.words}' ({span.first}..{span.last}): score x{1 + TIME_BOOST}")
-        if c.doc_id not in lifted or lifted[c.doc_id].score < score:
-            lifted[c.doc_id] = _Candidate(c.doc_id, score, c.chunk_id, c.explain)
-    return sorted(lifted.values(), key=lambda c: (-c.score, c.doc_id))[:limit]
 
 
 def _distinct(copies: Copies | None, items: list[T], store: DocumentStorage) -> list[T]:

@@ -8,7 +8,9 @@ a day (``on March 14``, ``14 March 2026``, ``2026-03-14``); ``since`` reaches to
 taken out of the query (they would only match notes that say "week"; a year stays: papers say "in
 2001" too), and documents dated in that span (their own date, else when
 they last changed: ``common/dates.py``) rank higher: ``search/engine.py`` searches that span too and
-lifts what it finds. English only: in other languages the query is searched as written.
+lifts what it finds. A query asking for the newest state ("latest", "finally", "now") lifts the
+newest of its good matches by their own dates (``lift_newest``). English only: in other languages the
+query is searched as written.
 
 Today is the machine's local date, or ``CTX_TODAY`` (an ISO date) when set, for tests and benchmarks.
 """
@@ -19,11 +21,15 @@ import datetime as dt
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
 
 from context_harness.common.dates import MONTH_PATTERN, month_number
 
 TODAY_ENV = "CTX_TODAY"
+TIME_BOOST = 1.0  # a document dated in the span of a query's time words, or the newest match: score x (1 + this)
+LATEST_POOL = 50  # the matches a query asking for the latest looks at for the newest
+LATEST_SHARE = 0.5  # ...of those scoring at least this share of the best
 RECENT_DAYS = 30  # what "recently" and "lately" span
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
@@ -178,3 +184,50 @@ def resolve(query: str, now: dt.date) -> tuple[str, TimeSpan] | None:
             rest = re.sub(r"\s+([,.?!])", r"\1", " ".join(rest.split())).strip(" ,")
             return rest, TimeSpan(span[0], last, words)
     return None
+
+
+_LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|finally|in the end|currently|nowadays|these days|"
+                     r"now|anymore|still)\b", re.I)
+
+
+def asks_latest(query: str) -> bool:
+    """Whether the query asks for the newest state of things ("What did I finally decide", "my rent now")."""
+    return _LATEST.search(query) is not None
+
+
+class Ranked(Protocol):
+    doc_id: str
+    score: float
+    explain: Any
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def _lifted(item: R, why: str) -> R:
+    if item.explain is not None:
+        item.explain.notes.append(f"{why}: score x{1 + TIME_BOOST}")
+    return replace(item, score=item.score * (1 + TIME_BOOST) if item.score > 0 else item.score)  # type: ignore[type-var]
+
+
+def lift_spanned(candidates: list[R], within: list[R], span: TimeSpan, limit: int) -> list[R]:
+    """The candidates with those dated in ``span`` (``within``: the same search kept to the span)
+    lifted, best ``limit`` first (a document in both lists: its better score)."""
+    found = {c.doc_id: c for c in candidates}
+    for c in within:
+        lifted = _lifted(c, f"dated in '{span.words}' ({span.first}..{span.last})")
+        if c.doc_id not in found or found[c.doc_id].score < lifted.score:
+            found[c.doc_id] = lifted
+    return sorted(found.values(), key=lambda c: (-c.score, c.doc_id))[:limit]
+
+
+def lift_newest(candidates: list[R], dates: dict[str, str | None], limit: int) -> list[R]:
+    """The candidates with the newest of the good matches (scoring ``LATEST_SHARE`` of the best or
+    more) by ``dates`` (their own: a file's time says when it was saved, not of when it tells) lifted,
+    best ``limit`` first; the others as they were."""
+    best = max((c.score for c in candidates), default=0.0)
+    good = [c for c in candidates if best > 0 and c.score >= LATEST_SHARE * best and dates.get(c.doc_id)]
+    newest = max((dates[c.doc_id] or "" for c in good), default=None)
+    out = [_lifted(c, f"the newest good match ({newest[:10]})") if newest and c in good and dates[c.doc_id] == newest
+           else c for c in candidates]
+    return sorted(out, key=lambda c: (-c.score, c.doc_id))[:limit]

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from context_harness.search.timewords import resolve, today
+from context_harness.search.timewords import asks_latest, resolve, today
 
 TODAY = dt.date(2026, 12, 8)  # a Tuesday
 D = dt.date
@@ -49,3 +49,10 @@ def test_today_is_ctx_today_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert today() == D(2026, 3, 1)
     monkeypatch.delenv("CTX_TODAY")
     assert today() == dt.date.today()
+
+
+@pytest.mark.parametrize(("query", "asks"), [("What did I finally decide about the fence?", True),
+                                             ("How much is my rent now?", True), ("the latest plan", True),
+                                             ("the fence decision", False), ("I know the rent", False)])
+def test_asking_for_the_latest(query, asks) -> None:
+    assert asks_latest(query) is asks

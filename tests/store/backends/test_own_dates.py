@@ -102,3 +102,21 @@ async def test_last_week_lifts_the_note_of_last_week_over_a_better_match(workspa
             given = await h.search(SearchRequest(query="fence decision last week", mode=mode,
                                                  filters=SearchFilters(since="2026-01-01")))
             assert given.results[0].source_id == "march.md", mode  # the client's date: the words are words
+
+
+async def test_asking_for_the_latest_lifts_the_newest_good_match(workspace: Workspace, backend: str,
+                                                                  url: str | None) -> None:
+    """"now", "finally", "latest": of the notes matching well, the one with the newest own date comes first,
+    above an older one matching better; a file's own time does not count (it says when it was saved)."""
+    fake.register()
+    workspace.write("old.md", "---\ndate: 2026-01-10\n---\n# Rent\n\nThe rent: the landlord keeps the rent at 1,150.\n")
+    workspace.write("new.md", "---\ndate: 2026-06-02\n---\n# Chat\n\nThe landlord raised the rent to 1,240 from July "
+                    "and the heating is finally fixed.\n")
+    workspace.write("undated.md", "# Chat\n\nSomething about rent.\n")  # saved today, no date of its own
+    async with Harness.open(backend_config(workspace, backend, url)) as h:
+        await h.sync()
+        plain = await h.search(SearchRequest(query="rent landlord", mode="keyword"))
+        assert plain.results[0].source_id == "old.md"
+        latest = await h.search(SearchRequest(query="rent landlord now", mode="keyword", explain=True))
+        assert latest.results[0].source_id == "new.md"
+        assert any("newest" in note for note in latest.results[0].explain.notes)
