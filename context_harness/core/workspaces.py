@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,6 +102,15 @@ class WorkspaceSet:
         (``VISIBLE``, set by the HTTP rim from the bearer token: ``admitted``)."""
         names = VISIBLE.get()
         return self.served if names is None else [w for w in self.served if w.name in names]
+
+    @contextmanager
+    def seeing(self, names: frozenset[str] | None) -> Iterator[None]:
+        """Serve what runs in the block with only the workspaces ``names`` visible (None: all)."""
+        reset = VISIBLE.set(names)
+        try:
+            yield
+        finally:
+            VISIBLE.reset(reset)
 
     def admitted(self, token: str | None) -> frozenset[str] | None:
         """The workspaces a request presenting bearer ``token`` may use: those without ``[server]

@@ -155,7 +155,6 @@ class WorkspaceTokens:
         self.own_auth = own_auth  # the console: each workspace's console checks its own token (a cookie session)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from context_harness.core.workspaces import VISIBLE
         from context_harness.server.guards import error_response
 
         path = scope.get("path", "")
@@ -175,8 +174,8 @@ class WorkspaceTokens:
                 scope, receive, send)
             return
         scope[VISIBLE_KEY] = opened
-        VISIBLE.set(opened)
-        await self.app(scope, receive, send)
+        with self.served.seeing(opened):
+            await self.app(scope, receive, send)
 
 
 # -- the console: each workspace's own, and a switcher ---------------------------------------------
@@ -242,17 +241,12 @@ def _opened(ctx: Any) -> frozenset[str] | None:
     return value if isinstance(value, frozenset) else None
 
 
-def _scoped(handler: Any) -> Any:
-    """``handler`` run with ``VISIBLE`` set from its request's ASGI scope (an MCP session's handlers run
-    in the session's task, not the HTTP request's)."""
+def _scoped(handler: Any, served: WorkspaceSet) -> Any:
+    """``handler`` seeing the workspaces its request's token opens (from the request's ASGI scope: an MCP
+    session's handlers run in the session's task, not the HTTP request's)."""
     async def run(ctx: Any, params: Any) -> Any:
-        from context_harness.core.workspaces import VISIBLE
-
-        reset = VISIBLE.set(_opened(ctx))
-        try:
+        with served.seeing(_opened(ctx)):
             return await handler(ctx, params)
-        finally:
-            VISIBLE.reset(reset)
 
     return run
 
@@ -266,7 +260,7 @@ def _scoped_server() -> type:
         def __init__(self, harness: Harness) -> None:
             for name in ("_list_tools", "_call_tool", "_list_prompts", "_get_prompt", "_complete", "_list_resources",
                          "_read_resource"):
-                setattr(self, name, _scoped(getattr(self, name)))
+                setattr(self, name, _scoped(getattr(self, name), cast(WorkspaceSet, harness)))
             super().__init__(harness)
 
     return Scoped
