@@ -45,6 +45,7 @@ from context_harness.models import ChunkOut, DocumentOut, Omitted, SearchRespons
 
 MIN_SNIPPET_CHARS = 80  # a snippet is not cut shorter than this before results are dropped
 CAP_STEP = 16  # snippet caps are tried in steps of this many characters
+CHARS_PER_TOKEN = 4  # where a window's cut is tried first: about this many characters a token
 OPTIONAL = ("explain", "indexing")  # what a search answer without results may leave out too
 LEAN_RESULT: dict[str, Any] = {"version": None, "source_url": None, "heading": None}  # search drops these first
 LEAN_BODY_CHARS = 400  # `get` drops LEAN_FIELDS rather than cut its body shorter than this
@@ -83,6 +84,16 @@ def _most(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
         else:
             hi = mid - 1
     return lo
+
+
+def _most_from(ends: Sequence[int], guess: int, fits: Callable[[int], bool]) -> int | None:
+    """``_most`` over the indexes of ``ends`` (offsets, ascending), tried first at the end near ``guess``
+    and then at ends twice as far each time, so that the sizes measured follow the answer's size, not
+    the window's (a window of a million characters fitted into a thousand tokens)."""
+    lo, hi = 0, bisect_right(ends, guess)
+    while hi < len(ends) and fits(hi):
+        lo, hi = hi, bisect_right(ends, 2 * ends[hi] - (ends[0] if ends else 0))
+    return _most(lo, min(hi, len(ends)) - 1, fits)
 
 
 # -- search --------------------------------------------------------------------------------------
@@ -189,7 +200,7 @@ def fit_document(doc: DocumentOut, max_tokens: int, measure: Measure, chunk: int
 
     lean = not fits(cut(_word_end(body, begin, min(begin + LEAN_BODY_CHARS, len(body)))))
     ends = [p for p in cuts if p > begin]
-    k = _most(0, len(ends) - 1, lambda i: fits(cut(ends[i], lean)))
+    k = _most_from(ends, begin + max_tokens * CHARS_PER_TOKEN, lambda i: fits(cut(ends[i], lean)))
     if k is not None:
         return cut(ends[k], lean)
     stop = ends[0] if ends else len(body)  # not one sentence fits: a word of the first

@@ -4,6 +4,7 @@ and through the real ``Harness`` over a workspace of long documents."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,15 @@ from context_harness.common.text import estimate_tokens, payload_tokens, splits_
 from context_harness.common.validation import parse_get, parse_search
 from context_harness.core.harness import Harness
 from context_harness.errors import BadRequest
-from context_harness.models import ChunkOut, DocumentOut, SearchResponse, SearchResult, TextRange
-from context_harness.search.budget import MIN_SNIPPET_CHARS, answer_tokens, fit_document, fit_search, shorten
+from context_harness.models import ChunkOut, DocumentOut, Omitted, SearchResponse, SearchResult, TextRange
+from context_harness.search.budget import (
+    MIN_SNIPPET_CHARS,
+    answer_tokens,
+    breaks,
+    fit_document,
+    fit_search,
+    shorten,
+)
 from context_harness.tools.render import render_document, render_search
 from support.workspace import config_toml, write_files
 
@@ -158,6 +166,24 @@ def test_get_cuts_the_window_at_a_sentence_and_says_where_to_read_on(budget: int
     assert payload["omitted"] == {"body_chars": len(body) - len(fitted.body)}
     assert all(c.start is not None and c.start < len(fitted.body) for c in fitted.chunks)
     assert len(fitted.chunks) < len(doc.chunks)
+
+
+@pytest.mark.parametrize("budget", [300, 1000, 20_000])
+def test_a_long_window_is_cut_at_the_last_break_that_fits_in_time(budget: int) -> None:
+    from support.workspace import long_markdown
+
+    body = long_markdown(1_000_000)
+    doc = document(body, chunk_size=2000)
+    started = time.perf_counter()
+    fitted = fit_document(doc, budget, GET_MEASURE)
+    assert time.perf_counter() - started < 3.0  # about 0.07 s for 1,000 tokens on a loaded 2-core machine
+    assert tokens(fitted, GET_MEASURE) <= budget and body.startswith(fitted.body)
+    following = next(p for p in breaks(body) if p > len(fitted.body))  # the next break would not fit
+    longer = doc.model_copy(update={
+        "body": body[:following], "chunks": [c for c in doc.chunks if (c.start or 0) < following],
+        "omitted": Omitted(body_chars=len(body) - following), "range": TextRange(start=0, end=following),
+        "next_offset": following, "truncated": True})
+    assert tokens(longer, GET_MEASURE) > budget
 
 
 def test_a_chunks_window_starts_at_the_sentence_the_chunk_begins_in() -> None:
