@@ -96,7 +96,8 @@ class SearchEngine:
         filters = filters_of(request)
         if filters is not None and filters.symbol:
             self._symbol_index()  # a backend without one would ignore the filter
-        when = None if _dated(request) else timewords.resolve(request.query, timewords.today())
+        when = None if _dated(request) else timewords.resolve(request.query, timewords.today(),
+                                                              self.index.languages())
         if when is not None and when[0].strip(' ,.?!"'):  # a query of time words alone keeps them
             request = request.model_copy(update={"query": when[0]})
         newest = when is None and not _dated(request) and timewords.asks_latest(request.query)

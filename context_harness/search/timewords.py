@@ -9,8 +9,11 @@ taken out of the query (they would only match notes that say "week"; a year stay
 2001" too), and documents dated in that span (their own date, else when
 they last changed: ``common/dates.py``) rank higher: ``search/engine.py`` searches that span too and
 lifts what it finds. A query asking for the newest state ("latest", "finally", "now") lifts the
-newest of its good matches by their own dates (``lift_newest``). English only: in other languages the
-query is searched as written.
+newest of its good matches by their own dates (``lift_newest``). English time words are always read;
+German, French and Spanish ones (``gestern``, ``vor zwei Tagen``, ``letzte Woche``, ``im März``; ``hier``,
+``il y a 3 jours``, ``la semaine dernière``, ``en mars``; ``ayer``, ``hace dos días``, ``la semana
+pasada``, ``en marzo``) where the index holds documents in that language; in other languages the query
+is searched as written.
 
 Today is the machine's local date, or ``CTX_TODAY`` (an ISO date) when set, for tests and benchmarks.
 """
@@ -18,9 +21,10 @@ Today is the machine's local date, or ``CTX_TODAY`` (an ISO date) when set, for 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
@@ -86,9 +90,8 @@ def _day(year: int, month: int | None, day: int) -> tuple[dt.date, dt.date] | No
     return found, found
 
 
-def _ago(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
-    count = int(m[1]) if m[1].isdigit() else _NUMBERS[m[1].lower()]
-    unit = m[2].lower().rstrip("s")
+def _back(count: int, unit: str, now: dt.date) -> tuple[dt.date, dt.date]:
+    """The day, calendar week, month or year ``count`` units (``day``, ``week``, ``month``, ``year``) ago."""
     if unit == "day":
         day = now - dt.timedelta(days=count)
         return day, day
@@ -97,6 +100,11 @@ def _ago(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
     if unit == "month":
         return _month_span(*_months_back(now, count))
     return dt.date(now.year - count, 1, 1), dt.date(now.year - count, 12, 31)
+
+
+def _ago(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date] | None:
+    count = int(m[1]) if m[1].isdigit() else _NUMBERS[m[1].lower()]
+    return _back(count, m[2].lower().rstrip("s"), now)
 
 
 def _relative(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date]:
@@ -168,16 +176,107 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
 _YEAR = re.compile(r"\d{4}")
 
 
-def resolve(query: str, now: dt.date) -> tuple[str, TimeSpan] | None:
+@dataclass(frozen=True)
+class _Words:
+    """One language's time words: regex alternatives (lowercase), each unit word -> day/week/month/year."""
+
+    yesterday: str
+    before_yesterday: str
+    today: str
+    ago: str  # the expression around "{n} {unit}": "vor {n} {unit}", "il y a {n} {unit}"
+    numbers: dict[str, int]
+    units: dict[str, str]
+    last: str  # "{unit}" with the words that make it the previous one: "(?:letzte[nr]?) {unit}"
+    this: str
+    month_lead: str  # what says "in" before a month name
+    months: tuple[str, ...]  # January..December, with variants split by "|"
+
+
+_OTHER = {
+    "de": _Words("gestern", "vorgestern", "heute", r"vor {n} {unit}",
+                 {"einem": 1, "einer": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7,
+                  "acht": 8, "neun": 9, "zehn": 10},
+                 {"tag": "day", "tagen": "day", "woche": "week", "wochen": "week", "monat": "month",
+                  "monaten": "month", "jahr": "year", "jahren": "year"},
+                 r"(?:letzte[nmrs]?|vergangene[nmrs]?|vorige[nmrs]?) {unit}", r"(?:diese[nmrs]?) {unit}",
+                 r"(?:im|in|seit)",
+                 ("januar|jänner", "februar", "märz|maerz", "april", "mai", "juni", "juli", "august", "september",
+                  "oktober", "november", "dezember")),
+    "fr": _Words("hier", "avant-hier", "aujourd'hui|aujourd’hui", r"il y a {n} {unit}",
+                 {"un": 1, "une": 1, "deux": 2, "trois": 3, "quatre": 4, "cinq": 5, "six": 6, "sept": 7,
+                  "huit": 8, "neuf": 9, "dix": 10},
+                 {"jour": "day", "jours": "day", "semaine": "week", "semaines": "week", "mois": "month",
+                  "an": "year", "ans": "year", "année": "year", "années": "year"},
+                 r"(?:la |le |l'|l’){unit} (?:derni[eè]re?|pass[ée]e?)", r"(?:cette |ce |cet ){unit}(?:-ci)?",
+                 r"(?:en|au mois de|depuis)",
+                 ("janvier", "février|fevrier", "mars", "avril", "mai", "juin", "juillet", "août|aout", "septembre",
+                  "octobre", "novembre", "décembre|decembre")),
+    "es": _Words("ayer", "anteayer|antier", "hoy", r"hace {n} {unit}",
+                 {"un": 1, "una": 1, "dos": 2, "tres": 3, "cuatro": 4, "cinco": 5, "seis": 6, "siete": 7,
+                  "ocho": 8, "nueve": 9, "diez": 10},
+                 {"día": "day", "días": "day", "dia": "day", "dias": "day", "semana": "week", "semanas": "week",
+                  "mes": "month", "meses": "month", "año": "year", "años": "year"},
+                 r"(?:la |el ){unit} pasad[oa]", r"(?:esta |este ){unit}", r"(?:en|desde)",
+                 ("enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre|setiembre",
+                  "octubre", "noviembre", "diciembre")),
+}
+
+
+def _patterns_of(words: _Words, skip_yesterday: bool) -> list[tuple[re.Pattern[str], Resolver]]:
+    """``words`` as patterns in the order English's are tried."""
+    number = "(" + "|".join([r"\d{1,3}", *sorted(words.numbers, key=len, reverse=True)]) + ")"
+    unit = "(" + "|".join(sorted(words.units, key=len, reverse=True)) + ")"
+    months = [name.split("|") for name in words.months]
+    month = "(" + "|".join(n for names in months for n in names) + ")"
+
+    def count(text: str) -> int:
+        return int(text) if text.isdigit() else words.numbers[text.lower()]
+
+    def month_of(m: re.Match, now: dt.date) -> tuple[dt.date, dt.date]:
+        index = next(i for i, names in enumerate(months, 1) if m[1].lower() in names)
+        year = int(m[2]) if m[2] else (now.year if index <= now.month else now.year - 1)
+        return _month_span(year, index)
+
+    out: list[tuple[re.Pattern[str], Resolver]] = [
+        (re.compile(rf"(?<!\w)(?:{words.before_yesterday})(?!\w)", re.I),
+         lambda m, now: (now - dt.timedelta(days=2),) * 2)]
+    if not skip_yesterday:
+        out.append((re.compile(rf"(?<!\w)(?:{words.yesterday})(?!\w)", re.I),
+                    lambda m, now: (now - dt.timedelta(days=1),) * 2))
+    out += [
+        (re.compile(rf"(?<!\w)(?:{words.today})(?!\w)", re.I), lambda m, now: (now, now)),
+        (re.compile(r"(?<!\w)" + words.ago.format(n=number, unit=unit) + r"(?!\w)", re.I),
+         lambda m, now: _back(count(m[1]), words.units[m[2].lower()], now)),
+        (re.compile(r"(?<!\w)" + words.last.format(unit=unit) + r"(?!\w)", re.I),
+         lambda m, now: _back(1, words.units[m[1].lower()], now)),
+        (re.compile(r"(?<!\w)" + words.this.format(unit=unit) + r"(?!\w)", re.I),
+         lambda m, now: _back(0, words.units[m[1].lower()], now)),
+        (re.compile(rf"(?<!\w){words.month_lead}\s+{month}(?:\s+(?:de\s+)?(\d{{4}}))?(?!\w)", re.I), month_of),
+    ]
+    return out
+
+
+@functools.cache
+def _patterns(languages: frozenset[str]) -> list[tuple[re.Pattern[str], Resolver]]:
+    """English's patterns, then those of the other languages the index holds (French "hier" not when it
+    holds German too: there it means "here")."""
+    out = list(_PATTERNS)
+    for code in sorted(languages & set(_OTHER)):
+        out += _patterns_of(_OTHER[code], skip_yesterday=code == "fr" and "de" in languages)
+    return out
+
+
+def resolve(query: str, now: dt.date, languages: Iterable[str] = ()) -> tuple[str, TimeSpan] | None:
     """(the query without its time words, the span they mean) for the first time expression of the
-    query that means a span not after today; None when it says none."""
-    for pattern, meaning in _PATTERNS:
+    query that means a span not after today; None when it says none. English time words are always
+    read; German, French and Spanish ones where ``languages`` (the index's) has them."""
+    for pattern, meaning in _patterns(frozenset(languages)):
         for m in pattern.finditer(query):
             span = meaning(m, now)
             if span is None or span[0] > now:
                 continue
             words = m[0].strip()
-            last = now if words.lower().startswith("since") else min(span[1], now)
+            last = now if words.lower().startswith(("since", "seit", "depuis", "desde")) else min(span[1], now)
             if _YEAR.search(words):  # a year is a word documents say too ("in 2001"): it stays in the query
                 return query, TimeSpan(span[0], last, words)
             rest = f"{query[:m.start()]} {query[m.end():]}"

@@ -56,3 +56,26 @@ def test_today_is_ctx_today_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
                                              ("the fence decision", False), ("I know the rent", False)])
 def test_asking_for_the_latest(query, asks) -> None:
     assert asks_latest(query) is asks
+
+
+@pytest.mark.parametrize(("query", "languages", "rest", "first", "last"), [
+    ("Was habe ich letzte Woche zum Zaun entschieden?", ["de"], "Was habe ich zum Zaun entschieden?",
+     D(2026, 11, 30), D(2026, 12, 6)),
+    ("Zaun vor zwei Tagen", ["de"], "Zaun", D(2026, 12, 6), D(2026, 12, 6)),
+    ("Zaun im März", ["de", "en"], "Zaun", D(2026, 3, 1), D(2026, 3, 31)),
+    ("Zaun seit Mai", ["de"], "Zaun", D(2026, 5, 1), TODAY),
+    ("la clôture la semaine dernière", ["fr"], "la clôture", D(2026, 11, 30), D(2026, 12, 6)),
+    ("hier, la clôture", ["fr"], "la clôture", D(2026, 12, 7), D(2026, 12, 7)),
+    ("il y a 3 jours", ["fr"], "", D(2026, 12, 5), D(2026, 12, 5)),
+    ("la cerca el mes pasado", ["es"], "la cerca", D(2026, 11, 1), D(2026, 11, 30)),
+    ("en marzo de 2025", ["es"], "en marzo de 2025", D(2025, 3, 1), D(2025, 3, 31)),
+])
+def test_other_languages_where_the_index_holds_them(query, languages, rest, first, last) -> None:
+    found = resolve(query, TODAY, languages)
+    assert found is not None
+    assert (found[0], found[1].first, found[1].last) == (rest, first, last)
+    assert resolve(query, TODAY, ["en"]) is None  # not read where the index holds none of that language
+
+
+def test_french_hier_is_german_here() -> None:
+    assert resolve("hier ist der Zaun", TODAY, ["de", "fr"]) is None

@@ -120,3 +120,19 @@ async def test_asking_for_the_latest_lifts_the_newest_good_match(workspace: Work
         latest = await h.search(SearchRequest(query="rent landlord now", mode="keyword", explain=True))
         assert latest.results[0].source_id == "new.md"
         assert any("newest" in note for note in latest.results[0].explain.notes)
+
+
+async def test_german_time_words_where_the_notes_are_german(workspace: Workspace, backend: str,
+                                                             url: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake.register()
+    monkeypatch.setenv("CTX_TODAY", "2026-12-08")
+    workspace.write("maerz.md", "---\ndate: 2026-03-10\n---\n# Notiz\n\nDie Entscheidung zum Zaun: Zedernholz für "
+                    "den Zaun.\n")
+    workspace.write("woche.md", "---\ndate: 2026-12-02\n---\n# Gespräch\n\nNoch eine Entscheidung zum Zaun: grüne "
+                    "Farbe. Das Wetter war kalt.\n")
+    async with Harness.open(backend_config(workspace, backend, url, language="de")) as h:
+        await h.sync()
+        plain = await h.search(SearchRequest(query="Zaun Entscheidung", mode="keyword"))
+        assert plain.results[0].source_id == "maerz.md"
+        timed = await h.search(SearchRequest(query="Zaun Entscheidung letzte Woche", mode="keyword"))
+        assert timed.results[0].source_id == "woche.md"
