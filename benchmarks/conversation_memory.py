@@ -349,7 +349,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         figures = anyio.run(measure, Path(tmp), sessions, questions, modes)
     print(json.dumps({"benchmark": "conversation_memory", "today": TODAY.isoformat(), "sessions": len(sessions),
-                      "questions": len(questions), **figures}))
+                      "questions": len(questions), **figures, "cores": os.cpu_count()}))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from context_harness.common.dates import date_in_text, own_date
     ({"created": "2026-03-14T09:30:00+01:00"}, None, "x.md", "2026-03-14T08:30:00Z"),
     ({"date": "2026-03-14"}, None, "x.md", "2026-03-14T00:00:00Z"),  # as stored: front matter made JSON-safe
     ({"date": "soon"}, "Session 2026-05-02: fence", "x.md", "2026-05-02T00:00:00Z"),  # not a date: the title's
+    ({"date": "Sat, 14 Mar 2026 10:30:00 +0100"}, "Re: fence", "a.eml", "2026-03-14T09:30:00Z"),  # e-mail
+    ({"date": "not a date, 99"}, "Re: fence", "a.eml", None),
     ({}, "Standup 14 March 2026", "x.md", "2026-03-14T00:00:00Z"),
     ({}, "Retro, March 14th, 2026", "x.md", "2026-03-14T00:00:00Z"),
     ({}, "Plain title", "journal/2026_03_14.md", "2026-03-14T00:00:00Z"),

@@ -1,15 +1,16 @@
 """A document's own date: when the note says it was written, not when its file last changed.
 
-In order: the front matter's ``date`` (or ``created``, ``created_at``), else a date in the title
-(``Session 2026-03-14: ...``, ``14 March 2026``, ``March 14, 2026``), else an ISO date in the file
-name (``2026-03-14-standup.md``, ``2026_03_14.md``). Stored as ``documents.dated`` in the stored
-timestamp form (``common/timestamps``); search filters and the time words of a query
-(``search/timewords.py``) use it,, and ``updated_at`` where a document has none.
+In order: the front matter's ``date`` (or ``created``, ``created_at``; an e-mail's ``Date`` header),
+else a date in the title (``Session 2026-03-14: ...``, ``14 March 2026``, ``March 14, 2026``), else an
+ISO date in the file name (``2026-03-14-standup.md``, ``2026_03_14.md``). Stored as
+``documents.dated`` in the stored timestamp form (``common/timestamps``); search filters and the time
+words of a query (``search/timewords.py``) use it, and ``updated_at`` where a document has none.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import re
 from pathlib import PurePosixPath
 from typing import Any
@@ -65,7 +66,8 @@ def date_in_text(text: str, iso_only: bool = False) -> dt.datetime | None:
 
 
 def _meta_time(value: Any) -> dt.datetime | None:
-    """A front matter value as a UTC datetime: a YAML date or date-time, or an ISO string (as stored)."""
+    """A front matter value as a UTC datetime: a YAML date or date-time, an ISO string (as stored), or an
+    e-mail's ``Date`` header (a message's metadata)."""
     if isinstance(value, dt.datetime):
         return timestamps.as_utc(value)
     if isinstance(value, dt.date):
@@ -74,6 +76,10 @@ def _meta_time(value: Any) -> dt.datetime | None:
         try:
             return timestamps.parse(value)
         except ValueError:
+            pass
+        try:  # an e-mail's Date header ("Tue, 08 Dec 2026 10:00:00 +0100")
+            return timestamps.as_utc(email.utils.parsedate_to_datetime(value))
+        except (TypeError, ValueError, IndexError):
             return None
     return None
 

@@ -136,3 +136,12 @@ async def test_german_time_words_where_the_notes_are_german(workspace: Workspace
         assert plain.results[0].source_id == "maerz.md"
         timed = await h.search(SearchRequest(query="Zaun Entscheidung letzte Woche", mode="keyword"))
         assert timed.results[0].source_id == "woche.md"
+
+
+async def test_a_message_is_dated_by_its_date_header(workspace: Workspace, backend: str, url: str | None) -> None:
+    fake.register()
+    workspace.write("fence.eml", "From: a@example.org\nTo: b@example.org\nSubject: Re: fence\n"
+                    "Date: Sat, 14 Mar 2026 10:30:00 +0100\nMessage-ID: <1@example.org>\n\nThe fence is done.\n")
+    async with Harness.open(backend_config(workspace, backend, url)) as h:
+        await h.sync()
+        assert await dated(h) == {"Re: fence": "2026-03-14T09:30:00Z"}
