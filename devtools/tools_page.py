@@ -93,6 +93,57 @@ def missing(found: list[tuple[str, str, list[Any]]]) -> list[str]:
     return out
 
 
+def result_models() -> dict[str, Any]:
+    """The pydantic model of each tool's result, by tool name: their field descriptions are listed under the
+    published schema, which says structure only (``tools.builtin.schema_of``)."""
+    from context_harness.models import (
+        DocumentOut,
+        NoteResult,
+        RecentResponse,
+        RelatedResponse,
+        SearchResponse,
+        SourcesResponse,
+    )
+    from context_harness.tools.agents import AgentListResponse, AgentRunOut
+
+    notes = dict.fromkeys(("note_write", "note_edit", "note_move", "note_delete", "note_restore"), NoteResult)
+    return {"search": SearchResponse, "get": DocumentOut, "sources": SourcesResponse, "recent": RecentResponse,
+            "related": RelatedResponse, "agent_list": AgentListResponse, "agent_run": AgentRunOut, **notes}
+
+
+def field_notes(model: Any) -> list[str]:
+    """``- `path`: description`` for each described field of ``model``'s result, nested ones by path
+    (``results[].chunk``); a shape used in several places is listed at its first."""
+    schema = model.model_json_schema(mode="serialization")
+    defs = schema.get("$defs", {})
+    seen: set[str] = set()
+    out: list[str] = []
+
+    def objects(node: dict[str, Any], suffix: str) -> list[tuple[dict[str, Any], str]]:
+        if isinstance(node.get("$ref"), str):
+            name = node["$ref"].removeprefix("#/$defs/")
+            if name in seen or name not in defs:
+                return []
+            seen.add(name)
+            return objects(defs[name], suffix)
+        found = [(node, suffix)] if "properties" in node else []
+        for branch in node.get("anyOf", []):
+            found += objects(branch, suffix)
+        if isinstance(node.get("items"), dict):
+            found += objects(node["items"], suffix + "[]")
+        return found
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        for name, prop in node.get("properties", {}).items():
+            if prop.get("description"):
+                out.append(f"- `{path}{name}`: {prop['description']}")
+            for sub, suffix in objects(prop, ""):
+                walk(sub, f"{path}{name}{suffix}.")
+
+    walk(schema, "")
+    return out
+
+
 def schema_block(schema: dict[str, Any] | None) -> list[str]:
     if schema is None:
         return ["None published (the description above says what the result holds).", ""]
@@ -105,13 +156,15 @@ def page() -> str:
 
     found = layers()
     profiles = profile_layers()
+    models = result_models()
     problems = missing(found + profiles)
     if problems:
         raise Undocumented("reference/mcp-tools.md", problems, "the tool's module (description=, the request "
                            "model's Field(description=...))")
     out = ["# MCP tools reference", "", GENERATED_NOTE.format(source="the tool registry (`context_harness/tools/`)"),
            "", "Every tool a server publishes in `tools/list`, with the JSON Schemas of its arguments and of its "
-           "`structuredContent`, exactly as published. The same tools answer over REST (`POST /tools/NAME`) and "
+           "`structuredContent`, exactly as published; a result's schema says its structure only, and what its fields "
+           "mean is listed below it. The same tools answer over REST (`POST /tools/NAME`) and "
            "`ctx tool test`. Besides these, every Lua tool of your config (`[tools.script.NAME]`) and every tool an "
            "installed extension registers is published the same way: `ctx tool list` shows them all.", "",
            "The annotations below are those of a config whose agents are all TOML or Markdown agents: "
@@ -127,6 +180,9 @@ def page() -> str:
             out += schema_block(portable_input(tool.input_schema))
             out += ["Result (`outputSchema`):", ""]
             out += schema_block(portable_output(tool.output_schema))
+            own = not suffix and tool.name in models and tool.output_schema  # a profile's search is another shape
+            notes = field_notes(models[tool.name]) if own else []
+            out += ["What the result's fields mean:", "", *notes, ""] if notes else []
     return "\n".join(out).rstrip() + "\n"
 
 
