@@ -6,6 +6,7 @@ They register in the ``ToolSet`` exactly as Lua tools do; each parses its argume
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -34,6 +35,8 @@ from context_harness.tools.render import render_document, render_recent, render_
 ARGUMENT_NOISE = frozenset({"title"})
 RESULT_NOISE = frozenset({"title", "description", "default"})
 SCHEMA_MAPS = ("properties", "patternProperties", "$defs")  # their keys are names, not keywords
+SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
 SAID_ANYWAY: dict[str, Any] = {"additionalProperties": True, "deprecated": False}  # the keywords' own defaults
 REF_SIBLINGS = frozenset({"$ref", "title", "description", "default"})  # a ``$ref`` with these is still inlined
 
@@ -59,13 +62,9 @@ def enums_untyped(node: Any) -> Any:
     """A result schema whose ``enum``s go without the ``type`` their values already have (``null`` among
     them for a nullable one, instead of an ``anyOf`` branch). Not for arguments: single-type dialects
     (Gemini function declarations) want a ``type`` beside an ``enum``."""
-    if isinstance(node, list):
-        return [enums_untyped(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: ({name: enums_untyped(sub) for name, sub in value.items()}
-                 if key in SCHEMA_MAPS and isinstance(value, dict) else enums_untyped(value))
-           for key, value in node.items()}
+    out = _with_subschemas(node, enums_untyped)
     if isinstance(out.get("enum"), list) and "type" in out:
         del out["type"]
     return out
@@ -93,14 +92,24 @@ def _not_null(schema: CoreSchema) -> CoreSchema:
 
 def without(node: Any, keywords: frozenset[str]) -> Any:
     """``node`` (a schema) without ``keywords`` anywhere in it, nor keywords that state their default
-    (``SAID_ANYWAY``); property names are left alone."""
-    if isinstance(node, list):
-        return [without(item, keywords) for item in node]
+    (``SAID_ANYWAY``); property names and values (an ``enum``'s, a ``default``) are left alone."""
     if not isinstance(node, dict):
         return node
-    return {key: ({name: without(sub, keywords) for name, sub in value.items()}
-                  if key in SCHEMA_MAPS and isinstance(value, dict) else without(value, keywords))
-            for key, value in node.items() if key not in keywords and SAID_ANYWAY.get(key, ...) is not value}
+    return {key: value for key, value in _with_subschemas(node, lambda sub: without(sub, keywords)).items()
+            if key not in keywords and SAID_ANYWAY.get(key, ...) is not value}
+
+
+def _with_subschemas(node: dict[str, Any], change: Callable[[Any], Any]) -> dict[str, Any]:
+    """A copy of the schema ``node`` with ``change`` applied to each of its direct subschemas."""
+    out = dict(node)
+    for key, value in node.items():
+        if key in SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: change(sub) for name, sub in value.items()}
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [change(sub) for sub in value]
+        elif key in SUBSCHEMA_ONE:
+            out[key] = change(value)
+    return out
 
 
 def flat_schema(schema: dict[str, Any], share: bool = False) -> dict[str, Any]:
@@ -163,7 +172,8 @@ def _ref_counts(schema: dict[str, Any]) -> dict[str, int]:
         elif isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                counts[ref.removeprefix("#/$defs/")] = counts.get(ref.removeprefix("#/$defs/"), 0) + 1
+                name = ref.removeprefix("#/$defs/")
+                counts[name] = counts.get(name, 0) + 1
             for value in node.values():
                 walk(value)
 

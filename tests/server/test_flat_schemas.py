@@ -8,7 +8,7 @@ import json
 
 import jsonschema
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from context_harness.models import (
     DocumentOut,
@@ -101,6 +101,16 @@ def test_results_say_structure_only_and_arguments_keep_their_descriptions() -> N
     assert all(node.get("description") for node in arguments["properties"].values())
     assert "title" in SearchResult.model_fields  # a property named title is a name, not the keyword
     assert "title" in schema_of(SearchResponse, "serialization")["properties"]["results"]["items"]["properties"]
+
+
+def test_values_are_left_alone() -> None:
+    class Options(BaseModel):
+        labels: dict[str, str] = Field(default={"title": "kept", "description": "kept"}, description="Labels.")
+        kind: str = Field(default="a", json_schema_extra={"enum": ["title", "default"]}, description="Kind.")
+
+    labels = schema_of(Options)["properties"]["labels"]
+    assert labels["default"] == {"title": "kept", "description": "kept"} and "title" not in labels
+    assert schema_of(Options)["properties"]["kind"]["enum"] == ["title", "default"]
 
 
 def test_recursive_definitions_keep_their_refs() -> None:
