@@ -122,7 +122,7 @@ def session_note(config: Config, event: dict[str, Any], client: str) -> tuple[st
         raise BadRequest(f"the transcript {given} cannot be read ({exc.strerror or type(exc).__name__})") from None
     session_id = _string(event.get("session_id")) or transcript.session_id
     project = project_of(_string(event.get("cwd")) or transcript.cwd)
-    rel = note_path(config.hooks.folder, project, transcript, session_id)
+    rel = note_path(config.hooks.folder, project, transcript, session_id, source.root)
     previous = previous_link(source.root / rel.rsplit("/", 1)[0], source.root / rel)
     return inbox, rel, render(transcript, project, session_id, client, previous)
 

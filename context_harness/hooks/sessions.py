@@ -2,8 +2,9 @@
 alone (no model), dated, tagged, linked to the project's previous session note.
 
 Where: ``[hooks] folder`` / project slug / ``DATE-SESSION.md`` in the inbox source, DATE the day the
-session started (UTC) and SESSION the first characters of the client's session id, so the same
-session written again (pre-compact, then stop after each answer) replaces its one note. The note
+session started (UTC; today while the transcript has no record yet) and SESSION the first characters of
+the client's session id; a session whose note exists keeps its path, so the same session written again
+(pre-compact, then stop after each answer) replaces its one note. The note
 keeps the ``Previous session:`` link it was first written with; a new note links the project's
 latest other note (by name, which starts with the date; the file written last among the day's).
 
@@ -14,6 +15,7 @@ the assistant's last answer) and the files the assistant changed.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -44,11 +46,27 @@ def session_key(session_id: str | None) -> str:
     return slug(session_id or "session")[:SESSION_CHARS] or "session"
 
 
-def note_path(folder: str, project: Project, transcript: Transcript, session_id: str | None) -> str:
-    """The note's path in the inbox: ``FOLDER/PROJECT/DATE-SESSION.md``."""
+def note_path(folder: str, project: Project, transcript: Transcript, session_id: str | None,
+              notes_root: Path) -> str:
+    """The note's path in the inbox: ``FOLDER/PROJECT/DATE-SESSION.md``; the path the session's note
+    already has under ``notes_root`` (the inbox's folder) when there is one."""
+    base = f"{folder.strip('/')}/{project.slug}"
+    key = session_key(session_id)
+    try:
+        existing = sorted(notes_root.joinpath(base).glob(f"*-{key}.md"))
+    except OSError:
+        existing = []
+    if existing:
+        return f"{base}/{existing[0].name}"
+    return f"{base}/{session_day(transcript)}-{key}.md"
+
+
+def session_day(transcript: Transcript) -> str:
+    """The day the session started (UTC, from the transcript's first record), else today."""
     day = (transcript.started or "")[:10]
-    day = day if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else "undated"
-    return f"{folder.strip('/')}/{project.slug}/{day}-{session_key(session_id)}.md"
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
+        return day
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
 
 
 def previous_link(notes_folder: Path, own: Path) -> str | None:
@@ -82,7 +100,7 @@ def decisions(transcript: Transcript) -> list[str]:
 
 
 def title_of(transcript: Transcript, project: Project) -> str:
-    day = (transcript.started or "")[:10] or "undated"
+    day = session_day(transcript)
     first = next((one_line(a, 70) for a in transcript.asks), "")
     return f"Session {day} · {project.name}" + (f" · {first}" if first else "")
 
@@ -91,9 +109,7 @@ def render(transcript: Transcript, project: Project, session_id: str | None, cli
            previous: str | None) -> str:
     """The note's Markdown: front matter (title, date, tags, session), then its sections."""
     title = title_of(transcript, project)
-    day = (transcript.started or "")[:10]
-    meta = [f"title: {json.dumps(title, ensure_ascii=False)}"]
-    meta += [f"date: {day}"] if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else []
+    meta = [f"title: {json.dumps(title, ensure_ascii=False)}", f"date: {session_day(transcript)}"]
     meta += [f"tags: {json.dumps(['session', project.tag])}", f"project: {json.dumps(project.name)}",
              f"session: {json.dumps(session_id or '')}", f"client: {json.dumps(client)}"]
     meta += [f"updated: {json.dumps(transcript.ended)}"] if transcript.ended else []

@@ -12,7 +12,8 @@ Three formats, told apart by their records:
   ``function_call``/``custom_tool_call`` (``apply_patch`` names the files it changes).
 - **Gemini CLI** (JSONL since 0.5x, one JSON object before): a metadata record, then messages
   ``{"id", "timestamp", "type": "user"|"gemini", "content", "toolCalls": [{"name", "args"}]}``, a
-  message written again when it changes (the last one wins).
+  message written again when it changes (the last one wins), and ``{"$set": {"messages": [...]}}``
+  records that set the whole list anew.
 
 Lines that are not JSON or not of these shapes are passed by: a transcript is read as far as it makes
 sense, never refused for a line.
@@ -30,8 +31,11 @@ MAX_BYTES = 64 * 1024 * 1024  # a transcript past this is read from its end
 EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "NotebookEdit": "notebook_path",
               "write_file": "file_path", "replace": "file_path", "edit": "file_path"}  # Claude Code, Gemini CLI
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
-_NOT_ASKED = ("<command-", "<local-command", "<environment_context", "<user_instructions", "Caveat:",
-              "# AGENTS.md", "<system-reminder")
+# What the client put in the user's turn itself: a tagged block (Claude Code's <command-name> and
+# <system-reminder>, Codex's <environment_context>, Gemini CLI's <session_context> and <hook_context>, which
+# holds the digest ``ctx hook session-start`` gave), and instruction files.
+_TAGGED = re.compile(r"\s*<([a-z][a-z_-]*)>.*?</\1>\s*", re.S)
+_NOT_ASKED = re.compile(r"\s*(<[a-z][a-z_-]*>|Caveat:|# AGENTS\.md)")
 
 
 @dataclass
@@ -97,8 +101,11 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _asked(text: str) -> bool:
-    return bool(text) and not text.lstrip().startswith(_NOT_ASKED)
+def asked(text: str) -> str:
+    """The user's own words in a user turn: what follows the tagged blocks the client put first, or ""."""
+    while (block := _TAGGED.match(text)) is not None:
+        text = text[block.end():]
+    return "" if _NOT_ASKED.match(text) else text.strip()
 
 
 def _claude(records: list[dict[str, Any]]) -> Transcript:
@@ -112,8 +119,8 @@ def _claude(records: list[dict[str, Any]]) -> Transcript:
         out.stamp(record.get("timestamp"))
         content = message.get("content")
         if record["type"] == "user":
-            text = _text(content)
-            if not record.get("isMeta") and not record.get("isCompactSummary") and _asked(text):
+            text = asked(_text(content))
+            if text and not record.get("isMeta") and not record.get("isCompactSummary"):
                 out.asks.append(text)
             continue
         text = _text(content)
@@ -142,8 +149,8 @@ def _codex(records: list[dict[str, Any]]) -> Transcript:
         kind = payload.get("type")
         if kind == "message":
             text = _text(payload.get("content"))
-            if payload.get("role") == "user" and _asked(text):
-                out.asks.append(text)
+            if payload.get("role") == "user" and asked(text):
+                out.asks.append(asked(text))
             elif payload.get("role") == "assistant" and text:
                 out.replies.append(text)
         elif kind in ("function_call", "custom_tool_call"):
@@ -160,14 +167,19 @@ def _gemini(records: list[dict[str, Any]]) -> Transcript:
         if "messages" in record or "projectHash" in record or "startTime" in record:
             out.session_id = out.session_id or _string(record.get("sessionId"))
             continue
+        update = record.get("$set")
+        if isinstance(update, dict) and isinstance(update.get("messages"), list):  # the whole list, set anew
+            messages = {str(m.get("id", f"{n}.{i}")): m for i, m in enumerate(update["messages"])
+                        if isinstance(m, dict) and m.get("type") in ("user", "gemini")}
+            continue
         if record.get("type") in ("user", "gemini"):
             messages[str(record.get("id", n))] = record  # written again when it changes: the last wins
     for message in messages.values():
         out.stamp(message.get("timestamp"))
         text = _text(message.get("content"))
         if message["type"] == "user":
-            if _asked(text):
-                out.asks.append(text)
+            if asked(text):
+                out.asks.append(asked(text))
             continue
         if text:
             out.replies.append(text)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,30 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from support.paths import REPO
+from support.client_installs import installed, offline
 
 pytestmark = pytest.mark.slow
-
-
-def installed() -> Path:
-    """tests/claude/install.sh's ``node_modules/.bin``; skips when npm or its registry is unreachable."""
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: cannot install Claude Code (needs npm + network)")
-    done = subprocess.run(["sh", str(REPO / "tests" / "claude" / "install.sh")], capture_output=True, text=True,
-                          timeout=900)
-    if done.returncode != 0:
-        ping = subprocess.run(["npm", "ping"], capture_output=True, text=True, timeout=60)
-        if ping.returncode != 0:
-            pytest.skip(f"Claude Code is not installed and the npm registry is unreachable ({ping.stderr[-300:]})")
-        raise AssertionError(f"tests/claude/install.sh failed:\n{done.stderr[-3000:]}")
-    return Path(done.stdout.strip().splitlines()[-1]) / "node_modules" / ".bin"
-
-
-def offline(command: list[str]) -> list[str]:
-    unshare = shutil.which("unshare")
-    if unshare and subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=30).returncode == 0:
-        return [unshare, "-rn", *command]
-    return command
 
 
 def claude_session(bin_dir: Path, home: Path, cwd: Path, log: Path) -> str:
@@ -60,7 +38,7 @@ def claude_session(bin_dir: Path, home: Path, cwd: Path, log: Path) -> str:
 
 
 def test_claude_code_runs_the_session_start_hook_and_takes_its_context(tmp_path: Path) -> None:
-    bin_dir = installed()
+    bin_dir = installed("claude")
     notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
     for folder in (notes, home, project / ".git"):
         folder.mkdir(parents=True)
@@ -153,7 +131,7 @@ def messages_api() -> Iterator[str]:
 
 def test_a_turn_in_claude_code_leaves_a_session_note_made_from_its_own_transcript(tmp_path: Path,
                                                                                    messages_api: str) -> None:
-    bin_dir = installed()
+    bin_dir = installed("claude")
     notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
     for folder in (notes, home, project / ".git"):
         folder.mkdir(parents=True)

@@ -141,3 +141,27 @@ async def test_the_digest_finds_pinned_notes_by_a_tag_in_any_case_and_script(wor
     context = start_context({"cwd": str(workspace.root)}, settings)
     pinned = context.split("## Pinned notes\n", 1)[1].split("\n\n", 1)[0]
     assert [line.split("**")[1] for line in pinned.splitlines()] == ["Accented pin", "Second pin"]
+
+
+def test_what_the_client_put_before_the_prompt_is_not_what_was_asked(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "session.jsonl",
+                 {"sessionId": "gem-2", "projectHash": "h", "startTime": "2026-12-03T10:00:00Z"},
+                 {"$set": {"messages": [{"id": "s", "timestamp": "2026-12-03T10:00:00Z", "type": "user",
+                                         "content": [{"text": "<session_context>\nworkspace\n</session_context>"}]}]}},
+                 {"id": "u", "timestamp": "2026-12-03T10:00:01Z", "type": "user",
+                  "content": [{"text": "<hook_context># From the knowledge base\n- pinned</hook_context>\n\nhi"}]})
+    assert read_transcript(path).asks == ["hi"]
+
+
+def test_a_session_keeps_the_path_of_its_note_once_written(tmp_path: Path) -> None:
+    from context_harness.hooks.project import project_of
+    from context_harness.hooks.sessions import note_path
+    from context_harness.hooks.transcript import Transcript
+
+    project = project_of(str(tmp_path / "widgetry"))
+    fresh = note_path("sessions", project, Transcript(), "abcd1234-ffff", tmp_path)
+    assert fresh.startswith("sessions/widgetry/20") and fresh.endswith("-abcd1234.md")  # today, until a record
+    (tmp_path / "sessions" / "widgetry").mkdir(parents=True)
+    (tmp_path / "sessions" / "widgetry" / "2026-11-30-abcd1234.md").write_text("x", encoding="utf-8")
+    later = Transcript(started="2026-12-01T00:00:00Z")
+    assert note_path("sessions", project, later, "abcd1234-ffff", tmp_path) == "sessions/widgetry/2026-11-30-abcd1234.md"
