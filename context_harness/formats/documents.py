@@ -193,7 +193,8 @@ def _pdf(raw: bytes, options: ConvertOptions) -> Converted:
         if scanned and options.ocr:
             from context_harness.formats import ocr
 
-            for index, page in ocr.pdf_pages(doc, scanned, _PDFIUM, options.ocr_page_seconds).items():
+            pages_read = ocr.pdf_pages(doc, scanned, _PDFIUM, options.ocr_page_seconds, pdfium_c.FPDF_PAGEOBJ_IMAGE)
+            for index, page in pages_read.items():
                 texts[index] = page.text
                 if page.skipped:
                     skipped[str(index + 1)] = page.skipped

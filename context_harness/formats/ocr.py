@@ -7,8 +7,9 @@ its direction classifier is not used: it turned long upright lines over) ship in
 pinned here when the engine loads (once per process and file state, as ``embedding/bundled.py``
 checks the embedding model): other weights would read other text, so they are refused.
 
-Bounds, per page: a page is rasterised at ``RENDER_SCALE`` (216 dpi) with its longest side capped at
-``MAX_SIDE`` pixels (memory: one 8-bit picture of at most 2600 x 2600, and the detector's input);
+Bounds, per page: a page is rasterised at its scan's own resolution, at least ``RENDER_SCALE`` (216
+dpi), with its longest side capped at ``MAX_SIDE`` pixels (memory: one 8-bit picture of at most 3600 x
+3600; RapidOCR finds the lines on a copy at most 2000 pixels long, then reads them at full size);
 an image file of more than ``MAX_IMAGE_PIXELS`` is refused before it is decoded (``too_large``);
 detection runs whole (about 1-3 s on a page of that size), then recognition in batches of ``BATCH``
 text lines, stopping past the page's time limit (``[formats] ocr_page_seconds``): that page is
@@ -47,10 +48,13 @@ MODEL_SHA256 = {
     "ch_PP-OCRv4_rec_infer.onnx": "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
     "ch_ppocr_mobile_v2.0_cls_infer.onnx": "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
 }
-# PDF points to pixels: 216 dpi, 10-point text about 30 pixels high. At 144 dpi the recogniser (48 pixels
-# high) left out half the spaces between words of 12-point Helvetica; at 216 dpi none.
+# PDF points to pixels, at least: 216 dpi, 10-point text about 30 pixels high. At 144 dpi the recogniser
+# (48 pixels high) left out half the spaces between words of 12-point Helvetica; at 216 dpi none. A page
+# scanned finer is rendered at its scan's own resolution: 8-point Helvetica scanned at 300 dpi read 11 % of
+# its words right at 216 dpi, all of them at 300.
 RENDER_SCALE = 3.0
-MAX_SIDE = 2600  # a rasterised page's longest side, in pixels (an A4 page at 216 dpi: 2526)
+MIN_SIDE = 2600  # a picture smaller than this (longest side, pixels) is scaled up to it, at most MAX_UPSCALE times
+MAX_SIDE = 3600  # a rasterised page's or picture's longest side, in pixels (an A4 page at 300 dpi: 3508)
 MAX_UPSCALE = 2.0  # a small picture is scaled up at most this much
 MAX_IMAGE_PIXELS = 40_000_000  # an image file larger than this is not decoded (too_large)
 MAX_FRAMES = 1000  # pages of a multi-page TIFF read
@@ -226,16 +230,34 @@ def _layout(lines: list[tuple[Any, str]]) -> str:
 
 # -- PDF pages and image files ------------------------------------------------------------------------
 
-def render_page(page: Any) -> Any:
-    """A PDF page (pypdfium2) as an 8-bit gray picture, at ``RENDER_SCALE`` with the longest side at most
-    ``MAX_SIDE`` pixels."""
+def render_page(page: Any, image_type: int = 3) -> Any:
+    """A PDF page (pypdfium2) as an 8-bit gray picture: at the resolution of the finest picture on it, at
+    least ``RENDER_SCALE``, with the longest side at most ``MAX_SIDE`` pixels."""
     width, height = page.get_size()
-    scale = min(RENDER_SCALE, MAX_SIDE / max(width, height, 1))
+    scale = min(max(RENDER_SCALE, _scan_scale(page, image_type)), MAX_SIDE / max(width, height, 1))
     bitmap = page.render(scale=scale, grayscale=True)
     try:
         return bitmap.to_numpy().copy()
     finally:
         bitmap.close()
+
+
+def _scan_scale(page: Any, image_type: int) -> float:
+    """Pixels per point of the finest picture on the page (a scan's own resolution), 0 when none says."""
+    import itertools
+
+    finest = 0.0
+    for obj in itertools.islice(page.get_objects(), 10_000):
+        if obj.type != image_type:
+            continue
+        try:
+            pixels = obj.get_px_size()[0]
+            left, _, right, _ = obj.get_bounds()
+        except Exception:  # a picture PDFium cannot measure: the page's own scale stands
+            continue
+        if right - left > 1:
+            finest = max(finest, pixels / (right - left))
+    return finest
 
 
 @dataclass
@@ -263,7 +285,7 @@ def _document() -> str:
     return (current[1] if current else None) or "a document"
 
 
-def pdf_pages(doc: Any, indexes: list[int], lock: Any, seconds: float) -> dict[int, PageText]:
+def pdf_pages(doc: Any, indexes: list[int], lock: Any, seconds: float, image_type: int = 3) -> dict[int, PageText]:
     """Recognise the pages ``indexes`` (0-based) of an open pypdfium2 document, one at a time: each is
     rasterised holding ``lock`` (PDFium is not thread-safe), recognised without it."""
     done = {}
@@ -271,7 +293,7 @@ def pdf_pages(doc: Any, indexes: list[int], lock: Any, seconds: float) -> dict[i
         with lock:
             page = doc[index]
             try:
-                image = render_page(page)
+                image = render_page(page, image_type)
             finally:
                 page.close()
         done[index] = page_text(image, count, len(indexes), seconds)
@@ -315,10 +337,10 @@ def image_pages(raw: bytes, seconds: float) -> tuple[list[str], dict[str, str], 
 
 
 def _gray(frame: Any) -> Any:
-    """One frame as an 8-bit gray picture whose longest side is ``MAX_SIDE`` (scaled up at most
-    ``MAX_UPSCALE`` times: a page scanned at 200 dpi is read as a PDF page is, at about 216 dpi; as
-    scanned, the recogniser left out a third of the spaces of a JPEG's 12-point Helvetica);
-    ``PageSkipped("too_large")`` past ``MAX_IMAGE_PIXELS``, before it is decoded."""
+    """One frame as an 8-bit gray picture whose longest side is between ``MIN_SIDE`` and ``MAX_SIDE``
+    (scaled up at most ``MAX_UPSCALE`` times: an A4 page scanned at 200 dpi is read as a PDF page is, at
+    about 216 dpi; as scanned, the recogniser left out a third of the spaces of a JPEG's 12-point
+    Helvetica); ``PageSkipped("too_large")`` past ``MAX_IMAGE_PIXELS``, before it is decoded."""
     import numpy as np
     from PIL import Image
 
@@ -326,7 +348,9 @@ def _gray(frame: Any) -> Any:
     if width * height > MAX_IMAGE_PIXELS:
         raise PageSkipped("too_large")
     gray = frame.convert("L")
-    scale = min(MAX_SIDE / max(width, height, 1), MAX_UPSCALE)
+    longest = max(width, height, 1)
+    scale = min(max(longest, MIN_SIDE), MAX_SIDE) / longest
+    scale = min(scale, MAX_UPSCALE)
     if abs(scale - 1) > 0.02:
         gray = gray.resize((max(1, round(width * scale)), max(1, round(height * scale))), Image.Resampling.LANCZOS)
     return np.asarray(gray).copy()

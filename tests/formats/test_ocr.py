@@ -30,8 +30,8 @@ LIGHTHOUSE = [("Helvetica", 12, "A page with a real text layer about the lightho
 ON = ConvertOptions(ocr=True)
 
 
-def scan(lines: list[tuple[str, int, str]] = HARBOUR, **noise: Any) -> bytes:
-    return scanned_pdf(page_pictures(text_pdf([lines]), **noise))
+def scan(lines: list[tuple[str, int, str]] = HARBOUR, dpi: int = 200, **noise: Any) -> bytes:
+    return scanned_pdf(page_pictures(text_pdf([lines]), dpi, **noise), dpi)
 
 
 def words(text: str) -> list[str]:
@@ -91,6 +91,18 @@ def test_a_page_is_rasterised_within_the_pixel_bound() -> None:
                                                  round(210 / 25.4 * 72 * ocr.RENDER_SCALE))
     finally:
         doc.close()
+    # A scan is rendered at its own resolution (at least 216 dpi): small print scanned at 300 dpi keeps it.
+    for dpi, side in ((150, 2526), (200, 2526), (300, 3508)):
+        scanned = pdfium.PdfDocument(scan(dpi=dpi))
+        try:
+            assert abs(max(ocr.render_page(scanned[0]).shape) - side) <= 2
+        finally:
+            scanned.close()
+
+
+def test_small_print_scanned_finely_is_read() -> None:
+    small = [("Helvetica", 8, "Small print: the lease of the boathouse ends in March unless the club renews it.")]
+    assert "lease of the boathouse ends in March" in " ".join(convert(scan(small, dpi=300), PDF, ON).text.split())
 
 
 def test_an_image_file_past_the_pixel_bound_is_too_large() -> None:
