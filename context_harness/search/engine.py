@@ -38,6 +38,7 @@ from context_harness.search.helper_thread import HelperThreadJob
 from context_harness.search.rerank import make_reranker, rerank
 from context_harness.search.snippets import Snippet, make_snippet, salient
 from context_harness.search.symbols import definition_chunk, symbol_names, with_inline_symbol
+from context_harness.search.timewords import TimeSpan
 from context_harness.search.title_match import lift_titled
 from context_harness.store.backend import DocumentStorage, GraphKeeping, KeywordRanking
 from context_harness.store.chunk_scores import SECOND_BONUS, SECOND_FLOOR
@@ -96,8 +97,7 @@ class SearchEngine:
         filters = filters_of(request)
         if filters is not None and filters.symbol:
             self._symbol_index()  # a backend without one would ignore the filter
-        when = None if _dated(request) else timewords.resolve(request.query, timewords.today(),
-                                                              self.index.languages())
+        when = self._time_span(request, filters)
         if when is not None and when[0].strip(' ,.?!"'):  # a query of time words alone keeps them
             request = request.model_copy(update={"query": when[0]})
         newest = when is None and not _dated(request) and timewords.asks_latest(request.query)
@@ -123,6 +123,20 @@ class SearchEngine:
         if request.explain:
             response.explain = self._coverage(mode)
         return response
+
+    def _time_span(self, request: SearchRequest, filters: KeywordFilters | None) -> tuple[str, TimeSpan] | None:
+        """(the query without its time words, the span they mean: ``timewords.py``), None without any or
+        when the request gives a date; for an event ("before my trip to Japan"), the days next to the own
+        date of the document that best matches its words."""
+        if _dated(request):
+            return None
+        when = timewords.resolve(request.query, timewords.today(), self.index.languages())
+        event = timewords.event_words(request.query) if when is None else None
+        if event is None:
+            return when
+        hits = self.index.search(event.words, filters, 1)
+        row = self.store.summaries([hits[0].doc_id]).get(hits[0].doc_id) if hits else None
+        return (event.rest, event.span(row.dated)) if row is not None and row.dated else None
 
     def _ranked(self, request: SearchRequest, mode: str, filters: KeywordFilters | None,
                 limit: int) -> tuple[list[_Candidate], _Prepared | None, int]:

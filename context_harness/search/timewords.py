@@ -6,14 +6,17 @@ query against today: ``yesterday``, ``N days/weeks/months ago``, ``last``/``this
 ``March 2025``: the last March not after this month when no year is said), a year (``in 2025``) and
 a day (``on March 14``, ``14 March 2026``, ``2026-03-14``); ``since`` reaches to today. The words are
 taken out of the query (they would only match notes that say "week"; a year stays: papers say "in
-2001" too), and documents dated in that span (their own date, else when
-they last changed: ``common/dates.py``) rank higher: ``search/engine.py`` searches that span too and
-lifts what it finds. A query asking for the newest state ("latest", "finally", "now") lifts the
-newest of its good matches by their own dates (``lift_newest``). English time words are always read;
-German, French and Spanish ones (``gestern``, ``vor zwei Tagen``, ``letzte Woche``, ``im März``; ``hier``,
-``il y a 3 jours``, ``la semaine dernière``, ``en mars``; ``ayer``, ``hace dos días``, ``la semana
-pasada``, ``en marzo``) where the index holds documents in that language; in other languages the query
-is searched as written.
+2001" too), and documents dated in that span (their own date, else when they last changed:
+``common/dates.py``) rank higher: ``search/engine.py`` searches that span too and lifts what it finds.
+
+A query asking for the newest state ("latest", "finally", "now") lifts the newest of its good
+matches by their own dates (``lift_newest``); "before my trip to Japan" means the ``EVENT_DAYS``
+before the own date of the document best matching "trip to Japan" (``event_words``).
+
+English time words are always read; German, French and Spanish ones (``gestern``, ``vor zwei Tagen``,
+``letzte Woche``, ``im März``; ``hier``, ``il y a 3 jours``, ``la semaine dernière``, ``en mars``;
+``ayer``, ``hace dos días``, ``la semana pasada``, ``en marzo``) where the index holds documents in
+that language; in other languages the query is searched as written.
 
 Today is the machine's local date, or ``CTX_TODAY`` (an ISO date) when set, for tests and benchmarks.
 """
@@ -34,6 +37,7 @@ TODAY_ENV = "CTX_TODAY"
 TIME_BOOST = 1.0  # a document dated in the span of a query's time words, or the newest match: score x (1 + this)
 LATEST_POOL = 50  # the matches a query asking for the latest looks at for the newest
 LATEST_SHARE = 0.5  # ...of those scoring at least this share of the best
+EVENT_DAYS = 30  # "before my trip": the days before the own date of the note telling of the trip
 RECENT_DAYS = 30  # what "recently" and "lately" span
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
@@ -283,6 +287,38 @@ def resolve(query: str, now: dt.date, languages: Iterable[str] = ()) -> tuple[st
             rest = re.sub(r"\s+([,.?!])", r"\1", " ".join(rest.split())).strip(" ,")
             return rest, TimeSpan(span[0], last, words)
     return None
+
+
+_EVENT = re.compile(r"\b(?:(?:just|right|shortly|soon)\s+)?(before|after)\s+(?:my|our)\s+([^?.!,;:]{3,80})", re.I)
+
+
+_EITHER = re.compile(r"\b(?:before or after|after or before)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event a query dates itself by ("just before my trip to Japan"): the query without it, whether
+    before or after, and the event's words, to find the document telling of it."""
+
+    rest: str
+    after: bool
+    words: str
+
+    def span(self, dated: str) -> TimeSpan:
+        """The ``EVENT_DAYS`` before (or after) the event's document's own date ``dated``."""
+        day = dt.date.fromisoformat(dated[:10])
+        one, reach = dt.timedelta(days=1), dt.timedelta(days=EVENT_DAYS)
+        first, last = (day + one, day + reach) if self.after else (day - reach, day - one)
+        return TimeSpan(first, last, f"{'after' if self.after else 'before'} {self.words} ({day})")
+
+
+def event_words(query: str) -> Event | None:
+    """The event of "before my trip to Japan", "after our move" (English, "my"/"our": what the user lived)."""
+    m = _EVENT.search(query)
+    if m is None or not m[2].strip() or _EITHER.search(query):  # "before or after my trip": a comparison
+        return None
+    rest = re.sub(r"\s+([,.?!])", r"\1", " ".join(f"{query[:m.start()]} {query[m.end():]}".split())).strip(" ,")
+    return Event(rest or query, m[1].lower() == "after", m[2].strip())
 
 
 _LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|finally|in the end|currently|nowadays|these days|"

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from context_harness.search.timewords import asks_latest, resolve, today
+from context_harness.search.timewords import asks_latest, event_words, resolve, today
 
 TODAY = dt.date(2026, 12, 8)  # a Tuesday
 D = dt.date
@@ -79,3 +79,15 @@ def test_other_languages_where_the_index_holds_them(query, languages, rest, firs
 
 def test_french_hier_is_german_here() -> None:
     assert resolve("hier ist der Zaun", TODAY, ["de", "fr"]) is None
+
+
+def test_an_event_dates_the_question() -> None:
+    event = event_words("What did I decide about the fence just before my trip to Japan?")
+    assert event is not None and (event.rest, event.after, event.words) == (
+        "What did I decide about the fence?", False, "trip to Japan")
+    span = event.span("2026-08-14T00:00:00Z")
+    assert (span.first, span.last) == (D(2026, 7, 15), D(2026, 8, 13))
+    after = event_words("the garden after our move")
+    assert after is not None and after.after and after.span("2026-03-01").first == D(2026, 3, 2)
+    assert event_words("Was the concert before or after my trip?") is None  # a comparison, not a time
+    assert event_words("what to check before deploying") is None  # no "my"/"our": not an event the user lived

@@ -145,3 +145,19 @@ async def test_a_message_is_dated_by_its_date_header(workspace: Workspace, backe
     async with Harness.open(backend_config(workspace, backend, url)) as h:
         await h.sync()
         assert await dated(h) == {"Re: fence": "2026-03-14T09:30:00Z"}
+
+
+async def test_before_my_trip_means_the_days_before_the_note_of_the_trip(workspace: Workspace, backend: str,
+                                                                          url: str | None) -> None:
+    fake.register()
+    workspace.write("trip.md", "---\ndate: 2026-08-14\n---\n# Japan\n\nBooked the flights for the trip to Japan.\n")
+    workspace.write("july.md", "---\ndate: 2026-08-01\n---\n# Chat\n\nFence: we will paint it. The weather was "
+                    "hot all day.\n")
+    workspace.write("march.md", "---\ndate: 2026-03-10\n---\n# Notes\n\nThe fence decision: cedar for the fence.\n")
+    async with Harness.open(backend_config(workspace, backend, url)) as h:
+        await h.sync()
+        assert (await h.search(SearchRequest(query="fence", mode="keyword"))).results[0].source_id == "march.md"
+        found = await h.search(SearchRequest(query="fence just before my trip to Japan", mode="keyword",
+                                             explain=True))
+        assert found.results[0].source_id == "july.md"
+        assert any("before trip to Japan (2026-08-14)" in note for note in found.results[0].explain.notes)
