@@ -199,8 +199,9 @@ embed.command("rebuild", help="Forget every vector and embed all chunks with the
               help="Search mode (default: [retrieval] default_mode).")
 @click.option("--source", default=None, help="Only this source label (filesystem:docs) or type (filesystem).")
 @click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable: any of them).")
-@click.option("--since", default=None, help="Only documents updated at or after this ISO 8601 date.")
-@click.option("--until", default=None, help="Only documents updated at or before this ISO 8601 date "
+@click.option("--since", default=None, help="Only documents dated (their own date, else last update) at or "
+              "after this ISO 8601 date; with --since or --until, time words in the query are only words.")
+@click.option("--until", default=None, help="Only documents dated at or before this ISO 8601 date "
               "(a bare date includes that whole day).")
 @click.option("--symbol", default=None, help="Only code defining this symbol: a path or its end, e.g. Harness.open "
               "(same as symbol:NAME in the query).")
