@@ -249,9 +249,9 @@ def search_lines(response: dict[str, Any]) -> list[str]:
             lines.append(f"   {r['snippet']}")
         if r.get("explain"):
             lines.append(f"   explain: {explain_line(r['explain'])}")
-    cover = response.get("explain")
     if left_out and response["results"]:
         lines.append(f"({left_out} more left out to fit --max-tokens)")
+    cover = response.get("explain")
     if cover is not None:
         share = f" ({100 * cover['embedded_chunks'] / cover['chunks']:.0f} %)" if cover["chunks"] else ""
         by = f" by {cover['embedder']}" if cover.get("embedder") else ""  # during a model switch, the stored vectors'
@@ -281,9 +281,9 @@ def explain_line(explain: dict[str, Any]) -> str:
 @click.option("--max-chars", "max_chars", type=int, default=None,
               help="At most this many characters (default: for --chunk the section's cap, else [server] "
               "get_max_chars; 0: the whole section or document, up to 1,000,000 characters).")
-@click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @click.option("--max-tokens", "max_tokens", type=int, default=None, help="Fit the whole answer in this many "
               "estimated tokens (300-1,000,000): the window is cut at a sentence; read on with --offset.")
+@click.option("--json", "as_json", is_flag=True, help="Print the same JSON payload MCP and REST return.")
 @config_option
 @click.pass_context
 def get(ctx: click.Context, doc_id: str, chunk: int | None, offset: int | None, max_chars: int | None,
