@@ -77,7 +77,10 @@ ANSWER = "We'll keep the quokka cache at 512 entries. Done."
 
 
 class Messages(BaseHTTPRequestHandler):
-    """The Messages API as far as ``claude -p`` asks it: every POST answers ``ANSWER`` (streamed when asked)."""
+    """The Messages API as far as ``claude -p`` asks it: every POST answers ``ANSWER`` (streamed when asked);
+    the request bodies are kept."""
+
+    bodies: list[str] = []
 
     def log_message(self, *args: object) -> None:
         pass
@@ -87,7 +90,9 @@ class Messages(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        raw = self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}"
+        self.bodies.append(raw.decode("utf-8", "replace"))
+        body = json.loads(raw)
         message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model", "m"),
                    "content": [], "stop_reason": None, "stop_sequence": None,
                    "usage": {"input_tokens": 5, "output_tokens": 1}}
@@ -119,6 +124,7 @@ class Messages(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def messages_api() -> Iterator[str]:
+    Messages.bodies = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Messages)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -135,6 +141,8 @@ def test_a_turn_in_claude_code_leaves_a_session_note_made_from_its_own_transcrip
     notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
     for folder in (notes, home, project / ".git"):
         folder.mkdir(parents=True)
+    (notes / "conventions.md").write_text("---\ntags: [pinned]\n---\n# House conventions\n\nAlways lint.\n",
+                                          encoding="utf-8")
     config = tmp_path / "ctx.toml"
     config.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
                       '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n'
@@ -151,6 +159,7 @@ def test_a_turn_in_claude_code_leaves_a_session_note_made_from_its_own_transcrip
     done = subprocess.run([str(bin_dir / "claude"), "-p", "Cache the quokka lookups please"], cwd=project,
                           env=claude_env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and ANSWER in done.stdout, done.stdout + done.stderr
+    assert any("House conventions" in body for body in Messages.bodies)  # the digest reached the model
     (written,) = (notes / "sessions" / "widgetry").glob("*.md")
     text = written.read_text(encoding="utf-8")
     assert "- Cache the quokka lookups please" in text  # asked, as Claude Code recorded it

@@ -27,13 +27,15 @@ ANSWER = "We'll rename quux to quokka everywhere."
 
 
 class GenerateContent(BaseHTTPRequestHandler):
-    """The Gemini API as far as ``gemini -p -m MODEL`` asks it: every call answers ``ANSWER``."""
+    """The Gemini API as far as ``gemini -p -m MODEL`` asks it: every call answers ``ANSWER``; bodies are kept."""
+
+    bodies: list[str] = []
 
     def log_message(self, *args: object) -> None:
         pass
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.bodies.append(self.rfile.read(int(self.headers.get("content-length", 0))).decode("utf-8", "replace"))
         reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": ANSWER}]}, "finishReason": "STOP",
                                  "index": 0}],
                  "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 5, "totalTokenCount": 10}}
@@ -53,6 +55,7 @@ class GenerateContent(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def gemini_api() -> Iterator[str]:
+    GenerateContent.bodies = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), GenerateContent)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -92,6 +95,8 @@ def test_gemini_cli_runs_the_three_hooks_and_the_note_holds_the_prompt(tmp_path:
                           cwd=project, env=gemini_env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     log = done.stdout + done.stderr
+    assert ANSWER in done.stdout, log[-3000:]
+    assert any("House conventions" in body for body in GenerateContent.bodies)  # the digest reached the model
     assert "Hook registry initialized with 3 hook entries" in log, log[-3000:]
     for event in ("SessionStart", "PreCompress", "SessionEnd"):
         assert f"Hook execution for {event}: 1 hooks executed successfully" in log, (event, log[-3000:])
