@@ -66,8 +66,19 @@ def install(ctx: click.Context, client: str, scope: str, print_only: bool, confi
     if backup is not None:
         click.echo(f"backup of the previous file: {backup}")
     click.echo(f"wrote {path}; the hooks run from {chosen.title}'s next session")
+    _say_without_inbox(ctx, config_path, root)
     if client == "codex":
         click.echo("Codex runs these hooks once you have reviewed and trusted them: type /hooks in Codex")
+
+
+def _say_without_inbox(ctx: click.Context, config_path: str | None, root: str | None) -> None:
+    """A warning when the config names no ``[hooks] inbox``: session notes are then not written."""
+    from context_harness.cli.support import load_config
+
+    config = load_config(ctx)
+    if config is not None and config.hooks.inbox is None:
+        click.echo('warning: [hooks] inbox is not set, so pre-compact and stop write no session notes; name a '
+                   'writable folder source, e.g. inbox = "filesystem:notes" (docs/how-to/hooks.md)', err=True)
 
 
 def _never_fail(name: str, body: Callable[[], None]) -> None:

@@ -67,6 +67,7 @@ def test_claude_code_user_settings_get_the_three_hooks_once(home: Path, kb: Path
         entry = next(h for g in hooks[event] for h in g["hooks"] if h["command"] == command)
         assert entry == {"type": "command", "command": command, "timeout": timeout}
     assert len(list(settings.parent.glob("settings.json.bak-*"))) == 1
+    assert "warning: [hooks] inbox is not set" in done.stderr  # this config has none
     again = ctx(home, tmp_path / "work", "hook", "install", "claude-code", "--config", str(kb))
     assert again.returncode == 0 and "already has these hooks; nothing changed" in again.stdout
     assert json.loads(settings.read_text(encoding="utf-8")) == data
