@@ -242,6 +242,29 @@ async def test_links_are_stored_resolved_and_backlinked(harness: Harness, worksp
         await harness.related(RelatedRequest(id=linker))
 
 
+async def test_mail_replies_link_across_eml_files(harness: Harness, workspace: Workspace) -> None:
+    import datetime as dt
+
+    from context_harness.models import RelatedRequest
+    from support.office_files import message
+
+    when = dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
+    first = message("Boat launch", "Ann <ann@example.org>", "crew@example.org", "The boat launches at noon.",
+                    when=when, message_id="<launch@example.org>")
+    reply = message("Re: Boat launch", "Bob <bob@example.org>", "Ann <ann@example.org>", "I will bring rope.",
+                    when=when + dt.timedelta(hours=1), message_id="<reply@example.org>",
+                    in_reply_to="<launch@example.org>")
+    (workspace.docs / "launch.eml").write_bytes(first.as_bytes())
+    (workspace.docs / "reply.eml").write_bytes(reply.as_bytes())
+    await harness.sync()
+    parent, child = doc_id_of("launch.eml"), doc_id_of("reply.eml")
+    assert [i.id for i in (await harness.related(RelatedRequest(id=child))).links_to] == [parent]
+    assert [i.id for i in (await harness.related(RelatedRequest(id=parent))).linked_from] == [child]
+    (workspace.docs / "launch.eml").unlink()
+    await harness.sync()
+    assert (await harness.related(RelatedRequest(id=child))).links_to == []
+
+
 async def test_a_wikilink_follows_a_retitled_note(harness: Harness, workspace: Workspace) -> None:
     """The names a note is called by are its path and its title as stored now: after a new title the
     old one names nothing, and the new one resolves."""
