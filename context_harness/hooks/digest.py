@@ -34,9 +34,13 @@ _FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
 _HEAD_LINE = re.compile(r"^(#\s.*|Tags:.*|Previous session:.*|Working folder:.*)$", re.M)
 
 
+CLOSING = "\n({count} more item{s} left out for the token budget: use the `search` tool for more)"
+RESERVED = estimate_tokens(CLOSING.format(count=99_999, s="s")) + 1  # kept for saying what was left out
+
+
 @dataclass
 class Digest:
-    """Lines under a token budget; ``left_out`` counts the items that did not fit."""
+    """Lines under a token budget, with room kept for the closing line that counts what did not fit."""
 
     budget: int
     lines: list[str] = field(default_factory=list)
@@ -45,7 +49,7 @@ class Digest:
 
     def add(self, line: str) -> bool:
         cost = estimate_tokens(line) + 1  # the line break
-        if self.used + cost > self.budget:
+        if self.used + cost > self.budget - RESERVED:
             self.left_out += 1
             return False
         self.lines.append(line)
@@ -56,23 +60,15 @@ class Digest:
         """``heading`` and as many of ``items`` as fit (the heading only when one does)."""
         if not items:
             return
-        first = f"\n## {heading}\n{items[0]}"
-        if not self.add(first):
+        if not self.add(f"\n## {heading}\n{items[0]}"):
             self.left_out += len(items) - 1
             return
         for item in items[1:]:
             self.add(item)
 
     def text(self) -> str:
-        if not self.lines:
-            return ""
-        closing = (f"\n({self.left_out} more item{'s' if self.left_out != 1 else ''} left out for the token "
-                   "budget: use the `search` tool for more)") if self.left_out else ""
-        if closing and self.used + estimate_tokens(closing) > self.budget and len(self.lines) > 1:
-            self.lines.pop()  # room for saying so
-            self.left_out += 1
-            closing = closing.replace(f"({self.left_out - 1} more", f"({self.left_out} more", 1)
-        return "\n".join(self.lines) + closing
+        closing = CLOSING.format(count=self.left_out, s="s" if self.left_out != 1 else "") if self.left_out else ""
+        return "\n".join(self.lines) + closing if self.lines else ""
 
 
 def excerpt(body: str | None, chars: int = EXCERPT_CHARS) -> str:
@@ -129,8 +125,9 @@ def _sessions(documents: DocumentStorage, settings: HookSettings, project: Proje
 
 def _relevant(documents: DocumentStorage, keyword: KeywordRanking, project: Project, shown: set[str]) -> list[str]:
     words = project.words()
-    hits = [h.doc_id for h in keyword.search(words, None, RELEVANT_SHOWN + len(shown)) if h.doc_id not in shown] \
-        if words else []
+    if not words:
+        return []
+    hits = [h.doc_id for h in keyword.search(words, None, RELEVANT_SHOWN + len(shown)) if h.doc_id not in shown]
     rows = documents.summaries(hits[:RELEVANT_SHOWN])
     items = []
     for doc_id in hits[:RELEVANT_SHOWN]:
