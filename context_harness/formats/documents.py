@@ -31,7 +31,8 @@ from typing import Any
 from context_harness.config.install import InstallHint
 from context_harness.errors import HarnessError
 
-CONVERTER_VERSION = 2  # part of a converted document's content hash: a better converter re-converts
+CONVERTER_VERSION = 3  # part of a converted document's content hash: a better converter re-converts (3: scans
+# are told apart as needs_ocr, and read with [formats] ocr; .eml files link to the message they answer)
 EXTRA_HINT = InstallHint("documents")  # the command for this install (a checkout, a git URL, uv, pipx)
 
 
