@@ -196,6 +196,14 @@ class Router:
 
     def __init__(self, workspaces: Workspaces) -> None:
         self.set = workspaces
+        # While serving, the tools by the workspaces a request sees; a workspace's change of tools or
+        # agents clears it (``changed``). Building them costs ~1.2 ms with 3 workspaces, 4x a search.
+        self.caching = False
+        self._cache: dict[tuple[str, ...], dict[str, Tool]] = {}
+
+    def changed(self, kind: str) -> None:
+        """A workspace's tools, prompts or resources changed: build the tools again on next use."""
+        self._cache.clear()
 
     def tools(self) -> list[Tool]:
         return list(self._tools().values())
@@ -211,6 +219,15 @@ class Router:
         return ToolResult(tool, await tool.call(arguments))
 
     def _tools(self) -> dict[str, Tool]:
+        key = tuple(w.name for w in self.set.visible())
+        cached = self._cache.get(key) if self.caching else None
+        if cached is None:
+            cached = self._build()
+            if self.caching:
+                self._cache[key] = cached
+        return cached
+
+    def _build(self) -> dict[str, Tool]:
         out: dict[str, Tool] = {"workspaces": self._workspaces_tool()}
         for name in ROUTED:
             base = self._base(name)

@@ -90,6 +90,9 @@ class WorkspaceSet:
         async with AsyncExitStack() as stack:
             for workspace in self.served:
                 await stack.enter_async_context(workspace.harness.serving(reload_interval))
+            stack.callback(self.subscribe(self.router.changed))  # a reload rebuilds the tools
+            self.router.caching = True
+            stack.callback(setattr, self.router, "caching", False)
             yield
 
     @property
