@@ -165,3 +165,24 @@ def test_a_session_keeps_the_path_of_its_note_once_written(tmp_path: Path) -> No
     (tmp_path / "sessions" / "widgetry" / "2026-11-30-abcd1234.md").write_text("x", encoding="utf-8")
     later = Transcript(started="2026-12-01T00:00:00Z")
     assert note_path("sessions", project, later, "abcd1234-ffff", tmp_path) == "sessions/widgetry/2026-11-30-abcd1234.md"
+
+
+@pytest.mark.anyio
+async def test_session_start_imports_no_pydantic_config_or_model(workspace: Workspace) -> None:
+    """What keeps it fast (benchmarks/hooks.py): a plain config is read without the validated ``Config``."""
+    import subprocess
+    import sys
+
+    from context_harness.core.harness import Harness
+
+    workspace.write("a.md", "---\ntags: [pinned]\n---\n# Pinned\n\nOn top.\n")
+    async with Harness.open(workspace.config()) as harness:
+        await harness.sync()
+    watched = ("pydantic", "context_harness.config", "onnxruntime", "context_harness.embedding.bundled")
+    probe = ("import sys, atexit\nfrom context_harness.cli import main\n"
+             f"atexit.register(lambda: print('LOADED', [m for m in {watched!r} if m in sys.modules]))\n"
+             f"sys.argv = ['ctx', '--config', {str(workspace.config_path)!r}, 'hook', 'session-start']\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", probe], input=json.dumps({"cwd": str(workspace.root)}),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stderr == "" and "Pinned" in done.stdout, done.stderr
+    assert done.stdout.rstrip().endswith("LOADED []"), done.stdout[-300:]
