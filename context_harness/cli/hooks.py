@@ -129,8 +129,10 @@ def _capture(ctx: click.Context, name: str, client: str, config_path: str | None
 
         event = hook_events.read_event(sys.stdin.buffer)
         config = required_config(ctx)
-        source, path, text = hook_events.session_note(config, event, client)
-        request = NoteWriteRequest(source=source, path=path, content=text, overwrite=True)
+        note = hook_events.session_note(config, event, client)
+        if note.unchanged:  # the file says all this already: no workspace to open
+            return
+        request = NoteWriteRequest(source=note.source, path=note.path, content=note.text, overwrite=True)
 
         async def write() -> None:
             async with Harness.installed(config) as harness:

@@ -11,6 +11,7 @@ writes (``sessions``), which the CLI writes through the note tools so it is sear
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -99,9 +100,20 @@ def _postgres_digest(config: Config, settings: HookSettings, project: Any) -> st
         backend.close()
 
 
-def session_note(config: Config, event: dict[str, Any], client: str) -> tuple[str, str, str]:
-    """(source, path, text) of the note for the session ``event`` names: ``NotConfigured`` without
-    ``[hooks] inbox`` or when it is not a writable folder source; ``BadRequest`` without a transcript."""
+@dataclass(frozen=True)
+class SessionNote:
+    """The note for a session: where it goes, its text, and whether the file holds that text already
+    (nothing to write: a Stop after an answer that changed nothing the note says)."""
+
+    source: str
+    path: str
+    text: str
+    unchanged: bool
+
+
+def session_note(config: Config, event: dict[str, Any], client: str) -> SessionNote:
+    """The note for the session ``event`` names: ``NotConfigured`` without ``[hooks] inbox`` or when it
+    is not a writable folder source; ``BadRequest`` without a transcript."""
     from context_harness.hooks.sessions import note_path, previous_link, render
     from context_harness.hooks.transcript import read_transcript
 
@@ -124,7 +136,12 @@ def session_note(config: Config, event: dict[str, Any], client: str) -> tuple[st
     project = project_of(_string(event.get("cwd")) or transcript.cwd)
     rel = note_path(config.hooks.folder, project, transcript, session_id, source.root)
     previous = previous_link(source.root / rel.rsplit("/", 1)[0], source.root / rel)
-    return inbox, rel, render(transcript, project, session_id, client, previous)
+    text = render(transcript, project, session_id, client, previous)
+    try:
+        unchanged = (source.root / rel).read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        unchanged = False
+    return SessionNote(inbox, rel, text, unchanged)
 
 
 def _string(value: Any) -> str | None:

@@ -135,6 +135,10 @@ def test_pre_compact_then_stop_write_one_dated_note_found_by_search(kb: Path, pr
     event |= {"hook_event_name": "Stop", "stop_hook_active": False}
     done = ctx("--config", str(kb), "hook", "stop", stdin=json.dumps(event))
     assert (done.returncode, done.stderr) == (0, "")
+    written = next((tmp_path / "notes" / "sessions").rglob("*.md"))
+    before = written.stat().st_mtime_ns
+    again = ctx("--config", str(kb), "hook", "stop", stdin=json.dumps(event))  # an answer that changed nothing
+    assert (again.returncode, again.stderr) == (0, "") and written.stat().st_mtime_ns == before
     notes = sorted((tmp_path / "notes" / "sessions").rglob("*.md"))
     assert [n.relative_to(tmp_path / "notes").as_posix() for n in notes] == ["sessions/widgetry/2026-12-07-3f2a9c1e.md"]
     text = notes[0].read_text(encoding="utf-8")
