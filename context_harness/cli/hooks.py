@@ -14,10 +14,14 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from context_harness.cli.support import Group, config_option
+
+if TYPE_CHECKING:
+    from context_harness.config import Config
 
 HOOK_CLIENTS = ("claude-code", "codex", "gemini")  # hook_install.HOOK_CLIENTS, without importing it
 
@@ -129,7 +133,8 @@ def _capture(ctx: click.Context, name: str, client: str, config_path: str | None
 
         event = hook_events.read_event(sys.stdin.buffer)
         config = required_config(ctx)
-        note = hook_events.session_note(config, event, client)
+        summarize = _summarizer(config) if name == "pre-compact" and config.hooks.model else None
+        note = hook_events.session_note(config, event, client, summarize)
         if note.unchanged:  # the file says all this already: no workspace to open
             return
         request = NoteWriteRequest(source=note.source, path=note.path, content=note.text, overwrite=True)
@@ -141,6 +146,30 @@ def _capture(ctx: click.Context, name: str, client: str, config_path: str | None
         anyio.run(write)
 
     _never_fail(name, body)
+
+
+def _summarizer(config: Config) -> Callable[[list[dict[str, str]]], str | None]:
+    """Ask ``[hooks] model`` for the session's summary; a model that fails says so in one line on stderr
+    and the note is written without a new summary."""
+    import anyio
+
+    from context_harness.core.face import OpenAIChat
+    from context_harness.errors import HarnessError, NotConfigured
+
+    name = config.hooks.model or ""
+
+    def summarize(messages: list[dict[str, str]]) -> str | None:
+        try:
+            if name not in config.models:
+                raise NotConfigured(f"[hooks] model = {name!r} names no [models.{name}] table")
+            model = OpenAIChat(name, config.models[name])
+            reply = anyio.run(lambda: model.complete(messages, [], config.models[name].timeout))
+        except HarnessError as exc:
+            click.echo(f"ctx hook pre-compact: no summary: {' '.join(exc.message.split())}", err=True)
+            return None
+        return reply.content.strip() or None
+
+    return summarize
 
 
 CLIENT_OPTION = click.option("--client", "client", type=click.Choice(HOOK_CLIENTS), default="claude-code",

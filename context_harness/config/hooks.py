@@ -30,3 +30,7 @@ class HooksConfig(_Section):
                             "Tags: line) are pinned: always first in the session-start digest")
     recent_days: int = Field(default=7, ge=1, le=3650, description="how far back the digest's list of recent "
                              "changes reaches, in days")
+    model: str | None = Field(default=None, min_length=1, description="a chat model of [models.NAME] that writes a "
+                              "short summary into the session note at `ctx hook pre-compact` (kept by the stops "
+                              "after it; a model that fails leaves the note without one); unset: no model, the "
+                              "note is made from the transcript alone")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # at run time each name is imported on first use (``__getattr__`` below): a command
     # that opens the knowledge base to search imports no agents, Lua, registries or tools (issue 50)
-    from context_harness.agents.chat import ChatReply, ToolCall
+    from context_harness.agents.chat import ChatReply, OpenAIChat, ToolCall
     from context_harness.agents.editing import (
         CLAUDE_CODE_TOOLS,
         NEW_SKILL,
@@ -225,6 +225,7 @@ def _parts(harness: Harness) -> tuple[Searching, Documents, Sources, Indexing, N
 _LAZY: dict[str, tuple[str, str | None]] = {  # name: (module, attribute; None: the module itself)
     "ChatReply": ("context_harness.agents.chat", "ChatReply"),
     "ToolCall": ("context_harness.agents.chat", "ToolCall"),
+    "OpenAIChat": ("context_harness.agents.chat", "OpenAIChat"),
     "CLAUDE_CODE_TOOLS": ("context_harness.agents.editing", "CLAUDE_CODE_TOOLS"),
     "NEW_SKILL": ("context_harness.agents.editing", "NEW_SKILL"),
     "AgentDraft": ("context_harness.agents.editing", "AgentDraft"),
@@ -331,6 +332,6 @@ __all__ = [
     "Unavailable", "agent_settings", "agent_text", "check_draft", "check_installed", "checked_text", "demo_config",
     "draft_from_file", "hints", "init_workspace", "needs_approval", "new_run_id", "parse_skill", "prepare_server",
     "prompt_get_messages", "registries", "render_json", "render_note", "scripts", "skill_text",
-    "SCOPES", "required_scope", "AuthorizedClient", "CodeRow", "GrantStore", "digest", "hook_events",
+    "SCOPES", "required_scope", "AuthorizedClient", "CodeRow", "GrantStore", "digest", "hook_events", "OpenAIChat",
     "WorkspaceSet",
 ]

@@ -20,6 +20,8 @@ from context_harness.hooks import settings as hook_settings
 from context_harness.hooks.project import project_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from context_harness.config import Config
     from context_harness.hooks.settings import HookSettings
 
@@ -111,10 +113,12 @@ class SessionNote:
     unchanged: bool
 
 
-def session_note(config: Config, event: dict[str, Any], client: str) -> SessionNote:
+def session_note(config: Config, event: dict[str, Any], client: str,
+                 summarize: Callable[[list[dict[str, str]]], str | None] | None = None) -> SessionNote:
     """The note for the session ``event`` names: ``NotConfigured`` without ``[hooks] inbox`` or when it
-    is not a writable folder source; ``BadRequest`` without a transcript."""
-    from context_harness.hooks.sessions import note_path, previous_link, render
+    is not a writable folder source; ``BadRequest`` without a transcript. ``summarize`` (pre-compact with
+    ``[hooks] model``) is asked for a summary; without it, the note keeps the summary it has."""
+    from context_harness.hooks.sessions import kept_summary, note_path, previous_link, render, summary_messages
     from context_harness.hooks.transcript import read_transcript
 
     inbox = config.hooks.inbox
@@ -136,12 +140,15 @@ def session_note(config: Config, event: dict[str, Any], client: str) -> SessionN
     project = project_of(_string(event.get("cwd")) or transcript.cwd)
     rel = note_path(config.hooks.folder, project, transcript, session_id, source.root)
     previous = previous_link(source.root / rel.rsplit("/", 1)[0], source.root / rel)
-    text = render(transcript, project, session_id, client, previous)
     try:
-        unchanged = (source.root / rel).read_text(encoding="utf-8") == text
+        existing: str | None = (source.root / rel).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        unchanged = False
-    return SessionNote(inbox, rel, text, unchanged)
+        existing = None
+    summary = kept_summary(existing)
+    if summarize is not None and transcript.asks:
+        summary = summarize(summary_messages(transcript)) or summary
+    text = render(transcript, project, session_id, client, previous, summary)
+    return SessionNote(inbox, rel, text, existing == text)
 
 
 def _string(value: Any) -> str | None:

@@ -105,8 +105,28 @@ def title_of(transcript: Transcript, project: Project) -> str:
     return f"Session {day} · {project.name}" + (f" · {first}" if first else "")
 
 
+SUMMARY_PROMPT = ("You write the memory of a coding session for the next session on the same project. In at most "
+                  "120 words, plain prose: the goal, what was decided and why, and what is left to do. Name files "
+                  "and commands exactly; invent nothing.")
+PROMPT_CHARS = 24_000  # of the conversation sent to the model: its end, where the state of the work is
+_SUMMARY = re.compile(r"^## Summary\n\n(.*?)\n(?=## |\Z)", re.M | re.S)
+
+
+def summary_messages(transcript: Transcript) -> list[dict[str, str]]:
+    """The chat messages that ask a model for the session's summary."""
+    turns = [f"User: {a}" for a in transcript.asks] + [f"Assistant: {r}" for r in transcript.replies[-20:]]
+    return [{"role": "system", "content": SUMMARY_PROMPT},
+            {"role": "user", "content": "\n\n".join(turns)[-PROMPT_CHARS:]}]
+
+
+def kept_summary(text: str | None) -> str | None:
+    """The ``## Summary`` a note already has (a model wrote it at the last pre-compact), or None."""
+    found = _SUMMARY.search(text or "")
+    return found.group(1).strip() or None if found else None
+
+
 def render(transcript: Transcript, project: Project, session_id: str | None, client: str,
-           previous: str | None) -> str:
+           previous: str | None, summary: str | None = None) -> str:
     """The note's Markdown: front matter (title, date, tags, session), then its sections."""
     title = title_of(transcript, project)
     meta = [f"title: {json.dumps(title, ensure_ascii=False)}", f"date: {session_day(transcript)}"]
@@ -117,6 +137,7 @@ def render(transcript: Transcript, project: Project, session_id: str | None, cli
     if previous:
         lines += [f"Previous session: {previous}", ""]
     lines += [f"Working folder: `{project.folder}`", ""]
+    lines += ["## Summary", "", summary.strip(), ""] if summary and summary.strip() else []
     lines += _section("Asked", [f"- {one_line(a, ASK_CHARS)}" for a in transcript.asks[:ASKS_SHOWN]],
                       len(transcript.asks) - ASKS_SHOWN)
     lines += _section("Decided", [f"- {d}" for d in decisions(transcript)], 0)

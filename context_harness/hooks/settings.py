@@ -33,6 +33,7 @@ class HookSettings:
     folder: str = "sessions"
     pinned_tag: str = "pinned"
     recent_days: int = 7
+    model: str | None = None
     title_boost: float = 0.25
     heading_boost: float = 0.0
     languages: dict[str, str] = field(default_factory=dict)
@@ -42,7 +43,7 @@ class HookSettings:
 # key: (type, lowest, highest) as config/hooks.py validates it
 _HOOK_KEYS: dict[str, tuple[type, int | None, int | None]] = {
     "budget_tokens": (int, 100, 100_000), "inbox": (str, None, None), "folder": (str, 1, None),
-    "pinned_tag": (str, 1, None), "recent_days": (int, 1, 3650),
+    "pinned_tag": (str, 1, None), "recent_days": (int, 1, 3650), "model": (str, 1, None),
 }
 
 
@@ -83,6 +84,7 @@ def from_config(config: Config) -> HookSettings:
     hooks = config.hooks
     return HookSettings(db_path=config.db.path, budget_tokens=hooks.budget_tokens, inbox=hooks.inbox,
                         folder=hooks.folder, pinned_tag=hooks.pinned_tag, recent_days=hooks.recent_days,
+                        model=hooks.model,
                         title_boost=config.retrieval.title_boost, heading_boost=config.retrieval.heading_boost,
                         languages=config.connectors.languages(), postgres=config.db.backend == "postgres")
 

@@ -200,3 +200,29 @@ def test_without_an_inbox_nothing_is_written(kb: Path, project: Path, tmp_path: 
         {"session_id": SESSION, "transcript_path": str(path), "cwd": str(project), "hook_event_name": "Stop"}))
     assert done.returncode == 0 and "[hooks] inbox is not set" in done.stderr
     assert not (tmp_path / "notes" / "sessions").exists()
+
+
+def test_with_a_model_pre_compact_adds_a_summary_that_later_stops_keep(kb: Path, project: Path,
+                                                                         tmp_path: Path) -> None:
+    from support.chat_server import ScriptedChat, message, status
+
+    path = transcript(tmp_path / "session.jsonl", project)
+    event = {"session_id": SESSION, "transcript_path": str(path), "cwd": str(project)}
+    summary = "The goal was a deterministic retry test; a fake clock replaced time.sleep. Nothing is left."
+    with ScriptedChat([message(summary), status(500, "down")], model="local") as chat:
+        kb.write_text(kb.read_text(encoding="utf-8") + f'model = "local"\n[models.local]\nurl = "{chat.url}"\n'
+                      'model = "local"\n', encoding="utf-8")
+        done = ctx("--config", str(kb), "hook", "pre-compact", stdin=json.dumps({**event, "hook_event_name": "PreCompact"}))
+        assert (done.returncode, done.stderr) == (0, "")
+        note = tmp_path / "notes" / "sessions" / "widgetry" / "2026-12-07-3f2a9c1e.md"
+        assert f"## Summary\n\n{summary}\n\n## Asked" in note.read_text(encoding="utf-8")
+        sent = chat.requests[0]["messages"]
+        assert sent[0]["role"] == "system" and "User: Make the flaky retry test" in sent[1]["content"]
+        transcript(path, project, more=True)
+        done = ctx("--config", str(kb), "hook", "stop", stdin=json.dumps({**event, "hook_event_name": "Stop"}))
+        assert (done.returncode, done.stderr) == (0, "") and len(chat.requests) == 1  # stop asks no model
+        text = note.read_text(encoding="utf-8")
+        assert f"## Summary\n\n{summary}\n" in text and "quokka clock" in text
+        done = ctx("--config", str(kb), "hook", "pre-compact", stdin=json.dumps({**event, "hook_event_name": "PreCompact"}))
+        assert done.returncode == 0 and done.stderr.startswith("ctx hook pre-compact: no summary: model 'local'")
+        assert f"## Summary\n\n{summary}\n" in note.read_text(encoding="utf-8")  # a model down keeps the last one
