@@ -13,7 +13,7 @@ reads the server's resident memory (``/proc/PID/status`` VmRSS, VmHWM). Also the
 <= 1.3x one workspace's (the model loaded once, not per workspace).
 
 ``--merge``: BEIR SciFact (../shared/data/beir/scifact) split round-robin into ``--split`` workspaces
-(or into uneven runs, ``--sizes`` percent each),
+(or into uneven runs, ``--sizes`` percent each; ``--mode hybrid``: its ~1,000-document gate subset, embedded),
 keyword search of each test query in each workspace (limit 10), merged three ways
 (``core/routing.merge``: per-workspace normalised scores, interleaving, raw scores), scored by nDCG@10
 and recall@10 against the qrels, beside the same queries over one workspace holding everything.
@@ -172,12 +172,12 @@ def split_corpus(docs: list[dict], split: int, sizes: list[int] | None) -> list[
     return parts
 
 
-async def merge_figures(split: int, sizes: list[int] | None = None) -> dict[str, Any]:
+async def merge_figures(split: int, sizes: list[int] | None = None, mode: str = "keyword") -> dict[str, Any]:
     from context_harness import config as config_mod
     from context_harness.core.harness import Harness
     from context_harness.core.routing import merge
 
-    docs = scifact.corpus()
+    docs = scifact.corpus() if mode == "keyword" else scifact.gate_subset()  # hybrid: embed ~1,000, not 5,183
     queries = scifact.queries()
     judged = {q: r for q, r in scifact.qrels("test").items() if q in queries}
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,7 +186,8 @@ async def merge_figures(split: int, sizes: list[int] | None = None) -> dict[str,
         def workspace(name: str, part: list[dict]) -> Path:
             scifact.write_markdown(part, root / name / "docs")
             path = root / name / "ctx.toml"
-            path.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
+            embedding = "disabled" if mode == "keyword" else "local"
+            path.write_text(f'[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "{embedding}"\n'
                             '[connectors.filesystem.docs]\nroot = "docs"\n', encoding="utf-8")
             return path
 
@@ -197,7 +198,7 @@ async def merge_figures(split: int, sizes: list[int] | None = None) -> dict[str,
         async with Harness.open(config_mod.load_file(whole)) as one:
             await one.sync()
             for qid in judged:
-                payload = (await one.call_tool("search", {"query": queries[qid], "limit": 10})).payload
+                payload = (await one.call_tool("search", {"query": queries[qid], "limit": 10, "mode": mode})).payload
                 runs["one_workspace"].append([r["source_id"].removesuffix(".md") for r in payload["results"]])
         for path in parts:
             harness = Harness.open(config_mod.load_file(path))
@@ -206,8 +207,8 @@ async def merge_figures(split: int, sizes: list[int] | None = None) -> dict[str,
             for _, h in harnesses:
                 await h.sync()
             for qid in judged:
-                lists = [(f"part{i}", (await h.call_tool("search", {"query": queries[qid], "limit": 10})).payload[
-                    "results"]) for i, (_, h) in enumerate(harnesses)]
+                lists = [(f"part{i}", (await h.call_tool("search", {"query": queries[qid], "limit": 10, "mode": mode}))
+                          .payload["results"]) for i, (_, h) in enumerate(harnesses)]
                 for how in ("normalised", "interleaved", "raw"):
                     runs[how].append([r["source_id"].removesuffix(".md") for r in merge(lists, 10, how)])
         finally:
@@ -215,7 +216,7 @@ async def merge_figures(split: int, sizes: list[int] | None = None) -> dict[str,
                 await context.__aexit__(None, None, None)
     rels = list(judged.values())
     return {"corpus": "scifact", "documents": len(docs), "queries": len(rels), "workspaces": len(parts),
-            "sizes_percent": sizes or "round-robin", "mode": "keyword",
+            "sizes_percent": sizes or "round-robin", "mode": mode,
             **{how: {"ndcg@10": round(sum(scifact.ndcg_at(r, q) for r, q in zip(ranked, rels, strict=True))
                                       / len(rels), 4),
                      "recall@10": round(sum(scifact.recall_at(r, q, 10) for r, q in zip(ranked, rels, strict=True))
@@ -231,11 +232,13 @@ def main() -> None:
     parser.add_argument("--merge", action="store_true")
     parser.add_argument("--split", type=int, default=3)
     parser.add_argument("--sizes", default=None, help="percent per workspace, e.g. 70,20,10 (default: even)")
+    parser.add_argument("--mode", choices=["keyword", "hybrid"], default="keyword",
+                        help="hybrid: the ~1,000-document gate subset, embedded with the bundled model")
     args = parser.parse_args()
     if args.merge:
         scifact.require_scifact()
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
-        print(json.dumps(anyio.run(merge_figures, args.split, sizes)))
+        print(json.dumps(anyio.run(merge_figures, args.split, sizes, args.mode)))
     else:
         print(json.dumps(memory_figures([int(c) for c in args.counts.split(",")], args.docs, args.starts)))
 

@@ -115,8 +115,8 @@ def doctor_lines(file: Path | None = None) -> tuple[list[str], list[str]]:
 
 
 def entry_registry_warnings(entry: dict[str, Any]) -> list[str]:
-    """The workspaces set aside of the registry a client's server entry serves (``--workspaces FILE``;
-    without FILE, the user's registry), each as a warning line; none for another entry."""
+    """The workspaces set aside of the registry a client's server entry serves (``--workspaces FILE``),
+    each as a warning line; none for another entry, or one serving the user's registry (said after)."""
     args = [str(a) for a in entry.get("args") or []]
     if "--workspaces" not in args:
         return []
@@ -124,7 +124,9 @@ def entry_registry_warnings(entry: dict[str, Any]) -> list[str]:
     file = Path(following[0]).expanduser() if following and not following[0].startswith("-") else None
     if file is not None and not file.is_absolute() and entry.get("cwd"):
         file = Path(str(entry["cwd"])) / file
-    return doctor_lines(file)[1] if file is None or file.is_file() else [f"the registry {file} does not exist"]
+    if file is None:  # the user's registry: `ctx doctor` reports it once, after the clients
+        return []
+    return doctor_lines(file)[1] if file.is_file() else [f"the registry {file} does not exist"]
 
 
 __all__ = ["doctor_lines", "entry_registry_warnings", "listing", "workspace"]

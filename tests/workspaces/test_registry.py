@@ -106,5 +106,6 @@ def test_doctor_warns_of_the_set_aside_workspaces_of_a_client_entry(tmp_path: Pa
     assert entry_registry_warnings(entry) == [f"workspace gone is set aside: config file {tmp_path / 'gone.toml'} "
                                               "does not exist"]
     assert entry_registry_warnings({"command": "context-harness", "args": ["--config", "x.toml"]}) == []
+    assert entry_registry_warnings({"command": "context-harness", "args": ["--workspaces"]}) == []  # said once, after
     missing = {"command": "context-harness", "args": ["--workspaces", str(tmp_path / "none.toml")]}
     assert entry_registry_warnings(missing) == [f"the registry {tmp_path / 'none.toml'} does not exist"]
