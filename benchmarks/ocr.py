@@ -11,7 +11,7 @@ saved as picture-only PDF pages (no text layer) and as PNG/JPEG files. Each is c
 accuracy: the share of the page's words (lowercased, punctuation dropped) found in order in what
 OCR read (a longest common subsequence of words), and the share of the page's distinct words of
 four letters or more that a keyword search of the text would find (recall). Prints one JSON line,
-with the machine's load average (the seconds depend on it).
+with the machine's load average (the seconds depend on it) and the process's peak memory.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import sys
 import time
 from pathlib import Path
@@ -113,6 +114,7 @@ def main() -> None:
         "model_load_seconds": round(load, 2),
         "seconds_per_page": {"mean": round(sum(seconds) / len(seconds), 2), "max": round(max(seconds), 2)},
         "word_accuracy": round(right_words / total_words, 3), "keyword_recall": round(key_found / key_total, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "per_page": rows,
     }))
 

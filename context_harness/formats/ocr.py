@@ -9,7 +9,8 @@ checks the embedding model): other weights would read other text, so they are re
 
 Bounds, per page: a page is rasterised at its scan's own resolution, at least ``RENDER_SCALE`` (216
 dpi), with its longest side capped at ``MAX_SIDE`` pixels (memory: one 8-bit picture of at most 3600 x
-3600; RapidOCR finds the lines on a copy at most 2000 pixels long, then reads them at full size);
+3600; the lines are found on a copy at most ``DETECT_SIDE`` pixels long, then read at full size;
+about 700 MB at the peak in all);
 an image file of more than ``MAX_IMAGE_PIXELS`` is refused before it is decoded (``too_large``);
 detection runs whole (about 1-3 s on a page of that size), then recognition in batches of ``BATCH``
 text lines, stopping past the page's time limit (``[formats] ocr_page_seconds``): that page is
@@ -55,6 +56,10 @@ MODEL_SHA256 = {
 RENDER_SCALE = 3.0
 MIN_SIDE = 2600  # a picture smaller than this (longest side, pixels) is scaled up to it, at most MAX_UPSCALE times
 MAX_SIDE = 3600  # a rasterised page's or picture's longest side, in pixels (an A4 page at 300 dpi: 3508)
+# Lines are found on a copy of the page this long (RapidOCR's default: 2000), then read at full size. On the
+# pages of benchmarks/ocr.py: 2000 px peaked at 1,031 MB and read 0.971 of the words right, 1280 px 679 MB
+# and 0.987 (1024 px: 638 MB, 0.994; 960 px: 0.921, lines lost).
+DETECT_SIDE = 1280
 MAX_UPSCALE = 2.0  # a small picture is scaled up at most this much
 MAX_IMAGE_PIXELS = 40_000_000  # an image file larger than this is not decoded (too_large)
 MAX_FRAMES = 1000  # pages of a multi-page TIFF read
@@ -111,7 +116,7 @@ def _engine() -> Any:
         for name, expected in MODEL_SHA256.items():
             verify(folder / name, expected)
         logging.getLogger("RapidOCR").setLevel(logging.WARNING)  # its own stderr handler: load banners
-        _ENGINE = rapidocr_onnxruntime.RapidOCR()
+        _ENGINE = rapidocr_onnxruntime.RapidOCR(max_side_len=DETECT_SIDE)
     return _ENGINE
 
 
