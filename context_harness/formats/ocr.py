@@ -65,7 +65,6 @@ MAX_IMAGE_PIXELS = 40_000_000  # an image file larger than this is not decoded (
 MAX_FRAMES = 1000  # pages of a multi-page TIFF read
 BATCH = 12  # text lines recognised at once; the time limit is checked between batches
 MIN_SCORE = 0.5  # a recognised line less sure than this is dropped (RapidOCR's own default)
-PAGE_SECONDS = 60.0  # the default per-page time limit
 Report = Callable[[dict[str, Any]], None]
 
 _ENGINE: Any = None
@@ -151,6 +150,7 @@ def reporting(report: Report | None, document: str | None) -> Iterator[None]:
 
 
 def report_page(page: int, pages: int, seconds: float, skipped: str | None) -> None:
+    """Tell what ``reporting`` set (if anything) that page ``page`` of ``pages`` was read or skipped."""
     current = getattr(_REPORT, "current", None)
     if current is not None:
         report, document = current
@@ -165,9 +165,9 @@ def recognise(image: Any, seconds: float) -> str:
     (``ocr_timeout``) when it takes more than ``seconds``."""
     import numpy as np
 
-    deadline = time.monotonic() + seconds
     with _LOCK:
-        engine = _engine()
+        engine = _engine()  # its first load (about 1 s) is not the page's time
+        deadline = time.monotonic() + seconds
         found, _ = engine(image, use_cls=False, use_rec=False)  # detection only: the text lines' boxes
         if not found:
             return ""
