@@ -196,3 +196,31 @@ def test_the_time_left_follows_the_measured_rate_within_a_minute(tmp_path: Path)
         assert abs(left - truth) <= 0.15 * truth, (line, truth)
         checked += 1
     assert checked >= 2, said
+
+
+def test_ocr_pages_are_said_first_skipped_and_last_then_every_few_seconds() -> None:
+    out, clock = io.StringIO(), Clock()
+    lines = Lines(out, clock=clock)
+    page = {"event": "ocr", "source": "filesystem:docs", "document": "scans/book.pdf", "pages": 4}
+    for number, seconds, skipped in ((1, 3.2, None), (2, 2.9, None), (3, 60.0, "ocr_timeout"), (4, 3.0, None)):
+        clock.now += seconds
+        lines.emit({**page, "page": number, "seconds": seconds, "skipped": skipped})
+    assert out.getvalue().splitlines() == [
+        "OCR filesystem:docs: scans/book.pdf: page 1/4, 3.2 s",
+        "OCR filesystem:docs: scans/book.pdf: skipped page 3 (ocr_timeout), 60.0 s",
+        "OCR filesystem:docs: scans/book.pdf: page 4/4, 3.0 s"]
+    assert lines.steps == {}  # the document's step ends with its last page
+
+
+def test_the_bar_takes_ocr_pages() -> None:
+    from context_harness.cli.progress import _bar
+
+    emit, stop = _bar()
+    try:
+        emit({"event": "start", "source": "filesystem:docs", "total": 1})
+        for number in (1, 2):
+            emit({"event": "ocr", "source": "filesystem:docs", "document": "scan.pdf", "page": number, "pages": 2,
+                  "seconds": 1.5, "skipped": None})
+        emit({"event": "done", "source": "filesystem:docs"})
+    finally:
+        stop()
