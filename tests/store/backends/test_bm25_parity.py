@@ -12,6 +12,7 @@ from context_harness.core.harness import Harness
 from context_harness.embedding import fake
 from context_harness.models import SearchRequest
 from context_harness.store.postgres.postings import fieldnorm
+from context_harness.store.schema import POSTGRES_SCHEMA_VERSION
 from support.workspace import Workspace, backend_config
 
 pytestmark = pytest.mark.anyio
@@ -64,7 +65,7 @@ async def test_a_database_of_exact_lengths_keeps_them_as_field_norms_once_opened
             conn.execute("UPDATE postings SET dl = 320 WHERE dl = 312")
             conn.execute("UPDATE ctx_meta SET value = '8' WHERE key = 'schema_version'")
     async with Harness.open(config) as h:
-        assert h.store is not None and h.store.schema_version == 9
+        assert h.store is not None and h.store.schema_version == POSTGRES_SCHEMA_VERSION  # 9 and later
         with h.store.db.transaction() as conn:  # type: ignore[union-attr]
             assert conn.execute("SELECT DISTINCT dl FROM postings WHERE field = 'b' ORDER BY dl").fetchall() == \
                 [(3,), (312,)]
