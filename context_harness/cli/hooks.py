@@ -45,9 +45,9 @@ def install(ctx: click.Context, client: str, scope: str, print_only: bool, confi
     Merges one entry per event (SessionStart, PreCompact, Stop; Gemini CLI: SessionStart, PreCompress,
     SessionEnd) into the file: other hooks and settings stay, the old file is kept as a backup, a second
     run changes nothing. Each runs the installed `context-harness` with --config FILE."""
-    from context_harness.cli.clients import apply, server_executable
+    from context_harness.cli.clients import server_executable
     from context_harness.cli.hook_install import COMMANDS, HOOK_CLIENTS, hook_command, plan_install, settings_file
-    from context_harness.cli.setup import server_args
+    from context_harness.cli.setup import server_args, write_plan
 
     chosen = HOOK_CLIENTS[client]
     program, found = server_executable()
@@ -58,17 +58,9 @@ def install(ctx: click.Context, client: str, scope: str, print_only: bool, confi
     for event, sub in chosen.events:
         click.echo(f"  {event}: {commands[sub]}")
     click.echo(f"  ({found})")
-    result = plan_install(chosen, path, commands)
-    if not result.changed:
-        click.echo(f"{path} already has these hooks; nothing changed")
+    unchanged = f"{path} already has these hooks; nothing changed"
+    if not write_plan(plan_install(chosen, path, commands), print_only, unchanged):
         return
-    click.echo(result.diff())
-    if print_only:
-        click.echo("--print: nothing written")
-        return
-    backup = apply(result)
-    if backup is not None:
-        click.echo(f"backup of the previous file: {backup}")
     click.echo(f"wrote {path}; the hooks run from {chosen.title}'s next session")
     _say_without_inbox(ctx, config_path, root)
     if client == "codex":

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from context_harness.cli.support import config_option
 from context_harness.errors import BadRequest
+
+if TYPE_CHECKING:
+    from context_harness.cli.clients import Plan
 
 
 def server_args(ctx: click.Context, config_path: str | None, root: str | None) -> list[str]:
@@ -29,6 +33,24 @@ def server_args(ctx: click.Context, config_path: str | None, root: str | None) -
     path = config_mod.discover(explicit)
     config_mod.load_file(path)
     return ["--config", str(path)]
+
+
+def write_plan(result: Plan, print_only: bool, unchanged: str) -> bool:
+    """Show what ``result`` changes and write it, keeping a backup, unless ``print_only``; say ``unchanged``
+    when it changes nothing. True when the file was written (``ctx setup`` and ``ctx hook install``)."""
+    from context_harness.cli.clients import apply
+
+    if not result.changed:
+        click.echo(unchanged)
+        return False
+    click.echo(result.diff())
+    if print_only:
+        click.echo("--print: nothing written")
+        return False
+    backup = apply(result)
+    if backup is not None:
+        click.echo(f"backup of the previous file: {backup}")
+    return True
 
 
 def snippet(servers_key: str, name: str, entry: dict[str, object], toml: bool) -> str:
@@ -68,7 +90,6 @@ def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bo
 
     from context_harness.cli.clients import (
         CLIENTS,
-        apply,
         config_file,
         current_platform,
         plan,
@@ -91,17 +112,8 @@ def setup(ctx: click.Context, client: str, scope: str, name: str, print_only: bo
                    "(`uv tool install`, `pipx install`) and run `ctx setup` from that install", err=True)
     if print_only:
         click.echo(snippet(chosen.servers_key, name, entry, chosen.format == "toml"))
-    result = plan(chosen, path, name, entry)
-    if not result.changed:
-        click.echo(f"{path} already has this entry; nothing changed")
+    if not write_plan(plan(chosen, path, name, entry), print_only, f"{path} already has this entry; nothing changed"):
         return
-    click.echo(result.diff())
-    if print_only:
-        click.echo("--print: nothing written")
-        return
-    backup = apply(result)
-    if backup is not None:
-        click.echo(f"backup of the previous file: {backup}")
     click.echo(f"wrote {path}; restart {chosen.title} (or reload its MCP servers) to start it")
     named = f" --name {shlex.quote(name)}" if name != SERVER_NAME else ""  # doctor looks for this entry
     click.echo(f"check it as {chosen.title} will start it: ctx doctor {client}{named}")
