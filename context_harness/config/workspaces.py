@@ -96,10 +96,37 @@ def write(file: Path, entries: list[Entry]) -> None:
         item.add("config", str(entry.config))
         table.add(entry.name, item)
     document.add("workspaces", table)
+    for key, value in _kept(file).items():  # the registry's own [server] (OAuth with --workspaces) stays
+        document.add(key, value)
     file.parent.mkdir(parents=True, exist_ok=True)
     temporary = file.with_name(file.name + ".tmp")
     temporary.write_text(tomlkit.dumps(document), encoding="utf-8")
     os.replace(temporary, file)
+
+
+def _kept(file: Path) -> dict[str, object]:
+    """The tables of ``file`` other than ``[workspaces]``, as written."""
+    import tomlkit
+
+    try:
+        return {k: v for k, v in tomlkit.parse(file.read_text(encoding="utf-8")).items() if k != "workspaces"}
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError):
+        return {}
+
+
+def server_table(file: Path) -> dict[str, object]:
+    """The registry's own ``[server]`` table (``public_url``, ``auth_token``, ``[server.oauth]``: OAuth
+    for every workspace it serves over HTTP), or empty."""
+    if not file.is_file():
+        return {}
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not a workspace registry: {exc}") from None
+    table = raw.get("server", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{file}: [server] must be a table")
+    return table
 
 
 def add(file: Path, name: str, config: Path) -> Entry:
@@ -175,4 +202,5 @@ def _same(a: Path, b: Path) -> bool:
     return _key(a) == _key(b)
 
 
-__all__ = ["NAME", "Checked", "Entry", "add", "check", "check_name", "default_file", "read", "remove", "write"]
+__all__ = ["NAME", "Checked", "Entry", "add", "check", "check_name", "default_file", "read", "remove", "server_table",
+           "write"]

@@ -32,7 +32,7 @@ import anyio
 from context_harness.common.validation import parse_search
 from context_harness.errors import BadRequest, HarnessError, NotConfigured, UnknownTool
 from context_harness.search.budget import answer_tokens, fit_search_payload
-from context_harness.tools.base import READ_ONLY_LOCAL, Tool, render
+from context_harness.tools.base import READ_ONLY_LOCAL, Tool, render, required_scope
 from context_harness.tools.render import render_search
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class Workspaces(Protocol):
     set_aside: list[SetAside]
 
     def visible(self) -> list[Workspace]: ...
+    def require(self, workspace: Workspace, scope: str, tool: str) -> None: ...
     def workspace(self, name: str) -> Workspace: ...
     async def owner(self, doc_id: str, among: list[Workspace] | None = None) -> tuple[Workspace, str]: ...
 
@@ -265,6 +266,7 @@ class Router:
 
     def _own(self, name: str, workspace: Workspace, tool: Tool) -> Tool:
         async def run(arguments: dict[str, Any]) -> dict[str, Any]:
+            self.set.require(workspace, required_scope(tool), name)
             return (await workspace.harness.call_tool(tool.name, arguments)).payload
 
         described = tool.description if name == tool.name else f"[workspace {workspace.name}] {tool.description}"
@@ -389,6 +391,7 @@ class Router:
             if not isinstance(doc_id, str) or not doc_id.strip():
                 return (await targets[0].harness.call_tool(name, rest)).payload  # its own validation answers
             workspace, bare = await self.set.owner(doc_id, targets if "workspace" in arguments else None)
+            self._allowed(workspace, name)
             if name in NOTES and not workspace.writable:
                 raise read_only(workspace)
             payload = _labelled((await workspace.harness.call_tool(name, {**rest, "id": bare})).payload, workspace.name)
@@ -413,9 +416,16 @@ class Router:
             else:
                 raise BadRequest(f"{name} needs `workspace`: one of the writable workspaces "
                                  f"({', '.join(w.name for w in writable)})")
+            self._allowed(workspace, name)
             return _labelled((await workspace.harness.call_tool(name, rest)).payload, workspace.name)
 
         return run
+
+    def _allowed(self, workspace: Workspace, name: str) -> None:
+        """Refuse a call of ``name`` in ``workspace`` its OAuth token lacks the scope for there."""
+        tool = next((t for t in workspace.harness.tools() if t.name == name), None)
+        if tool is not None:
+            self.set.require(workspace, required_scope(tool), name)
 
     # -- workspaces --------------------------------------------------------------------------
 
@@ -440,8 +450,9 @@ class Router:
                          "chunks": sum(s.chunk_count for s in sources.sources),
                          "writable": workspace.writable,
                          "writable_sources": workspace.harness.writable_sources()})
+        whole = len(rows) == len(self.set.served)  # a token seeing fewer is not told of other entries
         return {"workspaces": rows, "set_aside": [{"name": s.name, "config": s.config, "problem": s.problem}
-                                                  for s in self.set.set_aside]}
+                                                  for s in self.set.set_aside] if whole else []}
 
 
 async def workspace_thread(fn: Callable[[], Any]) -> Any:

@@ -27,7 +27,14 @@ from context_harness.config import Config
 from context_harness.config import workspaces as registry
 from context_harness.core.harness import Harness
 from context_harness.core.routing import QUALIFIER, Router, SetAside, Workspace
-from context_harness.errors import BadRequest, HarnessError, NotConfigured, NotFound, UnknownWorkspace
+from context_harness.errors import (
+    BadRequest,
+    HarnessError,
+    InsufficientScope,
+    NotConfigured,
+    NotFound,
+    UnknownWorkspace,
+)
 from context_harness.extensions import Extensions, collect_extensions
 from context_harness.models import DocumentEntry, DocumentListing, GetRequest
 
@@ -41,6 +48,9 @@ log = logging.getLogger(__name__)
 
 VISIBLE: ContextVar[frozenset[str] | None] = ContextVar("visible_workspaces", default=None)
 """The names of the workspaces the request being served may use; None: every one (stdio, loopback)."""
+GRANTS: ContextVar[dict[str, frozenset[str]] | None] = ContextVar("workspace_grants", default=None)
+"""The OAuth scopes (``read``, ``write``, ``agents``) the request holds on each workspace it sees
+(``server/oauth/scopes.workspace_grants``); None: no OAuth token, no per-workspace check."""
 
 
 def shared_threads(count: int) -> int:
@@ -107,13 +117,28 @@ class WorkspaceSet:
         return self.served if names is None else [w for w in self.served if w.name in names]
 
     @contextmanager
-    def seeing(self, names: frozenset[str] | None) -> Iterator[None]:
-        """Serve what runs in the block with only the workspaces ``names`` visible (None: all)."""
-        reset = VISIBLE.set(names)
+    def seeing(self, names: frozenset[str] | None, grants: dict[str, frozenset[str]] | None = None
+               ) -> Iterator[None]:
+        """Serve what runs in the block with only the workspaces ``names`` visible (None: all), and
+        ``grants`` the OAuth scopes held on each (None: unchecked)."""
+        reset, reset_grants = VISIBLE.set(names), GRANTS.set(grants)
         try:
             yield
         finally:
             VISIBLE.reset(reset)
+            GRANTS.reset(reset_grants)
+
+    def require(self, workspace: Workspace, scope: str, tool: str) -> None:
+        """``InsufficientScope`` when the request's OAuth token lacks ``scope`` on ``workspace`` (a
+        workspace it sees: naming it tells nothing new)."""
+        grants = GRANTS.get()
+        if grants is None or scope in grants.get(workspace.name, frozenset()):
+            return
+        needed = f"{scope}:{workspace.name}"
+        raise InsufficientScope(f"calling {tool} in workspace {workspace.name!r} needs the OAuth scope {needed!r} "
+                                f"(or {scope!r}, every workspace); this token was granted "
+                                f"{' '.join(sorted(grants.get(workspace.name, frozenset())))} there: reconnect the "
+                                f"client and approve it", needed)
 
     def admitted(self, token: str | None) -> frozenset[str] | None:
         """The workspaces a request presenting bearer ``token`` may use: those without ``[server]
@@ -166,7 +191,14 @@ class WorkspaceSet:
 
     # -- what the rims serve ----------------------------------------------------------------
 
-    def describe(self) -> str:
+    def describe(self, named: bool = True) -> str:
+        """The server's instructions; without the workspaces' names when not ``named`` (over HTTP, where
+        a token may see only some: ``workspaces`` then lists those it sees)."""
+        if not named:
+            return ("A local-first knowledge base of several workspaces: `workspaces` lists those you can use, with "
+                    "their sources and counts; `search`, `recent` and `related` search all of them unless "
+                    "`workspace` names one; every result names its `workspace`, and its `id` works in `get` as it "
+                    f"is (or qualified, 'workspace{QUALIFIER}id').")
         names = ", ".join(f"{w.name} ({'writable' if w.writable else 'read-only'})" for w in self.served)
         text = (f"A local-first knowledge base of {len(self.served)} workspaces: {names}. `workspaces` lists them "
                 "with their sources and counts; `search`, `recent` and `related` search all of them unless "

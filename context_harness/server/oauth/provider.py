@@ -40,6 +40,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from context_harness.config.server import LOOPBACK_NAMES, OAuthConfig
 from context_harness.core.face import SCOPES, AuthorizedClient, CodeRow, GrantStore
 from context_harness.server.oauth.documents import ClientDocuments, DocumentRefused, is_document_url
+from context_harness.server.oauth.scopes import SEPARATOR, scope_names
 
 log = logging.getLogger("context_harness.oauth")
 
@@ -104,8 +105,10 @@ class Refusal:
 class Provider:
     """``OAuthAuthorizationServerProvider`` over a ``GrantStore``; also the console's ``Approvals``."""
 
-    def __init__(self, store: GrantStore, settings: OAuthConfig, public_url: str) -> None:
+    def __init__(self, store: GrantStore, settings: OAuthConfig, public_url: str,
+                 workspaces: list[str] | None = None) -> None:
         self.store = store
+        self.workspaces = workspaces  # --workspaces: the names scopes may name (``scopes.workspace_grants``)
         self.settings = settings
         self.issuer = public_url
         self.resource = public_url
@@ -160,7 +163,8 @@ class Provider:
                         client.client_id, params.resource[:200], self.resource)
             raise AuthorizeError("invalid_target", f"this server issues tokens for {self.resource} only, not for "
                                  f"{params.resource[:200]!r}")
-        offered = [s for s in (params.scopes or (client.scope or " ".join(SCOPES)).split()) if s in SCOPES]
+        known = scope_names(self.workspaces) if self.workspaces else list(SCOPES)
+        offered = [s for s in (params.scopes or (client.scope or " ".join(SCOPES)).split()) if s in known]
         if not offered:
             raise AuthorizeError("invalid_scope", f"ask for some of the scopes {', '.join(SCOPES)}")
         self._prune_pending()
@@ -170,8 +174,9 @@ class Provider:
         request_id = secrets.token_urlsafe(32)
         document = (client.model_dump(mode="json", exclude={"client_id"}, exclude_none=True)
                     if is_document_url(client.client_id) else None)
+        asked = offered if self.workspaces else ["read", *[s for s in offered if s != "read"]]
         self._pending[request_id] = Pending(client.client_id, (client.client_name or "").strip()[:100], params,
-                                            ["read", *[s for s in offered if s != "read"]], document)
+                                            asked, document)
         log.info("oauth: client %s asks for %s; waiting for the owner's approval", client.client_id, " ".join(offered))
         return f"{self.issuer}{APPROVE_PATH}?request={request_id}"
 
@@ -190,9 +195,38 @@ class Provider:
         parts = urlsplit(redirect)
         host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else str(parts.hostname)
         netloc = f"{host}:{parts.port}" if parts.port else host  # as the CSP's form-action names it
-        return {"client_id": found.client_id, "client_name": found.client_name, "redirect_uri": redirect,
-                "redirect_host": netloc, "redirect_origin": f"{parts.scheme}://{netloc}",
-                "scopes": [(s, SCOPES[s]) for s in found.offered]}
+        shown: dict[str, Any] = {"client_id": found.client_id, "client_name": found.client_name,
+                                 "redirect_uri": redirect, "redirect_host": netloc, "redirect_origin": f"{parts.scheme}://{netloc}",
+                                 "scopes": [(s, SCOPES[s]) for s in found.offered if s in SCOPES]}
+        if self.workspaces:  # the page: a row per workspace (and one for all), a box per scope asked
+            kinds = [k for k in SCOPES if any(s == k or s.startswith(k + SEPARATOR) for s in found.offered)]
+            rows = [("", "every workspace, and any added later")] if any(s in SCOPES for s in found.offered) else []
+            rows += [(name, "") for name in self.workspaces]
+            shown["workspace_rows"] = [(name, note, [(k, self._scope(k, name), self._scope(k, name) in self._allowed(
+                found.offered)) for k in kinds]) for name, note in rows]
+            shown["kinds"] = [(k, SCOPES[k]) for k in kinds]
+        return shown
+
+    @staticmethod
+    def _scope(kind: str, workspace: str) -> str:
+        return f"{kind}{SEPARATOR}{workspace}" if workspace else kind
+
+    def _allowed(self, offered: list[str]) -> set[str]:
+        """The scopes a request asking ``offered`` may be granted: each asked, and each workspace's
+        share of a scope asked for every workspace."""
+        out = set(offered)
+        for kind in [s for s in offered if s in SCOPES]:
+            out |= {f"{kind}{SEPARATOR}{name}" for name in self.workspaces or []}
+        return out
+
+    def _granted(self, offered: list[str], chosen: list[str]) -> list[str]:
+        """What the owner's answer grants: ``read`` always with one workspace; with ``--workspaces``, the
+        chosen scopes the request allows, each workspace's ``read`` with its ``write`` or ``agents``."""
+        if not self.workspaces:
+            return ["read", *[s for s in offered if s in chosen and s != "read"]]
+        picked = [s for s in chosen if s in self._allowed(offered)]
+        reads = {"read" if SEPARATOR not in s else f"read{SEPARATOR}{s.split(SEPARATOR, 1)[1]}" for s in picked}
+        return sorted(set(picked) | reads, key=lambda s: (SEPARATOR in s, s))
 
     async def approve(self, request_id: str, scopes: list[str]) -> str | None:
         """Grant a waiting request ``scopes`` (``read`` always, others if offered); the URL to send the
@@ -200,7 +234,10 @@ class Provider:
         found = self._pending.pop(request_id, None)
         if found is None:
             return None
-        granted = ["read", *[s for s in found.offered if s in scopes and s != "read"]]
+        granted = self._granted(found.offered, scopes)
+        if not granted:  # with --workspaces the owner picked none: as a refusal
+            self._pending[request_id] = found
+            return self.deny(request_id)
         code = secrets.token_urlsafe(32)
         params = found.params
         row = CodeRow(found.client_id, secrets.token_urlsafe(16), granted, str(params.redirect_uri),

@@ -1,0 +1,199 @@
+"""``ctx serve --http --workspaces FILE`` with the registry's ``[server.oauth]`` (issue 52, item 4): a
+real server, the MCP SDK's OAuth client signing in through the console's authorization page, where the
+owner ticks which workspaces (and what in each) the client gets. A token sees, searches, reads and
+writes only where its scopes (``read:NAME``, ``write:NAME``; ``read`` for all) say, and is told of no
+other workspace: not in ``workspaces``, the search fan-out, ``get``, the instructions or its errors."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from support.http import free_port, spawn_http, stop_process
+from support.oauth import MemoryStorage, OAuthServer, Owner, csrf_of, sdk_provider
+from support.workspace import config_toml, write_files
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+OWNER = "registry-owner-token-5d1c"
+
+
+@dataclass
+class Served:
+    url: str
+    server: OAuthServer  # what sdk_provider needs (its url)
+
+
+def workspace(root: Path, docs: dict[str, str]) -> Path:
+    write_files(root / "docs", docs)
+    path = root / "ctx.toml"
+    path.write_text(config_toml(docs_root=(root / "docs").as_posix(), server="sync_on_start = true")
+                    .replace('root = "', 'writable = true\nroot = "'), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def served(tmp_path: Path, child_env: dict[str, str]) -> Iterator[Served]:
+    notes = workspace(tmp_path / "notes", {"garden.md": "# Garden notes\n\nTomatoes need sun in the garden.\n"})
+    work = workspace(tmp_path / "work", {"deploy.md": "# Deploy runbook\n\nStaging first, garden party later.\n"})
+    port = free_port()
+    file = tmp_path / "workspaces.toml"
+    file.write_text(f'[workspaces.notes]\nconfig = "{notes.as_posix()}"\n[workspaces.work]\nconfig = '
+                    f'"{work.as_posix()}"\n\n[server]\npublic_url = "http://127.0.0.1:{port}"\n'
+                    f'auth_token = "${{CTX_OWNER_TOKEN}}"\n\n[server.oauth]\nenabled = true\n', encoding="utf-8")
+    log = (tmp_path / "server.log").open("ab")
+    proc = spawn_http(["--workspaces", str(file)], {**child_env, "CTX_OWNER_TOKEN": OWNER}, port, stderr=log)
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):  # both workspaces indexed
+        hits = httpx2.post(f"{url}/tools/search", json={"query": "garden"}, headers=bearer(OWNER), timeout=30).json()
+        if {hit["workspace"] for hit in hits.get("results", [])} == {"notes", "work"}:
+            break
+        time.sleep(0.1)
+    yield Served(url, OAuthServer(url, tmp_path, file, proc, port))
+    stop_process(proc)
+    assert (tmp_path / "workspaces.oauth.sqlite").is_file()  # the grants, beside the registry
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+async def approve(authorization_url: str, base: str, scopes: list[str]) -> str:
+    """Play the owner: follow the client to the console's page, log in with the registry's token, tick
+    ``scopes``; the redirect back to the client."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first = await http.get(authorization_url)
+        assert first.status_code == 302, first.text
+        page_url = first.headers["location"]
+        assert page_url.startswith(f"{base}/ui/oauth/authorize?request="), page_url
+        login = await http.get(page_url, follow_redirects=True)  # to the login, on the way back here
+        assert str(login.url).startswith(f"{base}/ui/login?next="), login.url
+        answer = await http.post(str(login.url), data={"csrf": csrf_of(login.text), "token": OWNER})
+        assert answer.status_code == 303, answer.text
+        page = await http.get(page_url)
+        assert page.status_code == 200 and 'id="workspace-scopes"' in page.text, page.text[:400]
+        assert 'value="write:work"' in page.text and 'value="read"' in page.text  # a box per workspace, and all
+        request_id = parse_qs(urlsplit(page_url).query)["request"][0]
+        answered = await http.post(f"{base}/ui/oauth/authorize", data={
+            "csrf": csrf_of(page.text), "request": request_id, "decision": "approve", "scope": scopes})
+        assert answered.status_code == 303, answered.text
+        return str(answered.headers["location"])
+
+
+def signed_in(served: Served, scopes: list[str], storage: MemoryStorage) -> httpx2.AsyncClient:
+    owner = Owner(lambda url: approve(url, served.url, scopes))
+    return httpx2.AsyncClient(auth=sdk_provider(served.server, owner, storage), timeout=30)
+
+
+def text(result: object) -> str:
+    return str(result.content[0].text)  # type: ignore[attr-defined]
+
+
+async def test_a_client_granted_one_workspace_sees_and_searches_only_that_one(served: Served) -> None:
+    owned = httpx2.post(f"{served.url}/tools/search", json={"query": "runbook", "workspace": "work"},
+                        headers=bearer(OWNER)).json()["results"]
+    work_id = owned[0]["id"]
+    storage = MemoryStorage()
+    async with signed_in(served, ["read:notes"], storage) as http:
+        async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+            said = client.instructions or ""
+            assert "several workspaces" in said and not re.search(r"\b(work|notes)\b", said), said
+            listed = (await client.call_tool("workspaces", {})).structured_content
+            assert [w["name"] for w in listed["workspaces"]] == ["notes"]  # type: ignore[index]
+            found = (await client.call_tool("search", {"query": "garden"})).structured_content
+            assert {hit["workspace"] for hit in found["results"]} == {"notes"}  # type: ignore[index]
+            for refused in (await client.call_tool("search", {"query": "garden", "workspace": "work"}),
+                            await client.call_tool("get", {"id": f"work:{work_id}"})):
+                assert refused.is_error  # as a workspace that does not exist: named by no answer
+                assert "unknown workspace 'work'; the workspaces are: notes" in text(refused)
+            bare = await client.call_tool("get", {"id": work_id})
+            assert bare.is_error and "no document with id" in text(bare) and "(notes)" in text(bare)
+            write = await client.call_tool("note_write", {"workspace": "notes", "source": "docs", "path": "n.md", "content": "x"})
+            assert write.is_error and "insufficient_scope" in text(write)
+    assert storage.tokens is not None and storage.tokens.scope == "read:notes"
+    token = storage.tokens.access_token
+    rest = httpx2.post(f"{served.url}/tools/search", json={"query": "garden"}, headers=bearer(token)).json()
+    assert {hit["workspace"] for hit in rest["results"]} == {"notes"}
+    other = httpx2.post(f"{served.url}/tools/get", json={"id": work_id}, headers=bearer(token))
+    assert other.status_code == 404 and not re.search(r"\bwork\b", other.json()["error"]["message"])
+
+
+async def test_a_client_granted_both_sees_both(served: Served) -> None:
+    storage = MemoryStorage()
+    async with signed_in(served, ["read:notes", "read:work"], storage) as http:
+        async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+            listed = (await client.call_tool("workspaces", {})).structured_content
+            assert [w["name"] for w in listed["workspaces"]] == ["notes", "work"]  # type: ignore[index]
+            found = (await client.call_tool("search", {"query": "garden"})).structured_content
+            assert {hit["workspace"] for hit in found["results"]} == {"notes", "work"}  # type: ignore[index]
+
+
+async def test_a_write_scope_for_one_writes_there_and_not_in_the_other(served: Served) -> None:
+    storage = MemoryStorage()
+    async with signed_in(served, ["write:notes", "read:work"], storage) as http:
+        async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+            wrote = await client.call_tool("note_write", {"workspace": "notes", "source": "docs", "path": "idea.md",
+                                                          "content": "# Idea\n\nPlant basil.\n"})
+            assert not wrote.is_error, text(wrote)
+            refused = await client.call_tool("note_write", {"workspace": "work", "source": "docs", "path": "idea.md",
+                                                            "content": "# Idea\n"})
+            assert refused.is_error and "insufficient_scope" in text(refused) and "'write:work'" in text(refused)
+    assert storage.tokens is not None and storage.tokens.scope == "read:notes read:work write:notes"
+    assert (served.server.root / "notes" / "docs" / "idea.md").is_file()
+    assert not (served.server.root / "work" / "docs" / "idea.md").exists()
+
+
+async def test_without_a_bearer_the_client_is_sent_to_sign_in_and_the_owner_token_sees_all(served: Served) -> None:
+    refused = httpx2.post(f"{served.url}/tools/search", json={"query": "garden"})
+    assert refused.status_code == 401
+    assert 'resource_metadata="' in refused.headers["www-authenticate"]
+    wrong = httpx2.post(f"{served.url}/tools/search", json={"query": "garden"}, headers=bearer("nope"))
+    assert wrong.status_code == 401 and 'error="invalid_token"' in wrong.headers["www-authenticate"]
+    listed = httpx2.post(f"{served.url}/tools/workspaces", json={}, headers=bearer(OWNER)).json()
+    assert [w["name"] for w in listed["workspaces"]] == ["notes", "work"]
+    metadata = httpx2.get(f"{served.url}/.well-known/oauth-protected-resource").json()
+    assert "work" not in str(metadata) and "notes" not in str(metadata)
+
+
+async def test_the_owner_grants_only_what_the_client_asked_and_approving_none_refuses(served: Served) -> None:
+    from support.oauth import authorize_url, code_of, exchange, pkce, register
+
+    async with httpx2.AsyncClient(timeout=30) as http:
+        client = (await register(http, served.url)).json()
+        verifier, challenge = pkce()
+        asked = authorize_url(served.url, client["client_id"], challenge, scope="read write")  # not agents
+        redirect = await approve(asked, served.url, ["write:work", "agents:notes", "read:ghost"])
+        tokens = await exchange(http, served.url, client, code_of(redirect).code, verifier)
+        assert tokens.status_code == 200 and tokens.json()["scope"] == "read:work write:work"
+        listed = await http.post(f"{served.url}/tools/workspaces", json={},
+                                 headers=bearer(tokens.json()["access_token"]))
+        assert [w["name"] for w in listed.json()["workspaces"]] == ["work"]
+
+        verifier, challenge = pkce()
+        refused = await approve(authorize_url(served.url, client["client_id"], challenge), served.url, [])
+        assert parse_qs(urlsplit(refused).query)["error"] == ["access_denied"]
+
+
+def test_the_registry_keeps_its_server_table_through_add_and_remove(tmp_path: Path) -> None:
+    from context_harness.config import workspaces as registry
+
+    config = workspace(tmp_path / "one", {"a.md": "# A\n"})
+    file = tmp_path / "workspaces.toml"
+    file.write_text('[server]\npublic_url = "https://kb.example.com"  # the tunnel\n\n[server.oauth]\n'
+                    'enabled = true\n', encoding="utf-8")
+    registry.add(file, "one", config)
+    registry.remove(file, "one")
+    registry.add(file, "one", config)
+    assert registry.server_table(file) == {"public_url": "https://kb.example.com", "oauth": {"enabled": True}}
+    assert "# the tunnel" in file.read_text(encoding="utf-8")
+    assert [entry.name for entry in registry.read(file)] == ["one"]
