@@ -180,8 +180,8 @@ def build_workspaces_app(served: WorkspaceSet, bind_host: str | None = None) -> 
     harness = cast(Harness, served)  # it serves what a Harness serves
     server = scoped_server(harness)
     mcp_app, mcp_run = streamable_http(server, settings)
-    consoles = workspace_consoles(served, bind_host)
     oauth = open_registry_provider(served)
+    consoles = workspace_consoles(served, bind_host, oauth[1].auth_token if oauth else None)
     owner = owner_console(served, *oauth) if oauth is not None else None
     own_auth = ("/ui",) if consoles or owner else ()
     endpoints = ENDPOINTS if oauth else ()
@@ -319,9 +319,12 @@ def owner_console(served: WorkspaceSet, provider: Provider, owner: ServerConfig)
 SWITCH_COOKIE = "ctx_workspace"
 
 
-def workspace_consoles(served: WorkspaceSet, bind_host: str | None) -> dict[str, ASGIApp]:
+def workspace_consoles(served: WorkspaceSet, bind_host: str | None, owner_token: str | None = None
+                       ) -> dict[str, ASGIApp]:
     """Each workspace's web console (where its ``[ui]`` has it on: by default on a loopback bind), with
-    its own token and read-only setting, and a switcher naming them all; by workspace name."""
+    its own token and read-only setting, and a switcher naming them all; by workspace name. With the
+    registry's OAuth (``owner_token``: its ``auth_token``) a workspace without a token of its own has
+    the owner log in: a public_url reaches the loopback bind too."""
     from context_harness.console import console_routes, ui_enabled
     from context_harness.server.http import is_loopback
 
@@ -330,7 +333,7 @@ def workspace_consoles(served: WorkspaceSet, bind_host: str | None) -> dict[str,
     names = [w.name for w in shown]
     consoles: dict[str, ASGIApp] = {}
     for workspace in shown:
-        mount = console_routes(workspace.harness, workspace.harness.config.server.auth_token or None,
+        mount = console_routes(workspace.harness, workspace.harness.config.server.auth_token or owner_token or None,
                                workspaces=(workspace.name, "/ui/switch", names))[0]
         consoles[workspace.name] = mount.app  # type: ignore[attr-defined]  # the Mount's own app, mounted again
     return consoles

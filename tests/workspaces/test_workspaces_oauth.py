@@ -161,6 +161,8 @@ async def test_without_a_bearer_the_client_is_sent_to_sign_in_and_the_owner_toke
     assert wrong.status_code == 401 and 'error="invalid_token"' in wrong.headers["www-authenticate"]
     listed = httpx2.post(f"{served.url}/tools/workspaces", json={}, headers=bearer(OWNER)).json()
     assert [w["name"] for w in listed["workspaces"]] == ["notes", "work"]
+    console = httpx2.get(f"{served.url}/ui/search")  # a workspace without a token: the owner logs in
+    assert console.status_code == 303 and console.headers["location"].startswith("/ui/login?next=")
     metadata = httpx2.get(f"{served.url}/.well-known/oauth-protected-resource").json()
     assert "work" not in str(metadata) and "notes" not in str(metadata)
 
