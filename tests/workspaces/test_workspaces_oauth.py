@@ -95,6 +95,23 @@ def signed_in(served: Served, scopes: list[str], storage: MemoryStorage) -> http
     return httpx2.AsyncClient(auth=sdk_provider(served.server, owner, storage), timeout=30)
 
 
+async def test_a_refreshed_token_keeps_its_workspaces(served: Served) -> None:
+    storage = MemoryStorage()
+    owner = Owner(lambda url: approve(url, served.url, ["read:work"]))
+    auth = sdk_provider(served.server, owner, storage)
+    tokens = []
+    for _ in range(2):  # the second time the SDK refreshes a token it believes expired
+        async with httpx2.AsyncClient(auth=auth, timeout=30) as http:
+            async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+                found = (await client.call_tool("search", {"query": "garden"})).structured_content
+                assert {hit["workspace"] for hit in found["results"]} == {"work"}  # type: ignore[index]
+        tokens.append(storage.tokens)
+        auth.context.token_expiry_time = 1.0
+    first, second = tokens
+    assert first is not None and second is not None and second.access_token != first.access_token
+    assert len(owner.sent_to) == 1 and first.scope == "read:work"
+
+
 def text(result: object) -> str:
     return str(result.content[0].text)  # type: ignore[attr-defined]
 
