@@ -14,6 +14,7 @@ import json
 import queue
 import subprocess
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ import anyio
 import httpx2
 import pytest
 
-from support.http import free_port, stop_process
+from support.http import free_port, spawn_http, stop_process
 from support.inspector import inspector_bin
-from support.oauth import approve_over_http, child_environment, serve_oauth
+from support.oauth import approve_over_http, approve_workspaces, child_environment, serve_oauth
+from support.workspace import config_toml, write_files
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +33,11 @@ PROMPT = "Please navigate to: "
 
 
 def signed_in_run(bin_dir: Path, home: Path, env: dict[str, str], base: str, callback: str,
-                  *options: str, expect: int = 0) -> dict[str, Any]:
+                  *options: str, expect: int = 0, approve: Callable[[str], Awaitable[str]] | None = None
+                  ) -> dict[str, Any]:
     """One ``mcp-inspector --cli`` run against ``base``/mcp that signs in through the owner's approval
-    (read only) with its listener at ``callback``; its printed JSON (``expect``: its exit code)."""
+    (``approve(url)``; by default read only) with its listener at ``callback``; its printed JSON
+    (``expect``: its exit code)."""
     command = [str(bin_dir / "mcp-inspector"), "--cli", "--format", "json", *options, "--callback-url", callback,
                "--server-url", f"{base}/mcp"]
     run_env = {**env, "PATH": f"{bin_dir}:{env.get('PATH', '')}", "HOME": str(home), "NO_COLOR": "1",
@@ -58,7 +62,7 @@ def signed_in_run(bin_dir: Path, home: Path, env: dict[str, str], base: str, cal
         assert url.startswith(f"{base}/authorize?"), "".join(said)
 
         async def approve_and_return() -> None:
-            back = await approve_over_http(url, base, scopes=())
+            back = await (approve(url) if approve else approve_over_http(url, base, scopes=()))
             async with httpx2.AsyncClient(timeout=30) as http:
                 assert (await http.get(back)).status_code == 200  # the Inspector's callback listener
 
@@ -89,3 +93,39 @@ def test_inspector_cli_signs_in_with_oauth_lists_and_is_refused_a_write(tmp_path
         assert not (tmp_path / "docs" / "i.md").exists()
     finally:
         stop_process(server.process)
+
+
+def test_inspector_cli_signed_in_to_one_of_two_workspaces_sees_only_that_one(tmp_path: Path) -> None:
+    """``ctx serve --http --workspaces`` with the registry's OAuth: the owner grants ``read:notes``; the
+    Inspector's ``workspaces`` lists notes alone, and a search in ``work`` is refused as an unknown one."""
+    bin_dir = inspector_bin()
+    env = {**child_environment(tmp_path), "CTX_OWNER_TOKEN": "inspector-owner-token-41"}
+    entries = ""
+    for name, text in (("notes", "Tomatoes need sun."), ("work", "Staging first.")):
+        write_files(tmp_path / name / "docs", {f"{name}.md": f"# {name}\n\n{text}\n"})
+        config = tmp_path / name / "ctx.toml"
+        config.write_text(config_toml(docs_root=(tmp_path / name / "docs").as_posix(), server="sync_on_start = true"),
+                          encoding="utf-8")
+        entries += f'[workspaces.{name}]\nconfig = "{config.as_posix()}"\n'
+    port = free_port()
+    registry = tmp_path / "workspaces.toml"
+    registry.write_text(f'{entries}\n[server]\npublic_url = "http://127.0.0.1:{port}"\nauth_token = '
+                        '"${CTX_OWNER_TOKEN}"\n\n[server.oauth]\nenabled = true\n', encoding="utf-8")
+    server = spawn_http(["--workspaces", str(registry)], env, port)
+    base = f"http://127.0.0.1:{port}"
+    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
+
+    def owner(url: str) -> Awaitable[str]:
+        return approve_workspaces(url, base, ["read:notes"], env["CTX_OWNER_TOKEN"])
+
+    try:
+        listed = signed_in_run(bin_dir, tmp_path / "home", env, base, callback, "--method", "tools/call",
+                               "--tool-name", "workspaces", approve=owner)
+        assert [w["name"] for w in listed["result"]["structuredContent"]["workspaces"]] == ["notes"]
+        refused = signed_in_run(bin_dir, tmp_path / "home", env, base, callback, "--method", "tools/call",
+                                "--tool-name", "search", "--tool-args-json",
+                                json.dumps({"query": "staging", "workspace": "work"}), expect=5, approve=owner)
+        error = json.loads(refused["result"]["content"][0]["text"])["error"]
+        assert error["message"].startswith("unknown workspace 'work'") and error["message"].endswith(": notes")
+    finally:
+        stop_process(server)

@@ -88,6 +88,28 @@ async def approve_over_http(authorization_url: str, base: str, scopes: tuple[str
         return str(answer.headers["location"])
 
 
+async def approve_workspaces(authorization_url: str, base: str, scopes: list[str], token: str) -> str:
+    """Play the owner of ``ctx serve --http --workspaces``: follow the client to the console's page, log
+    in with the registry's ``token`` on the way back to it, tick ``scopes`` (``read:NAME`` ...); returns
+    the redirect back to the client."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first = await http.get(authorization_url)
+        assert first.status_code == 302, first.text
+        page_url = first.headers["location"]
+        assert page_url.startswith(f"{base}/ui/oauth/authorize?request="), page_url
+        login = await http.get(page_url, follow_redirects=True)  # to the login, on the way back here
+        assert str(login.url).startswith(f"{base}/ui/login?next="), login.url
+        answer = await http.post(str(login.url), data={"csrf": csrf_of(login.text), "token": token})
+        assert answer.status_code == 303, answer.text
+        page = await http.get(page_url)
+        assert page.status_code == 200 and 'id="workspace-scopes"' in page.text, page.text[:400]
+        request_id = parse_qs(urlsplit(page_url).query)["request"][0]
+        answered = await http.post(f"{base}/ui/oauth/authorize", data={
+            "csrf": csrf_of(page.text), "request": request_id, "decision": "approve", "scope": scopes})
+        assert answered.status_code == 303, answered.text
+        return str(answered.headers["location"])
+
+
 def code_of(redirect: str) -> AuthorizationCodeResult:
     query = parse_qs(urlsplit(redirect).query)
     assert "code" in query, redirect

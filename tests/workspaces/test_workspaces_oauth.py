@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from support.http import free_port, spawn_http, stop_process
-from support.oauth import MemoryStorage, OAuthServer, Owner, csrf_of, sdk_provider
+from support.oauth import MemoryStorage, OAuthServer, Owner, approve_workspaces, sdk_provider
 from support.workspace import config_toml, write_files
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -69,25 +69,12 @@ def bearer(token: str) -> dict[str, str]:
 
 
 async def approve(authorization_url: str, base: str, scopes: list[str]) -> str:
-    """Play the owner: follow the client to the console's page, log in with the registry's token, tick
-    ``scopes``; the redirect back to the client."""
+    """The owner ticks ``scopes`` on the page, which offers a box per workspace and one for all."""
     async with httpx2.AsyncClient(timeout=30) as http:
         first = await http.get(authorization_url)
-        assert first.status_code == 302, first.text
-        page_url = first.headers["location"]
-        assert page_url.startswith(f"{base}/ui/oauth/authorize?request="), page_url
-        login = await http.get(page_url, follow_redirects=True)  # to the login, on the way back here
-        assert str(login.url).startswith(f"{base}/ui/login?next="), login.url
-        answer = await http.post(str(login.url), data={"csrf": csrf_of(login.text), "token": OWNER})
-        assert answer.status_code == 303, answer.text
-        page = await http.get(page_url)
-        assert page.status_code == 200 and 'id="workspace-scopes"' in page.text, page.text[:400]
-        assert 'value="write:work"' in page.text and 'value="read"' in page.text  # a box per workspace, and all
-        request_id = parse_qs(urlsplit(page_url).query)["request"][0]
-        answered = await http.post(f"{base}/ui/oauth/authorize", data={
-            "csrf": csrf_of(page.text), "request": request_id, "decision": "approve", "scope": scopes})
-        assert answered.status_code == 303, answered.text
-        return str(answered.headers["location"])
+        page = await http.get(first.headers["location"], headers=bearer(OWNER))  # the console takes the bearer
+        assert 'value="write:work"' in page.text and 'value="read"' in page.text, page.text[:400]
+    return await approve_workspaces(authorization_url, base, scopes, OWNER)
 
 
 def signed_in(served: Served, scopes: list[str], storage: MemoryStorage) -> httpx2.AsyncClient:
@@ -197,6 +184,13 @@ async def test_the_owner_grants_only_what_the_client_asked_and_approving_none_re
         listed = await http.post(f"{served.url}/tools/workspaces", json={},
                                  headers=bearer(tokens.json()["access_token"]))
         assert [w["name"] for w in listed.json()["workspaces"]] == ["work"]
+
+        for asked_for in ("read:notes", "read:ghost"):  # a workspace named, or a name not served: the same page
+            verifier, challenge = pkce()
+            redirect = await approve_workspaces(authorize_url(served.url, client["client_id"], challenge,
+                                                              scope=asked_for), served.url, ["read:notes"], OWNER)
+            tokens = await exchange(http, served.url, client, code_of(redirect).code, verifier)
+            assert tokens.status_code == 200 and tokens.json()["scope"] == "read:notes", tokens.text
 
         verifier, challenge = pkce()
         refused = await approve(authorize_url(served.url, client["client_id"], challenge), served.url, [])

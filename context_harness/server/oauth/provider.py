@@ -35,7 +35,7 @@ from mcp.server.auth.provider import (
     TokenError,
     construct_redirect_uri,
 )
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidScopeError, OAuthClientInformationFull, OAuthToken
 
 from context_harness.config.server import LOOPBACK_NAMES, OAuthConfig
 from context_harness.core.face import SCOPES, AuthorizedClient, CodeRow, GrantStore
@@ -83,6 +83,21 @@ class StoredRefresh(RefreshToken):
     spent: bool = False
 
 
+class WorkspaceClient(OAuthClientInformationFull):
+    """A client of ``--workspaces``: registered for ``read``, ``write`` or ``agents`` (registration names
+    no workspace), it may ask for them in one workspace (``read:NAME``), as a client re-authorizing for
+    what it was granted does; whatever ``NAME`` says (``authorize`` keeps the names served)."""
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        if requested_scope is None:
+            return None
+        registered = (self.scope or "").split()
+        for scope in requested_scope.split(" "):
+            if scope not in registered and scope.partition(SEPARATOR)[0] not in registered:
+                raise InvalidScopeError(f"Client was not registered with scope {scope}")
+        return requested_scope.split(" ")
+
+
 @dataclass
 class Pending:
     """An authorization request waiting for the owner's answer."""
@@ -123,7 +138,8 @@ class Provider:
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if is_document_url(client_id) and len(client_id) <= 1000:
             try:
-                return await self.documents.client(client_id)
+                client = await self.documents.client(client_id)
+                return WorkspaceClient.model_validate(client.model_dump()) if self.workspaces else client
             except DocumentRefused as exc:
                 log.warning("oauth: refused the client document %r: %s", client_id[:200], exc)
                 return None
@@ -134,8 +150,8 @@ class Provider:
             return None
         secret_hash, metadata = found
         # The stored secret is its hash: ``HashedClientAuthenticator`` compares hashes.
-        return OAuthClientInformationFull.model_validate({**metadata, "client_id": client_id,
-                                                          "client_secret": secret_hash})
+        kind = WorkspaceClient if self.workspaces else OAuthClientInformationFull
+        return kind.model_validate({**metadata, "client_id": client_id, "client_secret": secret_hash})
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         uris = [str(uri) for uri in client_info.redirect_uris or []]
@@ -163,8 +179,13 @@ class Provider:
                         client.client_id, params.resource[:200], self.resource)
             raise AuthorizeError("invalid_target", f"this server issues tokens for {self.resource} only, not for "
                                  f"{params.resource[:200]!r}")
+        asked = params.scopes or (client.scope or " ".join(SCOPES)).split()
         known = scope_names(self.workspaces) if self.workspaces else list(SCOPES)
-        offered = [s for s in (params.scopes or (client.scope or " ".join(SCOPES)).split()) if s in known]
+        offered = [s for s in asked if s in known]
+        if self.workspaces:  # KIND:NAME of a name not served: KIND in any workspace (the owner picks; no oracle)
+            offered += [f"{k}{SEPARATOR}{n}" for k in SCOPES for n in self.workspaces
+                        if any(s.startswith(k + SEPARATOR) and s not in known for s in asked)]
+            offered = list(dict.fromkeys(offered))
         if not offered:
             raise AuthorizeError("invalid_scope", f"ask for some of the scopes {', '.join(SCOPES)}")
         self._prune_pending()
@@ -174,9 +195,9 @@ class Provider:
         request_id = secrets.token_urlsafe(32)
         document = (client.model_dump(mode="json", exclude={"client_id"}, exclude_none=True)
                     if is_document_url(client.client_id) else None)
-        asked = offered if self.workspaces else ["read", *[s for s in offered if s != "read"]]
+        waiting = offered if self.workspaces else ["read", *[s for s in offered if s != "read"]]
         self._pending[request_id] = Pending(client.client_id, (client.client_name or "").strip()[:100], params,
-                                            asked, document)
+                                            waiting, document)
         log.info("oauth: client %s asks for %s; waiting for the owner's approval", client.client_id, " ".join(offered))
         return f"{self.issuer}{APPROVE_PATH}?request={request_id}"
 
