@@ -77,6 +77,7 @@ def registry_server(file: Path) -> ServerConfig | None:
 
     from context_harness.common import redaction
     from context_harness.config import workspaces as registry
+    from context_harness.config.messages import describe_validation_error
     from context_harness.config.server import ServerConfig
     from context_harness.config.variables import expand_vars
 
@@ -88,8 +89,7 @@ def registry_server(file: Path) -> ServerConfig | None:
     try:
         settings = ServerConfig.model_validate(expanded)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{file}: [server]: {problems}") from None
+        raise ConfigError(f"{file}: [server]: {describe_validation_error(exc, ServerConfig)}") from None
     return settings if settings.oauth.enabled else None
 
 

@@ -210,3 +210,16 @@ def test_the_registry_keeps_its_server_table_through_add_and_remove(tmp_path: Pa
     assert registry.server_table(file) == {"public_url": "https://kb.example.com", "oauth": {"enabled": True}}
     assert "# the tunnel" in file.read_text(encoding="utf-8")
     assert [entry.name for entry in registry.read(file)] == ["one"]
+
+
+def test_the_registry_server_table_is_checked_as_a_workspace_one(tmp_path: Path) -> None:
+    from context_harness.errors import ConfigError
+    from context_harness.server.workspaces import registry_server
+
+    file = tmp_path / "workspaces.toml"
+    file.write_text("[server.oauth]\nenabled = true\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[server\]: .*needs \[server\] public_url"):
+        registry_server(file)
+    file.write_text('[server]\npublic_url = "http://127.0.0.1:7331"\nauth_token = "t0ken-of-the-owner"\n',
+                    encoding="utf-8")
+    assert registry_server(file) is None  # OAuth off: each workspace's own token, as before
