@@ -123,7 +123,7 @@ async def test_a_client_granted_one_workspace_sees_and_searches_only_that_one(se
             bare = await client.call_tool("get", {"id": work_id})
             assert bare.is_error and "no document with id" in text(bare) and "(notes)" in text(bare)
             write = await client.call_tool("note_write", {"workspace": "notes", "source": "docs", "path": "n.md", "content": "x"})
-            assert write.is_error and "insufficient_scope" in text(write)
+            assert write.is_error and "insufficient_scope" in text(write) and "'write:notes'" in text(write)
     assert storage.tokens is not None and storage.tokens.scope == "read:notes"
     token = storage.tokens.access_token
     rest = httpx2.post(f"{served.url}/tools/search", json={"query": "garden"}, headers=bearer(token)).json()

@@ -61,9 +61,11 @@ def check_tool(harness: Harness, name: str, agent: str | None, scope: Mapping[st
     needed = required_scope(tool)
     if needed not in granted and not any(s.startswith(needed + SEPARATOR) for s in granted):
         log.warning("oauth: refused %s to a token with scopes %s (needs %r)", name, " ".join(sorted(granted)), needed)
+        seen = sorted(s.partition(SEPARATOR)[2] for s in granted if s.startswith("read" + SEPARATOR))
+        either = "".join(f" or '{needed}{SEPARATOR}{w}'" for w in seen)  # --workspaces: those it sees
         raise InsufficientScope(f"calling {name} needs the OAuth scope {needed!r} ({SCOPES[needed]}); this token was "
-                                f"granted {' '.join(sorted(granted))}: reconnect the client and approve {needed!r}",
-                                needed)
+                                f"granted {' '.join(sorted(granted))}: reconnect the client and approve {needed!r}"
+                                f"{either}", needed)
 
 
 __all__ = ["ALL_SCOPES", "GRANTED", "SEPARATOR", "check_tool", "granted_scopes", "scope_names", "workspace_grants"]
