@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 CHUNK_BYTES = 64 * 1024  # read at a time; memory for a line is at most the limit plus one chunk
 EOF_GRACE_SECONDS = 30.0  # after stdin ends: the longest the requests already read may still run
 WRITE_GRACE_SECONDS = 5.0  # on the way out: the longest the last answers may take to reach stdout
+DELIVER_SECONDS = 1.0  # the longest a line read may wait for the serving loop to take it
 ID_SNIFF_BYTES = 4096  # of an oversized line, kept to find its id
 
 
@@ -329,7 +330,11 @@ class StdioWire:
                 await answer.send(message.answer)
             elif message is not None:
                 self._note_inbound(message.message)
-                await deliver.send(message)
+                # A line read is delivered whole, even when the client goes while the loop takes it (the
+                # cancel of ``reading``): a request noted pending but never delivered would hold the exit
+                # for ``eof_grace`` and never run. The loop takes messages as they come: the bound is a guard.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(DELIVER_SECONDS):
+                    await deliver.send(message)
 
     def client_gone(self) -> None:
         """The client died without closing stdin: end as at the end of stdin, writing nothing more."""

@@ -193,6 +193,22 @@ class Endless(Chunks):
         return b""
 
 
+async def test_a_request_read_as_the_client_goes_is_still_delivered() -> None:
+    """The client going while the serving loop has not yet taken a line read must not lose that line: it
+    is noted pending, and one never delivered would never run and would hold the exit (a race CI hit)."""
+    wire = StdioWire(Endless(jsonl([sleep_call(7, 0.1)]), 4096), Lines(), LIMIT, eof_grace=20)
+    with anyio.fail_after(10):
+        async with wire.streams() as (read_stream, _write_stream):
+            while not wire.pending:  # read and noted; its delivery waits for the loop to take it
+                await anyio.sleep(0.01)
+            wire.client_gone()
+            await anyio.sleep(0.05)  # the cancel reaches the reader while it is delivering
+            with anyio.move_on_after(3):  # lost, the line never comes: the reader waits eof_grace instead
+                delivered = await read_stream.receive()
+            read_stream.close()  # as the serving loop does when it ends
+    assert isinstance(delivered, SessionMessage) and getattr(delivered.message, "id", None) == 7
+
+
 async def test_when_the_client_is_gone_the_wire_ends_as_at_eof_and_writes_nothing_more() -> None:
     finished: list[float] = []
 
@@ -210,7 +226,7 @@ async def test_when_the_client_is_gone_the_wire_ends_as_at_eof_and_writes_nothin
             gone = wire.on_client_gone()  # what a ParentWatch calls, from its thread
 
             async def watch() -> None:
-                while not wire.pending:
+                while 1 not in wire.pending or 0 in wire.pending:  # the sleep read, the handshake answered
                     await anyio.sleep(0.01)
                 await anyio.to_thread.run_sync(gone, "the client is gone")
 
