@@ -24,7 +24,7 @@ import json
 import logging
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote
@@ -151,12 +151,14 @@ class CountedListen:
     for: a sync that changed 100,000 documents publishes ``resources/updated`` for those URIs only,
     not 100,000 events to streams that drop them (that held the event loop for most of a second)."""
 
-    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+    def __init__(self, bus: InMemorySubscriptionBus, admit: Callable[[Any, list[str]], Awaitable[None]]) -> None:
         self.handler = ListenHandler(bus)
+        self.admit = admit  # refuses URIs the request may not watch (``HarnessServer._admit``)
         self.uris: Counter[str] = Counter()
 
     async def __call__(self, ctx: ServerRequestContext[Any], params: t.SubscriptionsListenRequestParams) -> Any:
         uris = list(params.notifications.resource_subscriptions or ())
+        await self.admit(ctx, uris)
         self.uris.update(uris)
         try:
             return await self.handler(ctx, params)
@@ -173,7 +175,7 @@ class HarnessServer(Server[dict[str, Any]]):
         self.agent = agent
         self.orchestr8 = ORCHESTR8 in harness.config.server.compat
         self.bus = InMemorySubscriptionBus()
-        self.listen = CountedListen(self.bus)
+        self.listen = CountedListen(self.bus, self._admit)
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._change_queues: set[Any] = set()  # one per running lifespan
         # 2025-era connections -> {document id: the URIs it subscribed to (``resources/subscribe``)}
@@ -297,6 +299,7 @@ class HarnessServer(Server[dict[str, Any]]):
         if arguments is None:
             raise protocol_error(BadRequest(f"cannot subscribe to {uri!r}: only documents ({DOCUMENT_TEMPLATE}) "
                                             "announce updates"), data={"uri": uri})
+        await self._admit(ctx, [uri])
         connection = self._connection(ctx)
         if connection is None:
             raise protocol_error(InternalError("this connection cannot receive resources/updated"))
@@ -306,6 +309,10 @@ class HarnessServer(Server[dict[str, Any]]):
                                             "unsubscribe from some first"))
         subscribed.setdefault(arguments["id"].strip().lower(), set()).add(uri)
         return t.EmptyResult()
+
+    async def _admit(self, ctx: ServerRequestContext[Any], uris: list[str]) -> None:
+        """Refuse a subscription to a URI this request may not read. Every document may be watched here,
+        even one not indexed yet; the multi-workspace adapter narrows it to what the token sees."""
 
     async def _unsubscribe(self, ctx: ServerRequestContext[Any], params: t.UnsubscribeRequestParams) -> t.EmptyResult:
         uri = str(params.uri)

@@ -408,10 +408,19 @@ def _scoped(handler: Any, served: WorkspaceSet) -> Any:
 
 
 def _scoped_server() -> type:
-    from context_harness.server.mcp import HarnessServer
+    import mcp.types as t
+
+    from context_harness.server.mcp import HarnessServer, document_arguments
 
     class Scoped(HarnessServer):
         """The MCP adapter over a ``WorkspaceSet`` whose handlers see the request's workspaces only."""
+
+        async def _admit(self, ctx: Any, uris: list[str]) -> None:
+            """A document may be watched only by a token that may read it: one it cannot is refused as its
+            read would be (``not_found`` naming only the workspaces it sees), so no update leaks."""
+            for uri in uris:
+                if document_arguments(uri) is not None:
+                    await self._read_resource(ctx, t.ReadResourceRequestParams(uri=uri))  # scoped, raises
 
         def describe(self) -> str:  # a token may see only some workspaces: the instructions name none
             return cast(WorkspaceSet, self.harness).describe(named=False)

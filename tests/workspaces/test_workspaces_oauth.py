@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from support.http import free_port, spawn_http, stop_process
@@ -130,6 +132,30 @@ async def test_a_client_granted_one_workspace_sees_and_searches_only_that_one(se
     assert {hit["workspace"] for hit in rest["results"]} == {"notes"}
     other = httpx2.post(f"{served.url}/tools/get", json={"id": work_id}, headers=bearer(token))
     assert other.status_code == 404 and not re.search(r"\bwork\b", other.json()["error"]["message"])
+
+
+async def test_a_client_may_watch_only_the_documents_it_may_read(served: Served) -> None:
+    """Subscriptions (2026 listen streams and 2025 resources/subscribe) to a document of a workspace the
+    token cannot see are refused as its read is: no update of it ever reaches that client."""
+    hits = httpx2.post(f"{served.url}/tools/search", json={"query": "garden"}, headers=bearer(OWNER)).json()["results"]
+    ids = {hit["workspace"]: hit["id"] for hit in hits}
+    hidden = [f"ctx://documents/work:{ids['work']}", f"ctx://documents/{ids['work']}"]
+    async with signed_in(served, ["read:notes"], MemoryStorage()) as http:
+        async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+            for uri in hidden:
+                with pytest.raises(MCPError, match="unknown workspace 'work'|no document with id"):
+                    async with client.listen(resource_subscriptions=[uri]) as stream:
+                        with anyio.fail_after(5):
+                            await stream.__anext__()
+            async with client.listen(resource_subscriptions=[f"ctx://documents/{ids['notes']}"]):
+                pass  # its own workspace's document: accepted
+        async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http), mode="legacy") as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # resources/subscribe is deprecated for 2026-era servers only
+                for uri in hidden:
+                    with pytest.raises(MCPError, match="unknown workspace 'work'|no document with id"):
+                        await client.subscribe_resource(uri)
+                await client.subscribe_resource(f"ctx://documents/{ids['notes']}")
 
 
 async def test_a_client_granted_both_sees_both(served: Served) -> None:
