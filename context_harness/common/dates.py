@@ -65,7 +65,7 @@ def date_in_text(text: str, iso_only: bool = False) -> dt.datetime | None:
     return None
 
 
-def _meta_time(value: Any) -> dt.datetime | None:
+def meta_time(value: Any) -> dt.datetime | None:
     """A front matter value as a UTC datetime: a YAML date or date-time, an ISO string (as stored), or an
     e-mail's ``Date`` header (a message's metadata)."""
     if isinstance(value, dt.datetime):
@@ -87,7 +87,7 @@ def _meta_time(value: Any) -> dt.datetime | None:
 def own_date(metadata: dict[str, Any] | None, title: str | None, source_id: str) -> str | None:
     """A document's own date in the stored form, or None (see the module's docstring)."""
     for key in DATE_KEYS:
-        if (found := _meta_time((metadata or {}).get(key))) is not None:
+        if (found := meta_time((metadata or {}).get(key))) is not None:
             return timestamps.to_iso(found)
     found = date_in_text(title) if title else None
     found = found or date_in_text(PurePosixPath(source_id).name, iso_only=True)

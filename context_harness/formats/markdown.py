@@ -19,7 +19,7 @@ import logging
 import re
 from typing import Any, NamedTuple
 
-from context_harness.common import timestamps
+from context_harness.common import dates
 
 log = logging.getLogger(__name__)
 
@@ -118,17 +118,10 @@ def note_tags(meta: dict[str, Any], body: str) -> list[str]:
 
 
 def front_matter_time(meta: dict[str, Any], *keys: str) -> dt.datetime | None:
+    """The first of ``keys`` in ``meta`` that holds a time (``dates.meta_time``), as UTC."""
     for key in keys:
-        value = meta.get(key)
-        if isinstance(value, dt.datetime):
-            return timestamps.as_utc(value)
-        if isinstance(value, dt.date):
-            return dt.datetime(value.year, value.month, value.day, tzinfo=timestamps.UTC)
-        if isinstance(value, str):
-            try:
-                return timestamps.parse(value)
-            except ValueError:
-                continue
+        if (found := dates.meta_time(meta.get(key))) is not None:
+            return found
     return None
 
 

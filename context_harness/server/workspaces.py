@@ -286,23 +286,10 @@ class WorkspaceTokens:
     async def _challenge(scope: Scope, receive: Receive, send: Send, provider: Provider, reason: str | None,
                          insufficient: bool = False) -> None:
         """401 (403 for a token reading no workspace) with the RFC 6750/9728 challenge, as one workspace's."""
-        from context_harness.errors import InsufficientScope, InvalidToken
-        from context_harness.server.guards import error_response
+        from context_harness.server.oauth.gate import refuse
         from context_harness.server.oauth.routes import RESOURCE_METADATA
 
-        metadata = f"{provider.resource}{RESOURCE_METADATA}"
-        challenge = f'Bearer resource_metadata="{metadata}"'
-        error: HarnessError
-        if insufficient:
-            error = InsufficientScope(str(reason))
-            challenge += f', error="insufficient_scope", scope="read", error_description="{reason}"'
-        elif reason is not None:
-            error = InvalidToken(reason)
-            challenge += f', error="invalid_token", error_description="{reason}"'
-        else:
-            error = Unauthorized("this server needs a bearer token: an OAuth access token (MCP clients sign in "
-                                 f"through {metadata}) or a [server] auth_token")
-        await error_response(error, headers={"WWW-Authenticate": challenge})(scope, receive, send)
+        await refuse(f"{provider.resource}{RESOURCE_METADATA}", reason, insufficient)(scope, receive, send)
 
 
 def owner_console(served: WorkspaceSet, provider: Provider, owner: ServerConfig) -> ASGIApp:

@@ -73,18 +73,23 @@ class OAuthGate:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, reason: str | None,
                       insufficient: bool = False) -> None:
-        """401 (403 for a missing scope) with the RFC 6750/9728 ``WWW-Authenticate`` challenge."""
-        challenge = f'Bearer resource_metadata="{self.metadata_url}"'
-        if insufficient:
-            error: Unauthorized | InsufficientScope = InsufficientScope(str(reason))
-            challenge += f', error="insufficient_scope", scope="read", error_description="{reason}"'
-        elif reason is not None:
-            error = InvalidToken(reason)
-            challenge += f', error="invalid_token", error_description="{reason}"'
-        else:
-            error = Unauthorized("this server needs a bearer token: an OAuth access token (MCP clients sign in "
-                                 f"through {self.metadata_url}) or [server] auth_token")
-        await error_response(error, headers={"WWW-Authenticate": challenge})(scope, receive, send)
+        await refuse(self.metadata_url, reason, insufficient)(scope, receive, send)
 
 
-__all__ = ["ALL_SCOPES", "GRANTED", "OAuthGate", "check_tool", "granted_scopes"]
+def refuse(metadata_url: str, reason: str | None, insufficient: bool = False) -> ASGIApp:
+    """401 (403 for a missing scope) with the RFC 6750/9728 ``WWW-Authenticate`` challenge naming the
+    protected-resource metadata at ``metadata_url``; ``reason`` None: no token was sent."""
+    challenge = f'Bearer resource_metadata="{metadata_url}"'
+    if insufficient:
+        error: Unauthorized | InsufficientScope = InsufficientScope(str(reason))
+        challenge += f', error="insufficient_scope", scope="read", error_description="{reason}"'
+    elif reason is not None:
+        error = InvalidToken(reason)
+        challenge += f', error="invalid_token", error_description="{reason}"'
+    else:
+        error = Unauthorized("this server needs a bearer token: an OAuth access token (MCP clients sign in "
+                             f"through {metadata_url}) or a [server] auth_token")
+    return error_response(error, headers={"WWW-Authenticate": challenge})
+
+
+__all__ = ["ALL_SCOPES", "GRANTED", "OAuthGate", "check_tool", "granted_scopes", "refuse"]
