@@ -31,6 +31,7 @@ def registry(tmp_path: Path, embedding: str) -> Path:
 async def test_one_model_and_one_thread_pool_serve_every_workspace(tmp_path: Path, model_cache: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTX_CACHE_DIR", str(model_cache))
+    before = set(local._MODELS)  # other tests of this process may have loaded it, with other thread counts
     async with WorkspaceSet.open(registry(tmp_path, "local")) as served:
         one, two = (w.harness for w in served.served)
         for harness in (one, two):
@@ -40,7 +41,8 @@ async def test_one_model_and_one_thread_pool_serve_every_workspace(tmp_path: Pat
         embedders = [h.semantic().embedder for h in (one, two)]
         assert embedders[0] is not embedders[1]  # each workspace its own embedder and vectors ...
         assert embedders[0].load() is embedders[1].load()  # ... over the one model the process loaded
-        assert sum(1 for key in local._MODELS if key[1] == embedders[0].spec.identity_model) == 1
+        loaded = [key for key in local._MODELS if key[1] == embedders[0].spec.identity_model]
+        assert len(set(loaded) - before) <= 1 and len(loaded) >= 1  # at most one load for the two workspaces
         assert one._limiter is two._limiter and one._limiter.total_tokens == shared_threads(2)
 
 
