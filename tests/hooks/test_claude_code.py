@@ -15,15 +15,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from support.client_installs import installed, offline
+from support.hook_turns import install_hooks, project, stand_in
 
 pytestmark = pytest.mark.slow
 
@@ -39,24 +38,11 @@ def claude_session(bin_dir: Path, home: Path, cwd: Path, log: Path) -> str:
 
 def test_claude_code_runs_the_session_start_hook_and_takes_its_context(tmp_path: Path) -> None:
     bin_dir = installed("claude")
-    notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
-    for folder in (notes, home, project / ".git"):
-        folder.mkdir(parents=True)
-    (notes / "conventions.md").write_text("---\ntags: [pinned]\n---\n# House conventions\n\nAlways run the "
-                                          "linter first.\n", encoding="utf-8")
-    config = tmp_path / "ctx.toml"
-    config.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
-                      '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n'
-                      '[hooks]\ninbox = "filesystem:notes"\n', encoding="utf-8")
-    ctx = [sys.executable, "-m", "context_harness", "--config", str(config)]
-    assert subprocess.run([*ctx, "sync"], capture_output=True, timeout=120).returncode == 0
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("CLAUDE_CONFIG_DIR", None)
-    done = subprocess.run([*ctx, "hook", "install", "claude-code"], capture_output=True, text=True, timeout=120,
-                          cwd=project, env=env)
-    assert done.returncode == 0, done.stderr
+    at = project(tmp_path)
+    home, project_dir = at.home, at.project
+    install_hooks(at, "claude-code", "CLAUDE_CONFIG_DIR")
 
-    log = claude_session(bin_dir, home, project, tmp_path / "good.log")
+    log = claude_session(bin_dir, home, project_dir, tmp_path / "good.log")
     assert "Watching for changes in setting files" in log, log[-2000:]  # it read the settings
     ran = [line for line in log.splitlines() if "hook session-start" in line and "provided additionalContext" in line]
     assert ran, log[-3000:]
@@ -68,7 +54,7 @@ def test_claude_code_runs_the_session_start_hook_and_takes_its_context(tmp_path:
     data = json.loads(settings.read_text(encoding="utf-8"))
     data["hooks"]["SessionStart"][0]["hooks"][0]["type"] = "bogus"  # the control: an entry it cannot load
     settings.write_text(json.dumps(data), encoding="utf-8")
-    spoilt = claude_session(bin_dir, home, project, tmp_path / "spoilt.log")
+    spoilt = claude_session(bin_dir, home, project_dir, tmp_path / "spoilt.log")
     assert "Watching for changes in setting files" in spoilt
     assert "provided additionalContext" not in spoilt and "House conventions" not in spoilt
 
@@ -125,38 +111,20 @@ class Messages(BaseHTTPRequestHandler):
 @pytest.fixture
 def messages_api() -> Iterator[str]:
     Messages.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Messages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stand_in(Messages) as url:
+        yield url
 
 
 def test_a_turn_in_claude_code_leaves_a_session_note_made_from_its_own_transcript(tmp_path: Path,
                                                                                    messages_api: str) -> None:
     bin_dir = installed("claude")
-    notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
-    for folder in (notes, home, project / ".git"):
-        folder.mkdir(parents=True)
-    (notes / "conventions.md").write_text("---\ntags: [pinned]\n---\n# House conventions\n\nAlways lint.\n",
-                                          encoding="utf-8")
-    config = tmp_path / "ctx.toml"
-    config.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
-                      '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n'
-                      '[hooks]\ninbox = "filesystem:notes"\n', encoding="utf-8")
-    ctx = [sys.executable, "-m", "context_harness", "--config", str(config)]
-    assert subprocess.run([*ctx, "sync"], capture_output=True, timeout=120).returncode == 0
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("CLAUDE_CONFIG_DIR", None)
-    assert subprocess.run([*ctx, "hook", "install", "claude-code"], capture_output=True, timeout=120, cwd=project,
-                          env=env).returncode == 0
+    at = project(tmp_path)
+    notes, home, project_dir, ctx = at.notes, at.home, at.project, at.ctx
+    install_hooks(at, "claude-code", "CLAUDE_CONFIG_DIR")
     claude_env = {"HOME": str(home), "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", os.defpath)]),
                   "LANG": "C.UTF-8", "NO_COLOR": "1", "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": messages_api,
                   "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    done = subprocess.run([str(bin_dir / "claude"), "-p", "Cache the quokka lookups please"], cwd=project,
+    done = subprocess.run([str(bin_dir / "claude"), "-p", "Cache the quokka lookups please"], cwd=project_dir,
                           env=claude_env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and ANSWER in done.stdout, done.stdout + done.stderr
     assert any("House conventions" in body for body in Messages.bodies)  # the digest reached the model

@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from support.client_installs import installed
+from support.hook_turns import install_hooks, project, stand_in
 
 pytestmark = pytest.mark.slow
 ANSWER = "We'll cache the widget lookups in an LRU."
@@ -52,40 +51,23 @@ class Responses(BaseHTTPRequestHandler):
 @pytest.fixture
 def responses_api() -> Iterator[str]:
     Responses.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Responses)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stand_in(Responses, "/v1") as url:
+        yield url
 
 
 def test_codex_runs_the_hooks_the_model_gets_the_digest_and_the_note_is_written(tmp_path: Path,
                                                                                 responses_api: str) -> None:
     bin_dir = installed("codex")
-    notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
-    for folder in (notes, home / ".codex", project / ".git"):
-        folder.mkdir(parents=True)
-    (notes / "conventions.md").write_text("---\ntags: [pinned]\n---\n# House conventions\n\nAlways lint.\n",
-                                          encoding="utf-8")
+    at = project(tmp_path, ".codex")
+    notes, home, project_dir, ctx = at.notes, at.home, at.project, at.ctx
     (home / ".codex" / "config.toml").write_text(
         f'model = "gpt-test"\nmodel_provider = "standin"\n\n[model_providers.standin]\nname = "standin"\n'
         f'base_url = "{responses_api}"\nwire_api = "responses"\nenv_key = "STANDIN_KEY"\n', encoding="utf-8")
-    config = tmp_path / "ctx.toml"
-    config.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
-                      '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n'
-                      '[hooks]\ninbox = "filesystem:notes"\n', encoding="utf-8")
-    ctx = [sys.executable, "-m", "context_harness", "--config", str(config)]
-    assert subprocess.run([*ctx, "sync"], capture_output=True, timeout=120).returncode == 0
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("CODEX_HOME", None)
-    assert subprocess.run([*ctx, "hook", "install", "codex"], capture_output=True, timeout=120, cwd=project,
-                          env=env).returncode == 0
+    install_hooks(at, "codex", "CODEX_HOME")
     codex_env = {"HOME": str(home), "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", os.defpath)]),
                  "LANG": "C.UTF-8", "NO_COLOR": "1", "STANDIN_KEY": "not-a-key"}
     done = subprocess.run([str(bin_dir / "codex"), "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
-                           "Cache the widget lookups"], cwd=project, env=codex_env, capture_output=True, text=True,
+                           "Cache the widget lookups"], cwd=project_dir, env=codex_env, capture_output=True, text=True,
                           timeout=300, stdin=subprocess.DEVNULL)
     log = done.stdout + done.stderr
     assert done.returncode == 0 and ANSWER in done.stdout, log[-3000:]

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from support.client_installs import installed
+from support.hook_turns import install_hooks, project, stand_in
 
 pytestmark = pytest.mark.slow
 ANSWER = "We'll rename quux to quokka everywhere."
@@ -56,34 +55,17 @@ class GenerateContent(BaseHTTPRequestHandler):
 @pytest.fixture
 def gemini_api() -> Iterator[str]:
     GenerateContent.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), GenerateContent)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stand_in(GenerateContent) as url:
+        yield url
 
 
 def test_gemini_cli_runs_the_three_hooks_and_the_note_holds_the_prompt(tmp_path: Path, gemini_api: str) -> None:
     bin_dir = installed("gemini")
-    notes, home, project = tmp_path / "notes", tmp_path / "home", tmp_path / "widgetry"
-    for folder in (notes, home / ".gemini", project / ".git"):
-        folder.mkdir(parents=True)
-    (notes / "conventions.md").write_text("---\ntags: [pinned]\n---\n# House conventions\n\nAlways lint.\n",
-                                          encoding="utf-8")
-    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
+    at = project(tmp_path, ".gemini")
+    notes, home, project_dir = at.notes, at.home, at.project
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project_dir): "TRUST_FOLDER"}),
                                                           encoding="utf-8")
-    config = tmp_path / "ctx.toml"
-    config.write_text('[db]\npath = "data/ctx.sqlite"\n[embedding]\nprovider = "disabled"\n'
-                      '[connectors.filesystem.notes]\nroot = "notes"\nwritable = true\n'
-                      '[hooks]\ninbox = "filesystem:notes"\n', encoding="utf-8")
-    ctx = [sys.executable, "-m", "context_harness", "--config", str(config)]
-    assert subprocess.run([*ctx, "sync"], capture_output=True, timeout=120).returncode == 0
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("GEMINI_CLI_HOME", None)
-    assert subprocess.run([*ctx, "hook", "install", "gemini"], capture_output=True, timeout=120, cwd=project,
-                          env=env).returncode == 0
+    install_hooks(at, "gemini", "GEMINI_CLI_HOME")
     settings = home / ".gemini" / "settings.json"
     data = json.loads(settings.read_text(encoding="utf-8"))
     settings.write_text(json.dumps({**data, "security": {"auth": {"selectedType": "gemini-api-key"}}}),
@@ -92,7 +74,7 @@ def test_gemini_cli_runs_the_three_hooks_and_the_note_holds_the_prompt(tmp_path:
                   "LANG": "C.UTF-8", "NO_COLOR": "1", "GEMINI_API_KEY": "not-a-key",
                   "GOOGLE_GEMINI_BASE_URL": gemini_api}
     done = subprocess.run([str(bin_dir / "gemini"), "-m", "gemini-2.5-flash", "-p", "Rename the quux module", "-d"],
-                          cwd=project, env=gemini_env, capture_output=True, text=True, timeout=300,
+                          cwd=project_dir, env=gemini_env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     log = done.stdout + done.stderr
     assert ANSWER in done.stdout, log[-3000:]
